@@ -1,0 +1,213 @@
+"""Admin pages. Imports start background jobs whose progress shows on the Job list."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.db import transaction
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from annotation.models import (
+    Caption,
+    Dataset,
+    EmbeddingSpace,
+    Flag,
+    Image,
+    Job,
+    Modality,
+    Pair,
+    Qualification,
+    Rating,
+    RatingSlot,
+    Split,
+)
+from annotation.services import job_create
+from annotation.tasks import run_import_job
+from annotation.uploads import upload_store
+
+
+class KarpathyImportForm(forms.Form):
+    file = forms.FileField(help_text="Karpathy-split JSON (dataset_coco.json shape)")
+    name = forms.SlugField(help_text="New dataset name, or an existing one to add splits")
+    images_root = forms.CharField(required=False, help_text="Folder on the server holding the images")
+    image_url_prefix = forms.CharField(required=False, help_text="Or: URL prefix the images are served from")
+    splits = forms.CharField(required=False, help_text="Comma-separated splits to import; empty: all")
+    key_prefix = forms.CharField(
+        required=False, help_text="Caption key prefix such as COCO_val2014, if file names lack one"
+    )
+
+
+class EmbeddingImportForm(forms.Form):
+    dataset = forms.ModelChoiceField(queryset=Dataset.objects.all())
+    space = forms.SlugField()
+    modality = forms.ChoiceField(choices=Modality.choices)
+    vectors = forms.FileField(help_text=".npy, float (rows, dims)")
+    ids = forms.FileField(help_text="One item key per line, in row order")
+    model_name = forms.CharField(required=False)
+
+
+def _start_job(request, kind: str, params: dict) -> Job:
+    with transaction.atomic():
+        job = job_create(kind=kind, params=params, created_by=request.user)
+        transaction.on_commit(lambda: run_import_job.delay(job.id))
+    messages.info(request, f"Started job #{job.id}; its progress shows on the jobs list.")
+    return job
+
+
+@admin.register(Dataset)
+class DatasetAdmin(admin.ModelAdmin):
+    list_display = ["name", "images_root", "image_url_prefix", "created_at"]
+    search_fields = ["name"]
+    change_list_template = "admin/annotation/dataset/change_list.html"
+
+    def get_urls(self):
+        return [
+            path("import-karpathy/", self.admin_site.admin_view(self.import_karpathy), name="dataset-import-karpathy"),
+            path(
+                "import-embeddings/",
+                self.admin_site.admin_view(self.import_embeddings),
+                name="dataset-import-embeddings",
+            ),
+            *super().get_urls(),
+        ]
+
+    def import_karpathy(self, request):
+        form = KarpathyImportForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            _start_job(
+                request,
+                Job.Kind.IMPORT_KARPATHY,
+                {
+                    "path": upload_store(data["file"], suffix_hint=".json"),
+                    "name": data["name"],
+                    "images_root": data["images_root"],
+                    "image_url_prefix": data["image_url_prefix"],
+                    "splits": [s.strip() for s in data["splits"].split(",") if s.strip()],
+                    "key_prefix": data["key_prefix"],
+                },
+            )
+            return redirect(reverse("admin:annotation_job_changelist"))
+        return self._form_page(request, form, "Import Karpathy JSON")
+
+    def import_embeddings(self, request):
+        form = EmbeddingImportForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            _start_job(
+                request,
+                Job.Kind.IMPORT_EMBEDDINGS,
+                {
+                    "dataset": data["dataset"].name,
+                    "space": data["space"],
+                    "modality": data["modality"],
+                    "model_name": data["model_name"],
+                    "vectors_path": upload_store(data["vectors"], suffix_hint=".npy"),
+                    "ids_path": upload_store(data["ids"], suffix_hint=".txt"),
+                },
+            )
+            return redirect(reverse("admin:annotation_job_changelist"))
+        return self._form_page(request, form, "Import embeddings")
+
+    def _form_page(self, request, form, title):
+        context = {**self.admin_site.each_context(request), "form": form, "title": title, "opts": self.model._meta}
+        return TemplateResponse(request, "admin/annotation/import_form.html", context)
+
+
+@admin.register(Split)
+class SplitAdmin(admin.ModelAdmin):
+    list_display = ["dataset", "name"]
+    list_filter = ["dataset"]
+
+
+@admin.register(Image)
+class ImageAdmin(admin.ModelAdmin):
+    list_display = ["key", "dataset", "split", "file_path", "width", "height"]
+    list_filter = ["dataset", "split"]
+    search_fields = ["key"]
+    list_select_related = ["dataset", "split"]
+    show_full_result_count = False
+
+
+@admin.register(Caption)
+class CaptionAdmin(admin.ModelAdmin):
+    list_display = ["key", "text", "image"]
+    list_filter = ["dataset"]
+    search_fields = ["key", "text"]
+    raw_id_fields = ["image"]
+    list_select_related = ["image"]
+    show_full_result_count = False
+
+
+@admin.register(EmbeddingSpace)
+class EmbeddingSpaceAdmin(admin.ModelAdmin):
+    list_display = ["name", "dataset", "modality", "model_name", "dimension", "count", "created_at"]
+    list_filter = ["dataset", "modality"]
+    readonly_fields = ["vectors_path", "ids_path", "dimension", "count"]
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = ["id", "kind", "status", "progress", "message", "error_short", "created_at", "finished_at"]
+    list_filter = ["kind", "status"]
+    readonly_fields = [f.name for f in Job._meta.fields]
+
+    @admin.display(description="progress")
+    def progress(self, job: Job) -> str:
+        if not job.progress_total:
+            return "-"
+        return format_html(
+            '<progress value="{}" max="{}"></progress> {}/{}',
+            job.progress_done,
+            job.progress_total,
+            job.progress_done,
+            job.progress_total,
+        )
+
+    @admin.display(description="message")
+    def message(self, job: Job) -> str:
+        return (job.result or {}).get("message", "")
+
+    @admin.display(description="error")
+    def error_short(self, job: Job) -> str:
+        return job.error[:200]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(Pair)
+class PairAdmin(admin.ModelAdmin):
+    list_display = ["id", "kind", "sampling_method", "batch", "ratings_done", "ratings_required", "priority"]
+    list_filter = ["kind", "sampling_method", "dataset"]
+    raw_id_fields = ["caption_a", "caption_b", "image_a", "image_b", "batch"]
+    show_full_result_count = False
+
+
+@admin.register(RatingSlot)
+class RatingSlotAdmin(admin.ModelAdmin):
+    list_display = ["id", "pair", "index", "state", "rater", "lease_expires_at"]
+    list_filter = ["state", "kind"]
+    raw_id_fields = ["pair", "rater"]
+    show_full_result_count = False
+
+
+@admin.register(Rating)
+class RatingAdmin(admin.ModelAdmin):
+    list_display = ["id", "pair", "rater", "score", "time_on_item_ms", "created_at"]
+    raw_id_fields = ["pair", "slot", "rater"]
+    show_full_result_count = False
+
+
+@admin.register(Flag)
+class FlagAdmin(admin.ModelAdmin):
+    list_display = ["id", "pair", "rater", "reason", "resolved", "created_at"]
+    list_filter = ["reason", "resolved"]
+    raw_id_fields = ["pair", "rater"]
+
+
+@admin.register(Qualification)
+class QualificationAdmin(admin.ModelAdmin):
+    list_display = ["rater", "kind", "granted_at"]
+    list_filter = ["kind"]

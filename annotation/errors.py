@@ -1,0 +1,29 @@
+"""Domain errors raised by services; views turn them into 4xx responses with the message."""
+
+
+class DomainError(Exception):
+    """A request that cannot be carried out as asked. The message names the problem."""
+
+    code = "invalid"
+    http_status = 400
+
+
+class DatasetImportError(DomainError):
+    """Bad import input. Nothing was written."""
+
+    code = "import_invalid"
+
+
+class NotFound(DomainError):
+    code = "not_found"
+    http_status = 404
+
+
+class Conflict(DomainError):
+    code = "conflict"
+    http_status = 409
+
+
+class Forbidden(DomainError):
+    code = "forbidden"
+    http_status = 403

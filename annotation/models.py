@@ -1,0 +1,367 @@
+"""Datasets, items, embedding spaces, pairs, rating slots and ratings.
+
+Invariants live in the database (unique and check constraints), not in ``save()``:
+- item keys are unique per dataset, and every caption belongs to exactly one image;
+- a pair is stored once, unordered (canonical order a < b), per kind;
+- a pair has ``ratings_required`` slots; a rating fills exactly one slot, so a pair can
+  never collect more ratings than slots; one rater rates a pair at most once.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+class TaskKind(models.TextChoices):
+    STS = "STS", "caption-caption (STS)"
+    SIS = "SIS", "image-image (SIS)"
+    SITS = "SITS", "caption-image (SITS)"
+
+
+class SamplingMethod(models.TextChoices):
+    """The CxC sampling method names, exactly as the public release writes them."""
+
+    I2I_CSIM = "i2i_csim", "i2i_csim: image pairs by co-caption similarity"
+    C2C_ISIM = "c2c_isim", "c2c_isim: caption pairs by image similarity"
+    C2C_COCAPTION = "c2c_cocaption", "c2c_cocaption: captions of the same image"
+    C2I_INTRASIM = "c2i_intrasim", "c2i_intrasim: intermodal pairs through rated pivots"
+    C2I_ORIGINAL = "c2i_original", "c2i_original: every original image-caption pair"
+    UPLOADED = "uploaded", "uploaded: a pair list without a method name"
+
+
+METHOD_KIND = {
+    SamplingMethod.I2I_CSIM: TaskKind.SIS,
+    SamplingMethod.C2C_ISIM: TaskKind.STS,
+    SamplingMethod.C2C_COCAPTION: TaskKind.STS,
+    SamplingMethod.C2I_INTRASIM: TaskKind.SITS,
+    SamplingMethod.C2I_ORIGINAL: TaskKind.SITS,
+}
+
+
+class Modality(models.TextChoices):
+    IMAGE = "image", "image"
+    CAPTION = "caption", "caption"
+
+
+class Dataset(models.Model):
+    name = models.SlugField(max_length=100, unique=True, help_text="Short unique name, used on the command line.")
+    description = models.TextField(blank=True)
+    images_root = models.CharField(
+        max_length=1000,
+        blank=True,
+        help_text="Folder that holds the image files (their Karpathy filepath/filename below it).",
+    )
+    image_url_prefix = models.CharField(
+        max_length=1000,
+        blank=True,
+        help_text="Alternative to images_root: images are served from this URL prefix + file path.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(images_root="") | ~Q(image_url_prefix=""),
+                name="dataset_has_image_source",
+                violation_error_message="A dataset needs images_root or image_url_prefix.",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Split(models.Model):
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="splits")
+    name = models.CharField(max_length=50, help_text="Karpathy split name: train, restval, val, test ...")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["dataset", "name"], name="split_unique_per_dataset")]
+
+    def __str__(self) -> str:
+        return f"{self.dataset.name}/{self.name}"
+
+
+class Image(models.Model):
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="images")
+    split = models.ForeignKey(Split, on_delete=models.PROTECT, related_name="images")
+    key = models.CharField(
+        max_length=255,
+        help_text="External id as the CxC files write it: the file name, e.g. COCO_val2014_000000032001.jpg.",
+    )
+    file_path = models.CharField(
+        max_length=1000, help_text="Path of the file below the dataset's images_root (or URL prefix)."
+    )
+    cocoid = models.BigIntegerField(null=True, blank=True, help_text="Source dataset's own image id, if any.")
+    width = models.PositiveIntegerField(null=True, blank=True)
+    height = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["dataset", "key"], name="image_key_unique_per_dataset")]
+        indexes = [models.Index(fields=["split", "id"], name="image_split_idx")]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Caption(models.Model):
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="captions")
+    image = models.ForeignKey(
+        Image, on_delete=models.CASCADE, related_name="captions", help_text="The image this caption was written for."
+    )
+    key = models.CharField(max_length=255, help_text="External id as CxC writes it, e.g. COCO_val2014:sentid:190268.")
+    sentid = models.BigIntegerField(help_text="Karpathy sentence id.")
+    text = models.TextField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "key"], name="caption_key_unique_per_dataset"),
+            models.CheckConstraint(condition=~Q(text=""), name="caption_text_not_empty"),
+        ]
+        indexes = [models.Index(fields=["image", "id"], name="caption_image_idx")]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class EmbeddingSpace(models.Model):
+    """One model's vectors for one modality of a dataset, stored as an L2-normalized
+    float32 ``.npy`` (read with mmap) plus a text file of item keys in row order."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="embedding_spaces")
+    name = models.SlugField(max_length=100)
+    modality = models.CharField(max_length=10, choices=Modality.choices)
+    model_name = models.CharField(max_length=255, blank=True, help_text="The encoder that produced the vectors.")
+    dimension = models.PositiveIntegerField()
+    count = models.PositiveIntegerField(help_text="Number of vectors (rows).")
+    vectors_path = models.CharField(max_length=1000, help_text="Stored .npy file, float32 (count, dimension).")
+    ids_path = models.CharField(max_length=1000, help_text="Stored keys file, one item key per line, in row order.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "name"], name="space_name_unique_per_dataset"),
+            models.CheckConstraint(condition=Q(dimension__gt=0) & Q(count__gt=0), name="space_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset.name}:{self.name} ({self.modality}, {self.dimension}-d)"
+
+
+class JobStatus(models.TextChoices):
+    PENDING = "pending", "pending"
+    RUNNING = "running", "running"
+    SUCCEEDED = "succeeded", "succeeded"
+    FAILED = "failed", "failed"
+
+
+class Job(models.Model):
+    """Status row of a background job (import, export ...): the admin page, the API and
+    the CLI all read progress from here."""
+
+    class Kind(models.TextChoices):
+        IMPORT_KARPATHY = "import_karpathy", "import Karpathy JSON"
+        IMPORT_EMBEDDINGS = "import_embeddings", "import embeddings"
+        EXPORT_DATASET = "export_dataset", "export dataset"
+
+    kind = models.CharField(max_length=40, choices=Kind.choices)
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.PENDING)
+    params = models.JSONField(default=dict, blank=True, help_text="The job's input, primitives only.")
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    progress_done = models.BigIntegerField(default=0)
+    progress_total = models.BigIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(progress_done__gte=0) & Q(progress_total__gte=0), name="job_progress_nonnegative"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} ({self.status})"
+
+
+class Pair(models.Model):
+    """One unordered pair to rate. STS: caption_a < caption_b; SIS: image_a < image_b;
+    SITS: caption_a with image_a. Unused item columns are NULL (checked)."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="pairs")
+    split = models.ForeignKey(Split, on_delete=models.PROTECT, related_name="pairs")
+    batch = models.ForeignKey("sampling.SamplingBatch", on_delete=models.PROTECT, related_name="pairs")
+    kind = models.CharField(max_length=4, choices=TaskKind.choices)
+    sampling_method = models.CharField(max_length=20, choices=SamplingMethod.choices)
+    caption_a = models.ForeignKey(Caption, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    caption_b = models.ForeignKey(Caption, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    image_a = models.ForeignKey(Image, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    image_b = models.ForeignKey(Image, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    ratings_required = models.PositiveSmallIntegerField(default=5, help_text="Number of slots: distinct raters wanted.")
+    priority = models.IntegerField(default=0, help_text="Copied from the batch; higher is rated first.")
+    ratings_done = models.PositiveSmallIntegerField(
+        default=0, help_text="Ratings stored so far; maintained by the rating service in the same transaction."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    Q(
+                        kind=TaskKind.STS,
+                        caption_a__isnull=False,
+                        caption_b__isnull=False,
+                        image_a__isnull=True,
+                        image_b__isnull=True,
+                        caption_a__lt=F("caption_b"),
+                    )
+                    | Q(
+                        kind=TaskKind.SIS,
+                        image_a__isnull=False,
+                        image_b__isnull=False,
+                        caption_a__isnull=True,
+                        caption_b__isnull=True,
+                        image_a__lt=F("image_b"),
+                    )
+                    | Q(
+                        kind=TaskKind.SITS,
+                        caption_a__isnull=False,
+                        image_a__isnull=False,
+                        caption_b__isnull=True,
+                        image_b__isnull=True,
+                    )
+                ),
+                name="pair_items_match_kind",
+                violation_error_message="Pair items do not match its kind, or are not in canonical order.",
+            ),
+            models.CheckConstraint(
+                condition=Q(ratings_required__gte=1) & Q(ratings_done__lte=F("ratings_required")),
+                name="pair_ratings_within_required",
+            ),
+            models.UniqueConstraint(
+                fields=["caption_a", "caption_b"], condition=Q(kind=TaskKind.STS), name="pair_sts_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["image_a", "image_b"], condition=Q(kind=TaskKind.SIS), name="pair_sis_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["caption_a", "image_a"], condition=Q(kind=TaskKind.SITS), name="pair_sits_unique"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["dataset", "split", "kind"], name="pair_dataset_split_kind_idx"),
+            models.Index(fields=["batch", "sampling_method"], name="pair_batch_method_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} pair #{self.pk} ({self.sampling_method})"
+
+
+class SlotState(models.TextChoices):
+    OPEN = "open", "open"
+    LEASED = "leased", "leased"
+    DONE = "done", "done"
+
+
+class RatingSlot(models.Model):
+    """One of a pair's ``ratings_required`` places for a rating.
+
+    A leased slot whose ``lease_expires_at`` has passed is claimable again: correctness
+    needs no cron job. ``rater`` is the current holder (leased) or the author (done).
+    """
+
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="slots")
+    index = models.PositiveSmallIntegerField(help_text="0 .. ratings_required-1")
+    state = models.CharField(max_length=10, choices=SlotState.choices, default=SlotState.OPEN)
+    kind = models.CharField(
+        max_length=4, choices=TaskKind.choices, help_text="Copied from the pair for the claim index."
+    )
+    priority = models.IntegerField(default=0, help_text="Copied from the pair for the claim index.")
+    rater = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="rating_slots"
+    )
+    leased_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["pair", "index"], name="slot_index_unique_per_pair"),
+            models.UniqueConstraint(fields=["pair", "rater"], name="slot_one_per_rater_per_pair"),
+            models.CheckConstraint(
+                condition=(
+                    Q(state=SlotState.OPEN, rater__isnull=True, lease_expires_at__isnull=True)
+                    | Q(state=SlotState.LEASED, rater__isnull=False, lease_expires_at__isnull=False)
+                    | Q(state=SlotState.DONE, rater__isnull=False)
+                ),
+                name="slot_state_consistent",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"slot {self.index} of pair {self.pair_id} ({self.state})"
+
+
+class Rating(models.Model):
+    """One rater's judgment of one pair. ``slot`` is one-to-one, so a pair can never
+    hold more ratings than it has slots; (pair, rater) is unique."""
+
+    pair = models.ForeignKey(Pair, on_delete=models.PROTECT, related_name="ratings")
+    slot = models.OneToOneField(RatingSlot, on_delete=models.PROTECT, related_name="rating")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="ratings")
+    score = models.FloatField(help_text="Continuous 0-5.")
+    time_on_item_ms = models.PositiveIntegerField(help_text="From the pair being shown to submit.")
+    time_to_first_move_ms = models.PositiveIntegerField(null=True, blank=True)
+    adjustments = models.PositiveIntegerField(default=0, help_text="How many times the rater moved the slider.")
+    idempotency_key = models.CharField(max_length=64, help_text="Client-chosen; a repeated submit stores one rating.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["pair", "rater"], name="rating_one_per_rater_per_pair"),
+            models.UniqueConstraint(fields=["rater", "idempotency_key"], name="rating_idempotency_key_unique"),
+            models.CheckConstraint(condition=Q(score__gte=0.0) & Q(score__lte=5.0), name="rating_score_in_range"),
+        ]
+        indexes = [models.Index(fields=["rater", "created_at"], name="rating_rater_time_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.score:.2f} by {self.rater_id} on pair {self.pair_id}"
+
+
+class FlagReason(models.TextChoices):
+    BROKEN_IMAGE = "broken_image", "broken image"
+    UNREADABLE_CAPTION = "unreadable_caption", "unreadable caption"
+    INAPPROPRIATE = "inappropriate", "inappropriate content"
+    OTHER = "other", "other"
+
+
+class Flag(models.Model):
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="flags")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="flags")
+    reason = models.CharField(max_length=30, choices=FlagReason.choices)
+    note = models.TextField(blank=True)
+    resolved = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["pair", "rater", "reason"], name="flag_once_per_rater_reason")]
+
+    def __str__(self) -> str:
+        return f"{self.reason} on pair {self.pair_id}"
+
+
+class Qualification(models.Model):
+    """A rater may be served tasks of this kind."""
+
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="qualifications")
+    kind = models.CharField(max_length=4, choices=TaskKind.choices)
+    granted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rater", "kind"], name="qualification_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.rater} may rate {self.kind}"

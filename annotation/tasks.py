@@ -1,0 +1,12 @@
+from celery import shared_task
+
+from annotation.jobs import job_run
+
+
+@shared_task(acks_late=True)
+def run_import_job(job_id: int) -> None:
+    """Run an import job by id (idempotent: a job that already ran is left alone)."""
+    from annotation.models import Job, JobStatus
+
+    if Job.objects.filter(pk=job_id, status=JobStatus.PENDING).exists():
+        job_run(job_id=job_id)

@@ -1,0 +1,39 @@
+"""What mode the app runs in, and a start-up check that its services answer."""
+
+from django.conf import settings
+from django.db import connection
+
+
+def describe_mode() -> str:
+    """One line for logs, the admin header and the start-up banner."""
+    if settings.RUN_MODE == "embedded":
+        return f"embedded mode: SQLite at {settings.DATABASES['default']['NAME']}, tasks run in-process"
+    db = settings.DATABASES["default"]
+    tasks = (
+        "tasks run in-process"
+        if settings.CELERY_TASK_ALWAYS_EAGER
+        else "Celery broker " + _redact(settings.CELERY_BROKER_URL)
+    )
+    return f"services mode: PostgreSQL {db.get('HOST') or 'socket'}:{db.get('PORT') or 5432}/{db['NAME']}, {tasks}"
+
+
+def _redact(url: str) -> str:
+    if "@" in url:
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return url
+
+
+def check_services() -> None:
+    """Raise if the database or (in services mode) the broker does not answer.
+
+    Called at web start-up so a misconfigured deployment fails at once instead of
+    serving errors, and never falls back to the embedded mode.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        from config.celery import app
+
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1)

@@ -1,0 +1,180 @@
+"""Settings, all from the environment (12-factor). See .env.example for every variable.
+
+Two run modes, chosen explicitly:
+
+- ``embedded``: SQLite under ``var/`` and Celery tasks run in-process (eager). It is the
+  default only when no ``DATABASE_URL`` is given.
+- ``services``: PostgreSQL from ``DATABASE_URL`` and a real Celery broker from
+  ``CELERY_BROKER_URL`` / ``REDIS_URL``. Nothing falls back to the embedded mode when a
+  service is missing or down: configuration errors raise here, and an unreachable
+  database or broker fails the request or the start-up check loudly.
+"""
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+_env_file = BASE_DIR / ".env"
+if _env_file.exists():
+    environ.Env.read_env(str(_env_file))
+
+DATABASE_URL = env.str("DATABASE_URL", default="")
+RUN_MODE = env.str("RUN_MODE", default="services" if DATABASE_URL else "embedded")
+if RUN_MODE not in ("embedded", "services"):
+    raise ImproperlyConfigured(f"RUN_MODE must be 'embedded' or 'services', got {RUN_MODE!r}")
+if RUN_MODE == "services" and not DATABASE_URL:
+    raise ImproperlyConfigured("RUN_MODE=services needs DATABASE_URL (a PostgreSQL URL)")
+if RUN_MODE == "embedded" and DATABASE_URL:
+    raise ImproperlyConfigured(
+        "DATABASE_URL is set but RUN_MODE=embedded: unset one of them; "
+        "the embedded mode always uses SQLite under VAR_DIR"
+    )
+
+VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
+# Embedding vectors and export files live on disk, not in database rows.
+DATA_DIR = Path(env.str("DATA_DIR", default=str(VAR_DIR / "data")))
+EXPORT_DIR = Path(env.str("EXPORT_DIR", default=str(VAR_DIR / "exports")))
+
+SECRET_KEY = env.str("SECRET_KEY", default="")
+DEBUG = env.bool("DEBUG", default=RUN_MODE == "embedded")
+if not SECRET_KEY:
+    if RUN_MODE == "embedded" or DEBUG:
+        # Only for local embedded runs; services mode must set its own.
+        SECRET_KEY = "embedded-mode-insecure-key-not-for-production"
+    else:
+        raise ImproperlyConfigured("SECRET_KEY must be set when RUN_MODE=services and DEBUG is off")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "annotation",
+    "sampling",
+    "frontend",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "config.context_processors.run_mode",
+            ],
+        },
+    },
+]
+
+if RUN_MODE == "services":
+    DATABASES = {"default": env.db_url_config(DATABASE_URL)}
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": env.str("SQLITE_PATH", default=str(VAR_DIR / "db.sqlite3")),
+            "OPTIONS": {
+                # Writers wait for the lock instead of failing with "database is locked";
+                # IMMEDIATE takes the write lock at BEGIN so two writers never deadlock on
+                # a lock upgrade. The same constraints as PostgreSQL hold in the schema.
+                "timeout": 30,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    }
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+
+# Celery. In embedded mode tasks run in-process; in services mode a broker is required.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=env.str("REDIS_URL", default=""))
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=RUN_MODE == "embedded")
+if not CELERY_TASK_ALWAYS_EAGER and not CELERY_BROKER_URL:
+    raise ImproperlyConfigured(
+        "Celery needs CELERY_BROKER_URL or REDIS_URL in services mode "
+        "(or CELERY_TASK_ALWAYS_EAGER=true to run tasks in-process explicitly)"
+    )
+if CELERY_TASK_ALWAYS_EAGER and not CELERY_BROKER_URL:
+    CELERY_BROKER_URL = "memory://"
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# Fail loudly when the broker is down instead of retrying for minutes.
+CELERY_BROKER_CONNECTION_TIMEOUT = 3
+CELERY_TASK_PUBLISH_RETRY = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE: dict = {}
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "config.exceptions.api_exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "CxC annotate API",
+    "DESCRIPTION": "Graded semantic-similarity datasets for captioned images.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

@@ -1,0 +1,17 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from config.runtime import describe_mode
+
+admin.site.site_header = "CxC annotate admin"
+admin.site.index_title = describe_mode()
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/", include("annotation.urls")),
+    path("api/sampling/", include("sampling.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("", include("frontend.urls")),
+]

@@ -1,0 +1,12 @@
+import logging
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+application = get_wsgi_application()
+
+from config.runtime import check_services, describe_mode  # noqa: E402  (needs Django set up)
+
+check_services()
+logging.getLogger("config").info("Serving in %s", describe_mode())

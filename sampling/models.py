@@ -1,0 +1,50 @@
+"""Sampling batches: which methods, budgets and spaces produced which pairs."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from annotation.models import Dataset, JobStatus, Split
+
+
+class SamplingBatch(models.Model):
+    """A run of one or more sampling methods over a split (or an uploaded pair list).
+
+    ``methods`` maps method name -> budget (null budget: as many as the method gives).
+    The same configuration and seed give the same pairs.
+    """
+
+    class Source(models.TextChoices):
+        SAMPLED = "sampled", "sampled by the methods"
+        UPLOADED = "uploaded", "uploaded pair list"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="sampling_batches")
+    split = models.ForeignKey(Split, on_delete=models.PROTECT, related_name="sampling_batches")
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.SAMPLED)
+    methods = models.JSONField(default=dict, help_text='Method name -> budget, e.g. {"i2i_csim": 1000}.')
+    k = models.PositiveSmallIntegerField(default=5, help_text="Neighbours per item.")
+    spaces = models.JSONField(default=list, blank=True, help_text="Embedding space names to use; empty: all.")
+    ratings_per_pair = models.PositiveSmallIntegerField(default=5)
+    seed = models.BigIntegerField(default=0)
+    priority = models.IntegerField(default=0, help_text="Higher batches are rated first.")
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.PENDING)
+    progress_done = models.BigIntegerField(default=0)
+    progress_total = models.BigIntegerField(default=0)
+    progress_message = models.CharField(max_length=255, blank=True)
+    pairs_per_method = models.JSONField(default=dict, blank=True, help_text="Filled when the batch succeeds.")
+    error = models.TextField(blank=True)
+    upload_path = models.CharField(max_length=1000, blank=True, help_text="Stored pair list, for uploaded batches.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "sampling batches"
+        constraints = [
+            models.CheckConstraint(condition=Q(k__gte=1), name="batch_k_positive"),
+            models.CheckConstraint(condition=Q(ratings_per_pair__gte=1), name="batch_ratings_per_pair_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"batch #{self.pk} {self.dataset.name}/{self.split.name} ({self.status})"

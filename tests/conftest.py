@@ -1,0 +1,41 @@
+"""Shared fixtures. Services are chosen by scripts/probe_services.py (see scripts/test)."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+SHARED_DIR = Path(os.environ.get("SHARED_DIR", REPO_DIR.parent / "shared"))
+
+
+def pytest_collection_modifyitems(config, items):
+    without_pg = os.environ.get("TESTS_WITHOUT_POSTGRES")
+    without_redis = os.environ.get("TESTS_WITHOUT_REDIS")
+    for item in items:
+        if without_pg and "postgres" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=f"PostgreSQL not reachable at {without_pg}"))
+        if without_redis and "redis" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=f"Redis not reachable at {without_redis}"))
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    if not SHARED_DIR.is_dir():
+        pytest.skip(f"shared data folder {SHARED_DIR} is absent")
+    return SHARED_DIR
+
+
+@pytest.fixture
+def coco_mini(shared_dir) -> Path:
+    folder = shared_dir / "coco_mini"
+    if not (folder / "dataset.json").is_file():
+        pytest.skip(f"{folder}/dataset.json is absent")
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _data_dir(settings, tmp_path):
+    """Each test writes embeddings, uploads and exports under its own temporary folder."""
+    settings.DATA_DIR = tmp_path / "data"
+    settings.EXPORT_DIR = tmp_path / "exports"
