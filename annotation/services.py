@@ -254,6 +254,8 @@ def embedding_space_import(
 def _remove(*paths: Path) -> None:
     for path in paths:
         path.unlink(missing_ok=True)
+        if path.parent.is_dir() and not any(path.parent.iterdir()):
+            path.parent.rmdir()
 
 
 # --- pairs -----------------------------------------------------------------------------

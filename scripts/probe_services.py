@@ -28,6 +28,29 @@ def reachable(url: str, default_port: int) -> str:
         return f"{host}:{port} ({exc.strerror or exc})"
 
 
+def ensure_database(url: str) -> None:
+    """Create the named database if it is missing (pytest makes its own test_ copy of it,
+    but makemigrations --check and the benchmarks connect to the named one)."""
+    import psycopg2
+    from psycopg2 import sql
+
+    parts = urlparse(url)
+    name = parts.path.lstrip("/")
+    admin = psycopg2.connect(
+        host=parts.hostname,
+        port=parts.port or 5432,
+        user=parts.username or "postgres",
+        password=parts.password,
+        dbname="postgres",
+    )
+    admin.autocommit = True
+    with admin.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        if cursor.fetchone() is None:
+            cursor.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    admin.close()
+
+
 def main() -> int:
     db_url = os.environ.get("TEST_DATABASE_URL", DEFAULT_DB)
     redis_url = os.environ.get("TEST_REDIS_URL", DEFAULT_REDIS)
@@ -55,6 +78,7 @@ def main() -> int:
             file=sys.stderr,
         )
     else:
+        ensure_database(db_url)
         exports.update({"RUN_MODE": "services", "DATABASE_URL": db_url})
     if redis_down:
         exports["TESTS_WITHOUT_REDIS"] = redis_down

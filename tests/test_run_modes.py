@@ -1,0 +1,81 @@
+"""The run mode is explicit, and a configured service that is down fails loudly.
+
+Each case starts a fresh Python process, since settings are read once per process.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO_DIR
+
+
+def run_python(code: str, **env_overrides: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "RUN_MODE", "CELERY_TASK_ALWAYS_EAGER")}
+    env.update(env_overrides)
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    return subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); " + code],
+        cwd=REPO_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_embedded_is_the_default_without_database_url(tmp_path):
+    result = run_python(
+        "from config.runtime import describe_mode; print(describe_mode())",
+        VAR_DIR=str(tmp_path),
+        CELERY_BROKER_URL="",
+        REDIS_URL="",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "embedded mode: SQLite at" in result.stdout
+    assert "tasks run in-process" in result.stdout
+
+
+def test_services_mode_without_database_url_is_refused():
+    result = run_python("", RUN_MODE="services")
+    assert result.returncode != 0
+    assert "RUN_MODE=services needs DATABASE_URL" in result.stderr
+
+
+def test_services_mode_without_broker_is_refused():
+    result = run_python(
+        "", DATABASE_URL="postgres://postgres@127.0.0.1:5432/x", CELERY_BROKER_URL="", REDIS_URL="", SECRET_KEY="k"
+    )
+    assert result.returncode != 0
+    assert "Celery needs CELERY_BROKER_URL or REDIS_URL" in result.stderr
+
+
+def test_embedded_mode_with_database_url_is_refused():
+    result = run_python("", RUN_MODE="embedded", DATABASE_URL="postgres://postgres@127.0.0.1:5432/x")
+    assert result.returncode != 0
+    assert "DATABASE_URL is set but RUN_MODE=embedded" in result.stderr
+
+
+def test_database_down_fails_the_startup_check():
+    result = run_python(
+        "from config.runtime import check_services; check_services()",
+        DATABASE_URL="postgres://postgres@127.0.0.1:1/nothing",
+        REDIS_URL="redis://127.0.0.1:6379/0",
+        SECRET_KEY="k",
+    )
+    assert result.returncode != 0
+    assert "OperationalError" in result.stderr
+
+
+@pytest.mark.postgres
+def test_broker_down_fails_the_startup_check():
+    result = run_python(
+        "from config.runtime import check_services; check_services()",
+        DATABASE_URL=os.environ["DATABASE_URL"],
+        CELERY_BROKER_URL="redis://127.0.0.1:1/0",
+        SECRET_KEY="k",
+    )
+    assert result.returncode != 0
+    assert "Error" in result.stderr and "127.0.0.1:1" in result.stderr.replace("localhost", "127.0.0.1")
