@@ -1,0 +1,144 @@
+// A continuous 0-5 slider that never shows its value.
+//
+// - No default position: the handle is hidden and `value` is null until the rater sets it.
+// - The value lives only in this closure. The handle is placed through an adopted
+//   stylesheet, so no attribute or text in the page carries a number derived from it.
+// - Keyboard: arrows move in fine steps, shift+arrows (and PageUp/PageDown) in coarse
+//   steps, Home/End go to the ends. Screen readers hear the nearest level's name.
+import { MAX, MIN, levelsFor, nearestLevel } from "./scale.js";
+
+const FINE_STEP = 0.05;
+const COARSE_STEP = 0.5;
+
+export function createSlider(root, { kind, onChange }) {
+  const levels = levelsFor(kind);
+  const sheet = new CSSStyleSheet();
+  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+
+  root.classList.add("scale");
+  root.dataset.kind = kind;
+  root.innerHTML = "";
+  const track = document.createElement("div");
+  track.className = "scale-track";
+  track.setAttribute("role", "slider");
+  track.setAttribute("tabindex", "0");
+  track.setAttribute("aria-label", "Similarity");
+  track.setAttribute("aria-valuetext", "Not set");
+  const fill = document.createElement("div");
+  fill.className = "scale-fill";
+  const handle = document.createElement("div");
+  handle.className = "scale-handle";
+  handle.setAttribute("aria-hidden", "true");
+  track.append(fill, handle);
+
+  const labels = document.createElement("ol");
+  labels.className = "scale-labels";
+  for (const level of levels) {
+    const item = document.createElement("li");
+    item.className = "scale-label";
+    item.dataset.level = level.name;
+    // Level names are focusable (not buttons: they set nothing) so the longer
+    // description shows on keyboard focus as well as on hover.
+    const name = document.createElement("span");
+    name.tabIndex = 0;
+    name.className = "scale-name";
+    name.textContent = level.name;
+    name.setAttribute("aria-describedby", `scale-detail-${levels.indexOf(level)}`);
+    const detail = document.createElement("span");
+    detail.className = "scale-detail";
+    detail.id = `scale-detail-${levels.indexOf(level)}`;
+    detail.setAttribute("role", "tooltip");
+    detail.textContent = level.detail;
+    item.append(name, detail);
+    labels.append(item);
+  }
+  root.append(track, labels);
+
+  let value = null;
+  let dragging = false;
+
+  function render() {
+    if (value === null) {
+      root.dataset.state = "unset";
+      sheet.replaceSync("");
+      track.setAttribute("aria-valuetext", "Not set");
+      return;
+    }
+    root.dataset.state = "set";
+    const percent = ((value - MIN) / (MAX - MIN)) * 100;
+    sheet.replaceSync(
+      `.scale-handle { left: ${percent}%; } .scale-fill { width: ${percent}%; }`,
+    );
+    const level = nearestLevel(kind, value);
+    track.setAttribute("aria-valuetext", level.name);
+    for (const item of labels.children) {
+      item.classList.toggle("nearest", item.dataset.level === level.name);
+    }
+  }
+
+  function set(next, source) {
+    const clamped = Math.min(MAX, Math.max(MIN, next));
+    if (clamped === value) return;
+    value = clamped;
+    render();
+    onChange?.(value, source);
+  }
+
+  function fromPointer(event) {
+    const box = track.getBoundingClientRect();
+    return MIN + ((event.clientX - box.left) / box.width) * (MAX - MIN);
+  }
+
+  track.addEventListener("pointerdown", (event) => {
+    dragging = true;
+    track.setPointerCapture(event.pointerId);
+    track.focus();
+    set(fromPointer(event), "pointer");
+  });
+  track.addEventListener("pointermove", (event) => {
+    if (dragging) set(fromPointer(event), "drag");
+  });
+  const stop = () => {
+    dragging = false;
+  };
+  track.addEventListener("pointerup", stop);
+  track.addEventListener("pointercancel", stop);
+
+  track.addEventListener("keydown", (event) => {
+    const coarse = event.shiftKey;
+    const step = coarse ? COARSE_STEP : FINE_STEP;
+    const start = value ?? (MIN + MAX) / 2;
+    const moves = {
+      ArrowRight: start + step,
+      ArrowUp: start + step,
+      ArrowLeft: start - step,
+      ArrowDown: start - step,
+      PageUp: start + COARSE_STEP,
+      PageDown: start - COARSE_STEP,
+      Home: MIN,
+      End: MAX,
+    };
+    if (!(event.key in moves)) return;
+    event.preventDefault();
+    // The first key press only places the handle in the middle, so a rater never
+    // starts from an end they did not choose.
+    set(value === null ? start : moves[event.key], "keyboard");
+  });
+
+  render();
+  return {
+    get value() {
+      return value;
+    },
+    reset() {
+      value = null;
+      render();
+    },
+    focus() {
+      track.focus();
+    },
+    destroy() {
+      document.adoptedStyleSheets = document.adoptedStyleSheets.filter((s) => s !== sheet);
+    },
+  };
+}
