@@ -1,0 +1,49 @@
+"""Browser fixtures: Playwright driving Debian's Chromium against pytest-django's live server.
+
+Never downloads a browser. Without /usr/bin/chromium the browser tests skip, unless
+REQUIRE_SERVICES=1 (CI), where they fail.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_DIR
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+SCREENSHOT_DIR = Path(os.environ.get("SCREENSHOT_DIR", REPO_DIR / "test-artifacts" / "screenshots"))
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+# Playwright's sync API keeps an event loop on the test thread; the ORM calls the tests
+# make around it are ordinary synchronous calls.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        message = f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
+        if os.environ.get("REQUIRE_SERVICES") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def screenshot_dir() -> Path:
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOT_DIR
