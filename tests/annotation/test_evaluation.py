@@ -580,7 +580,7 @@ def test_reads_the_files_of_the_split_only(tmp_path):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("", "empty file"),
+        ("", "empty file; expected a header caption1,caption2,agg_score,sampling_method"),
         (
             "image1,image2,agg_score\n",
             "header is 'image1,image2,agg_score'; a STS file starts with caption1,caption2,agg_score",
