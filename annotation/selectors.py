@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 
 from annotation.errors import NotFound
-from annotation.models import Caption, Dataset, EmbeddingSpace, Image, Job
+from annotation.models import Caption, Dataset, EmbeddingSpace, Image, Job, Split
 
 
 def dataset_get(*, name: str) -> Dataset:
@@ -34,3 +34,27 @@ def job_get(*, job_id: int) -> Job:
     if job is None:
         raise NotFound(f"no job #{job_id}")
     return job
+
+
+def split_get(*, dataset: Dataset, name: str) -> Split:
+    split = Split.objects.filter(dataset=dataset, name=name).first()
+    if split is None:
+        names = ", ".join(Split.objects.filter(dataset=dataset).order_by("name").values_list("name", flat=True))
+        raise NotFound(f"dataset {dataset.name!r} has no split {name!r}; it has: {names or 'none'}")
+    return split
+
+
+def split_item_keys(*, split: Split) -> tuple[list[str], list[tuple[str, str]]]:
+    """The split's image keys, and (caption key, image key) of each of its captions
+    (the original image-caption pairs), both in id order."""
+    image_keys = list(Image.objects.filter(split=split).order_by("id").values_list("key", flat=True))
+    caption_pairs = list(Caption.objects.filter(image__split=split).order_by("id").values_list("key", "image__key"))
+    return image_keys, caption_pairs
+
+
+def embedding_space_get(*, dataset: Dataset, name: str) -> EmbeddingSpace:
+    space = EmbeddingSpace.objects.filter(dataset=dataset, name=name).first()
+    if space is None:
+        names = ", ".join(embedding_space_list(dataset=dataset).values_list("name", flat=True))
+        raise NotFound(f"dataset {dataset.name!r} has no embedding space {name!r}; it has: {names or 'none'}")
+    return space

@@ -1,0 +1,220 @@
+"""Evaluate a model at CxC scale: 5,000 images, 25,000 captions, one 512-d joint space,
+ratings generated in the CxC release's shape and counts (44,009 STS, 42,767 SIS,
+44,722 SITS rows).
+
+Runs ``manage.py evaluate`` as a child process: all four retrieval tasks (image->text and
+text->image with original and CxC positives, text->text, image->image) and the three
+bootstrap correlations (1,000 samples each). Prints its wall time and the child's peak
+memory as one JSON object on the last line: {"seconds": ..., "peak_rss_mib": ...}.
+Generating the data and importing the split into a fresh PostgreSQL database happen
+before, in another child process, and are not counted. The machine's other load makes
+the time noisy; the figure includes the command's start-up and database reads.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import REPO_DIR, fresh_database, setup_django
+
+N_IMAGES = 5_000
+CAPTIONS_PER_IMAGE = 5
+DIM = 512
+N_TOPICS = 400
+# Row counts of the public CxC validation split.
+N_STS_ISIM = 19_009
+N_SIS = 42_767
+N_SITS_INTRASIM = 19_722
+
+
+def generate(folder: Path) -> dict:
+    """Write dataset_coco.json, the model's vectors and ids, and ratings/{sts,sis,sits}_val.csv.
+
+    Latent "true" vectors: images gather around topics, captions around their image.
+    Human scores are a noisy increasing function of the true cosine; the model's vectors
+    are the true ones plus noise, so every figure is non-trivial.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+
+    def unit(x):
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    def noisy(base, low, high):
+        # Each row gets its own noise level, so similarities spread over a wide range.
+        scale = rng.uniform(low, high, size=(base.shape[0], 1))
+        return unit(base + scale * unit(rng.normal(size=base.shape)))
+
+    topics = unit(rng.normal(size=(N_TOPICS, DIM)))
+    image_topic = rng.integers(0, N_TOPICS, N_IMAGES)
+    true_images = noisy(topics[image_topic], 0.3, 1.5)
+    caption_image = np.repeat(np.arange(N_IMAGES), CAPTIONS_PER_IMAGE)
+    n_captions = caption_image.size
+    true_captions = noisy(true_images[caption_image], 0.5, 1.5)
+    model_images = noisy(true_images, 0.8, 1.2).astype(np.float32)
+    model_captions = noisy(true_captions, 0.8, 1.2).astype(np.float32)
+
+    image_keys = [f"COCO_val2014_{100_000 + i:012d}.jpg" for i in range(N_IMAGES)]
+    caption_keys = [f"COCO_val2014:sentid:{500_000 + c}" for c in range(n_captions)]
+    images = []
+    for i, key in enumerate(image_keys):
+        sentids = [500_000 + i * CAPTIONS_PER_IMAGE + j for j in range(CAPTIONS_PER_IMAGE)]
+        images.append(
+            {
+                "filepath": "val2014",
+                "filename": key,
+                "split": "val",
+                "cocoid": 100_000 + i,
+                "sentids": sentids,
+                "sentences": [{"raw": f"Caption {s} of image {i}.", "sentid": s} for s in sentids],
+            }
+        )
+    (folder / "dataset_coco.json").write_text(json.dumps({"dataset": "coco", "images": images}))
+    np.save(folder / "images.npy", model_images)
+    np.save(folder / "captions.npy", model_captions)
+    (folder / "images.txt").write_text("".join(f"{k}\n" for k in image_keys))
+    (folder / "captions.txt").write_text("".join(f"{k}\n" for k in caption_keys))
+
+    by_topic = [np.flatnonzero(image_topic == t) for t in range(N_TOPICS)]
+
+    def same_topic_images(n):
+        """n pairs of distinct images of one topic."""
+        first = rng.integers(0, N_IMAGES, 2 * n)
+        second = np.array([rng.choice(by_topic[image_topic[i]]) for i in first])
+        keep = np.flatnonzero(first != second)[:n]
+        return first[keep], second[keep]
+
+    def human(a, b):
+        cos = np.einsum("ij,ij->i", a, b)
+        low, high = np.quantile(cos, [0.1, 0.9])
+        score = 5 * (cos - low) / (high - low) + rng.normal(scale=0.7, size=cos.size)
+        return np.round(np.clip(score, 0, 5), 2)
+
+    ratings = folder / "ratings"
+    ratings.mkdir()
+    # STS: the co-caption pairs (five per image) and caption pairs through similar images.
+    first_caption = np.arange(N_IMAGES)[:, None] * CAPTIONS_PER_IMAGE
+    group = np.arange(CAPTIONS_PER_IMAGE)
+    co_a = (first_caption + group).ravel()
+    co_b = (first_caption + (group + 1) % CAPTIONS_PER_IMAGE).ravel()
+    img_a, img_b = same_topic_images(N_STS_ISIM)
+    is_a = img_a * CAPTIONS_PER_IMAGE + rng.integers(0, CAPTIONS_PER_IMAGE, img_a.size)
+    is_b = img_b * CAPTIONS_PER_IMAGE + rng.integers(0, CAPTIONS_PER_IMAGE, img_b.size)
+    sts_a, sts_b = np.concatenate([co_a, is_a]), np.concatenate([co_b, is_b])
+    methods = ["c2c_cocaption"] * co_a.size + ["c2c_isim"] * is_a.size
+    _write(
+        ratings / "sts_val.csv",
+        ("caption1", "caption2"),
+        [caption_keys[i] for i in sts_a],
+        [caption_keys[i] for i in sts_b],
+        human(true_captions[sts_a], true_captions[sts_b]),
+        methods,
+    )
+    # SIS: image pairs, mostly within a topic.
+    sis_a, sis_b = same_topic_images(N_SIS)
+    _write(
+        ratings / "sis_val.csv",
+        ("image1", "image2"),
+        [image_keys[i] for i in sis_a],
+        [image_keys[i] for i in sis_b],
+        human(true_images[sis_a], true_images[sis_b]),
+        ["i2i_csim"] * sis_a.size,
+    )
+    # SITS: every original pair, then captions paired with another image of their topic.
+    in_a, in_b = same_topic_images(N_SITS_INTRASIM)
+    in_caption = in_b * CAPTIONS_PER_IMAGE + rng.integers(0, CAPTIONS_PER_IMAGE, N_SITS_INTRASIM)
+    sits_c = np.concatenate([np.arange(n_captions), in_caption])
+    sits_i = np.concatenate([caption_image, in_a])
+    _write(
+        ratings / "sits_val.csv",
+        ("caption", "image"),
+        [caption_keys[i] for i in sits_c],
+        [image_keys[i] for i in sits_i],
+        human(true_captions[sits_c], true_images[sits_i]),
+        ["c2i_original"] * n_captions + ["c2i_intrasim"] * N_SITS_INTRASIM,
+    )
+    return {"STS": int(sts_a.size), "SIS": int(sis_a.size), "SITS": int(sits_c.size)}
+
+
+def _write(path: Path, names: tuple[str, str], first, second, scores, methods) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([*names, "agg_score", "sampling_method"])
+        writer.writerows(zip(first, second, (f"{s:.2f}" for s in scores), methods, strict=True))
+
+
+def prepare(folder: str, database_url: str) -> None:
+    """Generate the data and import the split; runs in a child process so that neither
+    its time nor its memory is counted."""
+    folder = Path(folder)
+    rows = generate(folder)
+    (folder / "rows.json").write_text(json.dumps(rows))
+    setup_django(database_url, DATA_DIR=str(folder / "data"))
+    from annotation.services import dataset_import_karpathy
+
+    dataset_import_karpathy(
+        path=folder / "dataset_coco.json", name="coco", image_url_prefix="https://images.example.org/"
+    )
+
+
+def main() -> None:
+    database_url = fresh_database("cxc_bench_evaluate")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        child = multiprocessing.get_context("spawn").Process(target=prepare, args=(tmp, database_url))
+        child.start()
+        child.join()
+        if child.exitcode != 0:
+            raise SystemExit("data generation or import failed")
+        rows = json.loads((folder / "rows.json").read_text())
+        out = folder / "report.json"
+        command = [sys.executable, str(REPO_DIR / "manage.py"), "evaluate", "--ratings", str(folder / "ratings")]
+        command += ["--dataset", "coco", "--split", "val", "--out", str(out)]
+        for modality in ("image", "caption"):
+            command += [f"--{modality}-vectors", str(folder / f"{modality}s.npy")]
+            command += [f"--{modality}-ids", str(folder / f"{modality}s.txt")]
+        env = {**os.environ, "DATABASE_URL": database_url, "RUN_MODE": "services", "DATA_DIR": str(folder / "data")}
+        with (folder / "stdout.txt").open("w") as stdout, (folder / "stderr.txt").open("w") as stderr:
+            start = time.perf_counter()
+            process = subprocess.Popen(command, env=env, stdout=stdout, stderr=stderr)
+            # wait4 gives this child's own peak memory. (A child's peak starts from its
+            # parent's at exec, which is why the data were made in another child.)
+            _, status, usage = os.wait4(process.pid, 0)
+            seconds = round(time.perf_counter() - start, 2)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            sys.stderr.write((folder / "stderr.txt").read_text())
+            raise SystemExit(f"evaluate failed with exit code {process.returncode}")
+        # Linux reports KiB.
+        peak = round(usage.ru_maxrss / 1024, 1)
+        report = json.loads(out.read_text())
+        print((folder / "stdout.txt").read_text())
+    retrieval = report["retrieval"]
+    figures = {
+        "seconds": seconds,
+        "peak_rss_mib": peak,
+        "images": N_IMAGES,
+        "captions": N_IMAGES * CAPTIONS_PER_IMAGE,
+        "dim": DIM,
+        "rated_rows": rows,
+        "tasks_run": sorted(retrieval) + sorted(report["correlation"]),
+        "skipped": sorted(report["skipped"]),
+        "t2t_queries": retrieval["text_to_text"]["cxc"]["queries"],
+        "i2t_cxc_r1": round(retrieval["image_to_text"]["cxc"]["R@1"], 2),
+        "sts_spearman": round(report["correlation"]["STS"]["mean"], 2),
+        "cpu_count": os.cpu_count(),
+    }
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
