@@ -8,7 +8,7 @@ import numpy as np
 
 from annotation.models import Caption, Image, Pair, Rating, RatingSlot, SamplingMethod, SlotState, TaskKind
 from annotation.services import PairSpec, dataset_import_karpathy, pairs_create_bulk
-from tests.factories import SamplingBatchFactory, UserFactory, make_items
+from tests.factories import SamplingBatchFactory, SplitFactory, UserFactory, make_items
 
 
 def rate(pair: Pair, raters, scores, times_ms=None) -> list[Rating]:
@@ -68,8 +68,20 @@ def _specs(images: list[Image], captions_of: dict[int, list[Caption]]) -> list[P
     return specs
 
 
+def make_raters(n: int) -> list:
+    # No password: hashing one per rater would dominate the tests' time.
+    return [UserFactory(roles=["rater"], password=None) for _ in range(n)]
+
+
 def build_rated(
-    *, dataset, split, images: list[Image], n_raters: int = 8, incomplete_every: int = 7, seed: int = 0
+    *,
+    dataset,
+    split,
+    images: list[Image],
+    raters: list | None = None,
+    n_raters: int = 8,
+    incomplete_every: int = 7,
+    seed: int = 0,
 ) -> RatedDataset:
     """Queue pairs of all five methods over ``images`` in one batch and rate them with
     five of ``n_raters`` raters each (random continuous scores, per-rater bias); every
@@ -85,7 +97,8 @@ def build_rated(
         ratings_per_pair=5,
     )
     pairs_create_bulk(batch=batch, specs=_specs(images, captions_of))
-    raters = [UserFactory(roles=["rater"]) for _ in range(n_raters)]
+    raters = raters if raters is not None else make_raters(n_raters)
+    n_raters = len(raters)
     bias = rng.normal(0.0, 0.4, size=n_raters)
     complete, incomplete = [], []
     for position, pair in enumerate(Pair.objects.filter(batch=batch).order_by("id")):
@@ -102,13 +115,11 @@ def build_rated(
     return RatedDataset(dataset=dataset, split=split, raters=raters, complete=complete, incomplete=incomplete)
 
 
-def rated_factory_dataset(*, n_images: int = 12, seed: int = 0, split=None) -> RatedDataset:
+def rated_factory_dataset(*, n_images: int = 12, seed: int = 0, split=None, raters=None) -> RatedDataset:
     """A small rated dataset made with the factories (COCO-style keys)."""
-    from tests.factories import SplitFactory
-
     split = split or SplitFactory()
     images, _ = make_items(split=split, n_images=n_images, captions_per_image=5)
-    return build_rated(dataset=split.dataset, split=split, images=images, seed=seed)
+    return build_rated(dataset=split.dataset, split=split, images=images, seed=seed, raters=raters)
 
 
 def rated_coco_mini(coco_mini, *, n_images: int = 40, seed: int = 0) -> RatedDataset:
