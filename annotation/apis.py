@@ -188,20 +188,21 @@ class ExportJobSerializer(serializers.ModelSerializer):
         return ExportFileSerializer(export.export_files(job=job), many=True, context=context).data
 
 
+class ExportRequestSerializer(serializers.Serializer):
+    dataset = serializers.CharField()
+    splits = serializers.ListField(
+        child=serializers.CharField(), required=False, default=list, help_text="Default: every split with pairs."
+    )
+    formats = serializers.ListField(
+        child=serializers.ChoiceField(choices=FORMATS), required=False, default=lambda: list(FORMATS)
+    )
+
+
 class ExportListApi(APIView):
     """List export jobs (newest first), or start one (researchers and admins). The export
     runs as a background job; poll it, then download its files."""
 
     permission_classes = [IsResearcher]
-
-    class InputSerializer(serializers.Serializer):
-        dataset = serializers.CharField()
-        splits = serializers.ListField(
-            child=serializers.CharField(), required=False, default=list, help_text="Default: every split with pairs."
-        )
-        formats = serializers.ListField(
-            child=serializers.ChoiceField(choices=FORMATS), required=False, default=lambda: list(FORMATS)
-        )
 
     @extend_schema(
         parameters=[OpenApiParameter("dataset", OpenApiTypes.STR, description="Only exports of this dataset.")],
@@ -211,9 +212,9 @@ class ExportListApi(APIView):
         jobs = export.export_job_list(dataset_name=request.query_params.get("dataset") or None)
         return Response(ExportJobSerializer(jobs, many=True, context={"request": request}).data)
 
-    @extend_schema(request=InputSerializer, responses={202: ExportJobSerializer})
+    @extend_schema(request=ExportRequestSerializer, responses={202: ExportJobSerializer})
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
+        data = ExportRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
         with transaction.atomic():
