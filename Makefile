@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv bench-import
+.PHONY: run test lint format venv bench-import bench-export
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,3 +34,6 @@ format: $(STAMP)
 
 bench-import: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_import.py
+
+bench-export: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_export.py

@@ -44,6 +44,8 @@ SCORE_COLUMN = "agg_score"
 METHOD_COLUMN = "sampling_method"
 RAW_COLUMNS = ("score", "rater_id", "time_on_item_ms")
 STATS_COLUMNS = ("mean", "median", "std", "count", "ci95_low", "ci95_high", "positive", "batch_id")
+# Rows per Parquet row group (at least; a block is never split).
+ROW_GROUP_ROWS = 65_536
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -180,6 +182,10 @@ class CxcRawCsvWriter:
         self._handle.close()
 
 
+# One encoder for all lines; records are plain trees, so the cycle check is skipped.
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False)
+
+
 def _number(value: float) -> float | None:
     # JSON has no NaN: a statistic that does not exist (one rating) is null.
     return None if math.isnan(value) else value
@@ -236,7 +242,7 @@ class JsonlWriter:
                     {"rater_id": raters[i], "score": scores[i], "time_on_item_ms": times[i]} for i in range(start, end)
                 ],
             }
-            lines.append(json.dumps(record, ensure_ascii=False, allow_nan=False))
+            lines.append(_JSON.encode(record))
         if lines:
             self._handle.write("\n".join(lines))
             self._handle.write("\n")
@@ -285,14 +291,42 @@ def _floats(values: np.ndarray) -> pa.Array:
     return pa.array(values, type=pa.float64(), mask=np.isnan(values))
 
 
+class _RowGroupBuffer:
+    """Collects small Arrow tables and writes them as row groups of at least
+    ``ROW_GROUP_ROWS`` rows, so row groups stay readable-sized whatever the block size
+    while memory holds at most one row group of compact Arrow columns."""
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        self._writer = pq.ParquetWriter(path, schema, compression="zstd")
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+
+    def add(self, table: pa.Table) -> None:
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        if self._pending_rows >= ROW_GROUP_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._writer.write_table(pa.concat_tables(self._pending), row_group_size=max(self._pending_rows, 1))
+        self._pending, self._pending_rows = [], 0
+
+    def close(self) -> None:
+        try:
+            self._flush()
+        finally:
+            self._writer.close()
+
+
 class ParquetPairsWriter:
-    """``<task>_<split>.parquet``: one row per pair, one row group per block."""
+    """``<task>_<split>.parquet``: one row per pair."""
 
     def __init__(self, folder: Path, task: str, split: str) -> None:
         self.name = f"{file_stem(task, split)}.parquet"
         self.rows = 0
         self._schema = pairs_schema(task)
-        self._writer = pq.ParquetWriter(folder / self.name, self._schema, compression="zstd")
+        self._writer = _RowGroupBuffer(folder / self.name, self._schema)
 
     def write(self, block: ExportBlock) -> None:
         if not block.pairs:
@@ -315,7 +349,7 @@ class ParquetPairsWriter:
             ],
             schema=self._schema,
         )
-        self._writer.write_table(table)
+        self._writer.add(table)
         self.rows += block.pairs
 
     def close(self) -> None:
@@ -323,13 +357,13 @@ class ParquetPairsWriter:
 
 
 class ParquetRawWriter:
-    """``<task>_<split>_raw.parquet``: one row per judgment, one row group per block."""
+    """``<task>_<split>_raw.parquet``: one row per judgment."""
 
     def __init__(self, folder: Path, task: str, split: str) -> None:
         self.name = f"{file_stem(task, split)}_raw.parquet"
         self.rows = 0
         self._schema = raw_schema(task)
-        self._writer = pq.ParquetWriter(folder / self.name, self._schema, compression="zstd")
+        self._writer = _RowGroupBuffer(folder / self.name, self._schema)
 
     def write(self, block: ExportBlock) -> None:
         if not block.ratings:
@@ -346,7 +380,7 @@ class ParquetRawWriter:
             ],
             schema=self._schema,
         )
-        self._writer.write_table(table)
+        self._writer.add(table)
         self.rows += block.ratings
 
     def close(self) -> None:

@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from annotation import exporters
 from annotation.aggregation import aggregate_pairs, pad_ragged
 from annotation.exporters import (
     ExportBlock,
@@ -97,12 +98,22 @@ def test_parquet_pairs_and_raw_read_back(tmp_path):
     pairs = pq.read_table(tmp_path / "sts_val.parquet").to_pylist()
     raw = pq.read_table(tmp_path / "sts_val_raw.parquet")
     assert len(pairs) == 6 and raw.num_rows == 18
-    assert pq.ParquetFile(tmp_path / "sts_val.parquet").num_row_groups == 2
+    # Small blocks are gathered into one row group.
+    assert pq.ParquetFile(tmp_path / "sts_val.parquet").num_row_groups == 1
     assert pairs[1]["std"] is None and pairs[1]["count"] == 1 and pairs[1]["agg_score"] == 5.0
     assert pairs[0]["sampling_method"] == "c2c_isim" and pairs[0]["caption2"] == "COCO_val2014:sentid:315773"
     assert raw.column("caption1").to_pylist()[:6] == ["COCO_val2014:sentid:190268"] * 5 + ["COCO_val2014:sentid:11"]
     assert raw.column("score").to_pylist()[:9] == block.score.tolist()
     assert raw.column("time_on_item_ms").to_pylist()[:9] == block.time_on_item_ms.tolist()
+
+
+def test_parquet_row_groups_gather_blocks(tmp_path, monkeypatch):
+    monkeypatch.setattr(exporters, "ROW_GROUP_ROWS", 4)
+    write(tmp_path, [make_block(), make_block(), make_block()], formats=["parquet"])
+    groups = pq.ParquetFile(tmp_path / "sts_val.parquet")
+    assert [groups.metadata.row_group(i).num_rows for i in range(groups.num_row_groups)] == [6, 3]
+    raw = pq.ParquetFile(tmp_path / "sts_val_raw.parquet")
+    assert [raw.metadata.row_group(i).num_rows for i in range(raw.num_row_groups)] == [9, 9, 9]
 
 
 def test_empty_parquet_keeps_its_schema(tmp_path):
