@@ -112,7 +112,9 @@ class ExportPlan:
     formats: list[str]
 
 
-def export_plan(*, dataset_name: str, splits: Sequence[str] | None = None, formats: Sequence[str] | str = FORMATS):
+def export_plan(
+    *, dataset_name: str, splits: Sequence[str] | None = None, formats: Sequence[str] | str = FORMATS
+) -> ExportPlan:
     """Check an export request: the dataset, its splits (default: every split that has
     pairs) and the formats. Raises NotFound / ExportError naming the problem."""
     dataset = Dataset.objects.filter(name=dataset_name).first()
@@ -263,7 +265,8 @@ class _ExportRun:
                 if streamed < expected.get((split.id, task), 0):
                     raise ExportError(
                         f"{task} pairs of split {split.name!r}: {expected[(split.id, task)]} are marked complete "
-                        f"but only {streamed} have their ratings; the pair counters are inconsistent"
+                        f"but only {streamed} have their ratings; the pair counters are inconsistent "
+                        "(or ratings were removed during the export)"
                     )
         self._write_json(AGREEMENT, self._agreement())
         self._checksum_files()
@@ -324,7 +327,17 @@ class _ExportRun:
         self._agree(task, padded, batch_ids, counts, np.array(rater, dtype=np.int64), block)
         return block, batch_ids
 
-    def _agree(self, task, padded, batch_ids, counts, raters, block: ExportBlock) -> None:
+    def _agree(
+        self,
+        task: str,
+        padded: np.ndarray,
+        batch_ids: np.ndarray,
+        counts: np.ndarray,
+        raters: np.ndarray,
+        block: ExportBlock,
+    ) -> None:
+        """Feed one block into the agreement accumulators: ``padded: float (n, r)``
+        NaN-padded scores, ``batch_ids``/``counts: int (n,)`` per pair, ``raters: int (m,)``."""
         self._alpha_task.setdefault(task, IntervalAlpha()).add(padded)
         for batch_id in np.unique(batch_ids).tolist():
             self._alpha_batch.setdefault((batch_id, task), IntervalAlpha()).add(padded[batch_ids == batch_id])

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import math
 import re
 from dataclasses import dataclass
+from json.encoder import encode_basestring as _string
 from pathlib import Path
 from typing import Protocol
 
@@ -133,6 +133,15 @@ class BlockWriter(Protocol):
     def close(self) -> None: ...
 
 
+_NEEDS_QUOTING = re.compile(r'[",\r\n]')
+
+
+def _plain(*columns) -> bool:
+    """True when no text field needs CSV quoting: such rows are joined directly (several
+    times faster than the csv module, and byte-identical to what it writes for them)."""
+    return not any(_NEEDS_QUOTING.search("".join(column)) for column in columns)
+
+
 class CxcCsvWriter:
     """``<task>_<split>.csv``: one row per pair, the release's four columns."""
 
@@ -145,7 +154,11 @@ class CxcCsvWriter:
 
     def write(self, block: ExportBlock) -> None:
         scores = [format_score(value) for value in block.stats.agg_score.tolist()]
-        self._csv.writerows(zip(block.item1, block.item2, scores, block.sampling_method, strict=True))
+        rows = zip(block.item1, block.item2, scores, block.sampling_method, strict=True)
+        if _plain(block.item1, block.item2, block.sampling_method):
+            self._handle.write("".join(f"{a},{b},{score},{method}\n" for a, b, score, method in rows))
+        else:
+            self._csv.writerows(rows)
         self.rows += block.pairs
 
     def close(self) -> None:
@@ -165,30 +178,28 @@ class CxcRawCsvWriter:
     def write(self, block: ExportBlock) -> None:
         at = block.pair_index.tolist()
         item1, item2, method = block.item1, block.item2, block.sampling_method
-        self._csv.writerows(
-            zip(
-                [item1[i] for i in at],
-                [item2[i] for i in at],
-                [repr(value) for value in block.score.tolist()],
-                block.rater_id,
-                block.time_on_item_ms.tolist(),
-                [method[i] for i in at],
-                strict=True,
-            )
+        rows = zip(
+            [item1[i] for i in at],
+            [item2[i] for i in at],
+            [repr(value) for value in block.score.tolist()],
+            block.rater_id,
+            block.time_on_item_ms.tolist(),
+            [method[i] for i in at],
+            strict=True,
         )
+        if _plain(item1, item2, method, set(block.rater_id)):
+            self._handle.write("".join(f"{a},{b},{score},{rater},{ms},{m}\n" for a, b, score, rater, ms, m in rows))
+        else:
+            self._csv.writerows(rows)
         self.rows += block.ratings
 
     def close(self) -> None:
         self._handle.close()
 
 
-# One encoder for all lines; records are plain trees, so the cycle check is skipped.
-_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False)
-
-
-def _number(value: float) -> float | None:
+def _json_number(value: float) -> str:
     # JSON has no NaN: a statistic that does not exist (one rating) is null.
-    return None if math.isnan(value) else value
+    return "null" if math.isnan(value) else repr(value)
 
 
 class JsonlWriter:
@@ -197,7 +208,7 @@ class JsonlWriter:
     def __init__(self, folder: Path, task: str, split: str) -> None:
         self.name = f"{file_stem(task, split)}.jsonl"
         self.rows = 0
-        self._columns = ITEM_COLUMNS[task]
+        self._columns = tuple(_string(column) for column in ITEM_COLUMNS[task])
         self._handle = (folder / self.name).open("w", encoding="utf-8", newline="\n")
 
     def write(self, block: ExportBlock) -> None:
@@ -220,29 +231,25 @@ class JsonlWriter:
             block.batch_id.tolist(),
             strict=True,
         )
+        # Lines are formatted directly (twice as fast as json.dumps per record): strings go
+        # through the json module's escaping, numbers are finite floats (repr) or ints.
+        quoted = {rater: _string(rater) for rater in set(raters)}
+        rated = [
+            f'{{"rater_id": {quoted[rater]}, "score": {score!r}, "time_on_item_ms": {ms}}}'
+            for rater, score, ms in zip(raters, scores, times, strict=True)
+        ]
         lines = []
         for row, (item1, item2, agg, method, mean, median, std, count, low, high, positive, batch) in enumerate(
             columns
         ):
-            start, end = bounds[row], bounds[row + 1]
-            record = {
-                first: item1,
-                second: item2,
-                SCORE_COLUMN: agg,
-                METHOD_COLUMN: method,
-                "mean": mean,
-                "median": median,
-                "std": _number(std),
-                "count": count,
-                "ci95_low": _number(low),
-                "ci95_high": _number(high),
-                "positive": positive,
-                "batch_id": batch,
-                "ratings": [
-                    {"rater_id": raters[i], "score": scores[i], "time_on_item_ms": times[i]} for i in range(start, end)
-                ],
-            }
-            lines.append(_JSON.encode(record))
+            lines.append(
+                f"{{{first}: {_string(item1)}, {second}: {_string(item2)}, "
+                f'"{SCORE_COLUMN}": {agg!r}, "{METHOD_COLUMN}": {_string(method)}, '
+                f'"mean": {mean!r}, "median": {median!r}, "std": {_json_number(std)}, "count": {count}, '
+                f'"ci95_low": {_json_number(low)}, "ci95_high": {_json_number(high)}, '
+                f'"positive": {"true" if positive else "false"}, "batch_id": {batch}, '
+                f'"ratings": [{", ".join(rated[bounds[row] : bounds[row + 1]])}]}}'
+            )
         if lines:
             self._handle.write("\n".join(lines))
             self._handle.write("\n")

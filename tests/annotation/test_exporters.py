@@ -1,6 +1,7 @@
 """The export writers on hand-made blocks: pure, no database."""
 
 import csv
+import io
 import json
 
 import numpy as np
@@ -20,13 +21,13 @@ from annotation.exporters import (
 )
 
 
-def make_block(task="STS"):
+def make_block(task="STS", item1=None):
     """Three pairs: five ratings, one rating, three ratings."""
     counts = np.array([5, 1, 3])
     scores = np.array([2.0, 2.5, 2.4, 2.3, 2.8, 5.0, 4.99, 4.99, 4.99])
     stats = aggregate_pairs(pad_ragged(scores, counts), task=task)
     return ExportBlock(
-        item1=["COCO_val2014:sentid:190268", "COCO_val2014:sentid:11", "COCO_val2014:sentid:12"],
+        item1=item1 or ["COCO_val2014:sentid:190268", "COCO_val2014:sentid:11", "COCO_val2014:sentid:12"],
         item2=["COCO_val2014:sentid:315773", "COCO_val2014:sentid:21", "COCO_val2014:sentid:22"],
         sampling_method=["c2c_isim", "c2c_cocaption", "c2c_cocaption"],
         batch_id=np.array([4, 4, 5]),
@@ -66,6 +67,37 @@ def test_cxc_csv_has_the_release_header_notation_and_line_ends(tmp_path):
     assert raw[1] == [*first_pair, "2.0", f"r{0:016x}", "500", "c2c_isim"]
     expected_first = [first_pair[0]] * 5 + ["COCO_val2014:sentid:11"] + ["COCO_val2014:sentid:12"] * 3
     assert [row[0] for row in raw[1:]] == expected_first
+
+
+def test_raw_csv_is_byte_identical_to_the_csv_module(tmp_path):
+    block = make_block()
+    write(tmp_path, [block], formats=["cxc"])
+    expected = io.StringIO()
+    writer = csv.writer(expected, lineterminator="\n")
+    writer.writerow(["caption1", "caption2", "score", "rater_id", "time_on_item_ms", "sampling_method"])
+    for rating, pair in enumerate(block.pair_index.tolist()):
+        writer.writerow(
+            [
+                block.item1[pair],
+                block.item2[pair],
+                repr(float(block.score[rating])),
+                block.rater_id[rating],
+                int(block.time_on_item_ms[rating]),
+                block.sampling_method[pair],
+            ]
+        )
+    assert (tmp_path / "sts_val_raw.csv").read_text() == expected.getvalue()
+
+
+def test_ids_that_need_quoting_or_escaping_round_trip(tmp_path):
+    odd = ["with,comma", 'with "quotes"', "line\nbreak and caf\u00e9"]
+    write(tmp_path, [make_block(item1=odd)], formats=["cxc", "jsonl"])
+    with (tmp_path / "sts_val.csv").open(newline="") as handle:
+        assert [row[0] for row in list(csv.reader(handle))[1:]] == odd
+    with (tmp_path / "sts_val_raw.csv").open(newline="") as handle:
+        assert [row[0] for row in list(csv.reader(handle))[1:]] == [odd[0]] * 5 + [odd[1]] + [odd[2]] * 3
+    with (tmp_path / "sts_val.jsonl").open(encoding="utf-8") as handle:
+        assert [json.loads(line)["caption1"] for line in handle] == odd
 
 
 @pytest.mark.parametrize(
