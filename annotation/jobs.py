@@ -1,10 +1,11 @@
-"""Run import jobs from their status row: shared by Celery tasks, the CLI and the admin."""
+"""Run import and export jobs from their status row: shared by Celery tasks, the CLI and the admin."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from annotation.errors import DomainError
+from annotation.export import run_export_params
 from annotation.models import Job
 from annotation.services import (
     Progress,
@@ -50,11 +51,12 @@ def _run_import_embeddings(params: dict, progress: Progress) -> dict:
 RUNNERS: dict[str, Callable[[dict, Progress], dict]] = {
     Job.Kind.IMPORT_KARPATHY: _run_import_karpathy,
     Job.Kind.IMPORT_EMBEDDINGS: _run_import_embeddings,
+    Job.Kind.EXPORT_DATASET: run_export_params,
 }
 
 
 def job_run(*, job_id: int, echo: Progress | None = None) -> Job:
-    """Run a pending import job; bad input marks it failed with the message (no raise),
+    """Run a pending job; bad input marks it failed with the message (no raise),
     anything unexpected marks it failed and re-raises."""
     job = Job.objects.get(pk=job_id)
     runner = RUNNERS[job.kind]

@@ -10,3 +10,13 @@ def run_import_job(job_id: int) -> None:
 
     if Job.objects.filter(pk=job_id, status=JobStatus.PENDING).exists():
         job_run(job_id=job_id)
+
+
+@shared_task(acks_late=True)
+def run_export_job(job_id: int) -> None:
+    """Run an export job by id. Idempotent: only the delivery that claims the pending job
+    runs it; a repeated delivery finds it taken and does nothing."""
+    from annotation.export import export_job_claim
+
+    if export_job_claim(job_id=job_id):
+        job_run(job_id=job_id)

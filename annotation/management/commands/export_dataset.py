@@ -1,0 +1,57 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.exporters import FORMATS
+from annotation.jobs import job_run
+from annotation.management.commands._progress import print_progress
+from annotation.models import Job, JobStatus
+from annotation.services import job_create
+
+
+class Command(BaseCommand):
+    help = (
+        "Export the complete pairs of a dataset: CxC CSV files (+ *_raw.csv), JSONL, Parquet, "
+        "agreement.json and manifest.json. Files appear only once the whole export succeeded."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dataset", required=True)
+        parser.add_argument("--out", required=True, help="destination folder: new or empty (see --overwrite)")
+        parser.add_argument(
+            "--split",
+            action="append",
+            dest="splits",
+            help="split to export (repeatable, or comma-separated); default: every split that has pairs",
+        )
+        parser.add_argument(
+            "--format",
+            default=",".join(FORMATS),
+            help=f"comma-separated formats out of {', '.join(FORMATS)} (default: all)",
+        )
+        parser.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="replace an earlier export in --out (only a folder holding a manifest.json)",
+        )
+
+    def handle(self, *args, **options):
+        splits = [name.strip() for value in options["splits"] or [] for name in value.split(",") if name.strip()]
+        job = job_create(
+            kind=Job.Kind.EXPORT_DATASET,
+            params={
+                "dataset": options["dataset"],
+                "out": options["out"],
+                "splits": splits,
+                "formats": [name.strip() for name in options["format"].split(",")],
+                "overwrite": options["overwrite"],
+            },
+        )
+        job = job_run(job_id=job.id, echo=print_progress)
+        self.stderr.write("")
+        if job.status == JobStatus.FAILED:
+            raise CommandError(job.error)
+        result = job.result
+        self.stdout.write(
+            f"exported {result['pairs']} pairs with {result['ratings']} ratings of {options['dataset']!r} "
+            f"({', '.join(result['splits'])}; {', '.join(result['formats'])}) to {result['out']}: "
+            f"{len(result['files'])} files"
+        )
