@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv bench-import bench-evaluate bench-export
+.PHONY: run test lint format venv embed-demo bench-import bench-evaluate bench-export
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,17 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .
+
+# Recompute the demo embeddings with the offline encoders (a separate, heavier venv).
+EMBED_VENV := .venv-embed
+embed-demo:
+	test -x $(EMBED_VENV)/bin/python || $(PYTHON) -m venv $(EMBED_VENV)
+	$(EMBED_VENV)/bin/pip install -q -r requirements-embed.txt
+	rm -rf var/embed-demo
+	env -u DATABASE_URL RUN_MODE=embedded VAR_DIR=var/embed-demo $(EMBED_VENV)/bin/python manage.py migrate -v 0
+	env -u DATABASE_URL RUN_MODE=embedded VAR_DIR=var/embed-demo $(EMBED_VENV)/bin/python manage.py import_karpathy demo/dataset.json --name demo --images-root demo
+	env -u DATABASE_URL RUN_MODE=embedded VAR_DIR=var/embed-demo $(EMBED_VENV)/bin/python manage.py embed --dataset demo --space minilm --encoder minilm --out-dir demo/embeddings
+	env -u DATABASE_URL RUN_MODE=embedded VAR_DIR=var/embed-demo $(EMBED_VENV)/bin/python manage.py embed --dataset demo --space efficientnet_lite0 --encoder efficientnet-lite0 --out-dir demo/embeddings
 
 bench-import: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_import.py

