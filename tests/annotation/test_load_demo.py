@@ -8,6 +8,7 @@ from django.core.management import CommandError, call_command
 from annotation.management.commands.load_demo import DEMO_ACCOUNTS, DEMO_DIR
 from annotation.models import Caption, Dataset, EmbeddingSpace, Image, Qualification
 from annotation.roles import ADMIN, RATER, RESEARCHER, has_role
+from frontend.models import WorkedExample
 from sampling.encoders import cocaption_retrieval_rate
 
 
@@ -38,6 +39,9 @@ def test_load_demo_loads_dataset_spaces_and_accounts(settings, capsys):
     admin = get_user_model().objects.get(username="admin")
     assert admin.is_staff and admin.is_superuser and has_role(admin, ADMIN)
     assert not has_role(get_user_model().objects.get(username="researcher"), RATER)
+    examples = WorkedExample.objects.filter(dataset=dataset)
+    assert sorted(examples.values_list("kind", flat=True).distinct()) == ["SIS", "SITS", "STS"]
+    assert examples.count() == 9
     assert has_role(get_user_model().objects.get(username="researcher"), RESEARCHER)
 
 

@@ -11,6 +11,7 @@ from django.db import transaction
 from annotation.models import Dataset, Qualification, TaskKind
 from annotation.roles import ADMIN, RATER, RESEARCHER
 from annotation.services import dataset_import_karpathy, embedding_space_import
+from frontend.models import WorkedExample
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
 DEMO_NAME = "demo"
@@ -27,6 +28,20 @@ DEMO_ACCOUNTS = (
     ("rater4", "demo-rater", RATER),
     ("rater5", "demo-rater", RATER),
     ("researcher", "demo-researcher", RESEARCHER),
+)
+
+# Worked examples: (kind, (image, caption number) or image number per side, reference score,
+# explanation). Demo image n has captions with sentids 5(n-1)+1 .. 5(n-1)+5.
+DEMO_EXAMPLES = (
+    ("STS", (3, 1), (3, 2), 4.3, "Both describe a tabby cat looking at the camera; they name different details."),
+    ("STS", (9, 1), (10, 1), 1.3, "Both are close-ups of the ground, but grass and gravel are different things."),
+    ("STS", (4, 1), (1, 1), 0.1, "A cup of coffee and an astronaut: different topics."),
+    ("SIS", 9, 10, 1.8, "Both are grey close-up textures of the ground; what they show differs."),
+    ("SIS", 1, 7, 1.1, "Both are about spaceflight, but a portrait and a launch pad are different scenes."),
+    ("SIS", 3, 5, 0.1, "A cat and a set of coins: nothing in common."),
+    ("SITS", (3, 1), 3, 4.9, "The sentence describes the picture almost perfectly."),
+    ("SITS", (7, 1), 1, 1.4, "The picture has a model shuttle and an astronaut, not a rocket on its pad."),
+    ("SITS", (4, 1), 5, 0.1, "The sentence is about coffee; the picture shows coins."),
 )
 
 
@@ -49,6 +64,7 @@ class Command(BaseCommand):
         else:
             self._load_dataset()
         self._ensure_accounts()
+        self._ensure_examples()
         self._print_accounts()
 
     def _load_dataset(self) -> None:
@@ -86,6 +102,28 @@ class Command(BaseCommand):
             if role == RATER:
                 for kind in TaskKind.values:
                     Qualification.objects.get_or_create(rater=user, kind=kind)
+
+    @transaction.atomic
+    def _ensure_examples(self) -> None:
+        dataset = Dataset.objects.get(name=DEMO_NAME)
+        if WorkedExample.objects.filter(dataset=dataset).exists():
+            return
+        images = {image.cocoid: image for image in dataset.images.all()}
+        captions = {caption.sentid: caption for caption in dataset.captions.all()}
+
+        def caption(side):
+            image, number = side
+            return captions[5 * (image - 1) + number]
+
+        for position, (kind, left, right, score, explanation) in enumerate(DEMO_EXAMPLES):
+            items = {
+                "STS": lambda: {"caption_a": caption(left), "caption_b": caption(right)},
+                "SIS": lambda: {"image_a": images[left], "image_b": images[right]},
+                "SITS": lambda: {"caption_a": caption(left), "image_a": images[right]},
+            }[kind]()
+            WorkedExample.objects.create(
+                dataset=dataset, kind=kind, reference_score=score, explanation=explanation, position=position, **items
+            )
 
     def _print_accounts(self) -> None:
         self.stdout.write("Demo accounts (demo only; log in at /login/):")
