@@ -116,11 +116,12 @@ class Command(BaseCommand):
             return captions[5 * (image - 1) + number]
 
         for position, (kind, left, right, score, explanation) in enumerate(DEMO_EXAMPLES):
-            items = {
-                "STS": lambda: {"caption_a": caption(left), "caption_b": caption(right)},
-                "SIS": lambda: {"image_a": images[left], "image_b": images[right]},
-                "SITS": lambda: {"caption_a": caption(left), "image_a": images[right]},
-            }[kind]()
+            if kind == "STS":
+                items = {"caption_a": caption(left), "caption_b": caption(right)}
+            elif kind == "SIS":
+                items = {"image_a": images[left], "image_b": images[right]}
+            else:
+                items = {"caption_a": caption(left), "image_a": images[right]}
             WorkedExample.objects.create(
                 dataset=dataset, kind=kind, reference_score=score, explanation=explanation, position=position, **items
             )
