@@ -13,7 +13,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.authtoken.models import Token
-from rest_framework.exceptions import AuthenticationFailed, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.renderers import JSONRenderer
@@ -164,7 +164,7 @@ class TokenApi(APIView):
             request._request, username=data.validated_data["username"], password=data.validated_data["password"]
         )
         if user is None:
-            raise AuthenticationFailed("wrong username or password, or the account is disabled")
+            raise ValidationError({"password": ["wrong username or password, or the account is disabled"]})
         token, _ = Token.objects.get_or_create(user=user)
         roles = sorted(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
         return Response(
