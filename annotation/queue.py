@@ -13,8 +13,10 @@ On PostgreSQL the claim is one statement (one short transaction) that walks the 
 index ``slot_claim_idx`` in queue order with ``FOR UPDATE SKIP LOCKED``; its cost depends
 on how many entries at the head of the queue it must pass over (pairs the rater already
 rated or skipped, rows other claims hold at that moment), not on the number of open
-slots. A submission locks its pair row first and its slot row second, and every other
-writer locks single slot rows without waiting, so the writers cannot deadlock.
+slots. A submission locks its pair row (FOR NO KEY UPDATE) first and then slot rows of
+that pair; every other writer locks one slot row and, holding it, waits for nothing a
+submission holds (the claim skips locked rows; foreign-key checks take KEY SHARE on the
+pair, which NO KEY UPDATE admits), so the writers cannot deadlock.
 
 Other databases (the embedded SQLite mode) run the same rules through the ORM; SQLite
 serializes writers, which keeps the guarantees at a lower throughput.
@@ -433,12 +435,14 @@ class _SlotView:
 
 
 # The pair row is locked inside the materialized CTE, before the outer query's row lock
-# on the slot: the only lock order a submission uses.
+# on the slot: the only lock order a submission uses. NO KEY UPDATE, because foreign-key
+# checks of rows inserted meanwhile (skips, flags) take KEY SHARE on the pair: FOR UPDATE
+# would make them wait on the submission while it waits on their slot row.
 _LOCK_PAIR_AND_SLOT_SQL = """
 WITH p AS MATERIALIZED (
     SELECT id, ratings_done, ratings_required FROM annotation_pair
     WHERE id = (SELECT pair_id FROM annotation_ratingslot WHERE id = %(slot)s)
-    FOR UPDATE
+    FOR NO KEY UPDATE
 )
 SELECT s.state, s.rater_id, s.previous_rater_id, s.pair_id, s.dataset_id, d.name, s.kind,
        p.ratings_done, p.ratings_required
@@ -474,7 +478,7 @@ def _lock_slot(*, slot_id: int, dataset: str, lock_pair: bool) -> _SlotView:
         if lock_pair:
             pair_id = RatingSlot.objects.filter(pk=slot_id).values_list("pair_id", flat=True).first()
             if pair_id is not None:
-                list(Pair.objects.select_for_update().filter(pk=pair_id).values_list("id"))
+                list(Pair.objects.select_for_update(no_key=True).filter(pk=pair_id).values_list("id"))
         row = _read_slot_locked(slot_id)
     return _slot_view(slot_id=slot_id, dataset=dataset, row=row)
 
