@@ -77,3 +77,57 @@ def submit_kwargs(key: str, score: float = 3.0) -> dict:
         "adjustments": 2,
         "idempotency_key": key,
     }
+
+
+def bulk_sis_pairs(*, batch, n_pairs: int, images_per_side: int | None = None) -> None:
+    """Queue ``n_pairs`` SIS pairs of ``batch`` with their open slots in two SQL
+    statements (the factories would take minutes for large queues). Creates the images."""
+    from django.db import connection
+
+    from annotation.models import Image
+
+    n_images = images_per_side or images_for_pairs(n_pairs)
+    start = Image.objects.count()
+    Image.objects.bulk_create(
+        [
+            Image(
+                dataset_id=batch.dataset_id,
+                split_id=batch.split_id,
+                key=f"bulk_{batch.id}_{start + i:09d}.jpg",
+                file_path=f"bulk/{batch.id}/{start + i:09d}.jpg",
+            )
+            for i in range(n_images)
+        ],
+        batch_size=5000,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH imgs AS (SELECT id FROM annotation_image WHERE key LIKE %(prefix)s),
+            combos AS (
+                SELECT a.id AS a, b.id AS b FROM imgs a JOIN imgs b ON a.id < b.id ORDER BY a.id, b.id LIMIT %(n)s
+            ),
+            new_pairs AS (
+                INSERT INTO annotation_pair (dataset_id, split_id, batch_id, kind, sampling_method, image_a_id,
+                                             image_b_id, ratings_required, priority, ratings_done, created_at)
+                SELECT %(dataset)s, %(split)s, %(batch)s, 'SIS', 'i2i_csim', a, b, %(per_pair)s, %(priority)s, 0, now()
+                FROM combos
+                RETURNING id
+            )
+            INSERT INTO annotation_ratingslot (pair_id, dataset_id, index, state, kind, priority, pair_done,
+                                               pair_complete)
+            SELECT p.id, %(dataset)s, g, 'open', 'SIS', %(priority)s, 0, false
+            FROM new_pairs p CROSS JOIN generate_series(0, %(per_pair)s - 1) g
+            """,
+            {
+                "prefix": f"bulk\\_{batch.id}\\_%",
+                "n": n_pairs,
+                "dataset": batch.dataset_id,
+                "split": batch.split_id,
+                "batch": batch.id,
+                "per_pair": batch.ratings_per_pair,
+                "priority": batch.priority,
+            },
+        )
+        cursor.execute("ANALYZE annotation_pair")
+        cursor.execute("ANALYZE annotation_ratingslot")
