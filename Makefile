@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv bench-import
+.PHONY: run test lint format venv bench-import bench-queue
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,3 +34,8 @@ format: $(STAMP)
 
 bench-import: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_import.py
+
+# Rating queue over HTTP (gunicorn + PostgreSQL, port 8121, own database cxc_bench_queue):
+# 10k and 1M open slots; BENCH_SECONDS per phase (default 30), BENCH_SIZES=10k,1m.
+bench-queue: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_queue.py

@@ -122,6 +122,51 @@ def _use_postgres_sql() -> bool:
     return connection.vendor == "postgresql"
 
 
+@dataclass(frozen=True)
+class _Statement:
+    """A hot-path PostgreSQL statement, run as a prepared statement of the connection.
+
+    Planning the claim costs several times more than running it (its plan has a dozen
+    nodes); a prepared statement is planned once per connection and then reuses a
+    generic plan. ``params`` lists the named parameters in order with their SQL types.
+    """
+
+    name: str
+    sql: str
+    params: tuple[tuple[str, str], ...]
+
+    def positional(self) -> str:
+        sql = self.sql
+        for number, (param, _) in enumerate(self.params, start=1):
+            sql = sql.replace(f"%({param})s", f"${number}")
+        if "%(" in sql:
+            raise ValueError(f"{self.name}: a parameter is missing from params")
+        return sql
+
+
+def _execute(cursor, statement: _Statement, values: Mapping, *, prefix: str = "") -> None:
+    """Run ``statement`` with ``values``, prepared once per database connection unless
+    DB_PREPARED_STATEMENTS is off (needed behind a transaction-mode connection pooler,
+    where a session does not last from one transaction to the next). ``prefix``
+    statements go in the same round trip."""
+    if not settings.DB_PREPARED_STATEMENTS:
+        cursor.execute(prefix + statement.sql, values)
+        return
+    # Prepared statements belong to the server session; PREPARE is not undone by a
+    # rollback, so remembering them per client connection object is exact.
+    raw = connection.connection
+    known = getattr(connection, "_queue_prepared", None)
+    if known is None or known[0] is not raw:
+        known = (raw, set())
+        connection._queue_prepared = known
+    if statement.name not in known[1]:
+        types = ", ".join(sql_type for _, sql_type in statement.params)
+        cursor.execute(f"PREPARE {statement.name} ({types}) AS {statement.positional()}")
+        known[1].add(statement.name)
+    placeholders = ", ".join(["%s"] * len(statement.params))
+    cursor.execute(f"{prefix}EXECUTE {statement.name} ({placeholders})", [values[p] for p, _ in statement.params])
+
+
 def _check_kind(kind: str | None) -> None:
     if kind is not None and kind not in TaskKind.values:
         raise QueueInputError(f"kind must be one of {', '.join(TaskKind.values)}, got {kind!r}")
@@ -263,11 +308,15 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
     # the same pair or lease; the next attempt sees its result.
     for attempt in range(3):
         try:
-            with transaction.atomic():
-                if _use_postgres_sql():
-                    assignment = _claim_postgres(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
-                else:
-                    assignment = _claim_portable(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
+            if _use_postgres_sql() and not connection.in_atomic_block:
+                # One statement in one round trip: its own short transaction.
+                assignment = _claim_postgres(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
+            else:
+                with transaction.atomic():
+                    if _use_postgres_sql():
+                        assignment = _claim_postgres(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
+                    else:
+                        assignment = _claim_portable(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
         except IntegrityError:
             if attempt == 2:
                 raise Conflict("another claim by the same rater is in progress; try again") from None
@@ -278,11 +327,28 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
     return None
 
 
+_CLAIM = _Statement(
+    "queue_claim_v1",
+    _CLAIM_SQL,
+    (
+        ("dataset", "text"),
+        ("rater", "bigint"),
+        ("kind", "varchar"),
+        ("now", "timestamptz"),
+        ("expires", "timestamptz"),
+    ),
+)
+
+# A lease need not survive a database crash: losing the last instants of claims only
+# leaves those slots open again. So the claim does not wait for its WAL flush;
+# submissions do.
+_ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF; "
+
+
 def _claim_postgres(*, rater, dataset: str, kind: str | None, now: datetime, expires: datetime) -> Assignment | None:
     with connection.cursor() as cursor:
-        cursor.execute(
-            _CLAIM_SQL, {"dataset": dataset, "rater": rater.pk, "kind": kind, "now": now, "expires": expires}
-        )
+        values = {"dataset": dataset, "rater": rater.pk, "kind": kind, "now": now, "expires": expires}
+        _execute(cursor, _CLAIM, values, prefix=_ASYNC_COMMIT)
         row = cursor.fetchone()
     if row is None:
         return None
@@ -453,6 +519,8 @@ WHERE s.id = %(slot)s
 FOR UPDATE OF s
 """
 
+_LOCK_PAIR_AND_SLOT = _Statement("queue_lock_slot_v1", _LOCK_PAIR_AND_SLOT_SQL, (("slot", "bigint"),))
+
 _SLOT_VIEW_FIELDS = (
     "state",
     "rater_id",
@@ -471,7 +539,7 @@ def _lock_slot(*, slot_id: int, dataset: str, lock_pair: bool) -> _SlotView:
     row when ``lock_pair``: submissions take pair then slot, the one lock order)."""
     if lock_pair and _use_postgres_sql():
         with connection.cursor() as cursor:
-            cursor.execute(_LOCK_PAIR_AND_SLOT_SQL, {"slot": slot_id})
+            _execute(cursor, _LOCK_PAIR_AND_SLOT, {"slot": slot_id})
             values = cursor.fetchone()
         row = dict(zip(_SLOT_VIEW_FIELDS, values, strict=True)) if values is not None else None
     else:
@@ -632,6 +700,26 @@ counter AS (
 SELECT id FROM r
 """
 
+_SUBMIT = _Statement(
+    "queue_submit_v1",
+    _SUBMIT_SQL,
+    (
+        ("rater", "bigint"),
+        ("slot", "bigint"),
+        ("pair", "bigint"),
+        ("dataset", "bigint"),
+        ("kind", "varchar"),
+        ("done", "integer"),
+        ("complete", "boolean"),
+        ("score", "double precision"),
+        ("time_on_item_ms", "integer"),
+        ("time_to_first_move_ms", "integer"),
+        ("adjustments", "integer"),
+        ("key", "varchar"),
+        ("now", "timestamptz"),
+    ),
+)
+
 
 def rating_submit(
     *,
@@ -690,7 +778,7 @@ def rating_submit(
             }
             if _use_postgres_sql():
                 with connection.cursor() as cursor:
-                    cursor.execute(_SUBMIT_SQL, params)
+                    _execute(cursor, _SUBMIT, params)
                     rating_id = cursor.fetchone()[0]
             else:
                 rating_id = _submit_portable(params)

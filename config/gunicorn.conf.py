@@ -2,15 +2,16 @@
 
 Run: ``gunicorn config.wsgi -c config/gunicorn.conf.py``. Threaded workers keep client
 connections alive and overlap one request's database wait with another's Python work;
-a few processes use the cores despite the GIL. Defaults suit a small machine: two
-workers per core (capped at 8) with 4 threads each.
+one process per core uses the cores despite the GIL (measured on 2 cores: more
+processes only add contention). Defaults: one worker per core (at least 2, at most 8)
+with 4 threads each.
 """
 
 import multiprocessing
 import os
 
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
-workers = int(os.environ.get("GUNICORN_WORKERS", min(8, 2 * multiprocessing.cpu_count())))
+workers = int(os.environ.get("GUNICORN_WORKERS", min(8, max(2, multiprocessing.cpu_count()))))
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
 threads = int(os.environ.get("GUNICORN_THREADS", 4))
 keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", 30))

@@ -159,6 +159,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 LEASE_TTL_SECONDS = env.int("LEASE_TTL_SECONDS", default=600)
 if LEASE_TTL_SECONDS < 10:
     raise ImproperlyConfigured(f"LEASE_TTL_SECONDS must be at least 10, got {LEASE_TTL_SECONDS}")
+# The queue's hot statements run as server-side prepared statements (planned once per
+# connection). Turn off behind a transaction-mode pooler such as PgBouncer's.
+DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=True)
 QUEUE_TIDY_SECONDS = env.int("QUEUE_TIDY_SECONDS", default=60)
 QUEUE_RECOUNT_SECONDS = env.int("QUEUE_RECOUNT_SECONDS", default=3600)
 CELERY_BEAT_SCHEDULE: dict = {
@@ -175,7 +178,7 @@ CELERY_BEAT_SCHEDULE: dict = {
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "annotation.authentication.RoleTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

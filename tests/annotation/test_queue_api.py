@@ -10,9 +10,12 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 from PIL import Image as PILImage
+from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from annotation.authentication import RoleTokenAuthentication
 from annotation.models import Flag, PairSkip, Rating, RatingSlot, SlotState, TaskKind
+from annotation.roles import has_role
 from tests.annotation.queue_support import Clock, queue_pairs, submit_kwargs
 from tests.factories import DatasetFactory, ImageFactory, SplitFactory, UserFactory
 
@@ -88,6 +91,36 @@ def test_token_obtain_use_and_revoke(split):
     missing = anonymous.post("/api/auth/token/", {"username": "rita"}, format="json")
     assert missing.status_code == 400
     assert "password" in missing.json()["detail"]
+
+
+def test_token_authentication_knows_the_roles_without_another_query(split, django_assert_num_queries):
+    user = UserFactory(roles=["rater", "researcher"], qualified_for=["SIS"])
+    token = Token.objects.create(user=user)
+    with django_assert_num_queries(1):
+        authenticated, auth = RoleTokenAuthentication().authenticate_credentials(token.key)
+    assert (authenticated.pk, authenticated.username, auth.key, auth.user_id) == (
+        user.pk,
+        user.username,
+        token.key,
+        user.pk,
+    )
+    with django_assert_num_queries(0):
+        assert has_role(authenticated, "rater")
+        assert has_role(authenticated, "researcher")
+        assert not has_role(authenticated, "admin")
+    plain = UserFactory()
+    plain_user, _ = RoleTokenAuthentication().authenticate_credentials(Token.objects.create(user=plain).key)
+    with django_assert_num_queries(0):
+        assert not has_role(plain_user, "rater")
+
+
+def test_inactive_users_tokens_are_refused(split):
+    user = UserFactory(roles=["rater"], qualified_for=["SIS"])
+    token = Token.objects.create(user=user)
+    user.is_active = False
+    user.save()
+    response = claim(APIClient(HTTP_AUTHORIZATION=f"Token {token.key}"), split.dataset)
+    assert (response.status_code, response.json()["detail"]) == (403, "User inactive or deleted.")
 
 
 def test_session_login_needs_csrf_like_any_browser_form(split):
