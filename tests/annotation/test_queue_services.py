@@ -1,6 +1,5 @@
 """Queue services: claim order, leases with a controlled clock, idempotent submission,
-skip, flag, tidy-up, progress. Every test runs on both claim engines: the single
-statement PostgreSQL path and the portable ORM path the embedded SQLite mode uses."""
+skip, flag, tidy-up, progress. Every test runs on each engine (see ``engine``)."""
 
 from __future__ import annotations
 
@@ -43,10 +42,21 @@ pytestmark = pytest.mark.django_db
 TTL = 600
 
 
-@pytest.fixture(params=[pytest.param("postgres", marks=pytest.mark.postgres), "portable"])
+@pytest.fixture(
+    params=[
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("postgres-stepwise", marks=pytest.mark.postgres),
+        "portable",
+    ]
+)
 def engine(request, monkeypatch):
+    """postgres: the single-statement paths; postgres-stepwise: submissions always take
+    the lock-then-write path the single statement falls back to; portable: the ORM
+    paths of the embedded SQLite mode."""
     if request.param == "portable":
         monkeypatch.setattr(queue, "_use_postgres_sql", lambda: False)
+    elif request.param == "postgres-stepwise":
+        monkeypatch.setattr(queue, "_submit_postgres_fast", lambda values: None)
     return request.param
 
 
