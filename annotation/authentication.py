@@ -17,10 +17,11 @@ from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import AuthenticationFailed
 
 from annotation.roles import ROLES, remember_roles
+from annotation.sql import Statement, execute
 
 
 @cache
-def _query() -> tuple[str, list[str]]:
+def _statement() -> tuple[Statement, list[str]]:
     user_model = get_user_model()
     user_fields = [f.attname for f in user_model._meta.concrete_fields]
     qn = connection.ops.quote_name
@@ -34,18 +35,18 @@ def _query() -> tuple[str, list[str]]:
         f"JOIN {qn(user_model._meta.db_table)} u ON u.{qn(user_model._meta.pk.column)} = t.{qn('user_id')} "
         f"LEFT JOIN {qn(groups_through.db_table)} ug ON ug.{qn(user_fk)} = u.{qn(user_model._meta.pk.column)} "
         f"LEFT JOIN {qn(Group._meta.db_table)} g ON g.{qn('id')} = ug.{qn(group_fk)} "
-        f"WHERE t.{qn('key')} = %s"
+        f"WHERE t.{qn('key')} = %(key)s"
     )
-    return sql, user_fields
+    return Statement("auth_token_roles_v1", sql, (("key", "varchar"),)), user_fields
 
 
 class RoleTokenAuthentication(TokenAuthentication):
     """``Authorization: Token <key>``, as DRF's TokenAuthentication, in one query."""
 
     def authenticate_credentials(self, key):
-        sql, user_fields = _query()
+        statement, user_fields = _statement()
         with connection.cursor() as cursor:
-            cursor.execute(sql, [key])
+            execute(cursor, statement, {"key": key})
             rows = cursor.fetchall()
         if not rows:
             raise AuthenticationFailed(_("Invalid token."))

@@ -53,6 +53,7 @@ from annotation.models import (
     SlotState,
     TaskKind,
 )
+from annotation.sql import Statement, execute
 
 SCORE_MIN = 0.0
 SCORE_MAX = 5.0
@@ -121,51 +122,6 @@ def lease_ttl() -> timedelta:
 def _use_postgres_sql() -> bool:
     """The single-statement PostgreSQL paths; anything else runs the portable ORM paths."""
     return connection.vendor == "postgresql"
-
-
-@dataclass(frozen=True)
-class _Statement:
-    """A hot-path PostgreSQL statement, run as a prepared statement of the connection.
-
-    Planning the claim costs several times more than running it (its plan has a dozen
-    nodes); a prepared statement is planned once per connection and then reuses a
-    generic plan. ``params`` lists the named parameters in order with their SQL types.
-    """
-
-    name: str
-    sql: str
-    params: tuple[tuple[str, str], ...]
-
-    def positional(self) -> str:
-        sql = self.sql
-        for number, (param, _) in enumerate(self.params, start=1):
-            sql = sql.replace(f"%({param})s", f"${number}")
-        if "%(" in sql:
-            raise ValueError(f"{self.name}: a parameter is missing from params")
-        return sql
-
-
-def _execute(cursor, statement: _Statement, values: Mapping, *, prefix: str = "") -> None:
-    """Run ``statement`` with ``values``, prepared once per database connection unless
-    DB_PREPARED_STATEMENTS is off (needed behind a transaction-mode connection pooler,
-    where a session does not last from one transaction to the next). ``prefix``
-    statements go in the same round trip."""
-    if not settings.DB_PREPARED_STATEMENTS:
-        cursor.execute(prefix + statement.sql, values)
-        return
-    # Prepared statements belong to the server session; PREPARE is not undone by a
-    # rollback, so remembering them per client connection object is exact.
-    raw = connection.connection
-    known = getattr(connection, "_queue_prepared", None)
-    if known is None or known[0] is not raw:
-        known = (raw, set())
-        connection._queue_prepared = known
-    if statement.name not in known[1]:
-        types = ", ".join(sql_type for _, sql_type in statement.params)
-        cursor.execute(f"PREPARE {statement.name} ({types}) AS {statement.positional()}")
-        known[1].add(statement.name)
-    placeholders = ", ".join(["%s"] * len(statement.params))
-    cursor.execute(f"{prefix}EXECUTE {statement.name} ({placeholders})", [values[p] for p, _ in statement.params])
 
 
 def _check_kind(kind: str | None) -> None:
@@ -328,7 +284,7 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
     return None
 
 
-_CLAIM = _Statement(
+_CLAIM = Statement(
     "queue_claim_v1",
     _CLAIM_SQL,
     (
@@ -349,7 +305,7 @@ _ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF; "
 def _claim_postgres(*, rater, dataset: str, kind: str | None, now: datetime, expires: datetime) -> Assignment | None:
     with connection.cursor() as cursor:
         values = {"dataset": dataset, "rater": rater.pk, "kind": kind, "now": now, "expires": expires}
-        _execute(cursor, _CLAIM, values, prefix=_ASYNC_COMMIT)
+        execute(cursor, _CLAIM, values, prefix=_ASYNC_COMMIT)
         row = cursor.fetchone()
     if row is None:
         return None
@@ -520,7 +476,7 @@ WHERE s.id = %(slot)s
 FOR UPDATE OF s
 """
 
-_LOCK_PAIR_AND_SLOT = _Statement("queue_lock_slot_v1", _LOCK_PAIR_AND_SLOT_SQL, (("slot", "bigint"),))
+_LOCK_PAIR_AND_SLOT = Statement("queue_lock_slot_v1", _LOCK_PAIR_AND_SLOT_SQL, (("slot", "bigint"),))
 
 _SLOT_VIEW_FIELDS = (
     "state",
@@ -540,7 +496,7 @@ def _lock_slot(*, slot_id: int, dataset: str, lock_pair: bool) -> _SlotView:
     row when ``lock_pair``: submissions take pair then slot, the one lock order)."""
     if lock_pair and _use_postgres_sql():
         with connection.cursor() as cursor:
-            _execute(cursor, _LOCK_PAIR_AND_SLOT, {"slot": slot_id})
+            execute(cursor, _LOCK_PAIR_AND_SLOT, {"slot": slot_id})
             values = cursor.fetchone()
         row = dict(zip(_SLOT_VIEW_FIELDS, values, strict=True)) if values is not None else None
     else:
@@ -701,7 +657,7 @@ counter AS (
 SELECT id FROM r
 """
 
-_SUBMIT = _Statement(
+_SUBMIT = Statement(
     "queue_submit_v1",
     _SUBMIT_SQL,
     (
@@ -772,7 +728,7 @@ counter AS (
 SELECT id, pair_id FROM r
 """
 
-_SUBMIT_FAST = _Statement(
+_SUBMIT_FAST = Statement(
     "queue_submit_fast_v1",
     _SUBMIT_FAST_SQL,
     (
@@ -796,7 +752,7 @@ def _submit_postgres_fast(values: Mapping) -> tuple[int, int] | None:
     # a savepoint keeps a unique violation from spoiling it.
     scope = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
     with scope, connection.cursor() as cursor:
-        _execute(cursor, _SUBMIT_FAST, values)
+        execute(cursor, _SUBMIT_FAST, values)
         return cursor.fetchone()
 
 
@@ -875,7 +831,7 @@ def rating_submit(
             }
             if _use_postgres_sql():
                 with connection.cursor() as cursor:
-                    _execute(cursor, _SUBMIT, params)
+                    execute(cursor, _SUBMIT, params)
                     rating_id = cursor.fetchone()[0]
             else:
                 rating_id = _submit_portable(params)

@@ -459,3 +459,58 @@ def test_claim_links_images_root_datasets_to_the_image_view(photo_dataset, clock
     image_url = body["items"][1]["url"]
     assert image_url.startswith(f"/media/images/{dataset.name}/")
     assert body["lease_expires_at"].startswith((clock.now + timedelta(seconds=TTL)).strftime("%Y-%m-%dT%H:%M"))
+
+
+# --- the embedded mode -------------------------------------------------------------------
+
+EMBEDDED_SCRIPT = """
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+from annotation.models import Rating
+from tests.annotation.queue_support import queue_pairs, submit_kwargs
+from tests.factories import SplitFactory, UserFactory
+
+split = SplitFactory()
+queue_pairs(split=split, n_pairs=2, ratings_per_pair=1)
+users = [UserFactory(roles=["rater"], qualified_for=["SIS"]) for _ in range(3)]
+clients = [APIClient(HTTP_AUTHORIZATION="Token " + Token.objects.create(user=u).key) for u in users]
+base = "/api/rate/" + split.dataset.name
+slots = []
+for client in clients[:2]:
+    answer = client.post(base + "/claim/", {}, format="json")
+    assert answer.status_code == 200, answer.content
+    slots.append(answer.json()["slot_id"])
+assert clients[0].post(base + "/claim/", {}, format="json").json()["resumed"] is True
+assert clients[2].post(base + "/claim/", {}, format="json").status_code == 204
+for client, slot in zip(clients, slots):
+    body = submit_kwargs("key-" + str(slot))
+    assert client.post(base + "/slots/%d/submit/" % slot, body, format="json").status_code == 201
+    assert client.post(base + "/slots/%d/submit/" % slot, body, format="json").status_code == 200
+assert Rating.objects.count() == 2
+print("EMBEDDED-OK")
+"""
+
+
+@pytest.mark.slow
+def test_embedded_sqlite_mode_claims_and_submits(tmp_path):
+    """The rating API on the embedded SQLite mode, from migrations up, in a subprocess."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "RUN_MODE")}
+    env |= {
+        "RUN_MODE": "embedded",
+        "SQLITE_PATH": str(tmp_path / "db.sqlite3"),
+        "VAR_DIR": str(tmp_path / "var"),
+        "SECRET_KEY": "embedded-test",
+    }
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "--no-input", "-v", "0"], cwd=repo, env=env, check=True)
+    done = subprocess.run(
+        [*manage, "shell", "-v", "0", "-c", EMBEDDED_SCRIPT], cwd=repo, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("EMBEDDED-OK")
