@@ -272,17 +272,45 @@ class RatingSlot(models.Model):
 
     A leased slot whose ``lease_expires_at`` has passed is claimable again: correctness
     needs no cron job. ``rater`` is the current holder (leased) or the author (done).
+
+    ``dataset``, ``kind``, ``priority``, ``pair_done`` and ``pair_complete`` are copies of
+    the pair's values so that the claim reads one partial index in queue order
+    (``slot_claim_idx``) without joining the pair; the rating service keeps them in step
+    in the same transaction that stores a rating.
     """
 
     pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="slots")
+    dataset = models.ForeignKey(
+        Dataset,
+        on_delete=models.CASCADE,
+        related_name="+",
+        db_index=False,  # slot_claim_idx and slot_rater_active_idx cover lookups by dataset
+        help_text="Copied from the pair for the claim index.",
+    )
     index = models.PositiveSmallIntegerField(help_text="0 .. ratings_required-1")
     state = models.CharField(max_length=10, choices=SlotState.choices, default=SlotState.OPEN)
     kind = models.CharField(
         max_length=4, choices=TaskKind.choices, help_text="Copied from the pair for the claim index."
     )
     priority = models.IntegerField(default=0, help_text="Copied from the pair for the claim index.")
+    pair_done = models.PositiveSmallIntegerField(
+        default=0, help_text="The pair's ratings_done, copied for the claim order (closest to completion first)."
+    )
+    pair_complete = models.BooleanField(
+        default=False, help_text="The pair has all its ratings; copied for the per-rater progress count."
+    )
     rater = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="rating_slots"
+    )
+    previous_rater = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,  # only read with the slot itself; an index would be written on every insert
+        help_text="Holder whose lease expired before the slot was released or re-claimed: "
+        "a late submission from them is accepted while the slot is still free.",
     )
     leased_at = models.DateTimeField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -291,6 +319,13 @@ class RatingSlot(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["pair", "index"], name="slot_index_unique_per_pair"),
             models.UniqueConstraint(fields=["pair", "rater"], name="slot_one_per_rater_per_pair"),
+            # A rater holds at most one lease per dataset and kind: a repeated claim (page
+            # reload, double click) gets the held slot back instead of stranding a second.
+            models.UniqueConstraint(
+                fields=["rater", "dataset", "kind"],
+                condition=Q(state=SlotState.LEASED),
+                name="slot_one_lease_per_rater",
+            ),
             models.CheckConstraint(
                 condition=(
                     Q(state=SlotState.OPEN, rater__isnull=True, lease_expires_at__isnull=True)
@@ -298,6 +333,25 @@ class RatingSlot(models.Model):
                     | Q(state=SlotState.DONE, rater__isnull=False)
                 ),
                 name="slot_state_consistent",
+            ),
+        ]
+        indexes = [
+            # The claim: open slots of one dataset and kind in queue order. Partial, so it
+            # holds only what can be claimed and a claim reads its first entries.
+            models.Index(
+                fields=["dataset", "kind", "-priority", "-pair_done", "pair", "index"],
+                condition=Q(state=SlotState.OPEN),
+                name="slot_claim_idx",
+            ),
+            # Expired leases, found by range scan on the expiry time (claim and tidy-up).
+            models.Index(
+                fields=["lease_expires_at"], condition=Q(state=SlotState.LEASED), name="slot_lease_expiry_idx"
+            ),
+            # A rater's slots on pairs still being rated (progress: pairs left for them).
+            models.Index(
+                fields=["rater", "dataset", "kind"],
+                condition=Q(rater__isnull=False, pair_complete=False),
+                name="slot_rater_active_idx",
             ),
         ]
 
@@ -323,7 +377,13 @@ class Rating(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["pair", "rater"], name="rating_one_per_rater_per_pair"),
             models.UniqueConstraint(fields=["rater", "idempotency_key"], name="rating_idempotency_key_unique"),
+            # NaN fails both comparisons in PostgreSQL and SQLite, so it is refused too.
             models.CheckConstraint(condition=Q(score__gte=0.0) & Q(score__lte=5.0), name="rating_score_in_range"),
+            models.CheckConstraint(condition=~Q(idempotency_key=""), name="rating_idempotency_key_not_empty"),
+            models.CheckConstraint(
+                condition=Q(time_to_first_move_ms__isnull=True) | Q(time_to_first_move_ms__lte=F("time_on_item_ms")),
+                name="rating_first_move_within_time_on_item",
+            ),
         ]
         indexes = [models.Index(fields=["rater", "created_at"], name="rating_rater_time_idx")]
 
@@ -339,6 +399,8 @@ class FlagReason(models.TextChoices):
 
 
 class Flag(models.Model):
+    """A rater's report that a pair cannot be rated as shown; admins review and resolve it."""
+
     pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="flags")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="flags")
     reason = models.CharField(max_length=30, choices=FlagReason.choices)
@@ -348,9 +410,42 @@ class Flag(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["pair", "rater", "reason"], name="flag_once_per_rater_reason")]
+        indexes = [models.Index(fields=["created_at"], condition=Q(resolved=False), name="flag_unresolved_idx")]
 
     def __str__(self) -> str:
         return f"{self.reason} on pair {self.pair_id}"
+
+
+class PairSkip(models.Model):
+    """A rater passed on a pair (skip or flag): the claim never serves it to them again."""
+
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="skips")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="pair_skips")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["pair", "rater"], name="skip_once_per_rater")]
+
+    def __str__(self) -> str:
+        return f"{self.rater_id} skipped pair {self.pair_id}"
+
+
+class QueueCounter(models.Model):
+    """Pairs of a dataset and kind that still need ratings. Kept in step by the services
+    that create pairs and complete them, so progress never counts over the queue."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+", db_index=False)
+    kind = models.CharField(max_length=4, choices=TaskKind.choices)
+    pairs_open = models.BigIntegerField(default=0, help_text="Pairs with ratings_done < ratings_required.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "kind"], name="queue_counter_unique"),
+            models.CheckConstraint(condition=Q(pairs_open__gte=0), name="queue_counter_nonnegative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset_id}/{self.kind}: {self.pairs_open} open"
 
 
 class Qualification(models.Model):

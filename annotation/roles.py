@@ -8,12 +8,23 @@ RESEARCHER = "researcher"
 ROLES = (RATER, ADMIN, RESEARCHER)
 
 
+def remember_roles(user, roles) -> None:
+    """Attach the user's role names to this user object (for the current request), so
+    has_role needs no query; authentication that already read them calls this."""
+    user._role_names = frozenset(roles)
+
+
 def has_role(user, role: str) -> bool:
     if not user or not user.is_authenticated:
         return False
     if role == ADMIN and (user.is_staff or user.is_superuser):
         return True
-    return user.groups.filter(name=role).exists()
+    names = getattr(user, "_role_names", None)
+    if names is None:
+        # One query for all roles: a request often checks more than one.
+        names = frozenset(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
+        remember_roles(user, names)
+    return role in names
 
 
 class IsAdmin(BasePermission):

@@ -2,10 +2,29 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from dataclasses import dataclass
+from datetime import datetime, time, tzinfo
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery, Sum
+from django.utils import timezone
 
 from annotation.errors import NotFound
-from annotation.models import Caption, Dataset, EmbeddingSpace, Image, Job, Split
+from annotation.models import (
+    Caption,
+    Dataset,
+    EmbeddingSpace,
+    Image,
+    Job,
+    PairSkip,
+    Qualification,
+    QueueCounter,
+    Rating,
+    RatingSlot,
+    SlotState,
+    Split,
+)
 
 
 def dataset_get(*, name: str) -> Dataset:
@@ -58,3 +77,97 @@ def embedding_space_get(*, dataset: Dataset, name: str) -> EmbeddingSpace:
         names = ", ".join(embedding_space_list(dataset=dataset).values_list("name", flat=True))
         raise NotFound(f"dataset {dataset.name!r} has no embedding space {name!r}; it has: {names or 'none'}")
     return space
+
+
+# --- the rater's own work ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RaterProgress:
+    """What the rating page shows. ``pairs_left``: pairs of the rater's kinds that still
+    need ratings and that the rater has neither rated nor skipped (the held one counts)."""
+
+    dataset: str
+    kinds: list[str]
+    ratings_today: int
+    pairs_left: int
+    day_starts_at: datetime
+    held_slot_id: int | None
+    held_until: datetime | None
+
+
+def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: datetime | None = None) -> RaterProgress:
+    """Progress of one rater on one dataset, in a handful of indexed reads whose cost
+    does not grow with the queue: today's ratings by the (rater, created_at) index, open
+    pairs from the per-kind counters, minus the rater's own unfinished pairs (partial
+    index on their slots) and skips. "Today" starts at midnight in ``tz`` (default: the
+    server's time zone)."""
+    ds = dataset_get(name=dataset)
+    now = now if now is not None else timezone.now()
+    tz = tz or timezone.get_default_timezone()
+    day_start = datetime.combine(now.astimezone(tz).date(), time.min, tzinfo=tz)
+    kinds = sorted(Qualification.objects.filter(rater=rater).values_list("kind", flat=True))
+    ratings_today = Rating.objects.filter(rater=rater, created_at__gte=day_start, pair__dataset=ds).count()
+    pairs_open = QueueCounter.objects.filter(dataset=ds, kind__in=kinds).aggregate(n=Sum("pairs_open"))["n"] or 0
+    rated_unfinished = RatingSlot.objects.filter(
+        rater=rater, dataset=ds, kind__in=kinds, pair_complete=False, state=SlotState.DONE
+    ).count()
+    skipped_unfinished = PairSkip.objects.filter(
+        rater=rater, pair__dataset=ds, pair__kind__in=kinds, pair__ratings_done__lt=F("pair__ratings_required")
+    ).count()
+    held = (
+        RatingSlot.objects.filter(rater=rater, dataset=ds, state=SlotState.LEASED)
+        .order_by("leased_at")
+        .values("id", "lease_expires_at")
+        .first()
+    )
+    return RaterProgress(
+        dataset=ds.name,
+        kinds=kinds,
+        ratings_today=ratings_today,
+        pairs_left=max(0, pairs_open - rated_unfinished - skipped_unfinished),
+        day_starts_at=day_start,
+        held_slot_id=held["id"] if held else None,
+        held_until=held["lease_expires_at"] if held else None,
+    )
+
+
+def rater_rating_list(*, rater, dataset: str, before_id: int | None = None, limit: int = 50) -> QuerySet[Rating]:
+    """The rater's own ratings on a dataset, newest first (``before_id`` pages back)."""
+    ds = dataset_get(name=dataset)
+    ratings = Rating.objects.filter(rater=rater, pair__dataset=ds).select_related("pair").order_by("-id")
+    if before_id is not None:
+        ratings = ratings.filter(id__lt=before_id)
+    return ratings[:limit]
+
+
+def image_file_get(*, dataset: str, key: str) -> Path:
+    """The file of an image of a dataset that keeps its images below ``images_root``.
+
+    Raises NotFound for an unknown dataset or image, a dataset served from a URL prefix,
+    a path that leaves the root, or a missing file.
+    """
+    ds = dataset_get(name=dataset)
+    if not ds.images_root:
+        raise NotFound(f"dataset {dataset!r} serves its images from {ds.image_url_prefix}, not from this server")
+    file_path = Image.objects.filter(dataset=ds, key=key).values_list("file_path", flat=True).first()
+    if file_path is None:
+        raise NotFound(f"dataset {dataset!r} has no image {key!r}")
+    root = Path(ds.images_root).resolve()
+    path = (root / file_path).resolve()
+    if not path.is_relative_to(root):
+        raise NotFound(f"image {key!r} points outside the dataset's images root")
+    if not path.is_file():
+        raise NotFound(f"image file of {key!r} is missing below {root}")
+    return path
+
+
+def user_get(*, username: str):
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise NotFound(f"no user named {username!r}")
+    return user
+
+
+def qualification_kinds(*, rater) -> list[str]:
+    return sorted(Qualification.objects.filter(rater=rater).values_list("kind", flat=True))

@@ -31,6 +31,7 @@ from annotation.models import (
     RatingSlot,
     Split,
 )
+from annotation.queue import queue_counters_add
 from sampling.embeddings import (
     EmbeddingError,
     check_rows_match_ids,
@@ -323,7 +324,9 @@ def pairs_create_bulk(*, batch, specs: Iterable[PairSpec]) -> dict[str, int]:
         )
         RatingSlot.objects.bulk_create(
             [
-                RatingSlot(pair_id=pair.id, index=index, kind=pair.kind, priority=pair.priority)
+                RatingSlot(
+                    pair_id=pair.id, dataset_id=pair.dataset_id, index=index, kind=pair.kind, priority=pair.priority
+                )
                 for pair in pairs
                 for index in range(batch.ratings_per_pair)
             ],
@@ -331,6 +334,10 @@ def pairs_create_bulk(*, batch, specs: Iterable[PairSpec]) -> dict[str, int]:
         )
         for spec in chunk:
             created[spec.sampling_method] = created.get(spec.sampling_method, 0) + 1
+    per_kind: dict[str, int] = {}
+    for spec in fresh:
+        per_kind[spec.kind] = per_kind.get(spec.kind, 0) + 1
+    queue_counters_add(dataset_id=batch.dataset_id, pairs_per_kind=per_kind)
     return created
 
 

@@ -1,6 +1,7 @@
 from celery import shared_task
 
 from annotation.jobs import job_run
+from annotation.queue import leases_release_expired, queue_counters_rebuild
 
 
 @shared_task(acks_late=True)
@@ -20,3 +21,16 @@ def run_export_job(job_id: int) -> None:
 
     if export_job_claim(job_id=job_id):
         job_run(job_id=job_id)
+
+
+@shared_task(acks_late=True)
+def release_expired_leases() -> int:
+    """Beat: return expired leases to the open queue (tidy-up only; claims take expired
+    leases themselves). Idempotent."""
+    return leases_release_expired()
+
+
+@shared_task(acks_late=True)
+def recount_open_pairs() -> int:
+    """Beat: recount the open-pairs counters from the pairs. Idempotent."""
+    return queue_counters_rebuild()

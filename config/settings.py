@@ -152,12 +152,33 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE: dict = {}
+
+# Rating queue. A claimed slot is leased for LEASE_TTL_SECONDS and renewed by the rating
+# page's heartbeat; an expired lease is claimable again at once (no cron needed). Beat
+# only tidies up: it returns expired leases to the open queue and recounts open pairs.
+LEASE_TTL_SECONDS = env.int("LEASE_TTL_SECONDS", default=600)
+if LEASE_TTL_SECONDS < 10:
+    raise ImproperlyConfigured(f"LEASE_TTL_SECONDS must be at least 10, got {LEASE_TTL_SECONDS}")
+# The queue's hot statements run as server-side prepared statements (planned once per
+# connection). Turn off behind a transaction-mode pooler such as PgBouncer's.
+DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=True)
+QUEUE_TIDY_SECONDS = env.int("QUEUE_TIDY_SECONDS", default=60)
+QUEUE_RECOUNT_SECONDS = env.int("QUEUE_RECOUNT_SECONDS", default=3600)
+CELERY_BEAT_SCHEDULE: dict = {
+    "queue-release-expired-leases": {
+        "task": "annotation.tasks.release_expired_leases",
+        "schedule": QUEUE_TIDY_SECONDS,
+    },
+    "queue-recount-open-pairs": {
+        "task": "annotation.tasks.recount_open_pairs",
+        "schedule": QUEUE_RECOUNT_SECONDS,
+    },
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "annotation.authentication.RoleTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -168,6 +189,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Graded semantic-similarity datasets for captioned images.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "ENUM_NAME_OVERRIDES": {
+        "TaskKindEnum": "annotation.models.TaskKind",
+        "FlagReasonEnum": "annotation.models.FlagReason",
+        "ModalityEnum": "annotation.models.Modality",
+    },
 }
 
 LOGGING = {

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from annotation.urls import image_urlpatterns
 from config.runtime import describe_mode
 
 admin.site.site_header = "CxC annotate admin"
@@ -10,6 +11,7 @@ admin.site.index_title = describe_mode()
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("annotation.urls")),
+    path("media/images/", include(image_urlpatterns)),
     path("api/sampling/", include("sampling.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

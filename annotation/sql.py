@@ -1,0 +1,55 @@
+"""Hot-path SQL run as server-side prepared statements.
+
+Planning the queue's statements (and the token lookup) costs PostgreSQL several times
+more than running them; a prepared statement is planned once per connection and then
+reuses a generic plan. Off PostgreSQL, or with DB_PREPARED_STATEMENTS off (needed behind
+a transaction-mode pooler, where a session does not outlive a transaction), the same
+SQL runs as a plain statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection
+
+
+@dataclass(frozen=True)
+class Statement:
+    """SQL with ``%(name)s`` parameters; ``params`` lists them in order with their SQL
+    types (the types of the prepared statement's ``$1 .. $n``)."""
+
+    name: str
+    sql: str
+    params: tuple[tuple[str, str], ...]
+
+    def positional(self) -> str:
+        sql = self.sql
+        for number, (param, _) in enumerate(self.params, start=1):
+            sql = sql.replace(f"%({param})s", f"${number}")
+        if "%(" in sql:
+            raise ValueError(f"{self.name}: a parameter is missing from params")
+        return sql
+
+
+def execute(cursor, statement: Statement, values: Mapping, *, prefix: str = "") -> None:
+    """Run ``statement`` with ``values`` on ``cursor`` (of the default connection).
+    ``prefix`` (PostgreSQL only) is SQL sent in the same round trip, before it."""
+    if connection.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
+        cursor.execute(prefix + statement.sql, values)
+        return
+    # Prepared statements belong to the server session and PREPARE is not undone by a
+    # rollback, so remembering them per client connection object is exact.
+    raw = connection.connection
+    known = getattr(connection, "_prepared_statements", None)
+    if known is None or known[0] is not raw:
+        known = (raw, set())
+        connection._prepared_statements = known
+    if statement.name not in known[1]:
+        types = ", ".join(sql_type for _, sql_type in statement.params)
+        cursor.execute(f"PREPARE {statement.name} ({types}) AS {statement.positional()}")
+        known[1].add(statement.name)
+    placeholders = ", ".join(["%s"] * len(statement.params))
+    cursor.execute(f"{prefix}EXECUTE {statement.name} ({placeholders})", [values[p] for p, _ in statement.params])

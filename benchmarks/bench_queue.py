@@ -1,0 +1,444 @@
+"""Rating-queue benchmark: gunicorn + PostgreSQL over HTTP, with 10,000 and 1,000,000
+open slots.
+
+For each size: a fresh database ``cxc_bench_queue`` (dropped first if it exists) is
+migrated and filled server-side (INSERT ... SELECT over generate_series: SIS pairs with 5
+open slots each, raters with tokens), gunicorn serves it on 127.0.0.1:8121, and an
+asyncio load generator with raw keep-alive HTTP/1.1 connections measures:
+
+- throughput: 16 simulated raters doing claim + submit with no pause (closed loop),
+  completed cycles per second;
+- latency: an open loop of 50 claim + submit cycles per second (Poisson arrivals, each
+  cycle by an idle rater from a pool of 2,000), p50/p95/p99 of the claim, measured
+  from the scheduled start so a slow server is not hidden by a late sender.
+
+The last line of output is one JSON object:
+``{"10k": {"cycles_per_s", "p50_ms", "p95_ms", "p99_ms"}, "1m": {...}}``.
+The load generator runs on the same cores as the server and the database; figures are
+only comparable between runs on an otherwise idle machine.
+
+Environment: DATABASE_URL (server, user; the database name is replaced), BENCH_SIZES
+(default "10k,1m"), BENCH_SECONDS (per phase, default 30), GUNICORN_WORKERS /
+GUNICORN_THREADS (defaults from config/gunicorn.conf.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import deque
+from pathlib import Path
+from urllib.parse import urlparse
+
+import psycopg2
+
+REPO = Path(__file__).resolve().parent.parent
+DB_NAME = "cxc_bench_queue"
+PORT = 8121
+SIZES = {"10k": 10_000, "1m": 1_000_000}
+RATINGS_PER_PAIR = 5
+CLOSED_LOOP_RATERS = 16
+OPEN_LOOP_RATE = 50.0
+OPEN_LOOP_RATERS = 2_000
+WARMUP_CYCLES = 300
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+# --- database --------------------------------------------------------------------------
+
+
+def server_dsn(database: str) -> str:
+    url = urlparse(os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/postgres")
+    return url._replace(path="/" + database).geturl()
+
+
+def recreate_database() -> None:
+    conn = psycopg2.connect(server_dsn("postgres"))
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            [DB_NAME],
+        )
+        cur.execute(f"DROP DATABASE IF EXISTS {DB_NAME}")
+        cur.execute(f"CREATE DATABASE {DB_NAME}")
+    conn.close()
+
+
+def drop_database() -> None:
+    conn = psycopg2.connect(server_dsn("postgres"))
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {DB_NAME}")
+    conn.close()
+
+
+def django_env() -> dict:
+    return os.environ | {
+        "DATABASE_URL": server_dsn(DB_NAME),
+        "RUN_MODE": "services",
+        "DEBUG": "false",
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-only-secret-key",
+        "CELERY_TASK_ALWAYS_EAGER": "true",
+    }
+
+
+def migrate() -> None:
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"], cwd=REPO, env=django_env(), check=True
+    )
+
+
+def images_for_pairs(n_pairs: int) -> int:
+    n = 2
+    while n * (n - 1) // 2 < n_pairs:
+        n += 1
+    return n
+
+
+def fill(open_slots: int) -> tuple[int, list[str]]:
+    """Queue open_slots / 5 SIS pairs and create the raters. Returns (pairs, tokens)."""
+    n_pairs = open_slots // RATINGS_PER_PAIR
+    n_raters = max(OPEN_LOOP_RATERS, CLOSED_LOOP_RATERS)
+    conn = psycopg2.connect(server_dsn(DB_NAME))
+    with conn, conn.cursor() as cur:
+        cur.execute(
+            "INSERT INTO annotation_dataset (name, description, images_root, image_url_prefix, created_at) "
+            "VALUES ('bench', '', '', 'https://images.example.org/', now()) RETURNING id"
+        )
+        (dataset,) = cur.fetchone()
+        cur.execute("INSERT INTO annotation_split (dataset_id, name) VALUES (%s, 'val') RETURNING id", [dataset])
+        (split,) = cur.fetchone()
+        cur.execute(
+            """
+            INSERT INTO sampling_samplingbatch (dataset_id, split_id, source, methods, k, spaces, ratings_per_pair,
+                seed, priority, status, progress_done, progress_total, progress_message, pairs_per_method, error,
+                upload_path, created_at)
+            VALUES (%s, %s, 'sampled', '{"i2i_csim": null}', 5, '[]', %s, 0, 0, 'succeeded', 0, 0, '', '{}', '', '',
+                    now())
+            RETURNING id
+            """,
+            [dataset, split, RATINGS_PER_PAIR],
+        )
+        (batch,) = cur.fetchone()
+        cur.execute(
+            """
+            INSERT INTO annotation_image (dataset_id, split_id, key, file_path, cocoid, width, height)
+            SELECT %(d)s, %(s)s, 'COCO_val2014_' || lpad(g::text, 12, '0') || '.jpg',
+                   'val2014/COCO_val2014_' || lpad(g::text, 12, '0') || '.jpg', g, 640, 480
+            FROM generate_series(1, %(n)s) g
+            """,
+            {"d": dataset, "s": split, "n": images_for_pairs(n_pairs)},
+        )
+        cur.execute(
+            """
+            INSERT INTO annotation_pair (dataset_id, split_id, batch_id, kind, sampling_method, image_a_id, image_b_id,
+                                         ratings_required, priority, ratings_done, created_at)
+            SELECT %(d)s, %(s)s, %(b)s, 'SIS', 'i2i_csim', a, b, %(r)s, 0, 0, now()
+            FROM (
+                SELECT a.id AS a, b.id AS b FROM annotation_image a JOIN annotation_image b ON a.id < b.id
+                ORDER BY a.id, b.id LIMIT %(n)s
+            ) combos
+            """,
+            {"d": dataset, "s": split, "b": batch, "r": RATINGS_PER_PAIR, "n": n_pairs},
+        )
+        cur.execute(
+            """
+            INSERT INTO annotation_ratingslot (pair_id, dataset_id, index, state, kind, priority, pair_done,
+                                               pair_complete)
+            SELECT p.id, p.dataset_id, g, 'open', 'SIS', 0, 0, false
+            FROM annotation_pair p CROSS JOIN generate_series(0, %(r)s - 1) g
+            ORDER BY p.id, g
+            """,
+            {"r": RATINGS_PER_PAIR},
+        )
+        cur.execute(
+            "INSERT INTO annotation_queuecounter (dataset_id, kind, pairs_open) VALUES (%s, 'SIS', %s)",
+            [dataset, n_pairs],
+        )
+        cur.execute(
+            """
+            INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email, is_staff,
+                                   is_active, date_joined)
+            SELECT '!', false, 'rater' || g, '', '', '', false, true, now() FROM generate_series(1, %s) g
+            """,
+            [n_raters],
+        )
+        cur.execute(
+            """
+            INSERT INTO auth_user_groups (user_id, group_id)
+            SELECT u.id, g.id FROM auth_user u, auth_group g WHERE g.name = 'rater' AND u.username LIKE 'rater%%'
+            """
+        )
+        cur.execute(
+            "INSERT INTO annotation_qualification (rater_id, kind, granted_at) "
+            "SELECT id, 'SIS', now() FROM auth_user WHERE username LIKE 'rater%%'"
+        )
+        cur.execute(
+            "INSERT INTO authtoken_token (key, user_id, created) "
+            "SELECT substr(md5(random()::text || id) || md5(id::text || random()::text), 1, 40), id, now() "
+            "FROM auth_user WHERE username LIKE 'rater%%'"
+        )
+        cur.execute("SELECT key FROM authtoken_token ORDER BY user_id")
+        tokens = [row[0] for row in cur.fetchall()]
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute("VACUUM ANALYZE")
+    conn.close()
+    return n_pairs, tokens
+
+
+# --- server ----------------------------------------------------------------------------
+
+
+def start_server(log_path: Path) -> subprocess.Popen:
+    env = django_env() | {"GUNICORN_BIND": f"127.0.0.1:{PORT}"}
+    with log_path.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.conf.py"],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"gunicorn exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
+        try:
+            import http.client
+
+            conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=5)
+            conn.request("GET", "/api/schema/")
+            conn.getresponse().read()
+            conn.close()
+            return process
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit(f"gunicorn did not answer on port {PORT}")
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+# --- load generator --------------------------------------------------------------------
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection speaking just enough of the protocol."""
+
+    def __init__(self):
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, path: str, token: str, body: bytes) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", PORT)
+        self.writer.write(
+            b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token %s\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+            % (path.encode(), token.encode(), len(body), body)
+        )
+        status_line = await self.reader.readline()
+        if not status_line:
+            self.close()
+            raise ConnectionError("server closed the connection")
+        status = int(status_line.split(b" ", 2)[1])
+        length, close = 0, False
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"connection" and value.strip().lower() == b"close":
+                close = True
+        payload = await self.reader.readexactly(length) if length else b""
+        if close:
+            self.close()
+        return status, payload
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
+class Stats:
+    def __init__(self):
+        self.claim_ms: list[float] = []
+        self.submit_ms: list[float] = []
+        self.cycles = 0
+        self.errors: dict[str, int] = {}
+        self.empty = 0
+
+    def error(self, what: str) -> None:
+        self.errors[what] = self.errors.get(what, 0) + 1
+
+
+SUBMIT_TEMPLATE = (
+    '{"score": %.3f, "time_on_item_ms": 17000, "time_to_first_move_ms": 900, "adjustments": 3, "idempotency_key": "%s"}'
+)
+
+
+async def cycle(conn: Connection, token: str, stats: Stats, started: float, rng: random.Random) -> bool:
+    """Claim then submit. ``started`` is when the cycle was due (open loop) or sent."""
+    status, payload = await conn.request("/api/rate/bench/claim/", token, b"{}")
+    claimed = time.perf_counter()
+    if status == 204:
+        stats.empty += 1
+        return False
+    if status != 200:
+        stats.error(f"claim {status}")
+        return False
+    stats.claim_ms.append((claimed - started) * 1000)
+    slot = json.loads(payload)["slot_id"]
+    body = (SUBMIT_TEMPLATE % (rng.uniform(0, 5), uuid.uuid4().hex)).encode()
+    status, _ = await conn.request(f"/api/rate/bench/slots/{slot}/submit/", token, body)
+    if status != 201:
+        stats.error(f"submit {status}")
+        return False
+    stats.submit_ms.append((time.perf_counter() - claimed) * 1000)
+    stats.cycles += 1
+    return True
+
+
+async def closed_loop(tokens: list[str], seconds: float) -> tuple[float, Stats]:
+    """CLOSED_LOOP_RATERS raters, each claim + submit back to back. Returns cycles/s."""
+    stats = Stats()
+    deadline = time.perf_counter() + seconds
+
+    async def rater(token: str, seed: int) -> None:
+        conn, rng = Connection(), random.Random(seed)
+        while time.perf_counter() < deadline:
+            await cycle(conn, token, stats, time.perf_counter(), rng)
+        conn.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(rater(t, i) for i, t in enumerate(tokens[:CLOSED_LOOP_RATERS])))
+    return stats.cycles / (time.perf_counter() - started), stats
+
+
+async def open_loop(tokens: list[str], rate: float, seconds: float) -> Stats:
+    """Poisson arrivals at ``rate`` cycles/s, each by an idle rater, over a pool of
+    keep-alive connections. Latency counts from when the cycle was due."""
+    stats = Stats()
+    rng = random.Random(7)
+    idle_raters = deque(tokens[:OPEN_LOOP_RATERS])
+    idle_conns: deque[Connection] = deque()
+    running: set[asyncio.Task] = set()
+
+    async def one(due: float, token: str) -> None:
+        conn = idle_conns.popleft() if idle_conns else Connection()
+        try:
+            await cycle(conn, token, stats, due, rng)
+        except (ConnectionError, asyncio.IncompleteReadError) as exc:
+            stats.error(type(exc).__name__)
+            conn.close()
+        idle_conns.append(conn)
+        idle_raters.append(token)
+
+    due = time.perf_counter()
+    end = due + seconds
+    while True:
+        due += rng.expovariate(rate)
+        if due >= end:
+            break
+        delay = due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if not idle_raters:
+            stats.error("no idle rater")
+            continue
+        task = asyncio.create_task(one(due, idle_raters.popleft()))
+        running.add(task)
+        task.add_done_callback(running.discard)
+    await asyncio.gather(*running)
+    for conn in idle_conns:
+        conn.close()
+    return stats
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = q / 100 * (len(ordered) - 1)
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+async def measure(tokens: list[str], seconds: float) -> dict:
+    # Warm-up: every worker thread opens its database connection and caches plans.
+    await closed_loop(tokens[-CLOSED_LOOP_RATERS:], seconds=max(2.0, WARMUP_CYCLES / 150))
+    latency = await open_loop(tokens[CLOSED_LOOP_RATERS:], OPEN_LOOP_RATE, seconds)
+    throughput, closed = await closed_loop(tokens, seconds)
+    result = {
+        "cycles_per_s": round(throughput, 1),
+        "p50_ms": round(percentile(latency.claim_ms, 50), 2),
+        "p95_ms": round(percentile(latency.claim_ms, 95), 2),
+        "p99_ms": round(percentile(latency.claim_ms, 99), 2),
+    }
+    log(
+        f"  open loop {OPEN_LOOP_RATE:g}/s: {latency.cycles} cycles, claim p50/p95/p99 "
+        f"{result['p50_ms']}/{result['p95_ms']}/{result['p99_ms']} ms, submit p50/p95 "
+        f"{percentile(latency.submit_ms, 50):.2f}/{percentile(latency.submit_ms, 95):.2f} ms, "
+        f"errors {latency.errors}, empty {latency.empty}"
+    )
+    log(
+        f"  closed loop {CLOSED_LOOP_RATERS} raters: {throughput:.1f} cycles/s, claim p50/p95 "
+        f"{percentile(closed.claim_ms, 50):.2f}/{percentile(closed.claim_ms, 95):.2f} ms, "
+        f"errors {closed.errors}, empty {closed.empty}"
+    )
+    return result
+
+
+def main() -> int:
+    seconds = float(os.environ.get("BENCH_SECONDS", 30))
+    sizes = [s.strip() for s in os.environ.get("BENCH_SIZES", "10k,1m").split(",") if s.strip()]
+    unknown = [s for s in sizes if s not in SIZES]
+    if unknown:
+        raise SystemExit(f"BENCH_SIZES: unknown size(s) {unknown}; use {', '.join(SIZES)}")
+    log(f"bench-queue: load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (other load skews figures)")
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="bench-queue-") as tmp:
+        for name in sizes:
+            open_slots = SIZES[name]
+            log(f"{name}: {open_slots:,} open slots in a fresh database {DB_NAME}")
+            started = time.perf_counter()
+            recreate_database()
+            migrate()
+            n_pairs, tokens = fill(open_slots)
+            log(f"  {n_pairs:,} pairs, {len(tokens):,} raters ready in {time.perf_counter() - started:.1f} s")
+            server = start_server(Path(tmp) / f"gunicorn-{name}.log")
+            try:
+                results[name] = asyncio.run(measure(tokens, seconds))
+            finally:
+                stop_server(server)
+                drop_database()
+    print(json.dumps(results), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""Helpers shared by the rating-queue tests: a controllable clock and queue builders."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+
+from annotation.models import SamplingMethod, TaskKind
+from annotation.services import PairSpec, pairs_create_bulk
+from tests.factories import CaptionFactory, ImageFactory, SamplingBatchFactory, SplitFactory
+
+
+class Clock:
+    """A clock tests move by hand; installed as django.utils.timezone.now."""
+
+    def __init__(self, start: datetime | None = None):
+        self.now = start or datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> datetime:
+        self.now += timedelta(seconds=seconds)
+        return self.now
+
+
+METHOD = {
+    TaskKind.STS: SamplingMethod.C2C_COCAPTION,
+    TaskKind.SIS: SamplingMethod.I2I_CSIM,
+    TaskKind.SITS: SamplingMethod.C2I_ORIGINAL,
+}
+
+
+def images_for_pairs(n_pairs: int) -> int:
+    """How many images give at least n_pairs unordered image pairs."""
+    n = 2
+    while n * (n - 1) // 2 < n_pairs:
+        n += 1
+    return n
+
+
+def queue_pairs(
+    *, split=None, kind: str = TaskKind.SIS, n_pairs: int = 1, ratings_per_pair: int = 5, priority: int = 0
+):
+    """Create a sampling batch with ``n_pairs`` pairs of ``kind`` (each with its slots)
+    through the same service sampling uses. Returns (batch, pairs in id order)."""
+    from annotation.models import Pair
+
+    split = split or SplitFactory()
+    batch = SamplingBatchFactory(
+        split=split, dataset=split.dataset, ratings_per_pair=ratings_per_pair, priority=priority
+    )
+    specs: list[PairSpec] = []
+    if kind == TaskKind.SIS:
+        images = [ImageFactory(split=split, dataset=split.dataset) for _ in range(images_for_pairs(n_pairs))]
+        for a, b in itertools.islice(itertools.combinations(images, 2), n_pairs):
+            specs.append(PairSpec(kind, METHOD[kind], image_a=a.id, image_b=b.id))
+    elif kind == TaskKind.STS:
+        image = ImageFactory(split=split, dataset=split.dataset)
+        captions = [CaptionFactory(image=image) for _ in range(images_for_pairs(n_pairs))]
+        for a, b in itertools.islice(itertools.combinations(captions, 2), n_pairs):
+            specs.append(PairSpec(kind, METHOD[kind], caption_a=a.id, caption_b=b.id))
+    else:
+        for _ in range(n_pairs):
+            caption = CaptionFactory(image=ImageFactory(split=split, dataset=split.dataset))
+            specs.append(PairSpec(kind, METHOD[kind], caption_a=caption.id, image_a=caption.image_id))
+    pairs_create_bulk(batch=batch, specs=specs)
+    return batch, list(Pair.objects.filter(batch=batch).order_by("id"))
+
+
+def submit_kwargs(key: str, score: float = 3.0) -> dict:
+    """A well-formed submission (the interaction facts of a quick, decided rater)."""
+    return {
+        "score": score,
+        "time_on_item_ms": 4000,
+        "time_to_first_move_ms": 800,
+        "adjustments": 2,
+        "idempotency_key": key,
+    }
+
+
+def bulk_sis_pairs(*, batch, n_pairs: int, images_per_side: int | None = None) -> None:
+    """Queue ``n_pairs`` SIS pairs of ``batch`` with their open slots in two SQL
+    statements (the factories would take minutes for large queues). Creates the images."""
+    from django.db import connection
+
+    from annotation.models import Image
+
+    n_images = images_per_side or images_for_pairs(n_pairs)
+    start = Image.objects.count()
+    Image.objects.bulk_create(
+        [
+            Image(
+                dataset_id=batch.dataset_id,
+                split_id=batch.split_id,
+                key=f"bulk_{batch.id}_{start + i:09d}.jpg",
+                file_path=f"bulk/{batch.id}/{start + i:09d}.jpg",
+            )
+            for i in range(n_images)
+        ],
+        batch_size=5000,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH imgs AS (SELECT id FROM annotation_image WHERE key LIKE %(prefix)s),
+            combos AS (
+                SELECT a.id AS a, b.id AS b FROM imgs a JOIN imgs b ON a.id < b.id ORDER BY a.id, b.id LIMIT %(n)s
+            ),
+            new_pairs AS (
+                INSERT INTO annotation_pair (dataset_id, split_id, batch_id, kind, sampling_method, image_a_id,
+                                             image_b_id, ratings_required, priority, ratings_done, created_at)
+                SELECT %(dataset)s, %(split)s, %(batch)s, 'SIS', 'i2i_csim', a, b, %(per_pair)s, %(priority)s, 0, now()
+                FROM combos
+                RETURNING id
+            )
+            INSERT INTO annotation_ratingslot (pair_id, dataset_id, index, state, kind, priority, pair_done,
+                                               pair_complete)
+            SELECT p.id, %(dataset)s, g, 'open', 'SIS', %(priority)s, 0, false
+            FROM new_pairs p CROSS JOIN generate_series(0, %(per_pair)s - 1) g
+            """,
+            {
+                "prefix": f"bulk\\_{batch.id}\\_%",
+                "n": n_pairs,
+                "dataset": batch.dataset_id,
+                "split": batch.split_id,
+                "batch": batch.id,
+                "per_pair": batch.ratings_per_pair,
+                "priority": batch.priority,
+            },
+        )
+        cursor.execute("ANALYZE annotation_pair")
+        cursor.execute("ANALYZE annotation_ratingslot")

@@ -1,0 +1,74 @@
+"""The claim's cost does not grow with the queue: on PostgreSQL it reads the head of the
+partial index slot_claim_idx, never scans the slots table, and touches about the same
+number of pages with 10,000 open slots as with 200,000. (Pages, not timings: the count
+is deterministic.)"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db import connection
+
+from annotation import queue
+from annotation.models import RatingSlot
+from annotation.queue import _CLAIM_SQL, rating_submit, slot_claim
+from tests.annotation.queue_support import bulk_sis_pairs, submit_kwargs
+from tests.factories import SamplingBatchFactory, SplitFactory, UserFactory
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+
+def explain_claim(*, rater, dataset: str) -> dict:
+    """EXPLAIN (ANALYZE, BUFFERS) of one real claim; returns the JSON plan."""
+    from django.utils import timezone
+
+    now = timezone.now()
+    params = {"dataset": dataset, "rater": rater.pk, "kind": None, "now": now, "expires": now + queue.lease_ttl()}
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + _CLAIM_SQL, params)
+        (plan,) = cursor.fetchone()
+    return (json.loads(plan) if isinstance(plan, str) else plan)[0]
+
+
+def nodes(plan: dict):
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from nodes(child)
+
+
+def pages(plan: dict) -> int:
+    top = plan["Plan"]
+    return top["Shared Hit Blocks"] + top["Shared Read Blocks"]
+
+
+def test_claim_reads_the_index_head_whatever_the_queue_size(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    split = SplitFactory()
+    dataset = split.dataset
+    raters = [UserFactory(roles=["rater"], qualified_for=["SIS", "STS"]) for _ in range(4)]
+    bulk_sis_pairs(batch=SamplingBatchFactory(split=split, dataset=dataset), n_pairs=2_000)
+    # A little history at the head of the queue: the measured rater has rated pairs
+    # there and others hold leases, so the claim must pass over entries.
+    for n in range(3):
+        for user in raters[:3]:
+            held = slot_claim(rater=user, dataset=dataset.name)
+            rating_submit(rater=user, dataset=dataset.name, slot_id=held.slot_id, **submit_kwargs(f"{user.pk}-{n}"))
+    slot_claim(rater=raters[1], dataset=dataset.name)
+    slot_claim(rater=raters[2], dataset=dataset.name)
+
+    small = explain_claim(rater=raters[0], dataset=dataset.name)
+    bulk_sis_pairs(batch=SamplingBatchFactory(split=split, dataset=dataset), n_pairs=40_000, images_per_side=300)
+    # Let the next claim be a fresh one again.
+    RatingSlot.objects.filter(rater=raters[0], state="leased").update(state="open", rater=None, lease_expires_at=None)
+    large = explain_claim(rater=raters[0], dataset=dataset.name)
+
+    assert RatingSlot.objects.filter(dataset=dataset, state="open").count() > 200_000
+    for plan in (small, large):
+        scans = [(n["Node Type"], n.get("Relation Name"), n.get("Index Name")) for n in nodes(plan["Plan"])]
+        assert ("Index Scan", "annotation_ratingslot", "slot_claim_idx") in scans, scans
+        assert not [s for s in scans if s[0] == "Seq Scan" and s[1] == "annotation_ratingslot"], scans
+    # 20 times the open slots; the pages touched stay about the same. What grows is a
+    # level more in the btrees the UPDATE writes to, not the scan: a scan over the queue
+    # would touch 20 times as many.
+    assert pages(large) <= 1.5 * pages(small), (pages(small), pages(large))
