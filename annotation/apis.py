@@ -413,7 +413,11 @@ class SlotHeartbeatApi(APIView):
 class RatingSubmitApi(APIView):
     """Submit your rating of the slot you hold. 201 when stored; 200 with the stored
     rating when the same idempotency key was submitted before; 409 when your lease
-    expired and another rater took the slot."""
+    expired and another rater took the slot.
+
+    With ``claim_next_kind`` the answer also carries ``next``: the next pair of that kind
+    claimed for you (null when none is left), so the page shows it without another round
+    trip."""
 
     permission_classes = [IsRater]
 
@@ -427,6 +431,9 @@ class RatingSubmitApi(APIView):
         idempotency_key = serializers.CharField(
             max_length=queue.MAX_IDEMPOTENCY_KEY, help_text="Chosen by the client, e.g. a UUID per item."
         )
+        claim_next_kind = serializers.ChoiceField(
+            choices=TaskKind.choices, required=False, help_text="Also claim your next pair of this kind."
+        )
 
     class RatingSubmitOutputSerializer(serializers.Serializer):
         rating_id = serializers.IntegerField()
@@ -435,16 +442,25 @@ class RatingSubmitApi(APIView):
         created_at = serializers.DateTimeField()
         replayed = serializers.BooleanField(help_text="An earlier submission with this key was returned.")
 
+    class RatingSubmitAndNextOutputSerializer(RatingSubmitOutputSerializer):
+        next = AssignmentSerializer(allow_null=True, help_text="Present when claim_next_kind was given.")
+
     @extend_schema(
         request=RatingSubmitInputSerializer,
-        responses={201: RatingSubmitOutputSerializer, 200: RatingSubmitOutputSerializer},
+        responses={201: RatingSubmitAndNextOutputSerializer, 200: RatingSubmitAndNextOutputSerializer},
     )
     def post(self, request, dataset: str, slot_id: int):
         data = self.RatingSubmitInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        next_kind = data.validated_data.pop("claim_next_kind", None)
         result = queue.rating_submit(rater=request.user, dataset=dataset, slot_id=slot_id, **data.validated_data)
         code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED
-        return Response(self.RatingSubmitOutputSerializer(result).data, status=code)
+        body = self.RatingSubmitOutputSerializer(result).data
+        if next_kind is not None:
+            # The rating is committed above; the claim is its own short transaction.
+            assignment = queue.slot_claim(rater=request.user, dataset=dataset, kind=next_kind)
+            body["next"] = AssignmentSerializer(assignment).data if assignment is not None else None
+        return Response(body, status=code)
 
 
 class SlotSkipApi(APIView):

@@ -5,48 +5,51 @@
 //   stylesheet, so no attribute or text in the page carries a number derived from it.
 // - Keyboard: arrows move in fine steps, shift+arrows (and PageUp/PageDown) in coarse
 //   steps, Home/End go to the ends. Screen readers hear the nearest level's name.
-import { MAX, MIN, levelsFor, nearestLevel } from "./scale.js";
+import { MAX, MIN, nearestLevel } from "./scale.js";
 
 const FINE_STEP = 0.05;
 const COARSE_STEP = 0.5;
 
-export function createSlider(root, { kind, onChange }) {
-  const levels = levelsFor(kind);
+export function createSlider(root, { kind, levels, onChange }) {
   const sheet = new CSSStyleSheet();
   document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
 
   root.classList.add("scale");
   root.dataset.kind = kind;
   root.innerHTML = "";
-  const track = document.createElement("div");
+  // Native buttons are focusable without a tabindex attribute, keeping the markup free
+  // of digits; role=slider tells assistive technology what it is.
+  const track = document.createElement("button");
+  track.type = "button";
   track.className = "scale-track";
   track.setAttribute("role", "slider");
-  track.setAttribute("tabindex", "0");
   track.setAttribute("aria-label", "Similarity");
   track.setAttribute("aria-valuetext", "Not set");
-  const fill = document.createElement("div");
+  const fill = document.createElement("span");
   fill.className = "scale-fill";
-  const handle = document.createElement("div");
+  const handle = document.createElement("span");
   handle.className = "scale-handle";
   handle.setAttribute("aria-hidden", "true");
   track.append(fill, handle);
 
   const labels = document.createElement("ol");
   labels.className = "scale-labels";
+  // Ids carry letters only: no digit anywhere in the slider's markup.
+  const idFor = (level) => `scale-detail-${"abcdef"[levels.indexOf(level)]}`;
   for (const level of levels) {
     const item = document.createElement("li");
     item.className = "scale-label";
     item.dataset.level = level.name;
-    // Level names are focusable (not buttons: they set nothing) so the longer
-    // description shows on keyboard focus as well as on hover.
-    const name = document.createElement("span");
-    name.tabIndex = 0;
+    // Level names are focusable so the longer description shows on keyboard focus as
+    // well as on hover; pressing one does nothing (it must not set the value).
+    const name = document.createElement("button");
+    name.type = "button";
     name.className = "scale-name";
     name.textContent = level.name;
-    name.setAttribute("aria-describedby", `scale-detail-${levels.indexOf(level)}`);
+    name.setAttribute("aria-describedby", idFor(level));
     const detail = document.createElement("span");
     detail.className = "scale-detail";
-    detail.id = `scale-detail-${levels.indexOf(level)}`;
+    detail.id = idFor(level);
     detail.setAttribute("role", "tooltip");
     detail.textContent = level.detail;
     item.append(name, detail);
@@ -69,7 +72,7 @@ export function createSlider(root, { kind, onChange }) {
     sheet.replaceSync(
       `.scale-handle { left: ${percent}%; } .scale-fill { width: ${percent}%; }`,
     );
-    const level = nearestLevel(kind, value);
+    const level = nearestLevel(levels, value);
     track.setAttribute("aria-valuetext", level.name);
     for (const item of labels.children) {
       item.classList.toggle("nearest", item.dataset.level === level.name);
@@ -120,9 +123,10 @@ export function createSlider(root, { kind, onChange }) {
     };
     if (!(event.key in moves)) return;
     event.preventDefault();
-    // The first key press only places the handle in the middle, so a rater never
-    // starts from an end they did not choose.
-    set(value === null ? start : moves[event.key], "keyboard");
+    // From the unset state an arrow only places the handle in the middle, so a rater
+    // never starts from an end they did not choose; Home and End choose an end.
+    const jumps = event.key === "Home" || event.key === "End";
+    set(value === null && !jumps ? start : moves[event.key], "keyboard");
   });
 
   render();

@@ -1,0 +1,58 @@
+// The rater API, as the rating page uses it. Every call resolves to {status, body};
+// network failures reject with NetworkError so callers can keep work and retry.
+
+export class NetworkError extends Error {}
+
+function csrfToken() {
+  const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+  return match ? decodeURIComponent(match[1]) : "";
+}
+
+async function call(method, url, body) {
+  let response;
+  try {
+    response = await fetch(url, {
+      method,
+      credentials: "same-origin",
+      headers: {
+        Accept: "application/json",
+        ...(body === undefined ? {} : { "Content-Type": "application/json" }),
+        ...(method === "GET" ? {} : { "X-CSRFToken": csrfToken() }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (error) {
+    throw new NetworkError(String(error));
+  }
+  // A proxy or a dropped connection can answer with a 5xx page: treat it as a network
+  // failure so the work is kept and retried, never dropped.
+  if (response.status >= 500) throw new NetworkError(`server answered ${response.status}`);
+  let payload = null;
+  if (response.status !== 204) {
+    try {
+      payload = await response.json();
+    } catch {
+      payload = null;
+    }
+  }
+  return { status: response.status, body: payload };
+}
+
+export function rateApi(base) {
+  return {
+    claim: (kind) => call("POST", `${base}claim/`, { kind }),
+    heartbeat: (slotId) => call("POST", `${base}slots/${slotId}/heartbeat/`),
+    submit: (submission) =>
+      call("POST", `${base}slots/${submission.slot_id}/submit/`, {
+        score: submission.score,
+        time_on_item_ms: submission.time_on_item_ms,
+        time_to_first_move_ms: submission.time_to_first_move_ms,
+        adjustments: submission.adjustments,
+        idempotency_key: submission.idempotency_key,
+        claim_next_kind: submission.kind,
+      }),
+    skip: (slotId) => call("POST", `${base}slots/${slotId}/skip/`),
+    flag: (slotId, reason, note) => call("POST", `${base}slots/${slotId}/flag/`, { reason, note }),
+    progress: () => call("GET", `${base}progress/?tz=${encodeURIComponent(Intl.DateTimeFormat().resolvedOptions().timeZone)}`),
+  };
+}

@@ -1,0 +1,284 @@
+// The rating page: wires the API, the slider and the session state to the DOM.
+import { NetworkError, rateApi } from "./api.js";
+import { createSlider } from "./slider.js";
+import { ItemTimer, Outbox, newKey, retryDelay } from "./state.js";
+
+const config = JSON.parse(document.getElementById("rate-config").textContent);
+const api = rateApi(config.api_base);
+const outbox = new Outbox(window.localStorage, `cxc-outbox:${config.user}:${config.dataset}`);
+
+const el = {
+  instructions: document.getElementById("instructions"),
+  pair: document.getElementById("pair"),
+  scale: document.getElementById("scale"),
+  submit: document.getElementById("submit"),
+  skip: document.getElementById("skip"),
+  flagReason: document.getElementById("flag-reason"),
+  flag: document.getElementById("flag"),
+  progress: document.getElementById("progress"),
+  notice: document.getElementById("notice"),
+  work: document.getElementById("work"),
+  state: document.getElementById("state"),
+};
+
+let assignment = null;
+let timer = null;
+let heartbeat = null;
+let busy = false;
+
+const slider = createSlider(el.scale, {
+  kind: config.kind,
+  levels: config.levels,
+  onChange(_value, source) {
+    timer?.moved(source);
+    updateControls();
+  },
+});
+
+// --- instructions: open on the first visit, collapsed once the rater has seen them -------
+const seenKey = `cxc-instructions-seen:${config.user}:${config.kind}`;
+el.instructions.open = !window.localStorage.getItem(seenKey);
+window.localStorage.setItem(seenKey, "1");
+
+// --- rendering -----------------------------------------------------------------------------
+function showNotice(text, kind = "info") {
+  el.notice.hidden = !text;
+  el.notice.textContent = text || "";
+  el.notice.className = `notice ${kind === "error" ? "error" : ""}`;
+}
+
+function showState(title, text) {
+  assignment = null;
+  stopHeartbeat();
+  el.work.hidden = true;
+  el.state.hidden = false;
+  el.state.querySelector("h2").textContent = title;
+  el.state.querySelector("p").textContent = text;
+}
+
+function itemNode(item) {
+  const box = document.createElement("figure");
+  box.className = `item ${item.type}`;
+  if (item.type === "caption") {
+    const text = document.createElement("p");
+    text.textContent = item.text;
+    box.append(text);
+  } else {
+    const frame = document.createElement("div");
+    frame.className = "frame";
+    const img = document.createElement("img");
+    img.alt = "Picture to compare";
+    img.decoding = "async";
+    // Known size reserves the box before the file arrives: no layout jump.
+    if (item.width && item.height) {
+      img.width = item.width;
+      img.height = item.height;
+      img.style.aspectRatio = `${item.width} / ${item.height}`;
+    }
+    img.src = item.url;
+    frame.append(img);
+    box.append(frame);
+  }
+  return box;
+}
+
+async function render(next) {
+  assignment = next;
+  el.state.hidden = true;
+  el.work.hidden = false;
+  const nodes = next.items.map(itemNode);
+  el.pair.replaceChildren(...nodes);
+  el.pair.classList.toggle("single", false);
+  slider.reset();
+  timer = new ItemTimer();
+  updateControls();
+  startHeartbeat(next);
+  // Ready to rate once the pictures are decoded (captions are ready at once).
+  await Promise.all(
+    [...el.pair.querySelectorAll("img")].map((img) => img.decode().catch(() => undefined)),
+  );
+  if (assignment === next) {
+    timer = new ItemTimer();
+    el.pair.dataset.ready = String(next.slot_id);
+    performance.mark("pair-ready");
+    if (performance.getEntriesByName("pair-submit").length) {
+      performance.measure("submit-to-ready", "pair-submit", "pair-ready");
+      performance.clearMarks("pair-submit");
+    }
+    slider.focus();
+  }
+}
+
+function updateControls() {
+  const hasPair = assignment !== null && !busy;
+  el.submit.disabled = !hasPair || slider.value === null;
+  el.skip.disabled = !hasPair;
+  el.flag.disabled = !hasPair || !el.flagReason.value;
+}
+
+// --- lease heartbeat -------------------------------------------------------------------
+function startHeartbeat(current) {
+  stopHeartbeat();
+  heartbeat = window.setInterval(async () => {
+    if (document.hidden || assignment !== current) return;
+    try {
+      const answer = await api.heartbeat(current.slot_id);
+      if (answer.status === 409 || answer.status === 404) {
+        showNotice("This pair was given to someone else while the page was idle; loading another.");
+        claimNext();
+      }
+    } catch (error) {
+      if (!(error instanceof NetworkError)) throw error;
+    }
+  }, current.heartbeat_seconds * 1000);
+}
+
+function stopHeartbeat() {
+  if (heartbeat !== null) window.clearInterval(heartbeat);
+  heartbeat = null;
+}
+
+// --- answers that end the session ------------------------------------------------------
+function sessionEnded(answer) {
+  return answer.status === 401 || (answer.status === 403 && /credentials|authenticat/i.test(answer.body?.detail || ""));
+}
+
+function handleAuth(answer) {
+  if (sessionEnded(answer)) {
+    showState("Your session has ended", "Log in again to continue rating. Nothing you submitted is lost.");
+    document.getElementById("login-again").hidden = false;
+    return true;
+  }
+  if (answer.status === 403) {
+    showState("Not qualified for this task", answer.body?.detail || "Ask an admin to qualify you for this task kind.");
+    return true;
+  }
+  return false;
+}
+
+// --- claim, submit, skip, flag ---------------------------------------------------------
+async function claimNext() {
+  try {
+    const answer = await api.claim(config.kind);
+    if (handleAuth(answer)) return;
+    if (answer.status === 204) {
+      showState("No work left", "Every pair of this task is rated or held by someone. Thank you! Check back later.");
+    } else if (answer.status === 200) {
+      await render(answer.body);
+    } else {
+      showNotice(answer.body?.detail || `Could not load a pair (${answer.status}).`, "error");
+    }
+  } catch (error) {
+    if (!(error instanceof NetworkError)) throw error;
+    showNotice("No connection. Trying again…", "error");
+    window.setTimeout(claimNext, 2000);
+  }
+}
+
+/** Send one stored submission until the server answers; returns the server's answer.
+ * It leaves the outbox once the server has decided on it; a submission refused because
+ * the session ended stays, and is sent when the page is opened again after logging in. */
+async function deliver(submission) {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      const answer = await api.submit(submission);
+      if (!sessionEnded(answer)) outbox.remove(submission.idempotency_key);
+      if (attempt > 0) showNotice("");
+      return answer;
+    } catch (error) {
+      if (!(error instanceof NetworkError)) throw error;
+      showNotice("Connection lost. Your rating is kept in this page and will be sent when the connection returns.", "error");
+      await new Promise((resolve) => window.setTimeout(resolve, retryDelay(Math.min(attempt, 5))));
+    }
+  }
+}
+
+async function submit() {
+  if (!assignment || slider.value === null || busy) return;
+  busy = true;
+  updateControls();
+  performance.mark("pair-submit");
+  const submission = {
+    slot_id: assignment.slot_id,
+    kind: config.kind,
+    score: slider.value,
+    idempotency_key: newKey(),
+    ...timer.facts(),
+  };
+  outbox.add(submission);
+  stopHeartbeat();
+  const answer = await deliver(submission);
+  busy = false;
+  if (handleAuth(answer)) return;
+  if (answer.status === 201 || answer.status === 200) {
+    refreshProgress();
+    if (answer.body?.next) await render(answer.body.next);
+    else if (answer.body && "next" in answer.body) showState("No work left", "Every pair of this task is rated or held by someone. Thank you!");
+    else await claimNext();
+  } else {
+    showNotice(answer.body?.detail || `Your rating was not stored (${answer.status}).`, "error");
+    await claimNext();
+  }
+}
+
+async function passOn(action) {
+  if (!assignment || busy) return;
+  busy = true;
+  updateControls();
+  try {
+    const answer =
+      action === "skip"
+        ? await api.skip(assignment.slot_id)
+        : await api.flag(assignment.slot_id, el.flagReason.value, "");
+    if (handleAuth(answer)) return;
+    if (answer.status >= 400) showNotice(answer.body?.detail || `Could not ${action} (${answer.status}).`, "error");
+    else showNotice(action === "flag" ? "Thank you: the pair was reported to the admins." : "");
+    el.flagReason.value = "";
+  } catch (error) {
+    if (!(error instanceof NetworkError)) throw error;
+    showNotice("No connection. Try again in a moment.", "error");
+    busy = false;
+    updateControls();
+    return;
+  }
+  busy = false;
+  await claimNext();
+}
+
+async function refreshProgress() {
+  try {
+    const answer = await api.progress();
+    if (answer.status !== 200) return;
+    const { ratings_today: today, pairs_left: left } = answer.body;
+    el.progress.textContent = `Rated today: ${today} · Pairs left for you: ${left}`;
+  } catch (error) {
+    if (!(error instanceof NetworkError)) throw error;
+  }
+}
+
+el.submit.addEventListener("click", submit);
+el.skip.addEventListener("click", () => passOn("skip"));
+el.flag.addEventListener("click", () => passOn("flag"));
+el.flagReason.addEventListener("change", updateControls);
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.isComposing && document.activeElement?.tagName !== "SELECT") {
+    if (!el.submit.disabled) {
+      event.preventDefault();
+      submit();
+    }
+  }
+});
+
+// Ratings left from an earlier visit (closed tab, lost connection) are sent first.
+async function start() {
+  for (const pending of outbox.pending()) {
+    const answer = await deliver(pending);
+    if (answer.status >= 400 && !handleAuth(answer)) {
+      showNotice(answer.body?.detail || "An earlier rating could not be stored.", "error");
+    }
+  }
+  refreshProgress();
+  await claimNext();
+}
+
+start();

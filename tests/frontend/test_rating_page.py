@@ -1,0 +1,264 @@
+"""The rating page in a real headless Chromium against the live server (PostgreSQL in CI).
+
+Screenshots of each task kind go to test-artifacts/screenshots/ (README: "Rater UI").
+"""
+
+import re
+
+import pytest
+from django.conf import settings as django_settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from annotation.models import Qualification, Rating, RatingSlot, SlotState
+from tests.frontend.rating_setup import demo_with_pairs, rater
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+KIND_NAMES = {
+    "sts": "Compare two sentences",
+    "sis": "Compare two pictures",
+    "sits": "Compare a sentence with a picture",
+}
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.RUN_MODE = "embedded"  # load_demo's guard; the database is the test database
+
+
+@pytest.fixture
+def demo():
+    return demo_with_pairs(per_kind=6)
+
+
+def log_in(page, live_server, username="rater1", password="demo-rater", next_path="/rate/"):
+    page.goto(f"{live_server.url}/login/?next={next_path}")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+
+
+def session_for(page, live_server, username="rater1"):
+    """Sign the browser in without the form (the form is covered by its own test)."""
+    client = Client()
+    client.force_login(get_user_model().objects.get(username=username))
+    cookie = client.cookies[django_settings.SESSION_COOKIE_NAME]
+    page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": live_server.url}])
+
+
+def open_kind(page, live_server, kind):
+    page.goto(f"{live_server.url}/rate/demo/{kind}/")
+    page.wait_for_selector("#pair[data-ready]")
+
+
+def track_point(page, fraction):
+    box = page.locator(".scale-track").bounding_box()
+    return box["x"] + box["width"] * fraction, box["y"] + box["height"] / 2
+
+
+def held_slot(username="rater1"):
+    return RatingSlot.objects.get(rater=rater(username), state=SlotState.LEASED)
+
+
+def test_log_in_read_instructions_drag_keyboard_submit_and_store(page, live_server, demo, screenshot_dir):
+    log_in(page, live_server, next_path="/rate/demo/sts/")
+    page.wait_for_selector("#pair[data-ready]")
+    # Instructions are open on the first visit, with worked examples named by level.
+    instructions = page.locator("#instructions")
+    assert instructions.evaluate("el => el.open")
+    assert "How close in meaning are the two sentences?" in instructions.inner_text()
+    assert page.locator(".example").count() == 3
+    assert "Mostly equivalent" in page.locator(".example").first.inner_text()
+    page.screenshot(path=str(screenshot_dir / "sts.png"), full_page=True)
+    page.click("#instructions summary")
+    assert not instructions.evaluate("el => el.open")
+
+    # No default position: the handle is hidden and submit disabled until the rater sets it.
+    assert page.locator("#scale").get_attribute("data-state") == "unset"
+    assert not page.locator(".scale-handle").is_visible()
+    assert page.locator("#submit").is_disabled()
+    assert page.locator(".scale-track").get_attribute("aria-valuetext") == "Not set"
+
+    slot = held_slot()
+    page.mouse.move(*track_point(page, 0.70))
+    page.mouse.down()
+    page.mouse.move(*track_point(page, 0.65), steps=5)
+    page.mouse.move(*track_point(page, 0.60), steps=5)
+    page.mouse.up()
+    assert page.locator(".scale-handle").is_visible()
+    assert page.locator(".scale-track").get_attribute("aria-valuetext") == "Roughly equivalent"
+    for _ in range(3):
+        page.keyboard.press("ArrowLeft")  # fine steps: 3 x 0.05
+    page.keyboard.press("Shift+ArrowRight")  # coarse step: 0.5
+    assert page.locator("#submit").is_enabled()
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{slot.id}'])")
+
+    stored = Rating.objects.get(slot=slot)
+    assert stored.rater == rater()
+    # 0.60 of the track is 3.0; minus three fine steps, plus one coarse step.
+    assert stored.score == pytest.approx(3.0 - 0.15 + 0.5, abs=0.02)
+    assert round(stored.score, 2) != round(stored.score)  # continuous, not snapped to a level
+    assert stored.adjustments == 5  # one drag gesture (counted once) and four key presses
+    assert stored.time_to_first_move_ms is not None
+    assert 0 < stored.time_to_first_move_ms <= stored.time_on_item_ms
+    assert RatingSlot.objects.get(pk=slot.pk).state == SlotState.DONE
+    # The progress line counts the rating.
+    page.wait_for_function("document.getElementById('progress').textContent.includes('Rated today: 1')")
+
+
+def test_no_digit_of_the_value_is_visible(page, live_server, demo):
+    session_for(page, live_server)
+    open_kind(page, live_server, "sts")
+    page.mouse.click(*track_point(page, 0.6943))
+    scale_text = page.locator("#scale").evaluate(
+        """root => [root.innerText, ...[root, ...root.querySelectorAll('*')].flatMap(
+            el => [...el.attributes].map(a => a.value))].join(' ')"""
+    )
+    assert not re.search(r"\d", scale_text), f"a digit in the slider's text or attributes: {scale_text!r}"
+    page_text = page.evaluate(
+        """() => [document.body.innerText, ...[...document.querySelectorAll('*')].flatMap(
+            el => [...el.attributes].map(a => a.value))].join(' ')"""
+    )
+    slot = held_slot()
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{slot.id}'])")
+    value = Rating.objects.get(slot=slot).score
+    assert value == pytest.approx(5 * 0.6943, abs=0.02)
+    for shown in {f"{value:.1f}", f"{value:.2f}", f"{value:.3f}", f"{value * 20:.0f}%", f"{value * 20:.1f}"}:
+        assert shown not in page_text, f"the value appears in the page as {shown!r}"
+
+
+def test_sis_and_sits_pages_and_sits_descriptions_on_hover_and_focus(page, live_server, demo, screenshot_dir):
+    session_for(page, live_server)
+    open_kind(page, live_server, "sis")
+    assert page.locator("#pair img").count() == 2
+    for img in page.locator("#pair img").all():
+        assert img.evaluate("el => el.naturalWidth > 0 && el.getAttribute('width') !== null")
+    page.screenshot(path=str(screenshot_dir / "sis.png"), full_page=True)
+
+    open_kind(page, live_server, "sits")
+    assert page.locator("#pair .caption").count() == 1 and page.locator("#pair img").count() == 1
+    page.screenshot(path=str(screenshot_dir / "sits.png"), full_page=True)
+    detail = page.locator(".scale-label").nth(5).locator(".scale-detail")
+    assert not detail.is_visible()
+    page.locator(".scale-label").nth(5).locator(".scale-name").hover()
+    assert detail.is_visible()
+    assert "almost perfect description" in detail.inner_text()
+    page.mouse.move(0, 0)
+    assert not detail.is_visible()
+    page.locator(".scale-label").nth(2).locator(".scale-name").focus()
+    assert page.locator(".scale-label").nth(2).locator(".scale-detail").is_visible()
+    # The slider tells screen readers the nearest level by name.
+    page.locator(".scale-track").focus()
+    page.keyboard.press("End")
+    assert page.locator(".scale-track").get_attribute("aria-valuetext") == "Equivalent"
+
+
+def test_response_lost_after_the_server_stored_it_is_retried_once(page, live_server, demo):
+    """The server stores the rating but the answer never arrives: the page keeps the
+    rating, sends it again with the same idempotency key, and exactly one is stored."""
+    session_for(page, live_server)
+    open_kind(page, live_server, "sts")
+    slot = held_slot()
+    calls = []
+
+    def lose_first_answer(route):
+        calls.append(route.request.post_data_json["idempotency_key"])
+        if len(calls) == 1:
+            route.fetch()  # reaches the server, which stores the rating
+            route.abort("connectionreset")  # ... but the page never hears back
+        else:
+            route.continue_()
+
+    page.route("**/submit/", lose_first_answer)
+    page.mouse.click(*track_point(page, 0.3))
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{slot.id}'])", timeout=15000)
+    assert len(calls) >= 2 and len(set(calls)) == 1
+    assert Rating.objects.filter(slot=slot).count() == 1
+    assert Rating.objects.filter(rater=rater()).count() == 1
+    assert page.evaluate("() => localStorage.getItem('cxc-outbox:rater1:demo')") == "[]"
+
+
+def test_offline_during_submit_keeps_the_rating_until_back_online(page, live_server, demo):
+    session_for(page, live_server)
+    open_kind(page, live_server, "sts")
+    slot = held_slot()
+    page.mouse.click(*track_point(page, 0.82))
+    page.context.set_offline(True)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#notice:not([hidden])")
+    assert "kept" in page.locator("#notice").inner_text()
+    assert Rating.objects.filter(slot=slot).count() == 0
+    pending = page.evaluate("() => JSON.parse(localStorage.getItem('cxc-outbox:rater1:demo'))")
+    assert [p["slot_id"] for p in pending] == [slot.id]
+    page.context.set_offline(False)
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{slot.id}'])", timeout=20000)
+    assert Rating.objects.filter(slot=slot).count() == 1
+    assert Rating.objects.get(slot=slot).score == pytest.approx(0.82 * 5, abs=0.02)
+
+
+def test_rating_kept_across_a_reload_is_sent_once(page, live_server, demo):
+    """A submission still in the page's outbox when the tab is reloaded is sent first."""
+    session_for(page, live_server)
+    open_kind(page, live_server, "sts")
+    slot = held_slot()
+    page.route("**/submit/", lambda route: route.abort("internetdisconnected"))
+    page.mouse.click(*track_point(page, 0.5))
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#notice:not([hidden])")
+    page.unroute("**/submit/")
+    page.reload()
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{slot.id}'])")
+    assert Rating.objects.filter(slot=slot).count() == 1
+
+
+def test_skip_and_flag(page, live_server, demo):
+    session_for(page, live_server)
+    open_kind(page, live_server, "sis")
+    first = held_slot()
+    page.click("#skip")
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{first.id}'])")
+    assert RatingSlot.objects.get(pk=first.pk).state == SlotState.OPEN
+    second = held_slot()
+    page.select_option("#flag-reason", "broken_image")
+    page.click("#flag")
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{second.id}'])")
+    assert second.pair.flags.get().reason == "broken_image"
+    assert "reported" in page.locator("#notice").inner_text()
+
+
+def test_friendly_states(page, live_server, demo):
+    # Not qualified for a kind.
+    Qualification.objects.filter(rater=rater("rater2"), kind="SIS").delete()
+    session_for(page, live_server, "rater2")
+    page.goto(f"{live_server.url}/rate/demo/sis/")
+    assert "Not qualified for this task" in page.locator("main").inner_text()
+    # No work left: every STS pair already rated by this rater.
+    page.context.clear_cookies()
+    session_for(page, live_server, "rater3")
+    from annotation.models import Pair
+
+    Pair.objects.filter(kind="STS").delete()
+    page.goto(f"{live_server.url}/rate/demo/sts/")
+    page.wait_for_selector("#state:not([hidden])")
+    assert "No work left" in page.locator("#state").inner_text()
+    # Session expired while rating.
+    page.goto(f"{live_server.url}/rate/demo/sits/")
+    page.wait_for_selector("#pair[data-ready]")
+    page.mouse.click(*track_point(page, 0.4))
+    page.context.clear_cookies()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#state:not([hidden])")
+    assert "Your session has ended" in page.locator("#state").inner_text()
+    assert page.locator("#login-again").is_visible()
+    # The rating waits in the page for the next visit after logging in, and is then stored once.
+    pending = page.evaluate("() => JSON.parse(localStorage.getItem('cxc-outbox:rater3:demo'))")
+    assert len(pending) == 1
+    session_for(page, live_server, "rater3")
+    page.goto(f"{live_server.url}/rate/demo/sits/")
+    page.wait_for_function("localStorage.getItem('cxc-outbox:rater3:demo') === '[]'")
+    assert Rating.objects.filter(rater=rater("rater3")).count() == 1
