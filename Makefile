@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv embed-demo bench-import bench-evaluate bench-export bench-queue
+.PHONY: run test lint format venv embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,3 +54,7 @@ bench-export: $(STAMP)
 # 10k and 1M open slots; BENCH_SECONDS per phase (default 30), BENCH_SIZES=10k,1m.
 bench-queue: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_queue.py
+
+# 50 submissions in headless Chromium against gunicorn + PostgreSQL: submit -> next pair ready.
+bench-ui: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_ui.py

@@ -1,6 +1,8 @@
 """Build a rateable dataset for browser tests and benchmarks: the demo dataset with
 queued pairs of every kind."""
 
+import itertools
+
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
@@ -20,15 +22,18 @@ def demo_with_pairs(*, per_kind: int = 10, ratings_per_pair: int = 5) -> Dataset
     )
     images = list(Image.objects.filter(dataset=dataset).order_by("id"))
     captions = list(Caption.objects.filter(dataset=dataset).order_by("id"))
+    pairs = {
+        TaskKind.STS: itertools.combinations(captions, 2),
+        TaskKind.SIS: itertools.combinations(images, 2),
+        TaskKind.SITS: itertools.product(captions, images),
+    }
     specs = []
-    for n in range(per_kind):
-        specs.append(PairSpec(TaskKind.STS, "c2c_cocaption", caption_a=captions[n].id, caption_b=captions[n + 7].id))
-        specs.append(
-            PairSpec(TaskKind.SIS, "i2i_csim", image_a=images[n % 12].id, image_b=images[(n + 1 + n // 12) % 12].id)
-        )
-        specs.append(
-            PairSpec(TaskKind.SITS, "c2i_original", caption_a=captions[n * 5 % 60].id, image_a=images[n % 12].id)
-        )
+    for a, b in itertools.islice(pairs[TaskKind.STS], per_kind):
+        specs.append(PairSpec(TaskKind.STS, "c2c_isim", caption_a=a.id, caption_b=b.id))
+    for a, b in itertools.islice(pairs[TaskKind.SIS], per_kind):
+        specs.append(PairSpec(TaskKind.SIS, "i2i_csim", image_a=a.id, image_b=b.id))
+    for a, b in itertools.islice(pairs[TaskKind.SITS], per_kind):
+        specs.append(PairSpec(TaskKind.SITS, "c2i_intrasim", caption_a=a.id, image_a=b.id))
     pairs_create_bulk(batch=batch, specs=specs)
     return dataset
 
