@@ -66,7 +66,8 @@ def main() -> None:
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=20)
-    print(f"{len(durations)} submissions ({kinds}); submit -> next pair ready, ms: {sorted(round(d) for d in durations)}")
+    rounded = sorted(round(d) for d in durations)
+    print(f"{len(durations)} submissions ({kinds}); submit -> next pair ready, ms: {rounded}")
     print(
         json.dumps(
             {
