@@ -292,6 +292,7 @@ class Connection:
 class Stats:
     def __init__(self):
         self.claim_ms: list[float] = []
+        self.send_lag_ms: list[float] = []  # open loop: how late the generator sent a due cycle
         self.submit_ms: list[float] = []
         self.cycles = 0
         self.errors: dict[str, int] = {}
@@ -354,6 +355,7 @@ async def open_loop(port: int, idle_raters: deque[str], rate: float, seconds: fl
 
     async def one(due: float, token: str) -> None:
         conn = idle_conns.popleft() if idle_conns else Connection(port)
+        stats.send_lag_ms.append((time.perf_counter() - due) * 1000)
         try:
             await cycle(conn, token, stats, due, rng)
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
@@ -444,7 +446,9 @@ async def measure(targets: list[Target], seconds: float, rounds: int) -> None:
             f"{target.name}: open loop {OPEN_LOOP_RATE:g}/s: {latency.cycles} cycles, claim p50/p95/p99 "
             f"{result['p50_ms']}/{result['p95_ms']}/{result['p99_ms']} ms, submit p50/p95 "
             f"{percentile(latency.submit_ms, 50):.2f}/{percentile(latency.submit_ms, 95):.2f} ms, "
-            f"errors {latency.errors}, empty {latency.empty}"
+            f"errors {latency.errors}, empty {latency.empty}; the generator sent p50/p95/p99 "
+            f"{percentile(latency.send_lag_ms, 50):.2f}/{percentile(latency.send_lag_ms, 95):.2f}/"
+            f"{percentile(latency.send_lag_ms, 99):.2f} ms late (its own stalls, counted in the claim latency)"
         )
         log(
             f"{target.name}: closed loop {CLOSED_LOOP_RATERS} raters: {result['cycles_per_s']} cycles/s, "
