@@ -1,10 +1,12 @@
 """Rating-queue benchmark: gunicorn + PostgreSQL over HTTP, with 10,000 and 1,000,000
 open slots.
 
-For each size: a fresh database ``cxc_bench_queue`` (dropped first if it exists) is
-migrated and filled server-side (INSERT ... SELECT over generate_series: SIS pairs with 5
-open slots each, raters with tokens), gunicorn serves it on 127.0.0.1:8121, and an
-asyncio load generator with raw keep-alive HTTP/1.1 connections measures:
+For each size a fresh database ``cxc_bench_queue_<size>`` (dropped first if it exists)
+is migrated and filled server-side (INSERT ... SELECT over generate_series: SIS pairs
+with 5 open slots each, raters with tokens) and served by its own gunicorn (ports 8121,
+8122 ...). An asyncio load generator with raw keep-alive HTTP/1.1 connections then
+measures the sizes in alternation, BENCH_ROUNDS rounds of short phases, pooling each
+size's samples, so that both sizes see the same background load of a shared machine:
 
 - throughput: 16 simulated raters doing claim + submit with no pause (closed loop),
   completed cycles per second;
@@ -18,8 +20,8 @@ The load generator runs on the same cores as the server and the database; figure
 only comparable between runs on an otherwise idle machine.
 
 Environment: DATABASE_URL (server, user; the database name is replaced), BENCH_SIZES
-(default "10k,1m"), BENCH_SECONDS (per phase, default 30), GUNICORN_WORKERS /
-GUNICORN_THREADS (defaults from config/gunicorn.conf.py).
+(default "10k,1m"), BENCH_SECONDS (per phase and size, default 30), BENCH_ROUNDS
+(default 3), GUNICORN_WORKERS / GUNICORN_THREADS (defaults from config/gunicorn.conf.py).
 """
 
 from __future__ import annotations
@@ -34,14 +36,15 @@ import tempfile
 import time
 import uuid
 from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
 import psycopg2
 
 REPO = Path(__file__).resolve().parent.parent
-DB_NAME = "cxc_bench_queue"
-PORT = 8121
+DB_PREFIX = "cxc_bench_queue"
+FIRST_PORT = 8121
 SIZES = {"10k": 10_000, "1m": 1_000_000}
 RATINGS_PER_PAIR = 5
 CLOSED_LOOP_RATERS = 16
@@ -62,30 +65,30 @@ def server_dsn(database: str) -> str:
     return url._replace(path="/" + database).geturl()
 
 
-def recreate_database() -> None:
+def recreate_database(name: str) -> None:
     conn = psycopg2.connect(server_dsn("postgres"))
     conn.autocommit = True
     with conn.cursor() as cur:
         cur.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            [DB_NAME],
+            [name],
         )
-        cur.execute(f"DROP DATABASE IF EXISTS {DB_NAME}")
-        cur.execute(f"CREATE DATABASE {DB_NAME}")
+        cur.execute(f"DROP DATABASE IF EXISTS {name}")
+        cur.execute(f"CREATE DATABASE {name}")
     conn.close()
 
 
-def drop_database() -> None:
+def drop_database(name: str) -> None:
     conn = psycopg2.connect(server_dsn("postgres"))
     conn.autocommit = True
     with conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS {DB_NAME}")
+        cur.execute(f"DROP DATABASE IF EXISTS {name}")
     conn.close()
 
 
-def django_env() -> dict:
+def django_env(database: str) -> dict:
     return os.environ | {
-        "DATABASE_URL": server_dsn(DB_NAME),
+        "DATABASE_URL": server_dsn(database),
         "RUN_MODE": "services",
         "DEBUG": "false",
         "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-only-secret-key",
@@ -93,9 +96,12 @@ def django_env() -> dict:
     }
 
 
-def migrate() -> None:
+def migrate(database: str) -> None:
     subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"], cwd=REPO, env=django_env(), check=True
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=REPO,
+        env=django_env(database),
+        check=True,
     )
 
 
@@ -106,11 +112,10 @@ def images_for_pairs(n_pairs: int) -> int:
     return n
 
 
-def fill(open_slots: int) -> tuple[int, list[str]]:
+def fill(database: str, open_slots: int, n_raters: int) -> tuple[int, list[str]]:
     """Queue open_slots / 5 SIS pairs and create the raters. Returns (pairs, tokens)."""
     n_pairs = open_slots // RATINGS_PER_PAIR
-    n_raters = max(OPEN_LOOP_RATERS, CLOSED_LOOP_RATERS)
-    conn = psycopg2.connect(server_dsn(DB_NAME))
+    conn = psycopg2.connect(server_dsn(database))
     with conn, conn.cursor() as cur:
         cur.execute(
             "INSERT INTO annotation_dataset (name, description, images_root, image_url_prefix, created_at) "
@@ -201,8 +206,8 @@ def fill(open_slots: int) -> tuple[int, list[str]]:
 # --- server ----------------------------------------------------------------------------
 
 
-def start_server(log_path: Path) -> subprocess.Popen:
-    env = django_env() | {"GUNICORN_BIND": f"127.0.0.1:{PORT}"}
+def start_server(database: str, port: int, log_path: Path) -> subprocess.Popen:
+    env = django_env(database) | {"GUNICORN_BIND": f"127.0.0.1:{port}"}
     with log_path.open("w") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.conf.py"],
@@ -218,7 +223,7 @@ def start_server(log_path: Path) -> subprocess.Popen:
         try:
             import http.client
 
-            conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=5)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
             conn.request("GET", "/api/schema/")
             conn.getresponse().read()
             conn.close()
@@ -226,7 +231,7 @@ def start_server(log_path: Path) -> subprocess.Popen:
         except OSError:
             time.sleep(0.2)
     process.kill()
-    raise SystemExit(f"gunicorn did not answer on port {PORT}")
+    raise SystemExit(f"gunicorn did not answer on port {port}")
 
 
 def stop_server(process: subprocess.Popen) -> None:
@@ -244,13 +249,14 @@ def stop_server(process: subprocess.Popen) -> None:
 class Connection:
     """One keep-alive HTTP/1.1 connection speaking just enough of the protocol."""
 
-    def __init__(self):
+    def __init__(self, port: int):
+        self.port = port
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
     async def request(self, path: str, token: str, body: bytes) -> tuple[int, bytes]:
         if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", PORT)
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
         self.writer.write(
             b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token %s\r\n"
             b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
@@ -286,6 +292,7 @@ class Connection:
 class Stats:
     def __init__(self):
         self.claim_ms: list[float] = []
+        self.send_lag_ms: list[float] = []  # open loop: how late the generator sent a due cycle
         self.submit_ms: list[float] = []
         self.cycles = 0
         self.errors: dict[str, int] = {}
@@ -322,33 +329,33 @@ async def cycle(conn: Connection, token: str, stats: Stats, started: float, rng:
     return True
 
 
-async def closed_loop(tokens: list[str], seconds: float) -> tuple[float, Stats]:
-    """CLOSED_LOOP_RATERS raters, each claim + submit back to back. Returns cycles/s."""
-    stats = Stats()
+async def closed_loop(port: int, tokens: list[str], seconds: float, stats: Stats) -> float:
+    """Each token a rater doing claim + submit back to back; adds to ``stats``.
+    Returns the seconds it ran."""
     deadline = time.perf_counter() + seconds
 
     async def rater(token: str, seed: int) -> None:
-        conn, rng = Connection(), random.Random(seed)
+        conn, rng = Connection(port), random.Random(seed)
         while time.perf_counter() < deadline:
             await cycle(conn, token, stats, time.perf_counter(), rng)
         conn.close()
 
     started = time.perf_counter()
-    await asyncio.gather(*(rater(t, i) for i, t in enumerate(tokens[:CLOSED_LOOP_RATERS])))
-    return stats.cycles / (time.perf_counter() - started), stats
+    await asyncio.gather(*(rater(t, i) for i, t in enumerate(tokens)))
+    return time.perf_counter() - started
 
 
-async def open_loop(tokens: list[str], rate: float, seconds: float) -> Stats:
-    """Poisson arrivals at ``rate`` cycles/s, each by an idle rater, over a pool of
-    keep-alive connections. Latency counts from when the cycle was due."""
-    stats = Stats()
-    rng = random.Random(7)
-    idle_raters = deque(tokens[:OPEN_LOOP_RATERS])
+async def open_loop(port: int, idle_raters: deque[str], rate: float, seconds: float, stats: Stats, seed: int) -> None:
+    """Poisson arrivals at ``rate`` cycles/s, each by a rater taken from (and given back
+    to) ``idle_raters``, over a pool of keep-alive connections. Latency counts from when
+    the cycle was due."""
+    rng = random.Random(seed)
     idle_conns: deque[Connection] = deque()
     running: set[asyncio.Task] = set()
 
     async def one(due: float, token: str) -> None:
-        conn = idle_conns.popleft() if idle_conns else Connection()
+        conn = idle_conns.popleft() if idle_conns else Connection(port)
+        stats.send_lag_ms.append((time.perf_counter() - due) * 1000)
         try:
             await cycle(conn, token, stats, due, rng)
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
@@ -375,7 +382,6 @@ async def open_loop(tokens: list[str], rate: float, seconds: float) -> Stats:
     await asyncio.gather(*running)
     for conn in idle_conns:
         conn.close()
-    return stats
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -388,55 +394,106 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-async def measure(tokens: list[str], seconds: float) -> dict:
-    # Warm-up: every worker thread opens its database connection and caches plans.
-    await closed_loop(tokens[-CLOSED_LOOP_RATERS:], seconds=max(2.0, WARMUP_CYCLES / 150))
-    latency = await open_loop(tokens[CLOSED_LOOP_RATERS:], OPEN_LOOP_RATE, seconds)
-    throughput, closed = await closed_loop(tokens, seconds)
-    result = {
-        "cycles_per_s": round(throughput, 1),
-        "p50_ms": round(percentile(latency.claim_ms, 50), 2),
-        "p95_ms": round(percentile(latency.claim_ms, 95), 2),
-        "p99_ms": round(percentile(latency.claim_ms, 99), 2),
-    }
-    log(
-        f"  open loop {OPEN_LOOP_RATE:g}/s: {latency.cycles} cycles, claim p50/p95/p99 "
-        f"{result['p50_ms']}/{result['p95_ms']}/{result['p99_ms']} ms, submit p50/p95 "
-        f"{percentile(latency.submit_ms, 50):.2f}/{percentile(latency.submit_ms, 95):.2f} ms, "
-        f"errors {latency.errors}, empty {latency.empty}"
-    )
-    log(
-        f"  closed loop {CLOSED_LOOP_RATERS} raters: {throughput:.1f} cycles/s, claim p50/p95 "
-        f"{percentile(closed.claim_ms, 50):.2f}/{percentile(closed.claim_ms, 95):.2f} ms, "
-        f"errors {closed.errors}, empty {closed.empty}"
-    )
-    return result
+@dataclass
+class Target:
+    """One queue size under test: its database, server and what it measured."""
+
+    name: str
+    open_slots: int
+    database: str
+    port: int
+    tokens: list[str] = field(default_factory=list)
+    server: subprocess.Popen | None = None
+    latency: Stats = field(default_factory=Stats)
+    throughput: Stats = field(default_factory=Stats)
+    closed_seconds: float = 0.0
+    idle_raters: deque = field(default_factory=deque)
+    closed_round: int = 0
+
+    def closed_loop_raters(self) -> list[str]:
+        # Fresh raters each round, none of them among the open loop's.
+        start = self.closed_round * CLOSED_LOOP_RATERS
+        self.closed_round += 1
+        return self.tokens[start : start + CLOSED_LOOP_RATERS]
+
+    def result(self) -> dict:
+        return {
+            "cycles_per_s": round(self.throughput.cycles / self.closed_seconds, 1),
+            "p50_ms": round(percentile(self.latency.claim_ms, 50), 2),
+            "p95_ms": round(percentile(self.latency.claim_ms, 95), 2),
+            "p99_ms": round(percentile(self.latency.claim_ms, 99), 2),
+        }
+
+
+async def measure(targets: list[Target], seconds: float, rounds: int) -> None:
+    """Alternate the sizes: per round, each size gets a warm-up, an open-loop phase and
+    a closed-loop phase of seconds / rounds each."""
+    phase = seconds / rounds
+    for target in targets:
+        # Warm-up: every worker thread opens its database connection and prepares.
+        await closed_loop(target.port, target.closed_loop_raters(), max(2.0, WARMUP_CYCLES / 150), Stats())
+    for number in range(rounds):
+        for target in targets:
+            await open_loop(target.port, target.idle_raters, OPEN_LOOP_RATE, phase, target.latency, seed=number)
+            target.closed_seconds += await closed_loop(
+                target.port, target.closed_loop_raters(), phase, target.throughput
+            )
+        log(f"  round {number + 1}/{rounds} done, load average {os.getloadavg()[0]:.2f}")
+    for target in targets:
+        result = target.result()
+        latency, closed = target.latency, target.throughput
+        log(
+            f"{target.name}: open loop {OPEN_LOOP_RATE:g}/s: {latency.cycles} cycles, claim p50/p95/p99 "
+            f"{result['p50_ms']}/{result['p95_ms']}/{result['p99_ms']} ms, submit p50/p95 "
+            f"{percentile(latency.submit_ms, 50):.2f}/{percentile(latency.submit_ms, 95):.2f} ms, "
+            f"errors {latency.errors}, empty {latency.empty}; the generator sent p50/p95/p99 "
+            f"{percentile(latency.send_lag_ms, 50):.2f}/{percentile(latency.send_lag_ms, 95):.2f}/"
+            f"{percentile(latency.send_lag_ms, 99):.2f} ms late (its own stalls, counted in the claim latency)"
+        )
+        log(
+            f"{target.name}: closed loop {CLOSED_LOOP_RATERS} raters: {result['cycles_per_s']} cycles/s, "
+            f"claim p50/p95 {percentile(closed.claim_ms, 50):.2f}/{percentile(closed.claim_ms, 95):.2f} ms, "
+            f"errors {closed.errors}, empty {closed.empty}"
+        )
 
 
 def main() -> int:
     seconds = float(os.environ.get("BENCH_SECONDS", 30))
-    sizes = [s.strip() for s in os.environ.get("BENCH_SIZES", "10k,1m").split(",") if s.strip()]
-    unknown = [s for s in sizes if s not in SIZES]
-    if unknown:
+    rounds = int(os.environ.get("BENCH_ROUNDS", 3))
+    names = [s.strip() for s in os.environ.get("BENCH_SIZES", "10k,1m").split(",") if s.strip()]
+    unknown = [s for s in names if s not in SIZES]
+    if unknown or not names:
         raise SystemExit(f"BENCH_SIZES: unknown size(s) {unknown}; use {', '.join(SIZES)}")
+    if rounds < 1 or seconds <= 0:
+        raise SystemExit("BENCH_ROUNDS must be at least 1 and BENCH_SECONDS positive")
     log(f"bench-queue: load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (other load skews figures)")
-    results = {}
+    # Closed-loop raters: warm-up plus one fresh set per round; the rest rate in the open loop.
+    closed_raters = CLOSED_LOOP_RATERS * (rounds + 1)
+    targets = [
+        Target(name=name, open_slots=SIZES[name], database=f"{DB_PREFIX}_{name}", port=FIRST_PORT + i)
+        for i, name in enumerate(names)
+    ]
     with tempfile.TemporaryDirectory(prefix="bench-queue-") as tmp:
-        for name in sizes:
-            open_slots = SIZES[name]
-            log(f"{name}: {open_slots:,} open slots in a fresh database {DB_NAME}")
-            started = time.perf_counter()
-            recreate_database()
-            migrate()
-            n_pairs, tokens = fill(open_slots)
-            log(f"  {n_pairs:,} pairs, {len(tokens):,} raters ready in {time.perf_counter() - started:.1f} s")
-            server = start_server(Path(tmp) / f"gunicorn-{name}.log")
-            try:
-                results[name] = asyncio.run(measure(tokens, seconds))
-            finally:
-                stop_server(server)
-                drop_database()
-    print(json.dumps(results), flush=True)
+        try:
+            for target in targets:
+                started = time.perf_counter()
+                recreate_database(target.database)
+                migrate(target.database)
+                n_pairs, target.tokens = fill(target.database, target.open_slots, closed_raters + OPEN_LOOP_RATERS)
+                target.idle_raters = deque(target.tokens[closed_raters:])
+                log(
+                    f"{target.name}: {target.open_slots:,} open slots ({n_pairs:,} pairs), "
+                    f"{len(target.tokens):,} raters, fresh database {target.database} ready in "
+                    f"{time.perf_counter() - started:.1f} s"
+                )
+                target.server = start_server(target.database, target.port, Path(tmp) / f"gunicorn-{target.name}.log")
+            asyncio.run(measure(targets, seconds, rounds))
+        finally:
+            for target in targets:
+                if target.server is not None:
+                    stop_server(target.server)
+                drop_database(target.database)
+    print(json.dumps({target.name: target.result() for target in targets}), flush=True)
     return 0
 
 

@@ -530,3 +530,34 @@ def test_qualifications_set(clock):
         qualifications_set(rater=user, kinds=["XX"])
     with pytest.raises(QueueInputError, match="not in the rater group"):
         qualifications_set(rater=UserFactory(), kinds=["STS"])
+
+
+def test_heartbeat_cannot_take_back_a_released_slot_while_holding_another(engine, clock):
+    split = SplitFactory()
+    dataset = split.dataset
+    queue_pairs(split=split, ratings_per_pair=1)
+    alice = rater()
+    first = claim(alice, dataset)
+    clock.advance(TTL + 1)
+    leases_release_expired()
+    _, (urgent,) = queue_pairs(split=split, ratings_per_pair=1, priority=9)
+    second = claim(alice, dataset)
+    assert second.pair_id == urgent.id
+    with pytest.raises(Conflict, match="you have since claimed another SIS slot"):
+        slot_heartbeat(rater=alice, dataset=dataset.name, slot_id=first.slot_id)
+    assert RatingSlot.objects.get(pk=first.slot_id).state == SlotState.OPEN
+
+
+def test_beat_schedule_runs_the_tidy_up_tasks(clock, settings):
+    from annotation.tasks import recount_open_pairs, release_expired_leases
+    from config.celery import app
+
+    for entry in settings.CELERY_BEAT_SCHEDULE.values():
+        assert entry["task"] in app.tasks, entry
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=2)
+    held = claim(rater(), split.dataset)
+    clock.advance(TTL + 1)
+    assert release_expired_leases.delay().get() == 1
+    assert RatingSlot.objects.get(pk=held.slot_id).state == SlotState.OPEN
+    assert recount_open_pairs.delay().get() >= 1
