@@ -35,6 +35,12 @@ def coco_mini(shared_dir) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    """Password hashing is deliberately slow; tests create many users."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def _data_dir(settings, tmp_path):
     """Each test writes embeddings, uploads and exports under its own temporary folder."""
     settings.DATA_DIR = tmp_path / "data"
