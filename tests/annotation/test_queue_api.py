@@ -24,11 +24,6 @@ pytestmark = pytest.mark.django_db
 TTL = 600
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def clock(monkeypatch, settings):
     settings.LEASE_TTL_SECONDS = TTL

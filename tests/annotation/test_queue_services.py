@@ -60,12 +60,6 @@ def engine(request, monkeypatch):
     return request.param
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    # Every rater gets a password from the factory; the real hasher costs ~0.5 s each.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def clock(monkeypatch, settings):
     settings.LEASE_TTL_SECONDS = TTL

@@ -11,11 +11,6 @@ from tests.factories import SplitFactory, UserFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def rater_client():
     user = UserFactory(roles=["rater"], qualified_for=["STS", "SIS", "SITS"])
     client = APIClient()

@@ -23,9 +23,8 @@ KIND_NAMES = {
 
 
 @pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    settings.RUN_MODE = "embedded"  # load_demo's guard; the database is the test database
+def _demo_allowed(settings):
+    settings.RUN_MODE = "embedded"  # load_demo's guard; the database is still the test database
 
 
 @pytest.fixture
@@ -51,6 +50,7 @@ def session_for(page, live_server, username="rater1"):
 def open_kind(page, live_server, kind):
     page.goto(f"{live_server.url}/rate/demo/{kind}/")
     page.wait_for_selector("#pair[data-ready]")
+    assert KIND_NAMES[kind] in page.locator(".status-line").inner_text()
 
 
 def track_point(page, fraction):
