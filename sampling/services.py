@@ -250,8 +250,11 @@ def _upload_specs(split, path: str | Path) -> list[PairSpec]:
     kind = pair_list.kind
     model_a = Image if kind == TaskKind.SIS else Caption
     model_b = Caption if kind == TaskKind.STS else Image
-    ids_a = _ids_in_split(split, model_a, [row.key_a for row in pair_list.rows])
-    ids_b = ids_a if model_b is model_a else _ids_in_split(split, model_b, [row.key_b for row in pair_list.rows])
+    if model_a is model_b:
+        ids_a = ids_b = _ids_in_split(split, model_a, [key for row in pair_list.rows for key in (row.key_a, row.key_b)])
+    else:
+        ids_a = _ids_in_split(split, model_a, [row.key_a for row in pair_list.rows])
+        ids_b = _ids_in_split(split, model_b, [row.key_b for row in pair_list.rows])
     unknown = [
         (row.line, key)
         for row in pair_list.rows
