@@ -175,6 +175,10 @@ CELERY_BEAT_SCHEDULE: dict = {
     },
 }
 
+# Nearest-neighbour search for sampling, as JSON, e.g. {"kind": "hnsw", "exact_max": 50000}.
+# Keys and defaults: sampling.index.IndexConfig (exact search up to 20,000 items, then IVF).
+SAMPLING_INDEX = env.json("SAMPLING_INDEX", default={})
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",

@@ -10,8 +10,10 @@ from annotation.models import Dataset, JobStatus, Split
 class SamplingBatch(models.Model):
     """A run of one or more sampling methods over a split (or an uploaded pair list).
 
-    ``methods`` maps method name -> budget (null budget: as many as the method gives).
-    The same configuration and seed give the same pairs.
+    ``methods`` maps method name -> budget (null budget: as many as the method gives);
+    for an uploaded list, method name -> pairs in the file. The same configuration,
+    seed and queued pairs give the same pairs. Created, started and run only through
+    ``sampling.services``; progress is written there too.
     """
 
     class Source(models.TextChoices):
@@ -32,6 +34,14 @@ class SamplingBatch(models.Model):
     progress_total = models.BigIntegerField(default=0)
     progress_message = models.CharField(max_length=255, blank=True)
     pairs_per_method = models.JSONField(default=dict, blank=True, help_text="Filled when the batch succeeds.")
+    stats = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Filled by the run: search and write seconds, index used, pairs skipped as already queued.",
+    )
+    runner = models.CharField(
+        max_length=255, blank=True, help_text="host:pid of the process running (or last running) the batch."
+    )
     error = models.TextField(blank=True)
     upload_path = models.CharField(max_length=1000, blank=True, help_text="Stored pair list, for uploaded batches.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -44,7 +54,13 @@ class SamplingBatch(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(k__gte=1), name="batch_k_positive"),
             models.CheckConstraint(condition=Q(ratings_per_pair__gte=1), name="batch_ratings_per_pair_positive"),
+            # numpy seeds must be non-negative.
+            models.CheckConstraint(condition=Q(seed__gte=0), name="batch_seed_nonnegative"),
+            models.CheckConstraint(
+                condition=Q(progress_done__gte=0) & Q(progress_total__gte=0), name="batch_progress_nonnegative"
+            ),
         ]
+        indexes = [models.Index(fields=["status"], name="batch_status_idx")]
 
     def __str__(self) -> str:
         return f"batch #{self.pk} {self.dataset.name}/{self.split.name} ({self.status})"

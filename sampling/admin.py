@@ -1,0 +1,232 @@
+"""Admin pages for sampling batches: create (sampled or uploaded), start, watch progress."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.db import transaction
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from annotation.errors import DomainError
+from annotation.models import EmbeddingSpace, JobStatus, Split
+from annotation.uploads import upload_store
+from sampling import selectors, strategies
+from sampling.models import SamplingBatch
+from sampling.services import (
+    sampling_batch_create,
+    sampling_batch_create_from_upload,
+    sampling_batch_start,
+    sampling_batches_fail_orphaned,
+)
+
+METHOD_HELP = {
+    strategies.I2I_CSIM: "image pairs: k nearest images by mean co-caption embedding (caption spaces)",
+    strategies.C2C_ISIM: "caption pairs: one caption of each of two neighbouring images (image spaces)",
+    strategies.C2C_COCAPTION: "caption pairs written for the same image",
+    strategies.C2I_ORIGINAL: "every caption with its own image",
+    strategies.C2I_INTRASIM: "caption-image pairs from fully rated SIS/STS pivots, highest score first",
+}
+
+
+class SplitChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, split: Split) -> str:
+        return f"{split.dataset.name} / {split.name}"
+
+
+class SpaceChoiceField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, space: EmbeddingSpace) -> str:
+        return f"{space.dataset.name}: {space.name} ({space.modality}, {space.dimension}-d)"
+
+
+class SamplingBatchForm(forms.Form):
+    split = SplitChoiceField(queryset=Split.objects.select_related("dataset").order_by("dataset__name", "name"))
+    k = forms.IntegerField(initial=5, help_text="Neighbours per item for the kNN methods.")
+    spaces = SpaceChoiceField(
+        queryset=EmbeddingSpace.objects.select_related("dataset").order_by("dataset__name", "name"),
+        required=False,
+        help_text="Embedding spaces to search; none selected: every space of the dataset a method needs.",
+    )
+    ratings_per_pair = forms.IntegerField(initial=5)
+    seed = forms.IntegerField(initial=0, help_text="The same seed gives the same pairs.")
+    priority = forms.IntegerField(initial=0, help_text="Higher batches are rated first.")
+    start = forms.BooleanField(initial=True, required=False, help_text="Start sampling as soon as it is created.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for method in strategies.METHODS:
+            self.fields[f"use_{method}"] = forms.BooleanField(
+                required=False, label=method, help_text=METHOD_HELP[method]
+            )
+            self.fields[f"budget_{method}"] = forms.IntegerField(
+                required=False, label=f"{method} budget", help_text="Pairs wanted; empty: all the method gives."
+            )
+
+    def methods(self) -> dict[str, int | None]:
+        data = self.cleaned_data
+        return {m: data.get(f"budget_{m}") for m in strategies.METHODS if data.get(f"use_{m}")}
+
+
+class PairListUploadForm(forms.Form):
+    split = SplitChoiceField(queryset=Split.objects.select_related("dataset").order_by("dataset__name", "name"))
+    file = forms.FileField(
+        help_text="CSV like the CxC files: caption1,caption2 or image1,image2 or caption,image, "
+        "plus sampling_method (agg_score is ignored)."
+    )
+    ratings_per_pair = forms.IntegerField(initial=5)
+    priority = forms.IntegerField(initial=0)
+    start = forms.BooleanField(initial=True, required=False)
+
+
+@admin.register(SamplingBatch)
+class SamplingBatchAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "dataset",
+        "split",
+        "source",
+        "methods_summary",
+        "status",
+        "progress",
+        "progress_message",
+        "pairs",
+        "error_short",
+        "created_at",
+    ]
+    list_filter = ["status", "source", "dataset"]
+    list_select_related = ["dataset", "split"]
+    readonly_fields = [f.name for f in SamplingBatch._meta.fields]
+    actions = ["start_batches"]
+    change_list_template = "admin/sampling/samplingbatch/change_list.html"
+
+    def get_urls(self):
+        return [
+            path("create/", self.admin_site.admin_view(self.create_view), name="sampling-batch-create"),
+            path("upload/", self.admin_site.admin_view(self.upload_view), name="sampling-batch-upload"),
+            *super().get_urls(),
+        ]
+
+    def has_add_permission(self, request) -> bool:
+        # Batches are made through the create and upload pages, which check every input.
+        return False
+
+    def changelist_view(self, request, extra_context=None):
+        failed = sampling_batches_fail_orphaned()
+        if failed:
+            ids = ", ".join(f"#{pk}" for pk in failed)
+            messages.warning(request, f"The worker running batch {ids} stopped; marked failed. Start it again.")
+        active = SamplingBatch.objects.filter(status__in=[JobStatus.PENDING, JobStatus.RUNNING]).exists()
+        return super().changelist_view(request, {**(extra_context or {}), "refresh": active})
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        sampling_batches_fail_orphaned()
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    @admin.display(description="methods")
+    def methods_summary(self, batch: SamplingBatch) -> str:
+        return ", ".join(f"{m}={b}" if b is not None else m for m, b in batch.methods.items())
+
+    @admin.display(description="progress")
+    def progress(self, batch: SamplingBatch) -> str:
+        if not batch.progress_total:
+            return "-"
+        return format_html(
+            '<progress value="{}" max="{}"></progress> {}/{}',
+            batch.progress_done,
+            batch.progress_total,
+            batch.progress_done,
+            batch.progress_total,
+        )
+
+    @admin.display(description="pairs")
+    def pairs(self, batch: SamplingBatch) -> str:
+        if not batch.pairs_per_method:
+            return "-"
+        return ", ".join(f"{m}: {n}" for m, n in batch.pairs_per_method.items())
+
+    @admin.display(description="error")
+    def error_short(self, batch: SamplingBatch) -> str:
+        return batch.error[:200]
+
+    @admin.action(description="Start (or restart) the selected batches")
+    def start_batches(self, request, queryset):
+        for batch in queryset.order_by("id"):
+            try:
+                with transaction.atomic():
+                    sampling_batch_start(batch=batch)
+            except DomainError as exc:
+                messages.error(request, str(exc))
+            else:
+                messages.info(request, f"Started batch #{batch.pk}; its progress shows below.")
+
+    def create_view(self, request):
+        form = SamplingBatchForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            split = data["split"]
+            batch = self._create(
+                request,
+                form,
+                lambda: sampling_batch_create(
+                    dataset_name=split.dataset.name,
+                    split_name=split.name,
+                    methods=form.methods(),
+                    k=data["k"],
+                    spaces=[space.name for space in data["spaces"]],
+                    ratings_per_pair=data["ratings_per_pair"],
+                    seed=data["seed"],
+                    priority=data["priority"],
+                    created_by=request.user,
+                ),
+            )
+            if batch is not None:
+                return redirect(reverse("admin:sampling_samplingbatch_changelist"))
+        methods = [(form[f"use_{m}"], form[f"budget_{m}"]) for m in strategies.METHODS]
+        return self._form_page(request, form, "Create a sampling batch", methods=methods)
+
+    def upload_view(self, request):
+        form = PairListUploadForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            split = data["split"]
+            stored = upload_store(data["file"], suffix_hint=".csv")
+            batch = self._create(
+                request,
+                form,
+                lambda: sampling_batch_create_from_upload(
+                    dataset_name=split.dataset.name,
+                    split_name=split.name,
+                    path=stored,
+                    ratings_per_pair=data["ratings_per_pair"],
+                    priority=data["priority"],
+                    created_by=request.user,
+                ),
+            )
+            if batch is not None:
+                return redirect(reverse("admin:sampling_samplingbatch_changelist"))
+        return self._form_page(request, form, "Upload a pair list")
+
+    def _create(self, request, form, create):
+        """Create (and start, if asked) in one transaction; a DomainError becomes a form error."""
+        try:
+            with transaction.atomic():
+                batch = create()
+                if form.cleaned_data["start"]:
+                    sampling_batch_start(batch=batch)
+        except DomainError as exc:
+            form.add_error(None, str(exc))
+            return None
+        started = "started" if form.cleaned_data["start"] else "created (start it with the action below)"
+        messages.info(request, f"Batch #{batch.pk} {started}.")
+        return batch
+
+    def _form_page(self, request, form, title, **extra):
+        context = {
+            **self.admin_site.each_context(request),
+            "form": form,
+            "title": title,
+            "opts": self.model._meta,
+            "summaries": selectors.split_summaries(),
+            **extra,
+        }
+        return TemplateResponse(request, "admin/sampling/samplingbatch/batch_form.html", context)

@@ -1,0 +1,186 @@
+"""Thin API views for sampling batches (admins): parse, call one service or selector, serialize."""
+
+from dataclasses import asdict
+
+from django.db import transaction
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.roles import IsAdmin
+from annotation.uploads import upload_store
+from sampling import selectors
+from sampling.models import SamplingBatch
+from sampling.services import (
+    sampling_batch_create,
+    sampling_batch_create_from_upload,
+    sampling_batch_start,
+    sampling_batches_fail_orphaned,
+)
+
+
+class SamplingBatchSerializer(serializers.ModelSerializer):
+    dataset = serializers.CharField(source="dataset.name")
+    split = serializers.CharField(source="split.name")
+
+    class Meta:
+        model = SamplingBatch
+        fields = [
+            "id",
+            "dataset",
+            "split",
+            "source",
+            "methods",
+            "k",
+            "spaces",
+            "ratings_per_pair",
+            "seed",
+            "priority",
+            "status",
+            "progress_done",
+            "progress_total",
+            "progress_message",
+            "pairs_per_method",
+            "stats",
+            "error",
+            "runner",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+
+
+def _created(batch: SamplingBatch) -> Response:
+    # Read after the commit, so an in-process (eager) run shows its outcome.
+    batch = selectors.sampling_batch_get(batch_id=batch.pk)
+    return Response(SamplingBatchSerializer(batch).data, status=status.HTTP_201_CREATED)
+
+
+class SamplingBatchListApi(APIView):
+    """List batches, or create one from a sampling configuration (started unless start=false)."""
+
+    permission_classes = [IsAdmin]
+
+    class InputSerializer(serializers.Serializer):
+        dataset = serializers.CharField()
+        split = serializers.CharField()
+        methods = serializers.DictField(
+            child=serializers.IntegerField(allow_null=True),
+            help_text='Method name -> budget (null: all the method gives), e.g. {"i2i_csim": null}.',
+        )
+        k = serializers.IntegerField(default=5)
+        spaces = serializers.ListField(child=serializers.CharField(), default=list)
+        ratings_per_pair = serializers.IntegerField(default=5)
+        seed = serializers.IntegerField(default=0)
+        priority = serializers.IntegerField(default=0)
+        start = serializers.BooleanField(default=True)
+
+    @extend_schema(responses=SamplingBatchSerializer(many=True))
+    def get(self, request):
+        sampling_batches_fail_orphaned()
+        return Response(SamplingBatchSerializer(selectors.sampling_batch_list()[:200], many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer})
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        with transaction.atomic():
+            batch = sampling_batch_create(
+                dataset_name=values["dataset"],
+                split_name=values["split"],
+                methods=values["methods"],
+                k=values["k"],
+                spaces=values["spaces"],
+                ratings_per_pair=values["ratings_per_pair"],
+                seed=values["seed"],
+                priority=values["priority"],
+                created_by=request.user,
+            )
+            if values["start"]:
+                sampling_batch_start(batch=batch)
+        return _created(batch)
+
+
+class SamplingBatchUploadApi(APIView):
+    """Create a batch from a CSV pair list shaped like the CxC files (started unless start=false)."""
+
+    permission_classes = [IsAdmin]
+    parser_classes = [MultiPartParser, FormParser]
+
+    class InputSerializer(serializers.Serializer):
+        dataset = serializers.CharField()
+        split = serializers.CharField()
+        file = serializers.FileField()
+        ratings_per_pair = serializers.IntegerField(default=5)
+        priority = serializers.IntegerField(default=0)
+        start = serializers.BooleanField(default=True)
+
+    @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer})
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        stored = upload_store(values["file"], suffix_hint=".csv")
+        with transaction.atomic():
+            batch = sampling_batch_create_from_upload(
+                dataset_name=values["dataset"],
+                split_name=values["split"],
+                path=stored,
+                ratings_per_pair=values["ratings_per_pair"],
+                priority=values["priority"],
+                created_by=request.user,
+            )
+            if values["start"]:
+                sampling_batch_start(batch=batch)
+        return _created(batch)
+
+
+class SamplingBatchDetailApi(APIView):
+    permission_classes = [IsAdmin]
+
+    @extend_schema(responses=SamplingBatchSerializer)
+    def get(self, request, batch_id: int):
+        sampling_batches_fail_orphaned()
+        return Response(SamplingBatchSerializer(selectors.sampling_batch_get(batch_id=batch_id)).data)
+
+
+class SamplingBatchStartApi(APIView):
+    """Start a pending or failed batch (a running one whose worker died counts as failed)."""
+
+    permission_classes = [IsAdmin]
+
+    @extend_schema(request=None, responses={202: SamplingBatchSerializer})
+    def post(self, request, batch_id: int):
+        sampling_batches_fail_orphaned()
+        with transaction.atomic():
+            batch = sampling_batch_start(batch=selectors.sampling_batch_get(batch_id=batch_id))
+        batch = selectors.sampling_batch_get(batch_id=batch.pk)
+        return Response(SamplingBatchSerializer(batch).data, status=status.HTTP_202_ACCEPTED)
+
+
+class SplitSummarySerializer(serializers.Serializer):
+    dataset = serializers.CharField()
+    split = serializers.CharField()
+    images = serializers.IntegerField()
+    captions = serializers.IntegerField()
+    spaces = serializers.ListField(child=serializers.DictField())
+    pivots = serializers.DictField(child=serializers.DictField())
+    ready_pivots = serializers.IntegerField()
+    cocaption_pairs = serializers.IntegerField()
+    queued = serializers.DictField(child=serializers.IntegerField())
+
+
+class SplitSummaryApi(APIView):
+    """What a split can give a batch: items, embedding spaces, pivots ready for c2i_intrasim."""
+
+    permission_classes = [IsAdmin]
+
+    @extend_schema(responses=SplitSummarySerializer)
+    def get(self, request, dataset: str, split: str):
+        summary = selectors.split_summary(split=selectors.split_get(dataset_name=dataset, split_name=split))
+        data = asdict(summary)
+        data["ready_pivots"] = summary.ready_pivots
+        return Response(SplitSummarySerializer(data).data)

@@ -1,0 +1,302 @@
+"""Nearest-neighbour search with FAISS over L2-normalized vectors. No Django.
+
+Cosine similarity is the inner product of L2-normalized rows. Every search here is a
+self-join (each row's nearest other rows), which is what pair sampling needs. Small
+sets are searched exactly (``IndexFlatIP``); above ``exact_max`` rows an approximate
+index is used:
+
+- ``ivf``: an inverted file. FAISS spherical k-means (seeded) makes ``nlist`` cells, each
+  row is stored in its nearest cell and looks in its ``nprobe`` nearest cells, exactly
+  as ``IndexIVFFlat`` searches. Because every row is also a query, the scan is done
+  cell by cell: one matrix product compares a cell's rows with all rows that probe it,
+  instead of one scattered scan per query, which is several times faster.
+- ``hnsw``: ``IndexHNSWFlat``. Its graph depends on insertion order, so it is built on
+  one thread to stay reproducible (slower to build than IVF, faster per query).
+
+The same vectors, ``k`` and configuration always give the same neighbours.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+INDEX_KINDS = ("auto", "exact", "ivf", "hnsw")
+APPROXIMATE_KINDS = ("ivf", "hnsw")
+
+# faiss warns and clusters badly with fewer training points per cell than this.
+MIN_TRAIN_PER_LIST = 39
+
+SearchProgress = Callable[[int, int], None]
+
+
+class IndexConfigError(ValueError):
+    """An index setting out of range. The message names the setting."""
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """How to search. ``kind="auto"`` is exact up to ``exact_max`` rows, else ``approximate``."""
+
+    kind: str = "auto"
+    approximate: str = "ivf"
+    exact_max: int = 20_000
+    ivf_nlist: int = 0  # 0: about 2 * sqrt(n) cells
+    ivf_nprobe: int = 8
+    ivf_train_per_list: int = 40
+    ivf_niter: int = 10
+    hnsw_m: int = 32
+    hnsw_ef_construction: int = 80
+    hnsw_ef_search: int = 96
+    seed: int = 1234
+    query_chunk: int = 65_536
+
+    def __post_init__(self) -> None:
+        if self.kind not in INDEX_KINDS:
+            raise IndexConfigError(f"index kind must be one of {', '.join(INDEX_KINDS)}, got {self.kind!r}")
+        if self.approximate not in APPROXIMATE_KINDS:
+            raise IndexConfigError(
+                f"approximate index must be one of {', '.join(APPROXIMATE_KINDS)}, got {self.approximate!r}"
+            )
+        for name in (
+            "exact_max",
+            "ivf_nprobe",
+            "ivf_niter",
+            "hnsw_m",
+            "hnsw_ef_construction",
+            "hnsw_ef_search",
+            "query_chunk",
+        ):
+            if getattr(self, name) < 1:
+                raise IndexConfigError(f"index setting {name} must be at least 1, got {getattr(self, name)}")
+        if self.ivf_nlist < 0:
+            raise IndexConfigError(f"index setting ivf_nlist must be 0 (automatic) or positive, got {self.ivf_nlist}")
+        if self.ivf_train_per_list < MIN_TRAIN_PER_LIST:
+            raise IndexConfigError(
+                f"index setting ivf_train_per_list must be at least {MIN_TRAIN_PER_LIST}, got {self.ivf_train_per_list}"
+            )
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, object]) -> IndexConfig:
+        """Build from a settings dict; unknown keys are an error, not ignored."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise IndexConfigError(f"unknown index setting(s): {', '.join(unknown)}")
+        return cls(**values)  # type: ignore[arg-type]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def kind_for(self, n: int) -> str:
+        """The index actually used for ``n`` rows: exact, ivf or hnsw."""
+        if self.kind == "auto":
+            return "exact" if n <= self.exact_max else self.approximate
+        return self.kind
+
+    def nlist_for(self, n: int) -> int:
+        """IVF cell count for ``n`` rows, capped so every cell gets enough training points."""
+        wanted = self.ivf_nlist or max(1, int(2 * math.sqrt(n)))
+        return max(1, min(wanted, n // MIN_TRAIN_PER_LIST))
+
+
+def nearest_neighbours(
+    vectors: np.ndarray, k: int, config: IndexConfig | None = None, progress: SearchProgress | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` most similar other rows of every row.
+
+    vectors: float (n, d), rows L2-normalized. Returns ``(ids, sims)``: int64 (n, k) row
+    numbers, best first, and float32 (n, k) cosine similarities. A row is never its own
+    neighbour (also when another row is an exact duplicate of it). Where fewer than
+    ``k`` others are found (``n - 1 < k``, or an approximate index came up short) the
+    row is padded with id -1 and similarity -inf. ``progress(done, n)`` follows the rows.
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    if x.ndim != 2 or x.shape[0] == 0:
+        raise ValueError(f"expected a non-empty 2-D array (n, d), got shape {x.shape}")
+    config = config or IndexConfig()
+    n = x.shape[0]
+    # One extra result per row so that dropping the row itself still leaves k.
+    want = min(k + 1, n)
+    if config.kind_for(n) == "ivf":
+        found_ids, found_sims = _ivf_self_join(x, want, config, progress)
+        return _pad(*_drop_self(found_ids, found_sims, np.arange(n), k), k)
+    index = _flat_or_hnsw(x, config)
+    ids = np.empty((n, want - 1), dtype=np.int64)
+    sims = np.empty((n, want - 1), dtype=np.float32)
+    for start in range(0, n, config.query_chunk):
+        stop = min(start + config.query_chunk, n)
+        found_sims, found_ids = index.search(x[start:stop], want)
+        ids[start:stop], sims[start:stop] = _drop_self(found_ids, found_sims, np.arange(start, stop), k)
+        if progress is not None:
+            progress(stop, n)
+    return _pad(ids, sims, k)
+
+
+def exact_neighbours(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
+    """Exact ``k`` nearest other rows for the given query rows: int64 (len(queries), k).
+
+    vectors: float (n, d) L2-normalized; queries: int row numbers into ``vectors``. The
+    ground truth that approximate results are measured against.
+    """
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    queries = np.asarray(queries, dtype=np.int64)
+    index = _flat_or_hnsw(x, IndexConfig(kind="exact"))
+    found_sims, found_ids = index.search(x[queries], min(k + 1, x.shape[0]))
+    return _pad(*_drop_self(found_ids, found_sims, queries, k), k)[0]
+
+
+def recall_at_k(found: np.ndarray, truth: np.ndarray) -> float:
+    """Mean share of each row's true neighbours that were found. Both int (q, k); -1 is no id."""
+    if found.shape != truth.shape:
+        raise ValueError(f"shapes differ: found {found.shape}, truth {truth.shape}")
+    hits = 0
+    total = 0
+    for got, want in zip(found, truth, strict=True):
+        want_set = set(want[want >= 0].tolist())
+        hits += len(want_set.intersection(got[got >= 0].tolist()))
+        total += len(want_set)
+    return hits / total if total else 1.0
+
+
+def _flat_or_hnsw(x: np.ndarray, config: IndexConfig):
+    """A filled exact or HNSW FAISS index over x: float32 (n, d), C-contiguous."""
+    import faiss
+
+    n, d = x.shape
+    if config.kind_for(n) == "exact":
+        index = faiss.IndexFlatIP(d)
+        index.add(x)
+        return index
+    index = faiss.IndexHNSWFlat(d, config.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = config.hnsw_ef_construction
+    with _single_thread():
+        index.add(x)
+    index.hnsw.efSearch = config.hnsw_ef_search
+    return index
+
+
+def ivf_cells(x: np.ndarray, config: IndexConfig) -> np.ndarray:
+    """Seeded spherical k-means centroids for x: float32 (nlist, d), rows L2-normalized."""
+    import faiss
+
+    n, d = x.shape
+    nlist = config.nlist_for(n)
+    train_n = min(n, nlist * config.ivf_train_per_list)
+    rows = np.sort(np.random.default_rng(config.seed).choice(n, size=train_n, replace=False))
+    kmeans = faiss.Kmeans(
+        d,
+        nlist,
+        niter=config.ivf_niter,
+        seed=config.seed,
+        spherical=True,
+        max_points_per_centroid=config.ivf_train_per_list,
+    )
+    kmeans.train(x[rows])
+    return kmeans.centroids
+
+
+def _ivf_self_join(
+    x: np.ndarray, want: int, config: IndexConfig, progress: SearchProgress | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ``want`` best rows (itself included) found in its ``nprobe`` nearest cells.
+
+    x: float32 (n, d) L2-normalized. Returns int64 (n, want) ids and float32 sims, best
+    first, ties in id order; -1 / -inf where the probed cells held fewer rows.
+    """
+    import faiss
+
+    n, _ = x.shape
+    centroids = ivf_cells(x, config)
+    nprobe = min(config.ivf_nprobe, len(centroids))
+    quantizer = faiss.IndexFlatIP(x.shape[1])
+    quantizer.add(centroids)
+    probes = np.empty((n, nprobe), dtype=np.int64)
+    for start in range(0, n, config.query_chunk):
+        probes[start : start + config.query_chunk] = quantizer.search(x[start : start + config.query_chunk], nprobe)[1]
+    # A row is stored in its nearest cell (the first probe), as IndexIVFFlat.add does.
+    stored_in = _by_cell(probes[:, 0], len(centroids))
+    visited_by = _by_cell(probes.ravel(), len(centroids))
+    best_ids = np.full((n, want), -1, dtype=np.int64)
+    best_sims = np.full((n, want), -np.inf, dtype=np.float32)
+    done_visits = 0
+    for cell in range(len(centroids)):
+        stored = stored_in[1][stored_in[0][cell] : stored_in[0][cell + 1]]
+        # Entries of the flattened probe table; row number = entry // nprobe.
+        queries = visited_by[1][visited_by[0][cell] : visited_by[0][cell + 1]] // nprobe
+        done_visits += len(queries)
+        if len(stored) == 0 or len(queries) == 0:
+            continue
+        sims = x[queries] @ x[stored].T
+        take = min(want, len(stored))
+        top = np.argpartition(-sims, take - 1, axis=1)[:, :take] if take < len(stored) else None
+        cand_ids = np.broadcast_to(stored, sims.shape) if top is None else stored[top]
+        cand_sims = sims if top is None else np.take_along_axis(sims, top, axis=1)
+        merged_ids = np.concatenate([best_ids[queries], cand_ids], axis=1)
+        merged_sims = np.concatenate([best_sims[queries], cand_sims], axis=1)
+        keep = _best_first(merged_ids, merged_sims)[:, :want]
+        best_ids[queries] = np.take_along_axis(merged_ids, keep, axis=1)
+        best_sims[queries] = np.take_along_axis(merged_sims, keep, axis=1)
+        if progress is not None:
+            progress(done_visits // nprobe, n)
+    return best_ids, best_sims
+
+
+def _by_cell(cells: np.ndarray, nlist: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR grouping: (starts (nlist + 1,), positions of ``cells`` sorted by cell)."""
+    order = np.argsort(cells, kind="stable")
+    return np.searchsorted(cells[order], np.arange(nlist + 1)), order
+
+
+def _best_first(ids: np.ndarray, sims: np.ndarray) -> np.ndarray:
+    """Per-row column order: highest similarity first, equal ones by id, -1 ids last."""
+    missing = ids < 0
+    return np.lexsort((np.where(missing, np.iinfo(np.int64).max, ids), -sims, missing), axis=-1)
+
+
+def _pad(ids: np.ndarray, sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    if ids.shape[1] == k:
+        return ids, sims
+    pad = k - ids.shape[1]
+    return (
+        np.concatenate([ids, np.full((len(ids), pad), -1, dtype=np.int64)], axis=1),
+        np.concatenate([sims, np.full((len(sims), pad), -np.inf, dtype=np.float32)], axis=1),
+    )
+
+
+@contextmanager
+def _single_thread() -> Iterator[None]:
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
+
+
+def _drop_self(
+    found_ids: np.ndarray, found_sims: np.ndarray, query_rows: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Remove each query's own row from its results and keep at most ``k`` columns.
+
+    found_*: (q, m) search results; query_rows: int (q,). When the query is not among
+    its results (exact duplicates can push it out) the last column is dropped instead.
+    """
+    is_self = found_ids == query_rows[:, None]
+    # A stable sort on the boolean mask moves the query's own column to the end and keeps
+    # the order of the others.
+    order = np.argsort(is_self, axis=1, kind="stable")
+    keep = min(k, found_ids.shape[1] - 1)
+    ids = np.take_along_axis(found_ids, order, axis=1)[:, :keep].astype(np.int64, copy=False)
+    sims = np.take_along_axis(found_sims, order, axis=1)[:, :keep].astype(np.float32, copy=False)
+    # faiss marks a missing result with id -1 and a huge negative score; make it -inf.
+    sims[ids < 0] = -np.inf
+    return ids, sims

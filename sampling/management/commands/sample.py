@@ -1,0 +1,131 @@
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from annotation.errors import DomainError
+from annotation.management.commands._progress import print_progress
+from annotation.models import JobStatus
+from sampling import selectors, strategies
+from sampling.models import SamplingBatch
+from sampling.services import (
+    sampling_batch_create,
+    sampling_batch_create_from_upload,
+    sampling_batch_run,
+    sampling_batch_start,
+    sampling_batches_fail_orphaned,
+)
+
+
+def parse_method(value: str) -> tuple[str, int | None]:
+    """NAME or NAME=BUDGET (BUDGET a whole number, or "all")."""
+    name, _, budget = value.partition("=")
+    name = name.strip()
+    if name not in strategies.METHODS:
+        raise CommandError(f"--method {value}: unknown method {name!r}; use one of {', '.join(strategies.METHODS)}")
+    budget = budget.strip()
+    if budget in ("", "all"):
+        return name, None
+    try:
+        return name, int(budget)
+    except ValueError:
+        raise CommandError(f"--method {value}: the budget must be a whole number or 'all', got {budget!r}") from None
+
+
+class Command(BaseCommand):
+    help = (
+        "Create a sampling batch and run it here with progress (or queue it with --background). "
+        "Prints the batch id and the pairs per method. Also: --status ID, --start ID."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dataset")
+        parser.add_argument("--split")
+        parser.add_argument(
+            "--method",
+            action="append",
+            dest="methods",
+            metavar="NAME[=BUDGET]",
+            help=f"repeatable; one of {', '.join(strategies.METHODS)}; no budget: all the method gives",
+        )
+        parser.add_argument("--k", type=int, default=5, help="neighbours per item (default 5)")
+        parser.add_argument("--seed", type=int, default=0, help="the same seed gives the same pairs (default 0)")
+        parser.add_argument(
+            "--space", action="append", dest="spaces", help="embedding space to search (repeatable); default all"
+        )
+        parser.add_argument("--ratings-per-pair", type=int, default=5)
+        parser.add_argument("--priority", type=int, default=0)
+        parser.add_argument("--upload", metavar="CSV", help="queue the pairs of a CxC-shaped pair list instead")
+        parser.add_argument("--background", action="store_true", help="queue the batch for a Celery worker")
+        parser.add_argument("--status", type=int, metavar="ID", help="show a batch's status and progress")
+        parser.add_argument("--start", type=int, metavar="ID", help="start a pending or failed batch again")
+
+    def handle(self, *args, **options):
+        try:
+            if options["status"] is not None:
+                sampling_batches_fail_orphaned()
+                self._show(selectors.sampling_batch_get(batch_id=options["status"]))
+                return
+            if options["start"] is not None:
+                batch = selectors.sampling_batch_get(batch_id=options["start"])
+            else:
+                batch = self._create(options)
+            self._run(batch, background=options["background"])
+        except DomainError as exc:
+            raise CommandError(str(exc)) from exc
+
+    def _create(self, options) -> SamplingBatch:
+        if not options["dataset"] or not options["split"]:
+            raise CommandError("give --dataset and --split (or --status ID / --start ID)")
+        if options["upload"]:
+            if options["methods"]:
+                raise CommandError("give either --method or --upload, not both")
+            return sampling_batch_create_from_upload(
+                dataset_name=options["dataset"],
+                split_name=options["split"],
+                path=options["upload"],
+                ratings_per_pair=options["ratings_per_pair"],
+                priority=options["priority"],
+            )
+        if not options["methods"]:
+            raise CommandError(f"give at least one --method NAME[=BUDGET] ({', '.join(strategies.METHODS)})")
+        methods: dict[str, int | None] = {}
+        for value in options["methods"]:
+            name, budget = parse_method(value)
+            if name in methods:
+                raise CommandError(f"--method {name} is given twice")
+            methods[name] = budget
+        return sampling_batch_create(
+            dataset_name=options["dataset"],
+            split_name=options["split"],
+            methods=methods,
+            k=options["k"],
+            spaces=options["spaces"] or [],
+            ratings_per_pair=options["ratings_per_pair"],
+            seed=options["seed"],
+            priority=options["priority"],
+        )
+
+    def _run(self, batch: SamplingBatch, *, background: bool) -> None:
+        if background:
+            with transaction.atomic():
+                sampling_batch_start(batch=batch)
+            self.stdout.write(f"batch {batch.pk} queued; follow it with: manage.py sample --status {batch.pk}")
+            return
+        if batch.status != JobStatus.PENDING:
+            sampling_batch_start(batch=batch, enqueue=False)
+        batch = sampling_batch_run(batch_id=batch.pk, echo=print_progress)
+        self.stderr.write("")
+        if batch.status == JobStatus.FAILED:
+            raise CommandError(f"batch {batch.pk} failed: {batch.error}")
+        self._show(batch)
+
+    def _show(self, batch: SamplingBatch) -> None:
+        self.stdout.write(f"batch {batch.pk}: {batch.status}")
+        if batch.status == JobStatus.SUCCEEDED:
+            for method, count in batch.pairs_per_method.items():
+                self.stdout.write(f"{method}: {count}")
+            total = sum(batch.pairs_per_method.values())
+            self.stdout.write(f"total: {total} pairs, {total * batch.ratings_per_pair} rating slots")
+        elif batch.status == JobStatus.FAILED:
+            self.stdout.write(f"error: {batch.error}")
+        else:
+            self.stdout.write(f"progress: {batch.progress_done}/{batch.progress_total} {batch.progress_message}")

@@ -1,0 +1,460 @@
+"""The CxC pair sampling methods over arrays, with a seeded numpy Generator. No Django.
+
+Items are row numbers of one split: images ``0 .. n_images-1`` and captions
+``0 .. n_captions-1``; ``caption_image`` (int64, (n_captions,)) gives each caption's
+image row. A pair is an int64 row ``(a, b)``:
+
+- SIS (images) and STS (captions): unordered, stored canonically with ``a < b``;
+- SITS: ``(caption row, image row)``.
+
+Rules every method keeps: an item is never paired with itself, an unordered pair
+appears once, and a pair given in ``queued`` (already in the dataset) is never chosen.
+A budget larger than the fresh pairs a method can give raises ``BudgetError``.
+The same inputs and seed always give the same pairs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sampling.index import IndexConfig, nearest_neighbours
+
+I2I_CSIM = "i2i_csim"
+C2C_ISIM = "c2c_isim"
+C2C_COCAPTION = "c2c_cocaption"
+C2I_ORIGINAL = "c2i_original"
+C2I_INTRASIM = "c2i_intrasim"
+# Also the order they run in; a method's random stream depends on its place here only,
+# so adding another method to a batch never changes this one's pairs.
+METHODS = (I2I_CSIM, C2C_ISIM, C2C_COCAPTION, C2I_ORIGINAL, C2I_INTRASIM)
+# Which embedding modality a method searches in (the "other" modality of its pairs).
+SPACE_MODALITY = {I2I_CSIM: "caption", C2C_ISIM: "image"}
+
+EMPTY_PAIRS = np.empty((0, 2), dtype=np.int64)
+
+
+class BudgetError(ValueError):
+    """A method was asked for more pairs than the split can give."""
+
+
+# --- shared pieces ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CaptionGroups:
+    """Captions grouped by image (co-caption groups), CSR style.
+
+    order: int64 (n_captions,) caption rows sorted by image, ascending within an image;
+    starts: int64 (n_images + 1,): image i's captions are ``order[starts[i]:starts[i+1]]``.
+    """
+
+    order: np.ndarray
+    starts: np.ndarray
+
+    @classmethod
+    def build(cls, caption_image: np.ndarray, n_images: int) -> CaptionGroups:
+        caption_image = np.asarray(caption_image, dtype=np.int64)
+        if caption_image.size and (caption_image.min() < 0 or caption_image.max() >= n_images):
+            raise ValueError(f"caption_image holds rows outside 0..{n_images - 1}")
+        order = np.argsort(caption_image, kind="stable")
+        starts = np.searchsorted(caption_image[order], np.arange(n_images + 1))
+        return cls(order=order.astype(np.int64), starts=starts.astype(np.int64))
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.starts)
+
+    def random_caption(self, images: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One uniformly drawn caption row for each image row in ``images``."""
+        images = np.asarray(images, dtype=np.int64)
+        sizes = self.sizes[images]
+        if (sizes == 0).any():
+            raise ValueError(f"image row {int(images[np.argmin(sizes)])} has no caption")
+        offsets = np.floor(rng.random(images.size) * sizes).astype(np.int64)
+        return self.order[self.starts[images] + offsets]
+
+
+def canonical_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Unordered pairs ``(min, max)``, without self pairs or -1 ids, each once, sorted."""
+    a = np.asarray(a, dtype=np.int64).ravel()
+    b = np.asarray(b, dtype=np.int64).ravel()
+    keep = (a != b) & (a >= 0) & (b >= 0)
+    pairs = np.stack([np.minimum(a[keep], b[keep]), np.maximum(a[keep], b[keep])], axis=1)
+    return np.unique(pairs, axis=0) if len(pairs) else EMPTY_PAIRS
+
+
+def neighbour_pairs(neighbours: Sequence[np.ndarray]) -> np.ndarray:
+    """Union of the unordered pairs (row, neighbour) over one or more (n, k) neighbour arrays."""
+    parts = []
+    for ids in neighbours:
+        rows = np.repeat(np.arange(ids.shape[0], dtype=np.int64), ids.shape[1])
+        parts.append(canonical_pairs(rows, ids.ravel()))
+    if not parts:
+        return EMPTY_PAIRS
+    return np.unique(np.concatenate(parts), axis=0)
+
+
+def _keys(pairs: np.ndarray) -> np.ndarray:
+    """One int64 per pair, equal for equal pairs (item rows stay far below 2**31)."""
+    return (pairs[:, 0].astype(np.int64) << 32) | pairs[:, 1].astype(np.int64)
+
+
+def drop_queued(pairs: np.ndarray, queued: np.ndarray | None) -> np.ndarray:
+    """``pairs`` without those in ``queued`` (same orientation), order kept."""
+    if queued is None or len(queued) == 0 or len(pairs) == 0:
+        return pairs
+    return pairs[~np.isin(_keys(pairs), _keys(np.asarray(queued, dtype=np.int64)))]
+
+
+def _first_occurrences(pairs: np.ndarray) -> np.ndarray:
+    """``pairs`` with later repeats removed, order kept."""
+    if len(pairs) == 0:
+        return pairs
+    _, first = np.unique(_keys(pairs), return_index=True)
+    return pairs[np.sort(first)]
+
+
+def _check_budget(method: str, budget: int | None, available: int, what: str) -> None:
+    if budget is not None and budget > available:
+        raise BudgetError(f"{method}: budget {budget} is more than the {available} {what} the split gives")
+
+
+def choose_uniform(pairs: np.ndarray, budget: int | None, rng: np.random.Generator, method: str, what: str):
+    """All pairs (budget None) or ``budget`` of them drawn uniformly; returned sorted."""
+    _check_budget(method, budget, len(pairs), what)
+    if budget is None or budget == len(pairs):
+        return pairs
+    picked = np.sort(rng.choice(len(pairs), size=budget, replace=False))
+    return pairs[picked]
+
+
+def choose_spread(
+    pairs: np.ndarray, groups: np.ndarray, budget: int | None, rng: np.random.Generator, method: str, what: str
+):
+    """``budget`` pairs spread evenly over groups: every group's first random pick, then
+    every group's second, and so on, groups in random order within a round.
+
+    groups: int (m,) group of each pair (its image). Returned sorted.
+    """
+    _check_budget(method, budget, len(pairs), what)
+    if budget is None or budget == len(pairs):
+        return pairs
+    order = np.lexsort((rng.random(len(pairs)), groups))
+    sorted_groups = groups[order]
+    group_start = np.searchsorted(sorted_groups, sorted_groups, side="left")
+    rank = np.empty(len(pairs), dtype=np.int64)
+    rank[order] = np.arange(len(pairs)) - group_start
+    picked = np.lexsort((rng.random(len(pairs)), rank))[:budget]
+    return pairs[np.sort(picked)]
+
+
+def mean_caption_vectors(caption_vectors: np.ndarray, groups: CaptionGroups, chunk_images: int = 65_536):
+    """Each image as the L2-normalized mean of its co-caption vectors.
+
+    caption_vectors: float (n_captions, d), may be a memmap; returns float32 (n_images, d).
+    Every image needs at least one caption.
+    """
+    sizes = groups.sizes
+    if (sizes == 0).any():
+        raise ValueError(f"image row {int(np.argmin(sizes))} has no caption to take a mean of")
+    n_images = len(sizes)
+    out = np.empty((n_images, caption_vectors.shape[1]), dtype=np.float32)
+    for first in range(0, n_images, chunk_images):
+        last = min(first + chunk_images, n_images)
+        rows = groups.order[groups.starts[first] : groups.starts[last]]
+        block = np.asarray(caption_vectors[rows], dtype=np.float32)
+        out[first:last] = np.add.reduceat(block, groups.starts[first:last] - groups.starts[first], axis=0)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    # Captions pointing in opposite directions can cancel out; such an image has no
+    # direction and cannot take part in a cosine search.
+    if (norms == 0).any():
+        raise ValueError(f"image row {int(np.argmin(norms[:, 0]))}: its caption vectors sum to zero")
+    out /= norms
+    return out
+
+
+# --- the methods -----------------------------------------------------------------------
+
+
+def i2i_csim(
+    neighbours: Sequence[np.ndarray],
+    *,
+    budget: int | None,
+    rng: np.random.Generator,
+    queued: np.ndarray | None = None,
+) -> np.ndarray:
+    """SIS pairs: each image with its k nearest images by mean co-caption embedding.
+
+    neighbours: one int (n_images, k) array per caption space (see ``nearest_neighbours``
+    on ``mean_caption_vectors``); the candidates are the union over the spaces.
+    Returns image pairs (m, 2), a < b, sorted.
+    """
+    candidates = drop_queued(neighbour_pairs(neighbours), queued)
+    return choose_uniform(candidates, budget, rng, I2I_CSIM, "fresh image pairs among the k nearest neighbours")
+
+
+def c2c_isim(
+    neighbours: Sequence[np.ndarray],
+    groups: CaptionGroups,
+    *,
+    budget: int | None,
+    rng: np.random.Generator,
+    queued: np.ndarray | None = None,
+) -> np.ndarray:
+    """STS pairs through image similarity: for each image and each of its k nearest images
+    (by image embedding), one random caption from each of the two groups.
+
+    neighbours: int (n_images, k) per image space, union over spaces.
+    Returns caption pairs (m, 2), a < b, sorted.
+    """
+    image_pairs = neighbour_pairs(neighbours)
+    if len(image_pairs) == 0:
+        candidates = EMPTY_PAIRS
+    else:
+        first = groups.random_caption(image_pairs[:, 0], rng)
+        second = groups.random_caption(image_pairs[:, 1], rng)
+        candidates = drop_queued(canonical_pairs(first, second), queued)
+    return choose_uniform(candidates, budget, rng, C2C_ISIM, "fresh caption pairs of neighbouring images")
+
+
+def cocaption_pairs(groups: CaptionGroups) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of captions of the same image: (pairs (m, 2) a < b sorted, image (m,))."""
+    sizes = groups.sizes
+    pair_parts, image_parts = [], []
+    for size in np.unique(sizes):
+        if size < 2:
+            continue
+        images = np.flatnonzero(sizes == size)
+        members = groups.order[groups.starts[images][:, None] + np.arange(size)]
+        upper_a, upper_b = np.triu_indices(int(size), 1)
+        pair_parts.append(np.stack([members[:, upper_a].ravel(), members[:, upper_b].ravel()], axis=1))
+        image_parts.append(np.repeat(images, len(upper_a)))
+    if not pair_parts:
+        return EMPTY_PAIRS, np.empty(0, dtype=np.int64)
+    pairs = np.concatenate(pair_parts)
+    images = np.concatenate(image_parts)
+    order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+    return pairs[order], images[order]
+
+
+def c2c_cocaption(
+    groups: CaptionGroups,
+    *,
+    budget: int | None,
+    rng: np.random.Generator,
+    queued: np.ndarray | None = None,
+) -> np.ndarray:
+    """STS pairs within co-caption groups, spread evenly over images when a budget applies.
+
+    Returns caption pairs (m, 2), a < b, sorted.
+    """
+    pairs, images = cocaption_pairs(groups)
+    if queued is not None and len(queued) and len(pairs):
+        keep = ~np.isin(_keys(pairs), _keys(np.asarray(queued, dtype=np.int64)))
+        pairs, images = pairs[keep], images[keep]
+    return choose_spread(pairs, images, budget, rng, C2C_COCAPTION, "fresh co-caption pairs")
+
+
+def c2i_original(
+    caption_image: np.ndarray,
+    *,
+    budget: int | None,
+    rng: np.random.Generator,
+    queued: np.ndarray | None = None,
+) -> np.ndarray:
+    """SITS pairs: every caption with the image it was written for (spread over images
+    when a budget applies). Returns (caption row, image row) (m, 2), sorted."""
+    caption_image = np.asarray(caption_image, dtype=np.int64)
+    pairs = drop_queued(np.stack([np.arange(len(caption_image), dtype=np.int64), caption_image], axis=1), queued)
+    return choose_spread(pairs, pairs[:, 1], budget, rng, C2I_ORIGINAL, "fresh original caption-image pairs")
+
+
+@dataclass(frozen=True)
+class Pivots:
+    """Rated intramodal pairs with their mean human score, in a fixed order (pair id).
+
+    sis: int (p, 2) image rows, sis_scores: float (p,); sts: int (q, 2) caption rows,
+    sts_scores: float (q,).
+    """
+
+    sis: np.ndarray = field(default_factory=lambda: EMPTY_PAIRS)
+    sis_scores: np.ndarray = field(default_factory=lambda: np.empty(0))
+    sts: np.ndarray = field(default_factory=lambda: EMPTY_PAIRS)
+    sts_scores: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+    def __len__(self) -> int:
+        return len(self.sis) + len(self.sts)
+
+
+def c2i_intrasim(
+    pivots: Pivots,
+    caption_image: np.ndarray,
+    groups: CaptionGroups,
+    *,
+    budget: int | None,
+    rng: np.random.Generator,
+    queued: np.ndarray | None = None,
+) -> np.ndarray:
+    """SITS pairs derived from rated pivots, in decreasing order of the pivot's score.
+
+    - An SIS pivot (i_a, i_b) gives (a random caption of i_b, i_a), then (a random
+      caption of i_a, i_b).
+    - An STS pivot (c_a, c_b) gives (c_a, the image of c_b), then (c_b, the image of c_a).
+
+    A candidate that repeats an earlier one, is already queued, or is an original pair
+    (a caption with its own image, which ``c2i_original`` covers; co-caption pivots give
+    only those) is skipped. Half the budget comes from STS-derived candidates (the odd
+    one too), half from SIS-derived; when one side runs short the other fills in.
+    Without a budget all candidates are taken, STS-derived first. Equal scores keep the
+    pivots' given order. Returns (caption row, image row) (m, 2) in the order taken.
+    """
+    caption_image = np.asarray(caption_image, dtype=np.int64)
+
+    sis = np.asarray(pivots.sis, dtype=np.int64).reshape(-1, 2)
+    sis = sis[np.argsort(-np.asarray(pivots.sis_scores, dtype=np.float64), kind="stable")]
+    from_sis = np.empty((2 * len(sis), 2), dtype=np.int64)
+    from_sis[0::2] = np.stack([groups.random_caption(sis[:, 1], rng), sis[:, 0]], axis=1)
+    from_sis[1::2] = np.stack([groups.random_caption(sis[:, 0], rng), sis[:, 1]], axis=1)
+
+    sts = np.asarray(pivots.sts, dtype=np.int64).reshape(-1, 2)
+    sts = sts[np.argsort(-np.asarray(pivots.sts_scores, dtype=np.float64), kind="stable")]
+    from_sts = np.empty((2 * len(sts), 2), dtype=np.int64)
+    from_sts[0::2] = np.stack([sts[:, 0], caption_image[sts[:, 1]]], axis=1)
+    from_sts[1::2] = np.stack([sts[:, 1], caption_image[sts[:, 0]]], axis=1)
+
+    def fresh(candidates: np.ndarray) -> np.ndarray:
+        candidates = candidates[caption_image[candidates[:, 0]] != candidates[:, 1]]
+        return _first_occurrences(drop_queued(candidates, queued))
+
+    from_sts = fresh(from_sts)
+    from_sis = fresh(from_sis)
+    available = len(from_sts) + len(drop_queued(from_sis, from_sts))
+    _check_budget(C2I_INTRASIM, budget, available, f"fresh caption-image pairs derived from {len(pivots)} pivots")
+    if budget is None:
+        return np.concatenate([from_sts, drop_queued(from_sis, from_sts)])
+
+    want_sts = budget - budget // 2
+    want_sis = budget // 2
+    taken_sts = from_sts[:want_sts]
+    sis_rest = drop_queued(from_sis, taken_sts)
+    taken_sis = sis_rest[:want_sis]
+    if len(taken_sts) < want_sts:
+        taken_sis = sis_rest[: budget - len(taken_sts)]
+    elif len(taken_sis) < want_sis:
+        extra = drop_queued(from_sts[want_sts:], taken_sis)[: want_sis - len(taken_sis)]
+        taken_sts = np.concatenate([taken_sts, extra])
+    return np.concatenate([taken_sts, taken_sis])
+
+
+# --- one split, several methods --------------------------------------------------------
+
+
+@dataclass
+class SplitArrays:
+    """Everything the methods read about one split.
+
+    caption_image: int64 (n_captions,); image_spaces: name -> float (n_images, d);
+    caption_spaces: name -> float (n_captions, d), rows L2-normalized; queued: method ->
+    pairs already in the dataset, in that method's orientation; pivots for c2i_intrasim.
+    """
+
+    n_images: int
+    caption_image: np.ndarray
+    image_spaces: Mapping[str, np.ndarray] = field(default_factory=dict)
+    caption_spaces: Mapping[str, np.ndarray] = field(default_factory=dict)
+    queued: Mapping[str, np.ndarray] = field(default_factory=dict)
+    pivots: Pivots = field(default_factory=Pivots)
+
+
+@dataclass
+class SampleResult:
+    """pairs: method -> (m, 2) rows; neighbours: space -> int64 (n_images, k) as searched;
+    search_seconds: time spent building indexes and searching them."""
+
+    pairs: dict[str, np.ndarray]
+    neighbours: dict[str, np.ndarray]
+    search_seconds: float
+    index_kinds: dict[str, str]
+
+
+Step = Callable[[str], None]
+
+
+def method_rng(seed: int, method: str) -> np.random.Generator:
+    return np.random.default_rng([seed, METHODS.index(method)])
+
+
+def sample_split(
+    data: SplitArrays,
+    methods: Mapping[str, int | None],
+    *,
+    k: int,
+    seed: int,
+    index: IndexConfig | None = None,
+    step: Step | None = None,
+) -> SampleResult:
+    """Run the given methods (name -> budget, None: all) over one split.
+
+    Each embedding space is searched once. ``step`` is called with a message before
+    each search and each method. Raises BudgetError or ValueError naming the problem.
+    """
+    unknown = sorted(set(methods) - set(METHODS))
+    if unknown:
+        raise ValueError(f"unknown sampling method(s): {', '.join(unknown)}")
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if seed < 0:
+        raise ValueError(f"seed must be 0 or positive, got {seed}")
+    index = index or IndexConfig()
+    groups = CaptionGroups.build(data.caption_image, data.n_images)
+    report = step or (lambda message: None)
+    search_seconds = 0.0
+    index_kinds: dict[str, str] = {}
+    searched: dict[str, np.ndarray] = {}
+
+    def search(spaces: Mapping[str, np.ndarray], modality: str) -> list[np.ndarray]:
+        nonlocal search_seconds
+        if not spaces:
+            raise ValueError(f"no {modality} embedding space given")
+        found = []
+        for name, vectors in spaces.items():
+            if modality == "caption":
+                vectors = mean_caption_vectors(vectors, groups)
+            report(f"searching {modality} space {name}")
+            started = time.perf_counter()
+            ids, _ = nearest_neighbours(vectors, k, index)
+            search_seconds += time.perf_counter() - started
+            index_kinds[name] = index.kind_for(len(vectors))
+            searched[name] = ids
+            found.append(ids)
+        return found
+
+    pairs: dict[str, np.ndarray] = {}
+    for method in METHODS:
+        if method not in methods:
+            continue
+        budget = methods[method]
+        queued = data.queued.get(method)
+        rng = method_rng(seed, method)
+        if method == I2I_CSIM:
+            neighbours = search(data.caption_spaces, "caption")
+            report(f"selecting {method}")
+            pairs[method] = i2i_csim(neighbours, budget=budget, rng=rng, queued=queued)
+        elif method == C2C_ISIM:
+            neighbours = search(data.image_spaces, "image")
+            report(f"selecting {method}")
+            pairs[method] = c2c_isim(neighbours, groups, budget=budget, rng=rng, queued=queued)
+        elif method == C2C_COCAPTION:
+            report(f"selecting {method}")
+            pairs[method] = c2c_cocaption(groups, budget=budget, rng=rng, queued=queued)
+        elif method == C2I_ORIGINAL:
+            report(f"selecting {method}")
+            pairs[method] = c2i_original(data.caption_image, budget=budget, rng=rng, queued=queued)
+        else:
+            report(f"selecting {method}")
+            pairs[method] = c2i_intrasim(data.pivots, data.caption_image, groups, budget=budget, rng=rng, queued=queued)
+    return SampleResult(pairs=pairs, neighbours=searched, search_seconds=search_seconds, index_kinds=index_kinds)

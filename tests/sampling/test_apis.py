@@ -1,0 +1,150 @@
+"""The sampling API: admins create, start and watch batches; errors come back as 4xx with a detail."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from sampling.models import SamplingBatch
+from tests.factories import UserFactory
+from tests.sampling.conftest import unit_circle
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def small(make_split):
+    return make_split(
+        n_images=4,
+        captions_per_image=2,
+        image_spaces={"img": unit_circle([0, 90, 100, 10])},
+        caption_spaces={"txt": unit_circle([0, 10, 20, 30, 170, 180, 190, 200])},
+    )
+
+
+@pytest.fixture
+def admin_api():
+    client = APIClient()
+    client.force_authenticate(UserFactory(roles=["admin"]))
+    return client
+
+
+def test_an_admin_creates_a_batch_that_runs_and_reports_its_progress(
+    admin_api, small, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_api.post(
+            "/api/sampling/batches/",
+            {
+                "dataset": small.dataset.name,
+                "split": "val",
+                "methods": {"i2i_csim": None, "c2c_cocaption": 3},
+                "k": 1,
+                "seed": 4,
+            },
+            format="json",
+        )
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["status"] == "pending"
+    assert body["progress_message"] == "queued"
+    assert body["spaces"] == ["txt"]
+
+    # The task ran in-process when the request's transaction committed.
+    detail = admin_api.get(f"/api/sampling/batches/{body['id']}/").json()
+    assert detail["status"] == "succeeded"
+    assert detail["pairs_per_method"] == {"i2i_csim": 2, "c2c_cocaption": 3}
+    assert detail["progress_done"] == detail["progress_total"] > 0
+    assert detail["stats"]["index"] == {"txt": "exact"}
+    listed = admin_api.get("/api/sampling/batches/").json()
+    assert [batch["id"] for batch in listed] == [body["id"]]
+
+
+def test_a_batch_created_without_start_waits_until_started(admin_api, small, django_capture_on_commit_callbacks):
+    body = admin_api.post(
+        "/api/sampling/batches/",
+        {"dataset": small.dataset.name, "split": "val", "methods": {"c2c_cocaption": None}, "start": False},
+        format="json",
+    ).json()
+    assert body["status"] == "pending"
+    with django_capture_on_commit_callbacks(execute=True):
+        started = admin_api.post(f"/api/sampling/batches/{body['id']}/start/")
+    assert started.status_code == 202
+    assert admin_api.get(f"/api/sampling/batches/{body['id']}/").json()["status"] == "succeeded"
+    again = admin_api.post(f"/api/sampling/batches/{body['id']}/start/")
+    assert again.status_code == 409
+    assert "already succeeded with 4 pairs" in again.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"methods": {"i2i_csim": None}, "k": 0}, "k must be a whole number of neighbours, at least 1"),
+        ({"methods": {"c2c_cocaption": 50}}, "c2c_cocaption: budget 50 is more than the 4 fresh pairs"),
+        ({"methods": {"i2i_csim": None}, "k": 1, "spaces": ["img"]}, "space 'img' holds image embeddings"),
+        ({"methods": {"i2i_csim": None}}, "k=5 but split"),
+        ({"methods": {"c2i_intrasim": None}}, "c2i_intrasim derives pairs from rated SIS and STS pivots"),
+    ],
+)
+def test_bad_input_is_a_400_naming_the_problem_and_creates_nothing(admin_api, small, payload, message):
+    response = admin_api.post(
+        "/api/sampling/batches/", {"dataset": small.dataset.name, "split": "val", **payload}, format="json"
+    )
+    assert response.status_code == 400
+    assert message in response.json()["detail"]
+    assert SamplingBatch.objects.count() == 0
+
+
+def test_unknown_batch_and_split_are_404(admin_api, small):
+    assert admin_api.get("/api/sampling/batches/999999/").status_code == 404
+    response = admin_api.get(f"/api/sampling/splits/{small.dataset.name}/train/")
+    assert response.status_code == 404
+    assert "has no split 'train'" in response.json()["detail"]
+
+
+def test_the_split_summary_tells_what_a_batch_can_use(admin_api, small):
+    body = admin_api.get(f"/api/sampling/splits/{small.dataset.name}/val/").json()
+    assert body["images"] == 4
+    assert body["captions"] == 8
+    assert body["cocaption_pairs"] == 4
+    assert body["ready_pivots"] == 0
+    assert body["pivots"] == {"SIS": {"ready": 0, "total": 0}, "STS": {"ready": 0, "total": 0}}
+    assert {(space["name"], space["modality"]) for space in body["spaces"]} == {("img", "image"), ("txt", "caption")}
+
+
+def test_an_admin_uploads_a_pair_list(admin_api, small, tmp_path, django_capture_on_commit_callbacks):
+    path = tmp_path / "sis_val.csv"
+    path.write_text(
+        f"image1,image2,agg_score,sampling_method\n{small.image_key(0)},{small.image_key(2)},0.5,i2i_csim\n",
+        encoding="utf-8",
+    )
+    with path.open("rb") as handle, django_capture_on_commit_callbacks(execute=True):
+        response = admin_api.post(
+            "/api/sampling/batches/upload/",
+            {"dataset": small.dataset.name, "split": "val", "file": handle},
+            format="multipart",
+        )
+    assert response.status_code == 201, response.json()
+    batch_id = response.json()["id"]
+    assert admin_api.get(f"/api/sampling/batches/{batch_id}/").json()["pairs_per_method"] == {"i2i_csim": 1}
+    bad = tmp_path / "bad.csv"
+    bad.write_text("image1,image2\na,b\n", encoding="utf-8")
+    with bad.open("rb") as handle:
+        response = admin_api.post(
+            "/api/sampling/batches/upload/",
+            {"dataset": small.dataset.name, "split": "val", "file": handle},
+            format="multipart",
+        )
+    assert response.status_code == 400
+    assert "missing the sampling_method column" in response.json()["detail"]
+
+
+def test_only_admins_may_sample(small):
+    client = APIClient()
+    client.force_authenticate(UserFactory(roles=["rater"]))
+    response = client.post(
+        "/api/sampling/batches/",
+        {"dataset": small.dataset.name, "split": "val", "methods": {"c2c_cocaption": None}},
+        format="json",
+    )
+    assert response.status_code == 403
+    assert client.get("/api/sampling/batches/").status_code == 403
+    assert SamplingBatch.objects.count() == 0

@@ -1,0 +1,277 @@
+"""Each sampling method on arrays small enough to check by hand. No database."""
+
+import numpy as np
+import pytest
+
+from sampling import strategies
+from sampling.index import IndexConfig, nearest_neighbours
+from sampling.strategies import (
+    BudgetError,
+    CaptionGroups,
+    Pivots,
+    SplitArrays,
+    c2c_cocaption,
+    c2c_isim,
+    c2i_intrasim,
+    c2i_original,
+    i2i_csim,
+    mean_caption_vectors,
+    sample_split,
+)
+
+EXACT = IndexConfig(kind="exact")
+
+
+def unit_circle(degrees):
+    radians = np.deg2rad(np.asarray(degrees, dtype=np.float64))
+    return np.stack([np.cos(radians), np.sin(radians)], axis=1).astype(np.float32)
+
+
+def as_set(pairs):
+    return {tuple(int(v) for v in row) for row in pairs}
+
+
+def rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+# Four images with two captions each (caption rows 0-7, image of caption = row // 2).
+CAPTION_IMAGE = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+GROUPS = CaptionGroups.build(CAPTION_IMAGE, 4)
+# Caption space A puts the captions of images 0 and 1 close (means at 5 and 25 degrees)
+# and those of 2 and 3 close (175, 195); space B pairs 0 with 2 and 1 with 3.
+SPACE_A = unit_circle([0, 10, 20, 30, 170, 180, 190, 200])
+SPACE_B = unit_circle([0, 10, 170, 180, 20, 30, 190, 200])
+# The image space disagrees with both: images 0 and 3 look alike, and 1 and 2.
+IMAGE_SPACE = unit_circle([0, 90, 100, 10])
+
+
+def test_caption_groups_list_each_images_captions():
+    groups = CaptionGroups.build(np.array([2, 0, 2, 1, 0]), 4)
+    members = [groups.order[groups.starts[i] : groups.starts[i + 1]].tolist() for i in range(4)]
+    assert members == [[1, 4], [3], [0, 2], []]
+
+
+def test_mean_caption_vectors_are_the_normalized_mean_of_each_group():
+    means = mean_caption_vectors(SPACE_A, GROUPS, chunk_images=3)
+    assert np.allclose(means, unit_circle([5, 25, 175, 195]), atol=1e-6)
+
+
+def test_mean_caption_vectors_refuse_an_image_without_captions():
+    with pytest.raises(ValueError, match="image row 2 has no caption"):
+        mean_caption_vectors(SPACE_A[:4], CaptionGroups.build(np.array([0, 0, 1, 1]), 3))
+
+
+def test_i2i_csim_pairs_images_through_their_co_captions_union_over_spaces():
+    per_space = [nearest_neighbours(mean_caption_vectors(space, GROUPS), 1, EXACT)[0] for space in (SPACE_A, SPACE_B)]
+    assert as_set(i2i_csim(per_space[:1], budget=None, rng=rng())) == {(0, 1), (2, 3)}
+    pairs = i2i_csim(per_space, budget=None, rng=rng())
+    assert pairs.tolist() == [[0, 1], [0, 2], [1, 3], [2, 3]]
+
+
+def test_i2i_csim_budget_picks_a_subset_and_never_a_queued_pair():
+    neighbours = [np.array([[1, 2], [0, 3], [0, 3], [1, 2]])]  # pairs (0,1) (0,2) (1,3) (2,3)
+    pairs = i2i_csim(neighbours, budget=2, rng=rng(), queued=np.array([[0, 1]]))
+    assert len(pairs) == 2
+    assert as_set(pairs) <= {(0, 2), (1, 3), (2, 3)}
+    assert i2i_csim(neighbours, budget=3, rng=rng(), queued=np.array([[0, 1]])).tolist() == [[0, 2], [1, 3], [2, 3]]
+    with pytest.raises(BudgetError, match="i2i_csim: budget 4 is more than the 3 fresh image pairs"):
+        i2i_csim(neighbours, budget=4, rng=rng(), queued=np.array([[0, 1]]))
+
+
+def test_i2i_csim_never_pairs_an_image_with_itself_and_counts_a_pair_once():
+    # Row 0 lists itself (a duplicate vector can do that) and 1 twice; 1 lists 0 back.
+    neighbours = [np.array([[0, 1, 1], [0, -1, -1], [1, 0, -1]])]
+    assert i2i_csim(neighbours, budget=None, rng=rng()).tolist() == [[0, 1], [0, 2], [1, 2]]
+
+
+def test_c2c_isim_pairs_one_caption_of_each_neighbouring_image():
+    # One caption per image: caption 0 is image 2's, caption 1 image 0's, and so on.
+    caption_image = np.array([2, 0, 3, 1])
+    groups = CaptionGroups.build(caption_image, 4)
+    neighbours = [nearest_neighbours(unit_circle([0, 10, 100, 110]), 1, EXACT)[0]]
+    # Image pairs (0,1) and (2,3) become caption pairs (1,3) and (0,2).
+    assert c2c_isim(neighbours, groups, budget=None, rng=rng()).tolist() == [[0, 2], [1, 3]]
+
+
+def test_c2c_isim_draws_a_random_caption_from_each_group():
+    neighbours = [nearest_neighbours(IMAGE_SPACE, 1, EXACT)[0]]  # image pairs (0,3) and (1,2)
+    pairs = c2c_isim(neighbours, GROUPS, budget=None, rng=rng(7))
+    assert len(pairs) == 2
+    images = {tuple(sorted(int(CAPTION_IMAGE[c]) for c in pair)) for pair in pairs}
+    assert images == {(0, 3), (1, 2)}
+    draws = {tuple(map(tuple, c2c_isim(neighbours, GROUPS, budget=None, rng=rng(seed)))) for seed in range(40)}
+    assert len(draws) > 1
+    assert np.array_equal(pairs, c2c_isim(neighbours, GROUPS, budget=None, rng=rng(7)))
+
+
+def test_c2c_isim_budget_and_queue():
+    neighbours = [np.array([[1], [2], [3], [0]])]  # image pairs (0,1) (1,2) (2,3) (0,3)
+    one_each = CaptionGroups.build(np.arange(4), 4)
+    assert c2c_isim(neighbours, one_each, budget=None, rng=rng(), queued=np.array([[1, 2]])).tolist() == [
+        [0, 1],
+        [0, 3],
+        [2, 3],
+    ]
+    assert len(c2c_isim(neighbours, one_each, budget=2, rng=rng())) == 2
+    with pytest.raises(BudgetError, match="c2c_isim: budget 5 is more than the 4"):
+        c2c_isim(neighbours, one_each, budget=5, rng=rng())
+
+
+def test_c2c_cocaption_takes_every_pair_within_a_group():
+    groups = CaptionGroups.build(np.array([0, 0, 0, 1, 1, 2]), 3)
+    assert c2c_cocaption(groups, budget=None, rng=rng()).tolist() == [[0, 1], [0, 2], [1, 2], [3, 4]]
+
+
+def test_c2c_cocaption_budget_spreads_over_images():
+    groups = CaptionGroups.build(np.array([0, 0, 0, 1, 1, 2]), 3)
+    for seed in range(10):
+        pairs = as_set(c2c_cocaption(groups, budget=2, rng=rng(seed)))
+        assert (3, 4) in pairs
+        assert len(pairs & {(0, 1), (0, 2), (1, 2)}) == 1
+    queued = np.array([[3, 4]])
+    assert len(as_set(c2c_cocaption(groups, budget=2, rng=rng(), queued=queued)) & {(0, 1), (0, 2), (1, 2)}) == 2
+    with pytest.raises(BudgetError, match="c2c_cocaption: budget 4 is more than the 3 fresh co-caption pairs"):
+        c2c_cocaption(groups, budget=4, rng=rng(), queued=queued)
+
+
+def test_c2i_original_takes_every_caption_with_its_own_image():
+    assert c2i_original(np.array([0, 0, 1]), budget=None, rng=rng()).tolist() == [[0, 0], [1, 0], [2, 1]]
+    for seed in range(10):
+        pairs = as_set(c2i_original(np.array([0, 0, 1]), budget=2, rng=rng(seed)))
+        assert (2, 1) in pairs
+        assert len(pairs & {(0, 0), (1, 0)}) == 1
+    assert c2i_original(np.array([0, 0, 1]), budget=None, rng=rng(), queued=np.array([[1, 0]])).tolist() == [
+        [0, 0],
+        [2, 1],
+    ]
+
+
+# c2i_intrasim: images 0-3; captions 0, 1, 2 belong to images 0, 1, 2; captions 3 and 4 to image 3.
+INTRA_CAPTION_IMAGE = np.array([0, 1, 2, 3, 3])
+INTRA_GROUPS = CaptionGroups.build(INTRA_CAPTION_IMAGE, 4)
+INTRA_PIVOTS = Pivots(
+    sis=np.array([[0, 1], [2, 3], [0, 2]]),
+    sis_scores=np.array([4.5, 1.0, 2.0]),
+    sts=np.array([[0, 2], [3, 4]]),
+    sts_scores=np.array([3.0, 5.0]),
+)
+# By score: STS (3,4) 5.0 gives only original pairs; STS (0,2) 3.0 gives (0,2) and (2,0).
+# SIS (0,1) 4.5 gives (1,0), (0,1); SIS (0,2) 2.0 gives (2,0), (0,2), both repeats;
+# SIS (2,3) 1.0 gives (3 or 4, 2) and (2, 3).
+
+
+def intrasim(budget, queued=None, pivots=INTRA_PIVOTS, seed=0):
+    return c2i_intrasim(pivots, INTRA_CAPTION_IMAGE, INTRA_GROUPS, budget=budget, rng=rng(seed), queued=queued).tolist()
+
+
+def test_c2i_intrasim_takes_half_from_each_side_by_decreasing_score():
+    assert intrasim(4) == [[0, 2], [2, 0], [1, 0], [0, 1]]
+    assert intrasim(2) == [[0, 2], [1, 0]]
+    assert intrasim(3) == [[0, 2], [2, 0], [1, 0]]
+
+
+def test_c2i_intrasim_fills_from_the_other_side_when_one_runs_short():
+    taken = intrasim(5)
+    assert taken[:4] == [[0, 2], [2, 0], [1, 0], [0, 1]]
+    assert taken[4] in ([3, 2], [4, 2])
+    only_sts = Pivots(sts=np.array([[0, 2], [1, 4]]), sts_scores=np.array([3.0, 4.0]))
+    assert intrasim(3, pivots=only_sts) == [[1, 3], [4, 1], [0, 2]]
+
+
+def test_c2i_intrasim_skips_repeats_queued_and_original_pairs():
+    everything = intrasim(None)
+    assert everything[:5] == [[0, 2], [2, 0], [1, 0], [0, 1], everything[4]]
+    assert everything[4] in ([3, 2], [4, 2])
+    assert everything[5] == [2, 3]
+    assert len(everything) == 6
+    assert intrasim(4, queued=np.array([[1, 0]]))[:3] == [[0, 2], [2, 0], [0, 1]]
+    with pytest.raises(BudgetError, match=r"c2i_intrasim: budget 7 is more than the 6 .* from 5 pivots"):
+        intrasim(7)
+
+
+def split_arrays(seed=0, n_images=60, captions_per_image=3, d=8):
+    generator = np.random.default_rng(seed)
+
+    def unit(x):
+        return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+    caption_image = np.repeat(np.arange(n_images), captions_per_image)
+    return SplitArrays(
+        n_images=n_images,
+        caption_image=caption_image,
+        image_spaces={"img": unit(generator.standard_normal((n_images, d)))},
+        caption_spaces={
+            "txt-a": unit(generator.standard_normal((len(caption_image), d))),
+            "txt-b": unit(generator.standard_normal((len(caption_image), d))),
+        },
+    )
+
+
+def test_sample_split_searches_the_other_modality_for_each_method():
+    data = SplitArrays(
+        n_images=4,
+        caption_image=CAPTION_IMAGE,
+        image_spaces={"img": IMAGE_SPACE},
+        caption_spaces={"a": SPACE_A},
+    )
+    steps = []
+    result = sample_split(
+        data, {"i2i_csim": None, "c2c_isim": None, "c2c_cocaption": None}, k=1, seed=3, index=EXACT, step=steps.append
+    )
+    assert result.pairs["i2i_csim"].tolist() == [[0, 1], [2, 3]]
+    images = {tuple(sorted(int(CAPTION_IMAGE[c]) for c in pair)) for pair in result.pairs["c2c_isim"]}
+    assert images == {(0, 3), (1, 2)}
+    assert result.pairs["c2c_cocaption"].tolist() == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert result.index_kinds == {"a": "exact", "img": "exact"}
+    assert result.search_seconds > 0
+    assert steps[0] == "searching caption space a"
+    assert "searching image space img" in steps
+
+
+def test_same_seed_same_pairs_and_methods_do_not_disturb_each_other():
+    data = split_arrays()
+    methods = {"i2i_csim": 100, "c2c_isim": 80, "c2c_cocaption": 50, "c2i_original": 40}
+    first = sample_split(data, methods, k=3, seed=11, index=EXACT)
+    second = sample_split(data, methods, k=3, seed=11, index=EXACT)
+    for method in methods:
+        assert np.array_equal(first.pairs[method], second.pairs[method])
+        assert len(first.pairs[method]) == methods[method]
+    other_seed = sample_split(data, methods, k=3, seed=12, index=EXACT)
+    assert not np.array_equal(first.pairs["c2c_isim"], other_seed.pairs["c2c_isim"])
+    alone = sample_split(data, {"c2c_isim": 80}, k=3, seed=11, index=EXACT)
+    assert np.array_equal(alone.pairs["c2c_isim"], first.pairs["c2c_isim"])
+
+
+def test_sample_split_uses_each_methods_queue():
+    data = split_arrays()
+    full = sample_split(data, {"i2i_csim": None}, k=3, seed=0, index=EXACT).pairs["i2i_csim"]
+    data.queued = {"i2i_csim": full[:10]}
+    rest = sample_split(data, {"i2i_csim": None}, k=3, seed=0, index=EXACT).pairs["i2i_csim"]
+    assert as_set(rest) == as_set(full[10:])
+
+
+@pytest.mark.parametrize(
+    ("methods", "k", "seed", "message"),
+    [
+        ({"x2y": None}, 5, 0, "unknown sampling method"),
+        ({"i2i_csim": None}, 0, 0, "k must be at least 1"),
+        ({"i2i_csim": None}, 5, -1, "seed must be 0 or positive"),
+    ],
+)
+def test_sample_split_refuses_bad_arguments(methods, k, seed, message):
+    with pytest.raises(ValueError, match=message):
+        sample_split(split_arrays(), methods, k=k, seed=seed)
+
+
+def test_sample_split_needs_a_space_of_the_searched_modality():
+    data = split_arrays()
+    data.image_spaces = {}
+    with pytest.raises(ValueError, match="no image embedding space"):
+        sample_split(data, {"c2c_isim": None}, k=3, seed=0)
+
+
+def test_method_names_are_the_released_ones():
+    from annotation.models import METHOD_KIND
+
+    assert set(strategies.METHODS) == {str(method) for method in METHOD_KIND}
