@@ -63,7 +63,7 @@ class SamplingBatchListApi(APIView):
 
     permission_classes = [IsAdmin]
 
-    class InputSerializer(serializers.Serializer):
+    class SamplingBatchCreateInputSerializer(serializers.Serializer):
         dataset = serializers.CharField()
         split = serializers.CharField()
         methods = serializers.DictField(
@@ -82,9 +82,9 @@ class SamplingBatchListApi(APIView):
         sampling_batches_fail_orphaned()
         return Response(SamplingBatchSerializer(selectors.sampling_batch_list()[:200], many=True).data)
 
-    @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer})
+    @extend_schema(request=SamplingBatchCreateInputSerializer, responses={201: SamplingBatchSerializer})
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
+        data = self.SamplingBatchCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
         with transaction.atomic():
@@ -110,7 +110,7 @@ class SamplingBatchUploadApi(APIView):
     permission_classes = [IsAdmin]
     parser_classes = [MultiPartParser, FormParser]
 
-    class InputSerializer(serializers.Serializer):
+    class SamplingBatchUploadInputSerializer(serializers.Serializer):
         dataset = serializers.CharField()
         split = serializers.CharField()
         file = serializers.FileField()
@@ -118,9 +118,9 @@ class SamplingBatchUploadApi(APIView):
         priority = serializers.IntegerField(default=0)
         start = serializers.BooleanField(default=True)
 
-    @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer})
+    @extend_schema(request=SamplingBatchUploadInputSerializer, responses={201: SamplingBatchSerializer})
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
+        data = self.SamplingBatchUploadInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
         stored = upload_store(values["file"], suffix_hint=".csv")
