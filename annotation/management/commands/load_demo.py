@@ -12,6 +12,7 @@ from annotation.models import Dataset, Qualification, TaskKind
 from annotation.roles import ADMIN, RATER, RESEARCHER
 from annotation.services import dataset_import_karpathy, embedding_space_import
 from frontend.models import WorkedExample
+from sampling.services import sampling_batch_create, sampling_batch_run
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
 DEMO_NAME = "demo"
@@ -63,6 +64,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Demo dataset {DEMO_NAME!r} is already loaded.")
         else:
             self._load_dataset()
+            self._queue_first_batch()
         self._ensure_accounts()
         self._ensure_examples()
         self._print_accounts()
@@ -88,6 +90,20 @@ class Command(BaseCommand):
             f"Loaded demo dataset {DEMO_NAME!r}: {summary.images} images, {summary.captions} captions, "
             f"{len(DEMO_SPACES)} embedding spaces."
         )
+
+    def _queue_first_batch(self) -> None:
+        """Phase-1 pairs and the original pairs, so raters have work at once; further
+        batches (c2i_intrasim once pivots are rated) are the admin's to create."""
+        batch = sampling_batch_create(
+            dataset_name=DEMO_NAME,
+            split_name="demo",
+            methods={"i2i_csim": None, "c2c_isim": None, "c2c_cocaption": 20, "c2i_original": None},
+            k=3,
+            seed=0,
+        )
+        batch = sampling_batch_run(batch_id=batch.id)
+        pairs = ", ".join(f"{method}: {n}" for method, n in batch.pairs_per_method.items())
+        self.stdout.write(f"Queued demo sampling batch #{batch.id} ({batch.status}): {pairs}.")
 
     @transaction.atomic
     def _ensure_accounts(self) -> None:
