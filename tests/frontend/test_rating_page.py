@@ -262,3 +262,21 @@ def test_friendly_states(page, live_server, demo):
     page.goto(f"{live_server.url}/rate/demo/sits/")
     page.wait_for_function("localStorage.getItem('cxc-outbox:rater3:demo') === '[]'")
     assert Rating.objects.filter(rater=rater("rater3")).count() == 1
+
+
+def test_lease_is_renewed_while_the_page_is_open(page, live_server, demo, settings):
+    """With a 6 s lease the page sends a heartbeat every 5 s; after 9 s open, the slot is
+    still held by the rater and its lease ends later than it first did."""
+    settings.LEASE_TTL_SECONDS = 6
+    session_for(page, live_server)
+    open_kind(page, live_server, "sits")
+    slot = held_slot()
+    first_expiry = slot.lease_expires_at
+    page.wait_for_timeout(9000)
+    slot.refresh_from_db()
+    assert slot.state == SlotState.LEASED and slot.rater == rater()
+    assert slot.lease_expires_at > first_expiry
+    page.mouse.click(*track_point(page, 0.9))
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{slot.id}'])")
+    assert Rating.objects.filter(slot=slot, rater=rater()).count() == 1
