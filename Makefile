@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv bench-import
+.PHONY: run test lint format venv bench-import bench-sampling bench-sampling-1m
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,3 +34,10 @@ format: $(STAMP)
 
 bench-import: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_import.py
+
+# Sampling benchmarks: each prints one JSON object on its last line (see the README).
+bench-sampling: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_sampling.py
+
+bench-sampling-1m: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_sampling_1m.py

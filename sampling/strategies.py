@@ -84,7 +84,15 @@ def canonical_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     b = np.asarray(b, dtype=np.int64).ravel()
     keep = (a != b) & (a >= 0) & (b >= 0)
     pairs = np.stack([np.minimum(a[keep], b[keep]), np.maximum(a[keep], b[keep])], axis=1)
-    return np.unique(pairs, axis=0) if len(pairs) else EMPTY_PAIRS
+    return _unique_pairs(pairs)
+
+
+def _unique_pairs(pairs: np.ndarray) -> np.ndarray:
+    """Distinct rows of an int (m, 2) array, sorted."""
+    if len(pairs) == 0:
+        return EMPTY_PAIRS
+    _, first = np.unique(_keys(pairs), return_index=True)
+    return pairs[first]
 
 
 def neighbour_pairs(neighbours: Sequence[np.ndarray]) -> np.ndarray:
@@ -95,7 +103,7 @@ def neighbour_pairs(neighbours: Sequence[np.ndarray]) -> np.ndarray:
         parts.append(canonical_pairs(rows, ids.ravel()))
     if not parts:
         return EMPTY_PAIRS
-    return np.unique(np.concatenate(parts), axis=0)
+    return _unique_pairs(np.concatenate(parts))
 
 
 def _keys(pairs: np.ndarray) -> np.ndarray:
@@ -166,7 +174,11 @@ def mean_caption_vectors(caption_vectors: np.ndarray, groups: CaptionGroups, chu
     for first in range(0, n_images, chunk_images):
         last = min(first + chunk_images, n_images)
         rows = groups.order[groups.starts[first] : groups.starts[last]]
-        block = np.asarray(caption_vectors[rows], dtype=np.float32)
+        if len(rows) and rows[-1] - rows[0] == len(rows) - 1 and (np.diff(rows) == 1).all():
+            # Captions stored image by image (the usual case): a slice, not a gather.
+            block = np.asarray(caption_vectors[rows[0] : rows[-1] + 1], dtype=np.float32)
+        else:
+            block = np.asarray(caption_vectors[rows], dtype=np.float32)
         out[first:last] = np.add.reduceat(block, groups.starts[first:last] - groups.starts[first], axis=0)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     # Captions pointing in opposite directions can cancel out; such an image has no
