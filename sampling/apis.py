@@ -77,6 +77,9 @@ class SamplingBatchListApi(APIView):
         priority = serializers.IntegerField(default=0)
         start = serializers.BooleanField(default=True)
 
+        class Meta:
+            ref_name = "SamplingBatchCreate"
+
     @extend_schema(responses=SamplingBatchSerializer(many=True))
     def get(self, request):
         sampling_batches_fail_orphaned()
@@ -117,6 +120,9 @@ class SamplingBatchUploadApi(APIView):
         ratings_per_pair = serializers.IntegerField(default=5)
         priority = serializers.IntegerField(default=0)
         start = serializers.BooleanField(default=True)
+
+        class Meta:
+            ref_name = "PairListUpload"
 
     @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer})
     def post(self, request):
