@@ -20,7 +20,7 @@ The same vectors, ``k`` and configuration always give the same neighbours.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 
@@ -33,8 +33,6 @@ APPROXIMATE_KINDS = ("ivf", "hnsw")
 MIN_TRAIN_PER_LIST = 39
 # Rows per matrix product block: a (block, nlist) or (block, cell) float32 product stays small.
 BLOCK_ROWS = 16_384
-
-SearchProgress = Callable[[int, int], None]
 
 
 class IndexConfigError(ValueError):
@@ -107,16 +105,14 @@ class IndexConfig:
         return max(1, min(wanted, n // MIN_TRAIN_PER_LIST))
 
 
-def nearest_neighbours(
-    vectors: np.ndarray, k: int, config: IndexConfig | None = None, progress: SearchProgress | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+def nearest_neighbours(vectors: np.ndarray, k: int, config: IndexConfig | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` most similar other rows of every row.
 
     vectors: float (n, d), rows L2-normalized. Returns ``(ids, sims)``: int64 (n, k) row
     numbers, best first, and float32 (n, k) cosine similarities. A row is never its own
     neighbour (also when another row is an exact duplicate of it). Where fewer than
     ``k`` others are found (``n - 1 < k``, or an approximate index came up short) the
-    row is padded with id -1 and similarity -inf. ``progress(done, n)`` follows the rows.
+    row is padded with id -1 and similarity -inf.
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
@@ -128,7 +124,7 @@ def nearest_neighbours(
     # One extra result per row so that dropping the row itself still leaves k.
     want = min(k + 1, n)
     if config.kind_for(n) == "ivf":
-        found_ids, found_sims = _ivf_self_join(x, want, config, progress)
+        found_ids, found_sims = _ivf_self_join(x, want, config)
         return _pad(*_drop_self(found_ids, found_sims, np.arange(n), k), k)
     index = _flat_or_hnsw(x, config)
     ids = np.empty((n, want - 1), dtype=np.int64)
@@ -137,8 +133,6 @@ def nearest_neighbours(
         stop = min(start + config.query_chunk, n)
         found_sims, found_ids = index.search(x[start:stop], want)
         ids[start:stop], sims[start:stop] = _drop_self(found_ids, found_sims, np.arange(start, stop), k)
-        if progress is not None:
-            progress(stop, n)
     return _pad(ids, sims, k)
 
 
@@ -231,9 +225,7 @@ def _top_cells(x: np.ndarray, centroids: np.ndarray, nprobe: int) -> np.ndarray:
     return out
 
 
-def _ivf_self_join(
-    x: np.ndarray, want: int, config: IndexConfig, progress: SearchProgress | None
-) -> tuple[np.ndarray, np.ndarray]:
+def _ivf_self_join(x: np.ndarray, want: int, config: IndexConfig) -> tuple[np.ndarray, np.ndarray]:
     """Each row's ``want`` best rows (itself included) found in its ``nprobe`` nearest cells.
 
     x: float32 (n, d) L2-normalized. Returns int64 (n, want) ids and float32 sims, best
@@ -247,11 +239,10 @@ def _ivf_self_join(
     # A row is stored in its nearest cell (the first probe), as IndexIVFFlat.add does.
     stored_in = _by_cell(probes[:, 0], nlist)
     visited_by = _by_cell(probes.ravel(), nlist)
-    # Every (row, probe) visit keeps its best rows of that cell; the visits of a row are
-    # merged at the end, so the scan never revisits rows it already handled.
+    # Every (row, probe) visit keeps the best rows it found in that cell; a row's visits
+    # are merged once, at the end, instead of after every cell.
     found_ids = np.full((n * nprobe, want), -1, dtype=np.int64)
     found_sims = np.full((n * nprobe, want), -np.inf, dtype=np.float32)
-    visits_done = 0
     for cell in range(nlist):
         stored = stored_in[1][stored_in[0][cell] : stored_in[0][cell + 1]]
         visits = visited_by[1][visited_by[0][cell] : visited_by[0][cell + 1]]
@@ -262,9 +253,6 @@ def _ivf_self_join(
             top = np.argpartition(sims, len(stored) - take, axis=1)[:, len(stored) - take :]
             found_ids[visits, :take] = stored[top]
             found_sims[visits, :take] = np.take_along_axis(sims, top, axis=1)
-        visits_done += len(visits)
-        if progress is not None:
-            progress(visits_done // nprobe, n)
     return _keep_best(found_ids.reshape(n, nprobe * want), found_sims.reshape(n, nprobe * want), want)
 
 

@@ -97,13 +97,10 @@ def _unique_pairs(pairs: np.ndarray) -> np.ndarray:
 
 def neighbour_pairs(neighbours: Sequence[np.ndarray]) -> np.ndarray:
     """Union of the unordered pairs (row, neighbour) over one or more (n, k) neighbour arrays."""
-    parts = []
-    for ids in neighbours:
-        rows = np.repeat(np.arange(ids.shape[0], dtype=np.int64), ids.shape[1])
-        parts.append(canonical_pairs(rows, ids.ravel()))
-    if not parts:
+    if not neighbours:
         return EMPTY_PAIRS
-    return _unique_pairs(np.concatenate(parts))
+    rows = [np.repeat(np.arange(ids.shape[0], dtype=np.int64), ids.shape[1]) for ids in neighbours]
+    return canonical_pairs(np.concatenate(rows), np.concatenate([ids.ravel() for ids in neighbours]))
 
 
 def _keys(pairs: np.ndarray) -> np.ndarray:
@@ -111,11 +108,16 @@ def _keys(pairs: np.ndarray) -> np.ndarray:
     return (pairs[:, 0].astype(np.int64) << 32) | pairs[:, 1].astype(np.int64)
 
 
+def fresh_mask(pairs: np.ndarray, queued: np.ndarray | None) -> np.ndarray:
+    """bool (m,): which of ``pairs`` are not in ``queued`` (same orientation)."""
+    if queued is None or len(queued) == 0 or len(pairs) == 0:
+        return np.ones(len(pairs), dtype=bool)
+    return ~np.isin(_keys(pairs), _keys(np.asarray(queued, dtype=np.int64)))
+
+
 def drop_queued(pairs: np.ndarray, queued: np.ndarray | None) -> np.ndarray:
     """``pairs`` without those in ``queued`` (same orientation), order kept."""
-    if queued is None or len(queued) == 0 or len(pairs) == 0:
-        return pairs
-    return pairs[~np.isin(_keys(pairs), _keys(np.asarray(queued, dtype=np.int64)))]
+    return pairs[fresh_mask(pairs, queued)]
 
 
 def _first_occurrences(pairs: np.ndarray) -> np.ndarray:
@@ -265,9 +267,8 @@ def c2c_cocaption(
     Returns caption pairs (m, 2), a < b, sorted.
     """
     pairs, images = cocaption_pairs(groups)
-    if queued is not None and len(queued) and len(pairs):
-        keep = ~np.isin(_keys(pairs), _keys(np.asarray(queued, dtype=np.int64)))
-        pairs, images = pairs[keep], images[keep]
+    fresh = fresh_mask(pairs, queued)
+    pairs, images = pairs[fresh], images[fresh]
     return choose_spread(pairs, images, budget, rng, C2C_COCAPTION, "fresh co-caption pairs")
 
 
