@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui
+.PHONY: run test lint format venv embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -58,3 +58,10 @@ bench-queue: $(STAMP)
 # 50 submissions in headless Chromium against gunicorn + PostgreSQL: submit -> next pair ready.
 bench-ui: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_ui.py
+
+# Sampling benchmarks: each prints one JSON object on its last line (see the README).
+bench-sampling: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_sampling.py
+
+bench-sampling-1m: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_sampling_1m.py

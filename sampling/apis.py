@@ -63,7 +63,7 @@ class SamplingBatchListApi(APIView):
 
     permission_classes = [IsAdmin]
 
-    class SamplingBatchCreateInputSerializer(serializers.Serializer):
+    class InputSerializer(serializers.Serializer):
         dataset = serializers.CharField()
         split = serializers.CharField()
         methods = serializers.DictField(
@@ -77,14 +77,17 @@ class SamplingBatchListApi(APIView):
         priority = serializers.IntegerField(default=0)
         start = serializers.BooleanField(default=True)
 
+        class Meta:
+            ref_name = "SamplingBatchCreate"
+
     @extend_schema(responses=SamplingBatchSerializer(many=True))
     def get(self, request):
         sampling_batches_fail_orphaned()
         return Response(SamplingBatchSerializer(selectors.sampling_batch_list()[:200], many=True).data)
 
-    @extend_schema(request=SamplingBatchCreateInputSerializer, responses={201: SamplingBatchSerializer})
+    @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer})
     def post(self, request):
-        data = self.SamplingBatchCreateInputSerializer(data=request.data)
+        data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
         with transaction.atomic():
@@ -110,7 +113,7 @@ class SamplingBatchUploadApi(APIView):
     permission_classes = [IsAdmin]
     parser_classes = [MultiPartParser, FormParser]
 
-    class SamplingBatchUploadInputSerializer(serializers.Serializer):
+    class InputSerializer(serializers.Serializer):
         dataset = serializers.CharField()
         split = serializers.CharField()
         file = serializers.FileField()
@@ -118,9 +121,12 @@ class SamplingBatchUploadApi(APIView):
         priority = serializers.IntegerField(default=0)
         start = serializers.BooleanField(default=True)
 
-    @extend_schema(request=SamplingBatchUploadInputSerializer, responses={201: SamplingBatchSerializer})
+        class Meta:
+            ref_name = "PairListUpload"
+
+    @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer})
     def post(self, request):
-        data = self.SamplingBatchUploadInputSerializer(data=request.data)
+        data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
         stored = upload_store(values["file"], suffix_hint=".csv")

@@ -1,17 +1,18 @@
-"""Nearest-neighbour search with FAISS over L2-normalized vectors. No Django.
+"""Nearest-neighbour search over L2-normalized vectors: FAISS, and an IVF self-join. No Django.
 
 Cosine similarity is the inner product of L2-normalized rows. Every search here is a
 self-join (each row's nearest other rows), which is what pair sampling needs. Small
-sets are searched exactly (``IndexFlatIP``); above ``exact_max`` rows an approximate
-index is used:
+sets are searched exactly (FAISS ``IndexFlatIP``); above ``exact_max`` rows an
+approximate index is used:
 
-- ``ivf``: an inverted file. FAISS spherical k-means (seeded) makes ``nlist`` cells, each
-  row is stored in its nearest cell and looks in its ``nprobe`` nearest cells, exactly
-  as ``IndexIVFFlat`` searches. Because every row is also a query, the scan is done
-  cell by cell: one matrix product compares a cell's rows with all rows that probe it,
-  instead of one scattered scan per query, which is several times faster.
-- ``hnsw``: ``IndexHNSWFlat``. Its graph depends on insertion order, so it is built on
-  one thread to stay reproducible (slower to build than IVF, faster per query).
+- ``ivf``: an inverted file, searched the way FAISS ``IndexIVFFlat`` searches: seeded
+  spherical k-means makes ``nlist`` cells, each row is stored in its nearest cell and
+  looks for its neighbours in its ``nprobe`` nearest cells. Because every row is also a
+  query, the scan runs cell by cell: one matrix product compares a cell's rows with all
+  rows that probe it, instead of one scattered scan per query. Training, assignment and
+  scan are such products (numpy BLAS), which keeps 1,000,000 rows within minutes.
+- ``hnsw``: FAISS ``IndexHNSWFlat``. Its graph depends on insertion order, so it is built
+  on one thread to stay reproducible (slow to build, fast per query).
 
 The same vectors, ``k`` and configuration always give the same neighbours.
 """
@@ -19,7 +20,7 @@ The same vectors, ``k`` and configuration always give the same neighbours.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 
@@ -28,10 +29,10 @@ import numpy as np
 INDEX_KINDS = ("auto", "exact", "ivf", "hnsw")
 APPROXIMATE_KINDS = ("ivf", "hnsw")
 
-# faiss warns and clusters badly with fewer training points per cell than this.
+# k-means places cells badly with fewer training points per cell than this.
 MIN_TRAIN_PER_LIST = 39
-
-SearchProgress = Callable[[int, int], None]
+# Rows per matrix product block: a (block, nlist) or (block, cell) float32 product stays small.
+BLOCK_ROWS = 16_384
 
 
 class IndexConfigError(ValueError):
@@ -46,7 +47,7 @@ class IndexConfig:
     approximate: str = "ivf"
     exact_max: int = 20_000
     ivf_nlist: int = 0  # 0: about 2 * sqrt(n) cells
-    ivf_nprobe: int = 8
+    ivf_nprobe: int = 6
     ivf_train_per_list: int = 40
     ivf_niter: int = 10
     hnsw_m: int = 32
@@ -104,16 +105,14 @@ class IndexConfig:
         return max(1, min(wanted, n // MIN_TRAIN_PER_LIST))
 
 
-def nearest_neighbours(
-    vectors: np.ndarray, k: int, config: IndexConfig | None = None, progress: SearchProgress | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+def nearest_neighbours(vectors: np.ndarray, k: int, config: IndexConfig | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` most similar other rows of every row.
 
     vectors: float (n, d), rows L2-normalized. Returns ``(ids, sims)``: int64 (n, k) row
     numbers, best first, and float32 (n, k) cosine similarities. A row is never its own
     neighbour (also when another row is an exact duplicate of it). Where fewer than
     ``k`` others are found (``n - 1 < k``, or an approximate index came up short) the
-    row is padded with id -1 and similarity -inf. ``progress(done, n)`` follows the rows.
+    row is padded with id -1 and similarity -inf.
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
@@ -125,7 +124,7 @@ def nearest_neighbours(
     # One extra result per row so that dropping the row itself still leaves k.
     want = min(k + 1, n)
     if config.kind_for(n) == "ivf":
-        found_ids, found_sims = _ivf_self_join(x, want, config, progress)
+        found_ids, found_sims = _ivf_self_join(x, want, config)
         return _pad(*_drop_self(found_ids, found_sims, np.arange(n), k), k)
     index = _flat_or_hnsw(x, config)
     ids = np.empty((n, want - 1), dtype=np.int64)
@@ -134,8 +133,6 @@ def nearest_neighbours(
         stop = min(start + config.query_chunk, n)
         found_sims, found_ids = index.search(x[start:stop], want)
         ids[start:stop], sims[start:stop] = _drop_self(found_ids, found_sims, np.arange(start, stop), k)
-        if progress is not None:
-            progress(stop, n)
     return _pad(ids, sims, k)
 
 
@@ -143,13 +140,20 @@ def exact_neighbours(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.nda
     """Exact ``k`` nearest other rows for the given query rows: int64 (len(queries), k).
 
     vectors: float (n, d) L2-normalized; queries: int row numbers into ``vectors``. The
-    ground truth that approximate results are measured against.
+    ground truth that approximate results are measured against; compares each query
+    with every row, a block of queries at a time.
     """
     x = np.ascontiguousarray(vectors, dtype=np.float32)
     queries = np.asarray(queries, dtype=np.int64)
-    index = _flat_or_hnsw(x, IndexConfig(kind="exact"))
-    found_sims, found_ids = index.search(x[queries], min(k + 1, x.shape[0]))
-    return _pad(*_drop_self(found_ids, found_sims, queries, k), k)[0]
+    want = min(k + 1, x.shape[0])
+    block = max(1, (1 << 26) // x.shape[0])  # about 256 MB of similarities per block
+    ids = np.empty((len(queries), want - 1), dtype=np.int64)
+    for start in range(0, len(queries), block):
+        rows = queries[start : start + block]
+        sims = x[rows] @ x.T
+        found_ids, found_sims = _keep_best(np.broadcast_to(np.arange(x.shape[0]), sims.shape), sims, want)
+        ids[start : start + block] = _drop_self(found_ids, found_sims, rows, k)[0]
+    return _pad(ids, np.zeros(ids.shape, dtype=np.float32), k)[0]
 
 
 def recall_at_k(found: np.ndarray, truth: np.ndarray) -> float:
@@ -183,69 +187,82 @@ def _flat_or_hnsw(x: np.ndarray, config: IndexConfig):
 
 
 def ivf_cells(x: np.ndarray, config: IndexConfig) -> np.ndarray:
-    """Seeded spherical k-means centroids for x: float32 (nlist, d), rows L2-normalized."""
-    import faiss
+    """Seeded spherical k-means centroids for x: float32 (nlist, d), rows L2-normalized.
 
-    n, d = x.shape
+    Trains on ``nlist * ivf_train_per_list`` rows drawn with the seed, starting from
+    ``nlist`` of them; a cell that loses all its points keeps its previous centroid.
+    """
+    n, _ = x.shape
     nlist = config.nlist_for(n)
-    train_n = min(n, nlist * config.ivf_train_per_list)
-    rows = np.sort(np.random.default_rng(config.seed).choice(n, size=train_n, replace=False))
-    kmeans = faiss.Kmeans(
-        d,
-        nlist,
-        niter=config.ivf_niter,
-        seed=config.seed,
-        spherical=True,
-        max_points_per_centroid=config.ivf_train_per_list,
-    )
-    kmeans.train(x[rows])
-    return kmeans.centroids
+    rng = np.random.default_rng(config.seed)
+    train = x[np.sort(rng.choice(n, size=min(n, nlist * config.ivf_train_per_list), replace=False))]
+    centroids = train[np.sort(rng.choice(len(train), size=nlist, replace=False))].copy()
+    for _ in range(config.ivf_niter):
+        nearest = _top_cells(train, centroids, 1)[:, 0]
+        order = np.argsort(nearest, kind="stable")
+        starts = np.searchsorted(nearest[order], np.arange(nlist + 1))
+        filled = starts[:-1] < starts[1:]
+        sums = np.add.reduceat(train[order], starts[:-1][filled], axis=0)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        moved = norms[:, 0] > 0
+        updated = centroids[filled]
+        updated[moved] = sums[moved] / norms[moved]
+        centroids[filled] = updated
+    return centroids
 
 
-def _ivf_self_join(
-    x: np.ndarray, want: int, config: IndexConfig, progress: SearchProgress | None
-) -> tuple[np.ndarray, np.ndarray]:
+def _top_cells(x: np.ndarray, centroids: np.ndarray, nprobe: int) -> np.ndarray:
+    """int64 (n, nprobe): each row's most similar centroids, best first (ties by cell number)."""
+    out = np.empty((x.shape[0], nprobe), dtype=np.int64)
+    last = centroids.shape[0] - nprobe
+    for start in range(0, x.shape[0], BLOCK_ROWS):
+        sims = x[start : start + BLOCK_ROWS] @ centroids.T
+        if nprobe == 1:
+            out[start : start + BLOCK_ROWS, 0] = np.argmax(sims, axis=1)
+            continue
+        top = np.argpartition(sims, last, axis=1)[:, last:]
+        out[start : start + BLOCK_ROWS] = np.take_along_axis(top, _best_first(top, np.take_along_axis(sims, top, 1)), 1)
+    return out
+
+
+def _ivf_self_join(x: np.ndarray, want: int, config: IndexConfig) -> tuple[np.ndarray, np.ndarray]:
     """Each row's ``want`` best rows (itself included) found in its ``nprobe`` nearest cells.
 
     x: float32 (n, d) L2-normalized. Returns int64 (n, want) ids and float32 sims, best
     first, ties in id order; -1 / -inf where the probed cells held fewer rows.
     """
-    import faiss
-
     n, _ = x.shape
     centroids = ivf_cells(x, config)
-    nprobe = min(config.ivf_nprobe, len(centroids))
-    quantizer = faiss.IndexFlatIP(x.shape[1])
-    quantizer.add(centroids)
-    probes = np.empty((n, nprobe), dtype=np.int64)
-    for start in range(0, n, config.query_chunk):
-        probes[start : start + config.query_chunk] = quantizer.search(x[start : start + config.query_chunk], nprobe)[1]
+    nlist = len(centroids)
+    nprobe = min(config.ivf_nprobe, nlist)
+    probes = _top_cells(x, centroids, nprobe)
     # A row is stored in its nearest cell (the first probe), as IndexIVFFlat.add does.
-    stored_in = _by_cell(probes[:, 0], len(centroids))
-    visited_by = _by_cell(probes.ravel(), len(centroids))
-    best_ids = np.full((n, want), -1, dtype=np.int64)
-    best_sims = np.full((n, want), -np.inf, dtype=np.float32)
-    done_visits = 0
-    for cell in range(len(centroids)):
+    stored_in = _by_cell(probes[:, 0], nlist)
+    visited_by = _by_cell(probes.ravel(), nlist)
+    # Every (row, probe) visit keeps the best rows it found in that cell; a row's visits
+    # are merged once, at the end, instead of after every cell.
+    found_ids = np.full((n * nprobe, want), -1, dtype=np.int64)
+    found_sims = np.full((n * nprobe, want), -np.inf, dtype=np.float32)
+    for cell in range(nlist):
         stored = stored_in[1][stored_in[0][cell] : stored_in[0][cell + 1]]
-        # Entries of the flattened probe table; row number = entry // nprobe.
-        queries = visited_by[1][visited_by[0][cell] : visited_by[0][cell + 1]] // nprobe
-        done_visits += len(queries)
-        if len(stored) == 0 or len(queries) == 0:
-            continue
-        sims = x[queries] @ x[stored].T
-        take = min(want, len(stored))
-        top = np.argpartition(-sims, take - 1, axis=1)[:, :take] if take < len(stored) else None
-        cand_ids = np.broadcast_to(stored, sims.shape) if top is None else stored[top]
-        cand_sims = sims if top is None else np.take_along_axis(sims, top, axis=1)
-        merged_ids = np.concatenate([best_ids[queries], cand_ids], axis=1)
-        merged_sims = np.concatenate([best_sims[queries], cand_sims], axis=1)
-        keep = _best_first(merged_ids, merged_sims)[:, :want]
-        best_ids[queries] = np.take_along_axis(merged_ids, keep, axis=1)
-        best_sims[queries] = np.take_along_axis(merged_sims, keep, axis=1)
-        if progress is not None:
-            progress(done_visits // nprobe, n)
-    return best_ids, best_sims
+        visits = visited_by[1][visited_by[0][cell] : visited_by[0][cell + 1]]
+        if len(stored) and len(visits):
+            # Entries of the flattened probe table; row number = entry // nprobe.
+            sims = x[visits // nprobe] @ x[stored].T
+            take = min(want, len(stored))
+            top = np.argpartition(sims, len(stored) - take, axis=1)[:, len(stored) - take :]
+            found_ids[visits, :take] = stored[top]
+            found_sims[visits, :take] = np.take_along_axis(sims, top, axis=1)
+    return _keep_best(found_ids.reshape(n, nprobe * want), found_sims.reshape(n, nprobe * want), want)
+
+
+def _keep_best(ids: np.ndarray, sims: np.ndarray, want: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``want`` best columns of each row, best first (ties by id, -1 ids last)."""
+    if ids.shape[1] > want:
+        top = np.argpartition(sims, ids.shape[1] - want, axis=1)[:, ids.shape[1] - want :]
+        ids, sims = np.take_along_axis(ids, top, axis=1), np.take_along_axis(sims, top, axis=1)
+    order = _best_first(ids, sims)
+    return np.take_along_axis(ids, order, axis=1), np.take_along_axis(sims, order, axis=1)
 
 
 def _by_cell(cells: np.ndarray, nlist: int) -> tuple[np.ndarray, np.ndarray]:

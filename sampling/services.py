@@ -352,8 +352,7 @@ def sampling_batch_run(*, batch_id: int, echo: Progress | None = None) -> Sampli
             progress_message="starting",
         )
         if not claimed:
-            if batch.status == JobStatus.RUNNING:
-                # We hold the runner lock, so whoever marked it running is gone.
+            if batch.status == JobStatus.RUNNING and _previous_runner_gone(batch):
                 _fail(batch.pk, _orphaned_message(batch))
                 batch.refresh_from_db()
             return batch
@@ -389,7 +388,7 @@ def _run(batch: SamplingBatch, progress: Progress) -> None:
     write_started = time.perf_counter()
     with transaction.atomic():
         # One writer per dataset at a time, so two batches cannot queue the same pair.
-        Dataset.objects.select_for_update().filter(pk=batch.dataset_id).exists()
+        Dataset.objects.select_for_update().only("pk").get(pk=batch.dataset_id)
         created = {method: 0 for method in planned} | pairs_create_bulk(batch=batch, specs=specs)
         if uploaded:
             # Re-rating lists may hold pairs the dataset already has: those are skipped.
@@ -559,6 +558,12 @@ def _runner_lock(batch_id: int) -> Iterator[bool]:
         if locked:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [RUNNER_LOCK_CLASS, batch_id])
+
+
+def _previous_runner_gone(batch: SamplingBatch) -> bool:
+    """For a batch marked running, asked while holding its runner lock."""
+    # On PostgreSQL holding the lock proves its previous holder is gone.
+    return connection.vendor == "postgresql" or not _runner_alive(batch)
 
 
 def _runner_alive(batch: SamplingBatch) -> bool:

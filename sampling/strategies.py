@@ -84,18 +84,23 @@ def canonical_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     b = np.asarray(b, dtype=np.int64).ravel()
     keep = (a != b) & (a >= 0) & (b >= 0)
     pairs = np.stack([np.minimum(a[keep], b[keep]), np.maximum(a[keep], b[keep])], axis=1)
-    return np.unique(pairs, axis=0) if len(pairs) else EMPTY_PAIRS
+    return _unique_pairs(pairs)
+
+
+def _unique_pairs(pairs: np.ndarray) -> np.ndarray:
+    """Distinct rows of an int (m, 2) array, sorted."""
+    if len(pairs) == 0:
+        return EMPTY_PAIRS
+    _, first = np.unique(_keys(pairs), return_index=True)
+    return pairs[first]
 
 
 def neighbour_pairs(neighbours: Sequence[np.ndarray]) -> np.ndarray:
     """Union of the unordered pairs (row, neighbour) over one or more (n, k) neighbour arrays."""
-    parts = []
-    for ids in neighbours:
-        rows = np.repeat(np.arange(ids.shape[0], dtype=np.int64), ids.shape[1])
-        parts.append(canonical_pairs(rows, ids.ravel()))
-    if not parts:
+    if not neighbours:
         return EMPTY_PAIRS
-    return np.unique(np.concatenate(parts), axis=0)
+    rows = [np.repeat(np.arange(ids.shape[0], dtype=np.int64), ids.shape[1]) for ids in neighbours]
+    return canonical_pairs(np.concatenate(rows), np.concatenate([ids.ravel() for ids in neighbours]))
 
 
 def _keys(pairs: np.ndarray) -> np.ndarray:
@@ -103,11 +108,16 @@ def _keys(pairs: np.ndarray) -> np.ndarray:
     return (pairs[:, 0].astype(np.int64) << 32) | pairs[:, 1].astype(np.int64)
 
 
+def fresh_mask(pairs: np.ndarray, queued: np.ndarray | None) -> np.ndarray:
+    """bool (m,): which of ``pairs`` are not in ``queued`` (same orientation)."""
+    if queued is None or len(queued) == 0 or len(pairs) == 0:
+        return np.ones(len(pairs), dtype=bool)
+    return ~np.isin(_keys(pairs), _keys(np.asarray(queued, dtype=np.int64)))
+
+
 def drop_queued(pairs: np.ndarray, queued: np.ndarray | None) -> np.ndarray:
     """``pairs`` without those in ``queued`` (same orientation), order kept."""
-    if queued is None or len(queued) == 0 or len(pairs) == 0:
-        return pairs
-    return pairs[~np.isin(_keys(pairs), _keys(np.asarray(queued, dtype=np.int64)))]
+    return pairs[fresh_mask(pairs, queued)]
 
 
 def _first_occurrences(pairs: np.ndarray) -> np.ndarray:
@@ -166,7 +176,11 @@ def mean_caption_vectors(caption_vectors: np.ndarray, groups: CaptionGroups, chu
     for first in range(0, n_images, chunk_images):
         last = min(first + chunk_images, n_images)
         rows = groups.order[groups.starts[first] : groups.starts[last]]
-        block = np.asarray(caption_vectors[rows], dtype=np.float32)
+        if len(rows) and rows[-1] - rows[0] == len(rows) - 1 and (np.diff(rows) == 1).all():
+            # Captions stored image by image (the usual case): a slice, not a gather.
+            block = np.asarray(caption_vectors[rows[0] : rows[-1] + 1], dtype=np.float32)
+        else:
+            block = np.asarray(caption_vectors[rows], dtype=np.float32)
         out[first:last] = np.add.reduceat(block, groups.starts[first:last] - groups.starts[first], axis=0)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     # Captions pointing in opposite directions can cancel out; such an image has no
@@ -253,9 +267,8 @@ def c2c_cocaption(
     Returns caption pairs (m, 2), a < b, sorted.
     """
     pairs, images = cocaption_pairs(groups)
-    if queued is not None and len(queued) and len(pairs):
-        keep = ~np.isin(_keys(pairs), _keys(np.asarray(queued, dtype=np.int64)))
-        pairs, images = pairs[keep], images[keep]
+    fresh = fresh_mask(pairs, queued)
+    pairs, images = pairs[fresh], images[fresh]
     return choose_spread(pairs, images, budget, rng, C2C_COCAPTION, "fresh co-caption pairs")
 
 

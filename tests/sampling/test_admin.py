@@ -63,6 +63,9 @@ def test_an_admin_creates_and_starts_a_batch_and_sees_its_progress(
     assert f'<progress value="{batch.progress_total}" max="{batch.progress_total}">' in listing
     assert "done: 4 pairs" in listing
     assert "i2i_csim: 2, c2c_cocaption: 2" in listing
+    detail = admin_client.get(f"{LIST_URL}{batch.pk}/change/").content.decode()
+    assert "done: 4 pairs" in detail
+    assert "search_s" in detail
 
 
 def test_the_form_shows_why_a_batch_cannot_be_created(admin_client, small):
