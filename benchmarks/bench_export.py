@@ -132,7 +132,7 @@ def load() -> dict:
 
     rng = np.random.default_rng(2021)
     User = get_user_model()
-    group = Group.objects.create(name="rater")
+    group, _ = Group.objects.get_or_create(name="rater")  # the queue migration creates the role groups
     raters = User.objects.bulk_create([User(username=f"rater{i:03d}", password="!") for i in range(RATERS)])
     group.user_set.add(*raters)
     rater_ids = np.array([r.id for r in raters])

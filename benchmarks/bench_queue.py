@@ -128,9 +128,9 @@ def fill(database: str, open_slots: int, n_raters: int) -> tuple[int, list[str]]
             """
             INSERT INTO sampling_samplingbatch (dataset_id, split_id, source, methods, k, spaces, ratings_per_pair,
                 seed, priority, status, progress_done, progress_total, progress_message, pairs_per_method, error,
-                upload_path, created_at)
+                upload_path, runner, stats, created_at)
             VALUES (%s, %s, 'sampled', '{"i2i_csim": null}', 5, '[]', %s, 0, 0, 'succeeded', 0, 0, '', '{}', '', '',
-                    now())
+                    '', '{}', now())
             RETURNING id
             """,
             [dataset, split, RATINGS_PER_PAIR],
