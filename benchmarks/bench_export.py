@@ -223,9 +223,21 @@ def load() -> dict:
                 copy_rows(
                     cursor,
                     RatingSlot._meta.db_table,
-                    ["id", "pair_id", "index", "state", "kind", "priority", "rater_id"],
+                    # Complete pairs: every slot done, with the pair's copies the claim index reads.
+                    [
+                        "id",
+                        "pair_id",
+                        "dataset_id",
+                        "index",
+                        "state",
+                        "kind",
+                        "priority",
+                        "pair_done",
+                        "pair_complete",
+                        "rater_id",
+                    ],
                     (
-                        f"{s}\t{p}\t{i}\tdone\t{kind}\t0\t{u}\n"
+                        f"{s}\t{p}\t{dataset.id}\t{i}\tdone\t{kind}\t0\t{RATINGS_PER_PAIR}\tt\t{u}\n"
                         for s, p, i, u in zip(slot_ids.tolist(), pair_of, index, user, strict=True)
                     ),
                 )
