@@ -11,6 +11,7 @@ Prints one JSON object on its last line: {"total_s", "search_s", "pairs": {metho
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -54,7 +55,6 @@ def fresh_database() -> str:
 def main() -> None:
     os.environ["DATABASE_URL"] = fresh_database()
     os.environ["RUN_MODE"] = "services"
-    os.environ["DATA_DIR"] = tempfile.mkdtemp(prefix="bench-sampling-")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 
@@ -144,4 +144,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    os.environ["DATA_DIR"] = tempfile.mkdtemp(prefix="bench-sampling-")
+    try:
+        main()
+    finally:
+        # The stored embedding files; the database stays for a look afterwards.
+        shutil.rmtree(os.environ["DATA_DIR"], ignore_errors=True)
