@@ -12,32 +12,40 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 if str(REPO_DIR) not in sys.path:
     sys.path.insert(0, str(REPO_DIR))
 
+from scripts.probe_services import admin_connection  # noqa: E402  (needs REPO_DIR on the path)
+
+
+def _server_url() -> str:
+    base = os.environ.get("DATABASE_URL") or ""
+    if not base.startswith("postgres"):
+        raise SystemExit("benchmarks need PostgreSQL: set DATABASE_URL (make bench-* sets it)")
+    return base
+
 
 def fresh_database(name: str) -> str:
     """Drop and create database ``name`` on the server of DATABASE_URL; return its URL.
 
     Benchmarks never touch the developer's or the tests' databases.
     """
-    import psycopg2
     from psycopg2 import sql
 
-    base = os.environ.get("DATABASE_URL") or ""
-    if not base.startswith("postgres"):
-        raise SystemExit("benchmarks need PostgreSQL: set DATABASE_URL (make bench-* sets it)")
-    parts = urlparse(base)
-    admin = psycopg2.connect(
-        host=parts.hostname,
-        port=parts.port or 5432,
-        user=parts.username or "postgres",
-        password=parts.password,
-        dbname="postgres",
-    )
-    admin.autocommit = True
+    base = _server_url()
+    admin = admin_connection(base)
     with admin.cursor() as cursor:
         cursor.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         cursor.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     admin.close()
-    return urlunparse(parts._replace(path=f"/{name}"))
+    return urlunparse(urlparse(base)._replace(path=f"/{name}"))
+
+
+def drop_database(name: str) -> None:
+    """Drop a benchmark's database, closing any session still connected to it."""
+    from psycopg2 import sql
+
+    admin = admin_connection(_server_url())
+    with admin.cursor() as cursor:
+        cursor.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    admin.close()
 
 
 def setup_django(database_url: str, **env: str) -> None:

@@ -41,6 +41,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import psycopg2
+from _common import drop_database, fresh_database
 
 REPO = Path(__file__).resolve().parent.parent
 DB_PREFIX = "cxc_bench_queue"
@@ -63,27 +64,6 @@ def log(message: str) -> None:
 def server_dsn(database: str) -> str:
     url = urlparse(os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/postgres")
     return url._replace(path="/" + database).geturl()
-
-
-def recreate_database(name: str) -> None:
-    conn = psycopg2.connect(server_dsn("postgres"))
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            [name],
-        )
-        cur.execute(f"DROP DATABASE IF EXISTS {name}")
-        cur.execute(f"CREATE DATABASE {name}")
-    conn.close()
-
-
-def drop_database(name: str) -> None:
-    conn = psycopg2.connect(server_dsn("postgres"))
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS {name}")
-    conn.close()
 
 
 def django_env(database: str) -> dict:
@@ -477,7 +457,7 @@ def main() -> int:
         try:
             for target in targets:
                 started = time.perf_counter()
-                recreate_database(target.database)
+                fresh_database(target.database)
                 migrate(target.database)
                 n_pairs, target.tokens = fill(target.database, target.open_slots, closed_raters + OPEN_LOOP_RATERS)
                 target.idle_raters = deque(target.tokens[closed_raters:])

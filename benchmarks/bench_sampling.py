@@ -16,13 +16,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import fresh_database, setup_django
 
 DB_NAME = "bench_sampling"
 N_IMAGES = 5_000
@@ -35,38 +31,14 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def fresh_database() -> str:
-    """Drop and create the benchmark's own database; return its URL."""
-    import psycopg2
-
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith(("postgres://", "postgresql://")):
-        sys.exit("bench-sampling needs PostgreSQL: DATABASE_URL is not a PostgreSQL URL (is the server up?)")
-    parts = urlparse(url)
-    admin = psycopg2.connect(urlunparse(parts._replace(path="/postgres")))
-    admin.autocommit = True
-    with admin.cursor() as cursor:
-        cursor.execute(f"DROP DATABASE IF EXISTS {DB_NAME}")
-        cursor.execute(f"CREATE DATABASE {DB_NAME}")
-    admin.close()
-    return urlunparse(parts._replace(path=f"/{DB_NAME}"))
-
-
 def main() -> None:
-    os.environ["DATABASE_URL"] = fresh_database()
-    os.environ["RUN_MODE"] = "services"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()
+    setup_django(fresh_database(DB_NAME))
     from bench_sampling_data import caption_vectors, clustered_vectors
-    from django.core.management import call_command
 
     from annotation.models import Caption, Dataset, Image, Split
     from annotation.services import embedding_space_import
     from sampling.services import sampling_batch_create, sampling_batch_run
 
-    call_command("migrate", verbosity=0)
     rng = np.random.default_rng(SEED)
     images_vectors = clustered_vectors(N_IMAGES, DIM, max(8, N_IMAGES // 400), rng)
     text_spaces = [caption_vectors(images_vectors, CAPTIONS_PER_IMAGE, rng)[0] for _ in range(2)]

@@ -28,14 +28,12 @@ def reachable(url: str, default_port: int) -> str:
         return f"{host}:{port} ({exc.strerror or exc})"
 
 
-def ensure_database(url: str) -> None:
-    """Create the named database if it is missing (pytest makes its own test_ copy of it,
-    but makemigrations --check and the benchmarks connect to the named one)."""
+def admin_connection(url: str):
+    """An autocommit connection to the server's ``postgres`` maintenance database, for
+    creating and dropping databases (they cannot be changed from inside themselves)."""
     import psycopg2
-    from psycopg2 import sql
 
     parts = urlparse(url)
-    name = parts.path.lstrip("/")
     admin = psycopg2.connect(
         host=parts.hostname,
         port=parts.port or 5432,
@@ -44,6 +42,16 @@ def ensure_database(url: str) -> None:
         dbname="postgres",
     )
     admin.autocommit = True
+    return admin
+
+
+def ensure_database(url: str) -> None:
+    """Create the named database if it is missing (pytest makes its own test_ copy of it,
+    but makemigrations --check and the benchmarks connect to the named one)."""
+    from psycopg2 import sql
+
+    name = urlparse(url).path.lstrip("/")
+    admin = admin_connection(url)
     with admin.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
         if cursor.fetchone() is None:
