@@ -1,33 +1,30 @@
 """Reads for the pages."""
 
 from annotation.models import Caption, Dataset, Image
-from annotation.queue import image_url
+from annotation.queue import Item, image_url
 from frontend.instructions import level_name
 from frontend.models import WorkedExample
 
 
-def _caption_item(caption: Caption) -> dict:
-    return {"type": "caption", "text": caption.text}
+def _caption_item(caption: Caption) -> Item:
+    return Item(type="caption", text=caption.text)
 
 
-def _image_item(dataset: Dataset, image: Image) -> dict:
-    return {
-        "type": "image",
-        "url": image_url(
-            dataset=dataset.name,
-            images_root=dataset.images_root,
-            image_url_prefix=dataset.image_url_prefix,
-            key=image.key,
-            file_path=image.file_path,
-        ),
-        "width": image.width,
-        "height": image.height,
-    }
+def _image_item(dataset: Dataset, image: Image) -> Item:
+    url = image_url(
+        dataset=dataset.name,
+        images_root=dataset.images_root,
+        image_url_prefix=dataset.image_url_prefix,
+        key=image.key,
+        file_path=image.file_path,
+    )
+    return Item(type="image", url=url, width=image.width, height=image.height)
 
 
 def worked_example_list(*, dataset: Dataset, kind: str) -> list[dict]:
-    """Active examples of one kind, in order, as the template shows them: their items and
-    the name of their reference level (never the number)."""
+    """Active examples of one kind, in order, as the template shows them: their items (the
+    same shape the rating page gets for a claimed pair) and the name of their reference
+    level (never the number)."""
     examples = WorkedExample.objects.filter(dataset=dataset, kind=kind, active=True).select_related(
         "caption_a", "caption_b", "image_a", "image_b"
     )

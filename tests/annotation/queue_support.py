@@ -9,6 +9,9 @@ from annotation.models import SamplingMethod, TaskKind
 from annotation.services import PairSpec, pairs_create_bulk
 from tests.factories import CaptionFactory, ImageFactory, SamplingBatchFactory, SplitFactory
 
+# The lease length the queue tests run with (settings.LEASE_TTL_SECONDS via the clock fixture).
+TTL = 600
+
 
 class Clock:
     """A clock tests move by hand; installed as django.utils.timezone.now."""

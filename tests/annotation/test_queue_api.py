@@ -16,20 +16,10 @@ from rest_framework.test import APIClient
 from annotation.authentication import RoleTokenAuthentication
 from annotation.models import Flag, PairSkip, Rating, RatingSlot, SlotState, TaskKind
 from annotation.roles import has_role
-from tests.annotation.queue_support import Clock, queue_pairs, submit_kwargs
+from tests.annotation.queue_support import TTL, queue_pairs, submit_kwargs
 from tests.factories import DatasetFactory, ImageFactory, SplitFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
-
-TTL = 600
-
-
-@pytest.fixture
-def clock(monkeypatch, settings):
-    settings.LEASE_TTL_SECONDS = TTL
-    clock = Clock()
-    monkeypatch.setattr("django.utils.timezone.now", clock)
-    return clock
 
 
 @pytest.fixture

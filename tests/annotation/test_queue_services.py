@@ -34,12 +34,10 @@ from annotation.queue import (
     slot_skip,
 )
 from annotation.selectors import rater_progress
-from tests.annotation.queue_support import Clock, queue_pairs, submit_kwargs
+from tests.annotation.queue_support import TTL, queue_pairs, submit_kwargs
 from tests.factories import DatasetFactory, SplitFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
-
-TTL = 600
 
 
 @pytest.fixture(
@@ -58,14 +56,6 @@ def engine(request, monkeypatch):
     elif request.param == "postgres-stepwise":
         monkeypatch.setattr(queue, "_submit_postgres_fast", lambda values: None)
     return request.param
-
-
-@pytest.fixture
-def clock(monkeypatch, settings):
-    settings.LEASE_TTL_SECONDS = TTL
-    clock = Clock()
-    monkeypatch.setattr("django.utils.timezone.now", clock)
-    return clock
 
 
 def rater(kinds=("STS", "SIS", "SITS")):
