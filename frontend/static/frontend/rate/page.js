@@ -47,6 +47,10 @@ function showNotice(text, kind = "info") {
   el.notice.className = `notice ${kind === "error" ? "error" : ""}`;
 }
 
+function showNoWork() {
+  showState("No work left", "Every pair of this task is rated or held by someone. Thank you! Check back later.");
+}
+
 function showState(title, text) {
   assignment = null;
   stopHeartbeat();
@@ -88,8 +92,9 @@ async function render(next) {
   el.work.hidden = false;
   const nodes = next.items.map(itemNode);
   el.pair.replaceChildren(...nodes);
-  el.pair.classList.toggle("single", false);
   slider.reset();
+  // Time on item runs from the pair being put on screen; a move made while a picture is
+  // still decoding counts too.
   timer = new ItemTimer();
   updateControls();
   startHeartbeat(next);
@@ -98,7 +103,6 @@ async function render(next) {
     [...el.pair.querySelectorAll("img")].map((img) => img.decode().catch(() => undefined)),
   );
   if (assignment === next) {
-    timer = new ItemTimer();
     el.pair.dataset.ready = String(next.slot_id);
     performance.mark("pair-ready");
     if (performance.getEntriesByName("pair-submit").length) {
@@ -162,7 +166,7 @@ async function claimNext() {
     const answer = await api.claim(config.kind);
     if (handleAuth(answer)) return;
     if (answer.status === 204) {
-      showState("No work left", "Every pair of this task is rated or held by someone. Thank you! Check back later.");
+      showNoWork();
     } else if (answer.status === 200) {
       await render(answer.body);
     } else {
@@ -212,9 +216,9 @@ async function submit() {
   if (handleAuth(answer)) return;
   if (answer.status === 201 || answer.status === 200) {
     refreshProgress();
-    if (answer.body?.next) await render(answer.body.next);
-    else if (answer.body && "next" in answer.body) showState("No work left", "Every pair of this task is rated or held by someone. Thank you!");
-    else await claimNext();
+    // The submit claimed the next pair too (claim_next_kind): null when none is left.
+    if (answer.body.next) await render(answer.body.next);
+    else showNoWork();
   } else {
     showNotice(answer.body?.detail || `Your rating was not stored (${answer.status}).`, "error");
     await claimNext();

@@ -141,8 +141,5 @@ export function createSlider(root, { kind, levels, onChange }) {
     focus() {
       track.focus();
     },
-    destroy() {
-      document.adoptedStyleSheets = document.adoptedStyleSheets.filter((s) => s !== sheet);
-    },
   };
 }
