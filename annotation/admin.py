@@ -2,12 +2,12 @@
 
 from django import forms
 from django.contrib import admin, messages
-from django.db import transaction
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from annotation.jobs import import_job_start
 from annotation.models import (
     Caption,
     Dataset,
@@ -22,8 +22,6 @@ from annotation.models import (
     RatingSlot,
     Split,
 )
-from annotation.services import job_create
-from annotation.tasks import run_import_job
 from annotation.uploads import upload_store
 
 
@@ -48,9 +46,7 @@ class EmbeddingImportForm(forms.Form):
 
 
 def _start_job(request, kind: str, params: dict) -> Job:
-    with transaction.atomic():
-        job = job_create(kind=kind, params=params, created_by=request.user)
-        transaction.on_commit(lambda: run_import_job.delay(job.id))
+    job = import_job_start(kind=kind, params=params, created_by=request.user)
     messages.info(request, f"Started job #{job.id}; its progress shows on the jobs list.")
     return job
 

@@ -24,10 +24,10 @@ from rest_framework.views import APIView
 
 from annotation import export, queue, selectors
 from annotation.exporters import FORMATS
+from annotation.jobs import import_job_start
 from annotation.models import FlagReason, Job, Modality, TaskKind
 from annotation.roles import ROLES, IsAdmin, IsRater, IsResearcher
-from annotation.services import job_create
-from annotation.tasks import run_export_job, run_import_job
+from annotation.tasks import run_export_job
 from annotation.uploads import upload_store
 
 
@@ -63,10 +63,6 @@ class DatasetListApi(APIView):
         return Response(DatasetSerializer(selectors.dataset_list(), many=True).data)
 
 
-def _enqueue(job: Job) -> None:
-    transaction.on_commit(lambda: run_import_job.delay(job.id))
-
-
 class ImportKarpathyApi(APIView):
     """Start a Karpathy JSON import as a background job (admins)."""
 
@@ -87,9 +83,7 @@ class ImportKarpathyApi(APIView):
         data.is_valid(raise_exception=True)
         params = {k: v for k, v in data.validated_data.items() if k != "file"}
         params["path"] = upload_store(data.validated_data["file"], suffix_hint=".json")
-        with transaction.atomic():
-            job = job_create(kind=Job.Kind.IMPORT_KARPATHY, params=params, created_by=request.user)
-            _enqueue(job)
+        job = import_job_start(kind=Job.Kind.IMPORT_KARPATHY, params=params, created_by=request.user)
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -120,9 +114,7 @@ class ImportEmbeddingsApi(APIView):
             "vectors_path": upload_store(values["vectors"], suffix_hint=".npy"),
             "ids_path": upload_store(values["ids"], suffix_hint=".txt"),
         }
-        with transaction.atomic():
-            job = job_create(kind=Job.Kind.IMPORT_EMBEDDINGS, params=params, created_by=request.user)
-            _enqueue(job)
+        job = import_job_start(kind=Job.Kind.IMPORT_EMBEDDINGS, params=params, created_by=request.user)
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.db import transaction
+
 from annotation.errors import DomainError
 from annotation.export import run_export_params
 from annotation.models import Job
@@ -11,6 +13,7 @@ from annotation.services import (
     Progress,
     dataset_import_karpathy,
     embedding_space_import,
+    job_create,
     job_finish,
     job_progress,
     job_start,
@@ -77,4 +80,14 @@ def job_run(*, job_id: int, echo: Progress | None = None) -> Job:
         job_finish(job=job, error=f"unexpected error: {exc!r}")
         raise
     job_finish(job=job, result=result)
+    return job
+
+
+def import_job_start(*, kind: str, params: dict, created_by=None) -> Job:
+    """Create an import job and queue it for a worker once the row is committed."""
+    from annotation.tasks import run_import_job  # tasks import this module
+
+    with transaction.atomic():
+        job = job_create(kind=kind, params=params, created_by=created_by)
+        transaction.on_commit(lambda: run_import_job.delay(job.id))
     return job
