@@ -129,3 +129,17 @@ def make_split(tmp_path):
         return build_split(tmp_path / "vectors", **kwargs)
 
     return make
+
+
+# Four images on the unit circle, 0 near 3 and 1 near 2, with two captions each whose
+# captions cluster the other way (images 0 with 1, 2 with 3): searching through one
+# modality or the other picks different pairs, and every pair can be checked by hand.
+SMALL_IMAGES = unit_circle([0, 90, 100, 10])
+SMALL_CAPTIONS = unit_circle([0, 10, 20, 30, 170, 180, 190, 200])
+
+
+@pytest.fixture
+def small(make_split):
+    return make_split(
+        n_images=4, captions_per_image=2, image_spaces={"img": SMALL_IMAGES}, caption_spaces={"txt": SMALL_CAPTIONS}
+    )

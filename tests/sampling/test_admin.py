@@ -5,23 +5,13 @@ import pytest
 from annotation.models import Pair
 from sampling.models import SamplingBatch
 from tests.factories import UserFactory
-from tests.sampling.conftest import pair_keys, rate, unit_circle
+from tests.sampling.conftest import pair_keys, rate
 
 pytestmark = pytest.mark.django_db
 
 CREATE_URL = "/admin/sampling/samplingbatch/create/"
 UPLOAD_URL = "/admin/sampling/samplingbatch/upload/"
 LIST_URL = "/admin/sampling/samplingbatch/"
-
-
-@pytest.fixture
-def small(make_split):
-    return make_split(
-        n_images=4,
-        captions_per_image=2,
-        image_spaces={"img": unit_circle([0, 90, 100, 10])},
-        caption_spaces={"txt": unit_circle([0, 10, 20, 30, 170, 180, 190, 200])},
-    )
 
 
 @pytest.fixture

@@ -5,19 +5,8 @@ from rest_framework.test import APIClient
 
 from sampling.models import SamplingBatch
 from tests.factories import UserFactory
-from tests.sampling.conftest import unit_circle
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def small(make_split):
-    return make_split(
-        n_images=4,
-        captions_per_image=2,
-        image_spaces={"img": unit_circle([0, 90, 100, 10])},
-        caption_spaces={"txt": unit_circle([0, 10, 20, 30, 170, 180, 190, 200])},
-    )
 
 
 @pytest.fixture

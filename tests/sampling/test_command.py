@@ -7,19 +7,8 @@ from django.core.management import CommandError, call_command
 
 from sampling.models import SamplingBatch
 from sampling.services import sampling_batch_create
-from tests.sampling.conftest import unit_circle
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def small(make_split):
-    return make_split(
-        n_images=4,
-        captions_per_image=2,
-        image_spaces={"img": unit_circle([0, 90, 100, 10])},
-        caption_spaces={"txt": unit_circle([0, 10, 20, 30, 170, 180, 190, 200])},
-    )
 
 
 def sample(*args):

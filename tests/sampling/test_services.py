@@ -17,20 +17,13 @@ from sampling.services import (
     sampling_batch_start,
     sampling_batches_fail_orphaned,
 )
-from tests.sampling.conftest import pair_keys, random_unit, rate, unit_circle
+from tests.sampling.conftest import pair_keys, random_unit, rate
 
 pytestmark = pytest.mark.django_db
 
 # Four images with two captions each; caption rows 2i and 2i+1 belong to image i.
 # In the caption space the images' mean captions sit at 5, 25, 175 and 195 degrees, so
 # images 0-1 and 2-3 are neighbours; the image space instead puts 0 next to 3 and 1 next to 2.
-CAPTIONS = unit_circle([0, 10, 20, 30, 170, 180, 190, 200])
-IMAGES = unit_circle([0, 90, 100, 10])
-
-
-@pytest.fixture
-def small(make_split):
-    return make_split(n_images=4, captions_per_image=2, image_spaces={"img": IMAGES}, caption_spaces={"txt": CAPTIONS})
 
 
 def create(built, **kwargs):
