@@ -445,14 +445,15 @@ class RatingSubmitApi(APIView):
         data = self.RatingSubmitInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         next_kind = data.validated_data.pop("claim_next_kind", None)
-        result = queue.rating_submit(rater=request.user, dataset=dataset, slot_id=slot_id, **data.validated_data)
-        code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED
-        body = self.RatingSubmitOutputSerializer(result).data
-        if next_kind is not None:
-            # The rating is committed above; the claim is its own short transaction.
-            assignment = queue.slot_claim(rater=request.user, dataset=dataset, kind=next_kind)
+        submission = {"rater": request.user, "dataset": dataset, "slot_id": slot_id, **data.validated_data}
+        if next_kind is None:
+            result = queue.rating_submit(**submission)
+            body = self.RatingSubmitOutputSerializer(result).data
+        else:
+            result, assignment = queue.rating_submit_and_claim_next(next_kind=next_kind, **submission)
+            body = self.RatingSubmitOutputSerializer(result).data
             body["next"] = AssignmentSerializer(assignment).data if assignment is not None else None
-        return Response(body, status=code)
+        return Response(body, status=status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED)
 
 
 class SlotSkipApi(APIView):

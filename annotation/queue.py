@@ -756,6 +756,16 @@ def _submit_postgres_fast(values: Mapping) -> tuple[int, int] | None:
         return cursor.fetchone()
 
 
+def rating_submit_and_claim_next(
+    *, rater, dataset: str, slot_id: int, next_kind: str, **submission
+) -> tuple[SubmitResult, Assignment | None]:
+    """Store a rating, then claim the rater's next pair of ``next_kind`` (None when none
+    is left), so the rating page shows it without another round trip. The rating commits
+    first; the claim is its own short transaction, and a failed claim never loses it."""
+    result = rating_submit(rater=rater, dataset=dataset, slot_id=slot_id, **submission)
+    return result, slot_claim(rater=rater, dataset=dataset, kind=next_kind)
+
+
 def rating_submit(
     *,
     rater,
