@@ -63,9 +63,15 @@ def test_a_batch_queues_exactly_the_expected_pairs_with_their_slots(small):
     assert {p.ratings_required for p in pairs} == {3}
     assert {p.priority for p in pairs} == {7}
     assert RatingSlot.objects.filter(pair__batch=batch, state=SlotState.OPEN).count() == 16 * 3
+    slots = RatingSlot.objects.filter(pair__batch=batch).select_related("pair")
+    # The claim index reads these copies instead of the pair, so each must match it.
     assert all(
-        slot.kind == slot.pair.kind for slot in RatingSlot.objects.filter(pair__batch=batch).select_related("pair")
+        (slot.dataset_id, slot.kind, slot.priority, slot.pair_done, slot.pair_complete)
+        == (slot.pair.dataset_id, slot.pair.kind, 7, 0, False)
+        for slot in slots
     )
+    assert {(pair.pk, index) for pair in pairs for index in range(3)} == {(s.pair_id, s.index) for s in slots}
+    assert {slot.state for slot in slots} == {SlotState.OPEN}
     assert batch.progress_done == batch.progress_total > 0
     assert batch.progress_message == "done: 16 pairs"
     assert batch.stats["index"] == {"img": "exact", "txt": "exact"}

@@ -1,0 +1,28 @@
+"""The PostgreSQL bulk path for pairs sends its columns as array literals."""
+
+import pytest
+from django.db import connection
+
+from annotation.services import _array_literal
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+
+def round_trip(values, sql_type):
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT %s::{sql_type}[]", [_array_literal(values)])
+        return cursor.fetchone()[0]
+
+
+def test_ids_and_nulls_come_back_as_sent():
+    ids = [1, None, 3, 9_007_199_254_740_993, None]
+    assert round_trip(ids, "bigint") == ids
+
+
+def test_text_with_quotes_backslashes_commas_and_braces_comes_back_as_sent():
+    values = ["c2c_isim", 'say "hi"', "back\\slash", "a,b", "{x}", "NULL", "", " padded "]
+    assert round_trip(values, "varchar") == values
+
+
+def test_an_empty_column_is_an_empty_array():
+    assert round_trip([], "bigint") == []
