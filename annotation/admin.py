@@ -7,7 +7,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from annotation.jobs import import_job_start
+from annotation.jobs import import_job_start, jobs_fail_orphaned
 from annotation.models import (
     Caption,
     Dataset,
@@ -171,6 +171,19 @@ class JobAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False
+
+    def changelist_view(self, request, extra_context=None):
+        failed = jobs_fail_orphaned()
+        if failed:
+            ids = ", ".join(f"#{pk}" for pk in failed)
+            messages.warning(
+                request, f"The worker running job {ids} stopped; marked failed. Run it again as a new job."
+            )
+        return super().changelist_view(request, extra_context)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        jobs_fail_orphaned()
+        return super().change_view(request, object_id, form_url, extra_context)
 
 
 @admin.register(Pair)

@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 
 from annotation import export, queue, selectors
 from annotation.exporters import FORMATS
-from annotation.jobs import import_job_start
+from annotation.jobs import import_job_start, jobs_fail_orphaned
 from annotation.models import FlagReason, Job, Modality, TaskKind
 from annotation.roles import ROLES, IsAdmin, IsRater, IsResearcher
 from annotation.tasks import run_export_job
@@ -123,6 +123,7 @@ class JobDetailApi(APIView):
 
     @extend_schema(responses=JobSerializer)
     def get(self, request, job_id: int):
+        jobs_fail_orphaned()
         return Response(JobSerializer(selectors.job_get(job_id=job_id)).data)
 
 
@@ -213,6 +214,7 @@ class ExportListApi(APIView):
         responses=ExportJobSerializer(many=True),
     )
     def get(self, request):
+        jobs_fail_orphaned()
         jobs = export.export_job_list(dataset_name=request.query_params.get("dataset") or None)
         return Response(ExportJobSerializer(jobs, many=True, context={"request": request}).data)
 
@@ -237,6 +239,7 @@ class ExportDetailApi(APIView):
 
     @extend_schema(responses=ExportJobSerializer)
     def get(self, request, job_id: int):
+        jobs_fail_orphaned()
         job = export.export_job_get(job_id=job_id)
         return Response(ExportJobSerializer(job, context={"request": request}).data)
 

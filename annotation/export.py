@@ -18,6 +18,7 @@ datasets, and changed if ``SECRET_KEY`` is rotated.
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import math
@@ -205,6 +206,18 @@ def dataset_export(
         splits=[split.name for split in plan.splits],
         formats=plan.formats,
     )
+
+
+def export_staging_remove(*, out_dir: str | Path) -> list[Path]:
+    """Remove what an export into ``out_dir`` left half-written when its process died
+    (staging folders; the final folder only ever appears complete). Returns them."""
+    out = Path(out_dir).expanduser().resolve()
+    if not out.parent.is_dir():
+        return []
+    left = sorted(out.parent.glob(f".{glob.escape(out.name)}.*.partial"))
+    for folder in left:
+        shutil.rmtree(folder, ignore_errors=True)
+    return left
 
 
 def _publish(staging: Path, out: Path, overwrite: bool) -> None:
@@ -635,17 +648,6 @@ def export_job_create(
         job.params["out"] = str(Path(settings.EXPORT_DIR).resolve() / f"export-{job.id}")
         job.save(update_fields=["params"])
     return job
-
-
-def export_job_claim(*, job_id: int) -> bool:
-    """Mark a pending export job running; False if it is not pending (already taken by
-    another delivery of the same task, finished, or unknown)."""
-    return (
-        Job.objects.filter(pk=job_id, kind=Job.Kind.EXPORT_DATASET, status=JobStatus.PENDING).update(
-            status=JobStatus.RUNNING, started_at=timezone.now()
-        )
-        == 1
-    )
 
 
 def run_export_params(params: dict, progress: Progress) -> dict:

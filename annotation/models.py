@@ -171,6 +171,9 @@ class Job(models.Model):
     error = models.TextField(blank=True)
     progress_done = models.BigIntegerField(default=0)
     progress_total = models.BigIntegerField(default=0)
+    runner = models.CharField(
+        max_length=255, blank=True, help_text="host:pid of the process running the job (see annotation.runners)."
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

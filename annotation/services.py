@@ -441,11 +441,22 @@ def job_progress(job_id: int) -> Progress:
     return report
 
 
-def job_start(*, job: Job) -> None:
-    job.status = JobStatus.RUNNING
-    job.started_at = timezone.now()
-    job.error = ""
-    job.save(update_fields=["status", "started_at", "error"])
+def job_claim(*, job_id: int, runner: str) -> bool:
+    """Move a pending job to running for ``runner``; False if it is not pending."""
+    return bool(
+        Job.objects.filter(pk=job_id, status=JobStatus.PENDING).update(
+            status=JobStatus.RUNNING, runner=runner, started_at=timezone.now(), finished_at=None, error=""
+        )
+    )
+
+
+def job_fail_if_running(*, job_id: int, error: str) -> bool:
+    """Mark a running job failed (its runner died); False if it is no longer running."""
+    return bool(
+        Job.objects.filter(pk=job_id, status=JobStatus.RUNNING).update(
+            status=JobStatus.FAILED, error=error, finished_at=timezone.now()
+        )
+    )
 
 
 def job_finish(*, job: Job, result: dict | None = None, error: str = "") -> None:

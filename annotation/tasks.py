@@ -1,26 +1,32 @@
+import logging
+
 from celery import shared_task
 
-from annotation.jobs import job_run
+from annotation.errors import NotFound
+from annotation.jobs import job_run, jobs_fail_orphaned
 from annotation.queue import leases_release_expired, queue_counters_rebuild
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(acks_late=True)
 def run_import_job(job_id: int) -> None:
-    """Run an import job by id (idempotent: a job that already ran is left alone)."""
-    from annotation.models import Job, JobStatus
-
-    if Job.objects.filter(pk=job_id, status=JobStatus.PENDING).exists():
-        job_run(job_id=job_id)
+    """Run an import job by id. Idempotent: only the delivery that claims the pending job
+    runs it; a repeated delivery finds it taken and does nothing."""
+    _run_job(job_id)
 
 
 @shared_task(acks_late=True)
 def run_export_job(job_id: int) -> None:
-    """Run an export job by id. Idempotent: only the delivery that claims the pending job
-    runs it; a repeated delivery finds it taken and does nothing."""
-    from annotation.export import export_job_claim
+    """Run an export job by id (idempotent, as run_import_job)."""
+    _run_job(job_id)
 
-    if export_job_claim(job_id=job_id):
+
+def _run_job(job_id: int) -> None:
+    try:
         job_run(job_id=job_id)
+    except NotFound:
+        logger.warning("job #%s no longer exists; nothing to run", job_id)
 
 
 @shared_task(acks_late=True)
@@ -34,3 +40,10 @@ def release_expired_leases() -> int:
 def recount_open_pairs() -> int:
     """Beat: recount the open-pairs counters from the pairs. Idempotent."""
     return queue_counters_rebuild()
+
+
+@shared_task(acks_late=True)
+def fail_orphaned_jobs() -> list[int]:
+    """Beat: mark failed the running jobs whose worker died (pages and the API also do
+    this when they show jobs). Idempotent."""
+    return jobs_fail_orphaned()

@@ -164,6 +164,7 @@ if LEASE_TTL_SECONDS < 10:
 DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=True)
 QUEUE_TIDY_SECONDS = env.int("QUEUE_TIDY_SECONDS", default=60)
 QUEUE_RECOUNT_SECONDS = env.int("QUEUE_RECOUNT_SECONDS", default=3600)
+ORPHAN_CHECK_SECONDS = env.int("ORPHAN_CHECK_SECONDS", default=60)
 CELERY_BEAT_SCHEDULE: dict = {
     "queue-release-expired-leases": {
         "task": "annotation.tasks.release_expired_leases",
@@ -173,6 +174,9 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "annotation.tasks.recount_open_pairs",
         "schedule": QUEUE_RECOUNT_SECONDS,
     },
+    # Jobs and batches whose worker died show as failed even when nobody looks at them.
+    "jobs-fail-orphaned": {"task": "annotation.tasks.fail_orphaned_jobs", "schedule": ORPHAN_CHECK_SECONDS},
+    "sampling-fail-orphaned": {"task": "sampling.tasks.fail_orphaned_batches", "schedule": ORPHAN_CHECK_SECONDS},
 }
 
 # Nearest-neighbour search for sampling, as JSON, e.g. {"kind": "hnsw", "exact_max": 50000}.

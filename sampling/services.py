@@ -9,19 +9,23 @@ mid-batch, leaves nothing behind, and starting the batch again gives the same pa
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from annotation.errors import DomainError, NotFound
 from annotation.models import METHOD_KIND, Caption, Dataset, EmbeddingSpace, Image, JobStatus, TaskKind
+from annotation.runners import (
+    SAMPLING_BATCH_LOCKS,
+    previous_runner_gone,
+    runner_alive,
+    runner_lock,
+    runner_name,
+)
 from annotation.services import PairSpec, pairs_create_bulk
 from sampling import strategies
 from sampling.errors import BatchConflict, PairListError, SamplingInputError
@@ -44,10 +48,8 @@ logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int, str], None]
 
-# First key of the PostgreSQL advisory lock a batch's runner holds while it works; the
-# second key is the batch id. The lock dies with the runner's connection, which is how
-# a dead worker is told apart from a slow one.
-RUNNER_LOCK_CLASS = 7_301
+# The batch runner's advisory lock (second key: the batch id); see annotation.runners.
+RUNNER_LOCK_CLASS = SAMPLING_BATCH_LOCKS
 
 
 def index_config() -> IndexConfig:
@@ -297,7 +299,7 @@ def sampling_batch_start(*, batch: SamplingBatch, enqueue: bool = True) -> Sampl
     Raises BatchConflict for a batch that is running or already succeeded.
     """
     batch.refresh_from_db()
-    if batch.status == JobStatus.RUNNING and _runner_alive(batch):
+    if batch.status == JobStatus.RUNNING and runner_alive(RUNNER_LOCK_CLASS, batch.pk, batch.runner):
         raise BatchConflict(f"batch #{batch.pk} is running ({batch.runner}); wait for it to finish")
     if batch.status == JobStatus.SUCCEEDED:
         total = sum(batch.pairs_per_method.values())
@@ -333,7 +335,7 @@ def sampling_batch_run(*, batch_id: int, echo: Progress | None = None) -> Sampli
     running but whose runner died is marked failed). Bad input marks the batch failed
     with the message and returns it; an unexpected error marks it failed and re-raises.
     """
-    with _runner_lock(batch_id) as locked:
+    with runner_lock(RUNNER_LOCK_CLASS, batch_id) as locked:
         batch = SamplingBatch.objects.select_related("dataset", "split").filter(pk=batch_id).first()
         if batch is None:
             raise NotFound(f"no sampling batch #{batch_id}")
@@ -341,7 +343,7 @@ def sampling_batch_run(*, batch_id: int, echo: Progress | None = None) -> Sampli
             return batch
         claimed = SamplingBatch.objects.filter(pk=batch_id, status=JobStatus.PENDING).update(
             status=JobStatus.RUNNING,
-            runner=_runner_name(),
+            runner=runner_name(),
             started_at=timezone.now(),
             finished_at=None,
             error="",
@@ -352,7 +354,7 @@ def sampling_batch_run(*, batch_id: int, echo: Progress | None = None) -> Sampli
             progress_message="starting",
         )
         if not claimed:
-            if batch.status == JobStatus.RUNNING and _previous_runner_gone(batch):
+            if batch.status == JobStatus.RUNNING and previous_runner_gone(RUNNER_LOCK_CLASS, batch.pk, batch.runner):
                 _fail(batch.pk, _orphaned_message(batch))
                 batch.refresh_from_db()
             return batch
@@ -519,7 +521,7 @@ def sampling_batches_fail_orphaned() -> list[int]:
     """Mark failed every running batch whose runner is gone. Returns their ids."""
     failed = []
     for batch in SamplingBatch.objects.filter(status=JobStatus.RUNNING):
-        if _runner_alive(batch):
+        if runner_alive(RUNNER_LOCK_CLASS, batch.pk, batch.runner):
             continue
         if SamplingBatch.objects.filter(pk=batch.pk, status=JobStatus.RUNNING).update(
             status=JobStatus.FAILED,
@@ -536,57 +538,3 @@ def _orphaned_message(batch: SamplingBatch) -> str:
         f"the process running this batch ({batch.runner or 'unknown'}) stopped before it finished; "
         "no pairs were written. Start the batch again."
     )
-
-
-def _runner_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-@contextmanager
-def _runner_lock(batch_id: int) -> Iterator[bool]:
-    """Hold the batch's runner lock (PostgreSQL advisory lock) for the block.
-
-    Yields False when another session holds it. On SQLite (embedded mode, one machine)
-    there is no such lock; a runner is then known by its process id.
-    """
-    if connection.vendor != "postgresql":
-        yield True
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [RUNNER_LOCK_CLASS, batch_id])
-        locked = cursor.fetchone()[0]
-    try:
-        yield locked
-    finally:
-        if locked:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [RUNNER_LOCK_CLASS, batch_id])
-
-
-def _previous_runner_gone(batch: SamplingBatch) -> bool:
-    """For a batch marked running, asked while holding its runner lock."""
-    # On PostgreSQL holding the lock proves its previous holder is gone.
-    return connection.vendor == "postgresql" or not _runner_alive(batch)
-
-
-def _runner_alive(batch: SamplingBatch) -> bool:
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
-                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-                " AND classid::bigint = %s AND objid::bigint = %s AND objsubid = 2)",
-                [RUNNER_LOCK_CLASS, batch.pk],
-            )
-            return cursor.fetchone()[0]
-    host, _, pid = batch.runner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        # Another machine's process cannot be checked from here; assume it still works.
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

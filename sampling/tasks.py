@@ -3,7 +3,7 @@ import logging
 from celery import shared_task
 
 from annotation.errors import NotFound
-from sampling.services import sampling_batch_run
+from sampling.services import sampling_batch_run, sampling_batches_fail_orphaned
 
 logger = logging.getLogger(__name__)
 
@@ -16,3 +16,10 @@ def run_sampling_batch(batch_id: int) -> None:
         sampling_batch_run(batch_id=batch_id)
     except NotFound:
         logger.warning("sampling batch #%s no longer exists; nothing to run", batch_id)
+
+
+@shared_task(acks_late=True)
+def fail_orphaned_batches() -> list[int]:
+    """Beat: mark failed the running batches whose worker died (pages and the API also
+    do this when they show batches). Idempotent."""
+    return sampling_batches_fail_orphaned()

@@ -536,6 +536,7 @@ def test_beat_schedule_runs_the_tidy_up_tasks(clock, settings):
     from annotation.tasks import recount_open_pairs, release_expired_leases
     from config.celery import app
 
+    app.loader.import_default_modules()  # what a worker does at start: autodiscover the tasks
     for entry in settings.CELERY_BEAT_SCHEDULE.values():
         assert entry["task"] in app.tasks, entry
     split = SplitFactory()

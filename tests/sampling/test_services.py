@@ -123,7 +123,6 @@ def test_a_budget_the_search_cannot_fill_fails_the_batch_with_nothing_written(sm
     assert RatingSlot.objects.count() == 0
 
 
-@pytest.mark.postgres
 @pytest.mark.postgres  # a dead runner is told by its advisory lock; SQLite knows only local pids
 def test_a_batch_whose_runner_died_is_failed_and_restarts_to_the_same_result(make_split):
     first, second = twin_datasets(make_split, seed=9)

@@ -1,0 +1,130 @@
+"""Background jobs run once, and a job whose runner died is marked failed."""
+
+import json
+import time
+from pathlib import Path
+
+import psycopg2
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from annotation.jobs import job_run, jobs_fail_orphaned
+from annotation.models import Dataset, Job, JobStatus
+from annotation.runners import JOB_LOCKS
+from annotation.services import job_create
+from annotation.tasks import fail_orphaned_jobs, run_import_job
+from tests.annotation.export_data import rated_factory_dataset
+from tests.annotation.test_karpathy import image_entry
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def karpathy_job(tmp_path: Path, name: str = "coco") -> Job:
+    path = tmp_path / "dataset_coco.json"
+    path.write_text(json.dumps({"images": [image_entry(1, sentids=(1, 2)), image_entry(2, sentids=(3, 4))]}))
+    return job_create(
+        kind=Job.Kind.IMPORT_KARPATHY, params={"path": str(path), "name": name, "image_url_prefix": "https://img/"}
+    )
+
+
+def as_left_by_a_dead_worker(job: Job) -> None:
+    """What a killed worker leaves: the row says running; its transaction and lock are gone."""
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, runner="worker-host:4242")
+
+
+def test_an_import_task_delivered_twice_imports_once(tmp_path):
+    job = karpathy_job(tmp_path)
+    run_import_job(job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert job.runner
+    finished = job.finished_at
+    run_import_job(job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.finished_at, job.error) == (JobStatus.SUCCEEDED, finished, "")
+    assert Dataset.objects.count() == 1
+
+
+def test_a_task_for_a_deleted_job_does_nothing(tmp_path):
+    job = karpathy_job(tmp_path)
+    job_id = job.pk
+    job.delete()
+    run_import_job(job_id)
+    assert Dataset.objects.count() == 0
+
+
+@pytest.mark.postgres  # a dead runner is told by its advisory lock; SQLite knows only local pids
+def test_an_import_whose_runner_died_is_failed_with_nothing_kept(tmp_path):
+    job = karpathy_job(tmp_path)
+    as_left_by_a_dead_worker(job)
+    assert fail_orphaned_jobs() == [job.pk]
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert "(worker-host:4242) stopped before it finished; nothing was kept" in job.error
+    assert job.finished_at is not None
+    assert jobs_fail_orphaned() == []
+    # A late delivery of its task does not run it either.
+    assert job_run(job_id=job.pk).status == JobStatus.FAILED
+    assert Dataset.objects.count() == 0
+
+
+@pytest.mark.postgres
+def test_an_export_whose_runner_died_has_its_staging_folder_removed():
+    rated = rated_factory_dataset(n_images=4)
+    client = APIClient()
+    client.force_authenticate(UserFactory(roles=["researcher"], password=None))
+    pending = client.post("/api/exports/", {"dataset": rated.dataset.name}, format="json").json()
+    job = Job.objects.get(pk=pending["id"])
+    out = Path(job.params["out"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.parent / f".{out.name}.x1y2.partial"
+    (staging / "val").mkdir(parents=True)
+    (staging / "val" / "sts.csv").write_text("caption1,caption2\n")
+    neighbour = out.parent / f".{out.name}0.x1y2.partial"  # another job's (export-10 beside export-1)
+    neighbour.mkdir()
+    as_left_by_a_dead_worker(job)
+
+    polled = client.get(f"/api/exports/{job.pk}/").json()
+    assert polled["status"] == "failed"
+    assert "stopped before it finished" in polled["error"]
+    assert not staging.exists()
+    assert not out.exists()
+    assert neighbour.is_dir()
+
+
+@pytest.mark.postgres
+def test_a_job_whose_runner_holds_its_lock_is_left_running(tmp_path):
+    job = karpathy_job(tmp_path)
+    as_left_by_a_dead_worker(job)
+    params = connection.get_connection_params()
+    other = psycopg2.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [JOB_LOCKS, job.pk])
+        assert jobs_fail_orphaned() == []
+        assert job_run(job_id=job.pk).status == JobStatus.RUNNING
+        admin = APIClient()
+        admin.force_authenticate(UserFactory(roles=["admin"]))
+        assert admin.get(f"/api/jobs/{job.pk}/").json()["status"] == "running"
+    finally:
+        other.close()
+    # The server drops a closed session's locks a moment later.
+    deadline = time.monotonic() + 10
+    failed = jobs_fail_orphaned()
+    while not failed and time.monotonic() < deadline:
+        time.sleep(0.05)
+        failed = jobs_fail_orphaned()
+    assert failed == [job.pk]
+
+
+def test_the_jobs_page_marks_a_dead_runners_job_failed(admin_client, tmp_path, monkeypatch):
+    job = karpathy_job(tmp_path)
+    as_left_by_a_dead_worker(job)
+    monkeypatch.setattr("annotation.jobs.runner_alive", lambda lock_class, object_id, runner: False)
+    page = admin_client.get("/admin/annotation/job/")
+    assert page.status_code == 200
+    assert f"The worker running job #{job.pk} stopped; marked failed." in page.content.decode()
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
