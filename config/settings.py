@@ -184,9 +184,12 @@ CELERY_BEAT_SCHEDULE: dict = {
 SAMPLING_INDEX = env.json("SAMPLING_INDEX", default={})
 
 REST_FRAMEWORK = {
+    # Token first: its WWW-Authenticate header makes a missing or bad credential a 401
+    # (with session authentication first it was a 403). Browsers send no token, so the
+    # session still authenticates them, with its CSRF check.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "annotation.authentication.RoleTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

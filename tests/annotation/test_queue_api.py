@@ -67,8 +67,8 @@ def test_token_obtain_use_and_revoke(split):
     assert claim(with_token, split.dataset).status_code == 200
     assert with_token.delete("/api/auth/token/").status_code == 204
     revoked = claim(with_token, split.dataset)
-    # 403, not 401: session authentication comes first and sends no WWW-Authenticate.
-    assert (revoked.status_code, revoked.json()["detail"]) == (403, "Invalid token.")
+    assert (revoked.status_code, revoked.json()["detail"]) == (401, "Invalid token.")
+    assert revoked["WWW-Authenticate"] == "Token"
 
     wrong = anonymous.post("/api/auth/token/", {"username": "rita", "password": "nope"}, format="json")
     assert wrong.status_code == 400
@@ -105,7 +105,7 @@ def test_inactive_users_tokens_are_refused(split):
     user.is_active = False
     user.save()
     response = claim(APIClient(HTTP_AUTHORIZATION=f"Token {token.key}"), split.dataset)
-    assert (response.status_code, response.json()["detail"]) == (403, "User inactive or deleted.")
+    assert (response.status_code, response.json()["detail"]) == (401, "User inactive or deleted.")
 
 
 def test_session_login_needs_csrf_like_any_browser_form(split):
@@ -121,7 +121,7 @@ def test_session_login_needs_csrf_like_any_browser_form(split):
 
 def test_only_raters_use_the_rating_api(split):
     anonymous = claim(APIClient(), split.dataset)
-    assert (anonymous.status_code, anonymous.json()["detail"]) == (403, "Authentication credentials were not provided.")
+    assert (anonymous.status_code, anonymous.json()["detail"]) == (401, "Authentication credentials were not provided.")
     researcher = client_for(UserFactory(roles=["researcher"]))
     response = claim(researcher, split.dataset)
     assert response.status_code == 403
@@ -428,7 +428,7 @@ def test_image_view_refuses_unknown_missing_escaping_and_anonymous(photo_dataset
         response = client.get(f"/media/images/{dataset.name}/{key}")
         assert response.status_code == 404
         assert message in response.json()["detail"]
-    assert APIClient().get(f"/media/images/{dataset.name}/{image.key}").status_code == 403
+    assert APIClient().get(f"/media/images/{dataset.name}/{image.key}").status_code == 401
     prefix_dataset = DatasetFactory()
     response = client.get(f"/media/images/{prefix_dataset.name}/x.jpg")
     assert response.status_code == 404
