@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int, str], None]
 BULK_BATCH = 5_000
+PRIORITY_CHUNK = 2_000
 
 
 def _no_progress(done: int, total: int, message: str) -> None:
@@ -314,6 +315,25 @@ def pairs_create_bulk(*, batch, specs: Iterable[PairSpec]) -> dict[str, int]:
         per_kind[spec.kind] = per_kind.get(spec.kind, 0) + 1
     queue_counters_add(dataset_id=batch.dataset_id, pairs_per_kind=per_kind)
     return created
+
+
+def pairs_set_priority(*, batch_id: int, priority: int) -> int:
+    """Give a batch's pairs and their slots (whose copy the claim orders by) a new
+    priority. Returns the number of pairs.
+
+    In short transactions of a few thousand pairs: claims skip locked slots, so one
+    transaction over a large batch would hide its work from raters until it committed.
+    Until the last one commits the batch's pairs mix old and new priority (queue order
+    only); running it again finishes the change.
+    """
+    pair_ids = list(Pair.objects.filter(batch_id=batch_id).order_by("id").values_list("id", flat=True))
+    for start in range(0, len(pair_ids), PRIORITY_CHUNK):
+        chunk = pair_ids[start : start + PRIORITY_CHUNK]
+        with transaction.atomic():
+            # Pairs before slots, the order a submission locks them in.
+            Pair.objects.filter(id__in=chunk).exclude(priority=priority).update(priority=priority)
+            RatingSlot.objects.filter(pair_id__in=chunk).exclude(priority=priority).update(priority=priority)
+    return len(pair_ids)
 
 
 def _insert_pairs_postgres(*, batch, specs: list[PairSpec]) -> None:

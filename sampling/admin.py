@@ -14,8 +14,10 @@ from annotation.uploads import upload_store
 from sampling import selectors, strategies
 from sampling.models import SamplingBatch
 from sampling.services import (
+    PRIORITY_LIMIT,
     sampling_batch_create,
     sampling_batch_create_from_upload,
+    sampling_batch_set_priority,
     sampling_batch_start,
     sampling_batches_fail_orphaned,
 )
@@ -49,7 +51,9 @@ class SamplingBatchForm(forms.Form):
     )
     ratings_per_pair = forms.IntegerField(initial=5)
     seed = forms.IntegerField(initial=0, help_text="The same seed gives the same pairs.")
-    priority = forms.IntegerField(initial=0, help_text="Higher batches are rated first.")
+    priority = forms.IntegerField(
+        initial=0, min_value=-PRIORITY_LIMIT, max_value=PRIORITY_LIMIT, help_text="Higher batches are rated first."
+    )
     start = forms.BooleanField(initial=True, required=False, help_text="Start sampling as soon as it is created.")
 
     def __init__(self, *args, **kwargs):
@@ -74,7 +78,7 @@ class PairListUploadForm(forms.Form):
         "plus sampling_method (agg_score is ignored)."
     )
     ratings_per_pair = forms.IntegerField(initial=5)
-    priority = forms.IntegerField(initial=0)
+    priority = forms.IntegerField(initial=0, min_value=-PRIORITY_LIMIT, max_value=PRIORITY_LIMIT)
     start = forms.BooleanField(initial=True, required=False)
 
 
@@ -95,7 +99,8 @@ class SamplingBatchAdmin(admin.ModelAdmin):
     ]
     list_filter = ["status", "source", "dataset"]
     list_select_related = ["dataset", "split"]
-    readonly_fields = [f.name for f in SamplingBatch._meta.fields]
+    # Only the priority can change once a batch exists; the rest is its record.
+    readonly_fields = [f.name for f in SamplingBatch._meta.fields if f.name != "priority"]
     actions = ["start_batches"]
     change_list_template = "admin/sampling/samplingbatch/change_list.html"
 
@@ -121,6 +126,24 @@ class SamplingBatchAdmin(admin.ModelAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         sampling_batches_fail_orphaned()
         return super().change_view(request, object_id, form_url, extra_context)
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "priority":
+            kwargs.update(
+                min_value=-PRIORITY_LIMIT,
+                max_value=PRIORITY_LIMIT,
+                help_text="Higher batches are rated first. A change reorders the batch's queued pairs at once.",
+            )
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def save_model(self, request, obj, form, change):
+        if not change or "priority" not in form.changed_data:
+            return
+        batch_id, priority = obj.pk, obj.priority
+        # After the admin's own transaction: the service changes the pairs in short
+        # transactions so that raters' claims are not held up (see pairs_set_priority).
+        transaction.on_commit(lambda: sampling_batch_set_priority(batch_id=batch_id, priority=priority))
+        messages.info(request, f"Batch #{batch_id} and its queued pairs now have priority {priority}.")
 
     @admin.display(description="methods")
     def methods_summary(self, batch: SamplingBatch) -> str:

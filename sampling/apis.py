@@ -16,6 +16,7 @@ from sampling.models import SamplingBatch
 from sampling.services import (
     sampling_batch_create,
     sampling_batch_create_from_upload,
+    sampling_batch_set_priority,
     sampling_batch_start,
     sampling_batches_fail_orphaned,
 )
@@ -147,9 +148,19 @@ class SamplingBatchUploadApi(APIView):
 class SamplingBatchDetailApi(APIView):
     permission_classes = [IsAdmin]
 
+    class PriorityInputSerializer(serializers.Serializer):
+        priority = serializers.IntegerField(help_text="Higher batches are rated first; reorders queued pairs.")
+
     @extend_schema(responses=SamplingBatchSerializer)
     def get(self, request, batch_id: int):
         sampling_batches_fail_orphaned()
+        return Response(SamplingBatchSerializer(selectors.sampling_batch_get(batch_id=batch_id)).data)
+
+    @extend_schema(request=PriorityInputSerializer, responses=SamplingBatchSerializer)
+    def patch(self, request, batch_id: int):
+        data = self.PriorityInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        sampling_batch_set_priority(batch_id=batch_id, priority=data.validated_data["priority"])
         return Response(SamplingBatchSerializer(selectors.sampling_batch_get(batch_id=batch_id)).data)
 
 

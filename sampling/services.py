@@ -26,7 +26,7 @@ from annotation.runners import (
     runner_lock,
     runner_name,
 )
-from annotation.services import PairSpec, pairs_create_bulk
+from annotation.services import PairSpec, pairs_create_bulk, pairs_set_priority
 from sampling import strategies
 from sampling.errors import BatchConflict, PairListError, SamplingInputError
 from sampling.index import IndexConfig
@@ -50,6 +50,8 @@ Progress = Callable[[int, int, str], None]
 
 # The batch runner's advisory lock (second key: the batch id); see annotation.runners.
 RUNNER_LOCK_CLASS = SAMPLING_BATCH_LOCKS
+# Batch priorities: plenty of levels, far inside the column's 32 bits.
+PRIORITY_LIMIT = 1_000_000
 
 
 def index_config() -> IndexConfig:
@@ -83,6 +85,7 @@ def sampling_batch_create(
     """
     split = split_get(dataset_name=dataset_name, split_name=split_name)
     _check_settings(k=k, ratings_per_pair=ratings_per_pair, seed=seed)
+    _check_priority(priority)
     methods = _check_methods(methods)
     summary = split_summary(split=split)
     if summary.images == 0:
@@ -128,6 +131,7 @@ def sampling_batch_create_from_upload(
     """
     split = split_get(dataset_name=dataset_name, split_name=split_name)
     _check_settings(k=1, ratings_per_pair=ratings_per_pair, seed=0)
+    _check_priority(priority)
     specs = _upload_specs(split, path)
     counts: dict[str, int] = {}
     for spec in specs:
@@ -142,6 +146,13 @@ def sampling_batch_create_from_upload(
         upload_path=str(path),
         created_by=created_by,
     )
+
+
+def _check_priority(priority: int) -> None:
+    if isinstance(priority, bool) or not isinstance(priority, int) or abs(priority) > PRIORITY_LIMIT:
+        raise SamplingInputError(
+            f"priority must be a whole number from -{PRIORITY_LIMIT:,} to {PRIORITY_LIMIT:,}; got {priority!r}"
+        )
 
 
 def _check_settings(*, k: int, ratings_per_pair: int, seed: int) -> None:
@@ -324,6 +335,34 @@ def sampling_batch_start(*, batch: SamplingBatch, enqueue: bool = True) -> Sampl
     return batch
 
 
+# --- priority --------------------------------------------------------------------------
+
+
+def sampling_batch_set_priority(*, batch_id: int, priority: int) -> SamplingBatch:
+    """Change a batch's priority and, with it, the queue order of its pairs: claims take
+    higher priorities first. Pairs a batch is still writing get the new priority too.
+    Its pairs change in short transactions (see pairs_set_priority); if that is cut
+    short, setting the priority again completes it."""
+    _check_priority(priority)
+    with transaction.atomic():
+        batch = SamplingBatch.objects.filter(pk=batch_id).first()
+        if batch is None:
+            raise NotFound(f"no sampling batch #{batch_id}")
+        # Waits for a batch being written; one written later reads the new priority.
+        _lock_dataset_writes(batch.dataset_id)
+        SamplingBatch.objects.filter(pk=batch_id).update(priority=priority)
+    pairs_set_priority(batch_id=batch_id, priority=priority)
+    batch.refresh_from_db()
+    return batch
+
+
+def _lock_dataset_writes(dataset_id: int) -> None:
+    """One pair writer per dataset at a time (until the transaction ends): two batches
+    cannot queue the same pair, and a priority change waits for a batch being written.
+    NO KEY: rows that reference the dataset can still be written meanwhile."""
+    Dataset.objects.select_for_update(no_key=True).only("pk").get(pk=dataset_id)
+
+
 # --- run -------------------------------------------------------------------------------
 
 
@@ -389,8 +428,9 @@ def _run(batch: SamplingBatch, progress: Progress) -> None:
         planned[spec.sampling_method] = planned.get(spec.sampling_method, 0) + 1
     write_started = time.perf_counter()
     with transaction.atomic():
-        # One writer per dataset at a time, so two batches cannot queue the same pair.
-        Dataset.objects.select_for_update().only("pk").get(pk=batch.dataset_id)
+        _lock_dataset_writes(batch.dataset_id)
+        # Read under the lock: a priority set while the batch sampled applies to its pairs.
+        batch.priority = SamplingBatch.objects.values_list("priority", flat=True).get(pk=batch.pk)
         created = {method: 0 for method in planned} | pairs_create_bulk(batch=batch, specs=specs)
         if uploaded:
             # Re-rating lists may hold pairs the dataset already has: those are skipped.
