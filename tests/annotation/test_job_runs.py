@@ -1,12 +1,9 @@
 """Background jobs run once, and a job whose runner died is marked failed."""
 
 import json
-import time
 from pathlib import Path
 
-import psycopg2
 import pytest
-from django.db import connection
 from rest_framework.test import APIClient
 
 from annotation.jobs import job_run, jobs_fail_orphaned
@@ -17,6 +14,7 @@ from annotation.tasks import fail_orphaned_jobs, run_import_job
 from tests.annotation.export_data import rated_factory_dataset
 from tests.annotation.test_karpathy import image_entry
 from tests.factories import UserFactory
+from tests.runner_support import poll, runner_lock_held_elsewhere
 
 pytestmark = pytest.mark.django_db
 
@@ -98,25 +96,13 @@ def test_an_export_whose_runner_died_has_its_staging_folder_removed():
 def test_a_job_whose_runner_holds_its_lock_is_left_running(tmp_path):
     job = karpathy_job(tmp_path)
     as_left_by_a_dead_worker(job)
-    params = connection.get_connection_params()
-    other = psycopg2.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
-    try:
-        with other.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [JOB_LOCKS, job.pk])
+    with runner_lock_held_elsewhere(JOB_LOCKS, job.pk):
         assert jobs_fail_orphaned() == []
         assert job_run(job_id=job.pk).status == JobStatus.RUNNING
         admin = APIClient()
         admin.force_authenticate(UserFactory(roles=["admin"]))
         assert admin.get(f"/api/jobs/{job.pk}/").json()["status"] == "running"
-    finally:
-        other.close()
-    # The server drops a closed session's locks a moment later.
-    deadline = time.monotonic() + 10
-    failed = jobs_fail_orphaned()
-    while not failed and time.monotonic() < deadline:
-        time.sleep(0.05)
-        failed = jobs_fail_orphaned()
-    assert failed == [job.pk]
+    assert poll(jobs_fail_orphaned) == [job.pk]
 
 
 def test_the_jobs_page_marks_a_dead_runners_job_failed(admin_client, tmp_path, monkeypatch):

@@ -1,7 +1,5 @@
 """Sampling batches end to end on the database: create, run, pairs and slots, bad input."""
 
-import time
-
 import numpy as np
 import pytest
 
@@ -17,6 +15,7 @@ from sampling.services import (
     sampling_batch_start,
     sampling_batches_fail_orphaned,
 )
+from tests.runner_support import poll, runner_lock_held_elsewhere
 from tests.sampling.conftest import pair_keys, random_unit, rate
 
 pytestmark = pytest.mark.django_db
@@ -147,29 +146,14 @@ def test_a_batch_whose_runner_died_is_failed_and_restarts_to_the_same_result(mak
 
 @pytest.mark.postgres
 def test_a_batch_whose_runner_holds_its_lock_is_left_running(small):
-    import psycopg2
-    from django.db import connection
-
     batch = create(small, methods={"c2c_cocaption": None})
     SamplingBatch.objects.filter(pk=batch.pk).update(status="running", runner="worker-host:4242")
-    params = connection.get_connection_params()
-    other = psycopg2.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
-    try:
-        with other.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [RUNNER_LOCK_CLASS, batch.pk])
+    with runner_lock_held_elsewhere(RUNNER_LOCK_CLASS, batch.pk):
         assert sampling_batches_fail_orphaned() == []
         with pytest.raises(BatchConflict, match="is running \\(worker-host:4242\\)"):
             sampling_batch_start(batch=batch)
         assert run(batch).status == "running"
-    finally:
-        other.close()
-    # The server drops a closed session's locks a moment later.
-    deadline = time.monotonic() + 10
-    failed = sampling_batches_fail_orphaned()
-    while not failed and time.monotonic() < deadline:
-        time.sleep(0.05)
-        failed = sampling_batches_fail_orphaned()
-    assert failed == [batch.pk]
+    assert poll(sampling_batches_fail_orphaned) == [batch.pk]
 
 
 def test_running_a_batch_twice_does_nothing_the_second_time(small):
