@@ -168,6 +168,7 @@ def dataset_export(
     overwrite: bool = False,
     progress: Progress = _no_progress,
     block_ratings: int = BLOCK_RATINGS,
+    job_id: int | None = None,
 ) -> ExportSummary:
     """Export the complete pairs of a dataset's splits into folder ``out_dir``.
 
@@ -182,7 +183,7 @@ def dataset_export(
     out = Path(out_dir).expanduser().resolve()
     _check_destination(out, overwrite)
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(out, job_id), suffix=".partial", dir=out.parent))
     try:
         os.chmod(staging, 0o755)
         run = _ExportRun(plan=plan, folder=staging, progress=progress, block_ratings=block_ratings)
@@ -208,13 +209,20 @@ def dataset_export(
     )
 
 
-def export_staging_remove(*, out_dir: str | Path) -> list[Path]:
-    """Remove what an export into ``out_dir`` left half-written when its process died
-    (staging folders; the final folder only ever appears complete). Returns them."""
+def _staging_prefix(out: Path, job_id: int | None) -> str:
+    # The job id in the name lets a dead job's folder be told from that of a job writing
+    # to the same destination now.
+    return f".{out.name}." if job_id is None else f".{out.name}.job{job_id}."
+
+
+def export_staging_remove(*, out_dir: str | Path, job_id: int) -> list[Path]:
+    """Remove the staging folders export job ``job_id`` left half-written in ``out_dir``'s
+    parent when its process died (the final folder only ever appears complete).
+    Returns them."""
     out = Path(out_dir).expanduser().resolve()
     if not out.parent.is_dir():
         return []
-    left = sorted(out.parent.glob(f".{glob.escape(out.name)}.*.partial"))
+    left = sorted(out.parent.glob(f"{glob.escape(_staging_prefix(out, job_id))}*.partial"))
     for folder in left:
         shutil.rmtree(folder, ignore_errors=True)
     return left
@@ -659,6 +667,7 @@ def run_export_params(params: dict, progress: Progress) -> dict:
         formats=params.get("formats") or FORMATS,
         overwrite=bool(params.get("overwrite")),
         progress=progress,
+        job_id=params.get("job_id"),
     )
     return {
         "out": summary.out,

@@ -89,7 +89,8 @@ def job_run(*, job_id: int, echo: Progress | None = None) -> Job:
                 echo(done, total, message)
 
         try:
-            result = runner(job.params, progress)
+            # The job id names what a runner leaves behind if it dies (export staging).
+            result = runner({**job.params, "job_id": job.pk}, progress)
         except DomainError as exc:
             job_finish(job=job, error=str(exc))
             return job
@@ -118,7 +119,7 @@ def _fail_orphaned(job: Job) -> bool:
         "nothing was kept. Run it again as a new job.",
     )
     if failed and job.kind == Job.Kind.EXPORT_DATASET and job.params.get("out"):
-        export_staging_remove(out_dir=job.params["out"])
+        export_staging_remove(out_dir=job.params["out"], job_id=job.pk)
     return failed
 
 

@@ -7,6 +7,7 @@ the problem and leaves the database (and the data folder) as it was.
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +47,6 @@ logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int, str], None]
 BULK_BATCH = 5_000
-PRIORITY_CHUNK = 2_000
 
 
 def _no_progress(done: int, total: int, message: str) -> None:
@@ -317,23 +317,13 @@ def pairs_create_bulk(*, batch, specs: Iterable[PairSpec]) -> dict[str, int]:
     return created
 
 
-def pairs_set_priority(*, batch_id: int, priority: int) -> int:
-    """Give a batch's pairs and their slots (whose copy the claim orders by) a new
-    priority. Returns the number of pairs.
-
-    In short transactions of a few thousand pairs: claims skip locked slots, so one
-    transaction over a large batch would hide its work from raters until it committed.
-    Until the last one commits the batch's pairs mix old and new priority (queue order
-    only); running it again finishes the change.
-    """
-    pair_ids = list(Pair.objects.filter(batch_id=batch_id).order_by("id").values_list("id", flat=True))
-    for start in range(0, len(pair_ids), PRIORITY_CHUNK):
-        chunk = pair_ids[start : start + PRIORITY_CHUNK]
-        with transaction.atomic():
-            # Pairs before slots, the order a submission locks them in.
-            Pair.objects.filter(id__in=chunk).exclude(priority=priority).update(priority=priority)
-            RatingSlot.objects.filter(pair_id__in=chunk).exclude(priority=priority).update(priority=priority)
-    return len(pair_ids)
+def pairs_set_priority(*, pair_ids: Sequence[int], priority: int) -> None:
+    """Give pairs and their slots (whose copy the claim orders by) a new priority, in the
+    caller's transaction. The pairs are locked first: a submission locks its pair before
+    its slots, so the two never wait on each other in a cycle."""
+    list(Pair.objects.select_for_update(no_key=True).filter(id__in=pair_ids).order_by("id").values_list("id"))
+    Pair.objects.filter(id__in=pair_ids).update(priority=priority)
+    RatingSlot.objects.filter(pair_id__in=pair_ids).update(priority=priority)
 
 
 def _insert_pairs_postgres(*, batch, specs: list[PairSpec]) -> None:
@@ -388,9 +378,11 @@ def _array_literal(values: Sequence[int | str | None]) -> str:
 
 
 def _array_element(value: int | str) -> str:
-    if isinstance(value, int):
-        return str(value)
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, bool):
+        raise TypeError(f"an id must be an integer, not {value!r}")
+    return str(operator.index(value))  # Python or numpy integers; anything else is refused
 
 
 def _insert_pairs_orm(*, batch, specs: list[PairSpec]) -> None:

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.errors import DomainError, NotFound
-from annotation.models import METHOD_KIND, Caption, Dataset, EmbeddingSpace, Image, JobStatus, TaskKind
+from annotation.models import METHOD_KIND, Caption, Dataset, EmbeddingSpace, Image, JobStatus, Pair, TaskKind
 from annotation.runners import (
     SAMPLING_BATCH_LOCKS,
     previous_runner_gone,
@@ -52,6 +52,8 @@ Progress = Callable[[int, int, str], None]
 RUNNER_LOCK_CLASS = SAMPLING_BATCH_LOCKS
 # Batch priorities: plenty of levels, far inside the column's 32 bits.
 PRIORITY_LIMIT = 1_000_000
+# Pairs whose priority changes in one transaction.
+PRIORITY_CHUNK = 2_000
 
 
 def index_config() -> IndexConfig:
@@ -340,8 +342,8 @@ def sampling_batch_start(*, batch: SamplingBatch, enqueue: bool = True) -> Sampl
 
 def sampling_batch_set_priority(*, batch_id: int, priority: int) -> SamplingBatch:
     """Change a batch's priority and, with it, the queue order of its pairs: claims take
-    higher priorities first. Pairs a batch is still writing get the new priority too.
-    Its pairs change in short transactions (see pairs_set_priority); if that is cut
+    higher priorities first. A batch still being written gets the new priority too.
+    Its pairs change in short transactions (see _apply_batch_priority); if that is cut
     short, setting the priority again completes it."""
     _check_priority(priority)
     with transaction.atomic():
@@ -351,9 +353,27 @@ def sampling_batch_set_priority(*, batch_id: int, priority: int) -> SamplingBatc
         # Waits for a batch being written; one written later reads the new priority.
         _lock_dataset_writes(batch.dataset_id)
         SamplingBatch.objects.filter(pk=batch_id).update(priority=priority)
-    pairs_set_priority(batch_id=batch_id, priority=priority)
+    _apply_batch_priority(batch_id)
     batch.refresh_from_db()
     return batch
+
+
+def _apply_batch_priority(batch_id: int) -> None:
+    """Bring the batch's pairs and slots to the batch's priority, PRIORITY_CHUNK pairs a
+    transaction: claims skip locked slots, so one transaction over a large batch would
+    hide its work from raters until it committed.
+
+    Each chunk reads the batch's priority under a row lock that a concurrent change's
+    update waits for, so when two changes overlap, the later one's value ends up on
+    every pair, whichever loop finishes last.
+    """
+    pair_ids = list(Pair.objects.filter(batch_id=batch_id).order_by("id").values_list("id", flat=True))
+    for start in range(0, len(pair_ids), PRIORITY_CHUNK):
+        with transaction.atomic():
+            current = (
+                SamplingBatch.objects.select_for_update(no_key=True).values_list("priority", flat=True).get(pk=batch_id)
+            )
+            pairs_set_priority(pair_ids=pair_ids[start : start + PRIORITY_CHUNK], priority=current)
 
 
 def _lock_dataset_writes(dataset_id: int) -> None:
@@ -549,7 +569,9 @@ def _progress_writer(batch_id: int, echo: Progress | None) -> Progress:
 
 
 def _fail(batch_id: int, message: str) -> None:
-    SamplingBatch.objects.filter(pk=batch_id).update(
+    # Only a running batch: one whose pairs committed stays succeeded even if writing
+    # its timings afterwards failed.
+    SamplingBatch.objects.filter(pk=batch_id, status=JobStatus.RUNNING).update(
         status=JobStatus.FAILED, error=message, progress_message="failed", finished_at=timezone.now()
     )
 

@@ -355,17 +355,20 @@ def test_ratings_stream_through_a_server_side_cursor():
     assert len([first, *rows]) == 5 * sum(1 for p in rated.complete if p.kind == "SIS")
 
 
-def test_cli_exports_and_reports(tmp_path, capsys):
+def test_cli_exports_and_reports(tmp_path, capsys, monkeypatch):
     rated = rated_factory_dataset(n_images=6)
     out = tmp_path / "cli"
+    monkeypatch.chdir(tmp_path)
     call_command(
-        "export_dataset", "--dataset", rated.dataset.name, "--out", str(out), "--split", "val", "--format", "cxc,jsonl"
+        "export_dataset", "--dataset", rated.dataset.name, "--out", "cli", "--split", "val", "--format", "cxc,jsonl"
     )
     printed = capsys.readouterr().out
     assert f"exported {len(rated.complete)} pairs with {5 * len(rated.complete)} ratings" in printed
     assert "(val; cxc, jsonl)" in printed and "11 files" in printed
     job = Job.objects.get(kind=Job.Kind.EXPORT_DATASET)
     assert job.status == JobStatus.SUCCEEDED and job.progress_done == len(rated.complete)
+    # Stored absolute: whoever looks at the job may run from another folder.
+    assert job.params["out"] == str(out.resolve())
     assert job.progress_total == len(rated.complete)
     with pytest.raises(CommandError, match="is not empty"):
         call_command("export_dataset", "--dataset", rated.dataset.name, "--out", str(out))

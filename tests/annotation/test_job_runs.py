@@ -77,11 +77,14 @@ def test_an_export_whose_runner_died_has_its_staging_folder_removed():
     job = Job.objects.get(pk=pending["id"])
     out = Path(job.params["out"])
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.parent / f".{out.name}.x1y2.partial"
+    staging = out.parent / f".{out.name}.job{job.pk}.x1y2.partial"
     (staging / "val").mkdir(parents=True)
     (staging / "val" / "sts.csv").write_text("caption1,caption2\n")
-    neighbour = out.parent / f".{out.name}0.x1y2.partial"  # another job's (export-10 beside export-1)
-    neighbour.mkdir()
+    # Other jobs' staging: one writing to the same folder now, one whose name starts alike.
+    same_out = out.parent / f".{out.name}.job{job.pk + 1}.a1b2.partial"
+    alike = out.parent / f".{out.name}0.job{job.pk}0.a1b2.partial"
+    for folder in (same_out, alike):
+        folder.mkdir()
     as_left_by_a_dead_worker(job)
 
     polled = client.get(f"/api/exports/{job.pk}/").json()
@@ -89,7 +92,7 @@ def test_an_export_whose_runner_died_has_its_staging_folder_removed():
     assert "stopped before it finished" in polled["error"]
     assert not staging.exists()
     assert not out.exists()
-    assert neighbour.is_dir()
+    assert same_out.is_dir() and alike.is_dir()
 
 
 @pytest.mark.postgres

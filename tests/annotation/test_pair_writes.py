@@ -1,5 +1,6 @@
 """The PostgreSQL bulk path for pairs sends its columns as array literals."""
 
+import numpy as np
 import pytest
 from django.db import connection
 
@@ -22,6 +23,14 @@ def test_ids_and_nulls_come_back_as_sent():
 def test_text_with_quotes_backslashes_commas_and_braces_comes_back_as_sent():
     values = ["c2c_isim", 'say "hi"', "back\\slash", "a,b", "{x}", "NULL", "", " padded "]
     assert round_trip(values, "varchar") == values
+
+
+def test_numpy_integers_are_ids_and_booleans_are_refused():
+    assert round_trip([np.int64(7), np.int32(-2)], "bigint") == [7, -2]
+    with pytest.raises(TypeError, match="an id must be an integer, not True"):
+        _array_literal([1, True])
+    with pytest.raises(TypeError):
+        _array_literal([1.5])
 
 
 def test_an_empty_column_is_an_empty_array():

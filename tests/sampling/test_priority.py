@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 from annotation.errors import NotFound
 from annotation.models import Pair, RatingSlot
 from annotation.queue import slot_claim
+from sampling import services as sampling_services
 from sampling.errors import SamplingInputError
 from sampling.models import SamplingBatch
 from sampling.services import sampling_batch_create, sampling_batch_run, sampling_batch_set_priority
@@ -48,12 +49,33 @@ def test_raising_a_batchs_priority_puts_its_pairs_first_in_the_queue(small):
 
 def test_a_large_batch_changes_in_several_short_transactions(small, monkeypatch):
     batch = batch_of(small, {"c2i_original": None})  # 8 pairs
-    monkeypatch.setattr("annotation.services.PRIORITY_CHUNK", 3)
+    monkeypatch.setattr("sampling.services.PRIORITY_CHUNK", 3)
     with CaptureQueriesContext(connection) as queries:
         sampling_batch_set_priority(batch_id=batch.pk, priority=-4)
     pair_updates = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('UPDATE "annotation_pair"')]
     assert len(pair_updates) == 3  # 3 + 3 + 2 pairs, each chunk with its slots in its own transaction
     assert priorities(batch) == ({-4}, {-4})
+
+
+def test_each_chunk_applies_the_batchs_priority_as_it_is_then(small, monkeypatch):
+    # Two changes overlap: the other's row update (to 9) commits while this one (to 5)
+    # is between chunks; this one's remaining chunks apply 9, and so does the other's loop.
+    batch = batch_of(small, {"c2i_original": None})  # 8 pairs
+    monkeypatch.setattr("sampling.services.PRIORITY_CHUNK", 3)
+    real = sampling_services.pairs_set_priority
+    calls = []
+
+    def then_another_change_commits(*, pair_ids, priority):
+        real(pair_ids=pair_ids, priority=priority)
+        calls.append(priority)
+        if len(calls) == 1:
+            SamplingBatch.objects.filter(pk=batch.pk).update(priority=9)
+
+    monkeypatch.setattr(sampling_services, "pairs_set_priority", then_another_change_commits)
+    sampling_batch_set_priority(batch_id=batch.pk, priority=5)
+    assert calls == [5, 9, 9]
+    sampling_services._apply_batch_priority(batch.pk)  # the other change's own loop
+    assert priorities(batch) == ({9}, {9})
 
 
 @pytest.mark.parametrize("bad", [1_000_001, -1_000_001, 2.5, "7", True])

@@ -5,6 +5,7 @@ import pytest
 
 from annotation.errors import NotFound
 from annotation.models import Pair, RatingSlot, SlotState
+from sampling import services as services_module
 from sampling.errors import BatchConflict, SamplingInputError
 from sampling.models import SamplingBatch
 from sampling.selectors import split_summary
@@ -154,6 +155,14 @@ def test_a_batch_whose_runner_holds_its_lock_is_left_running(small):
             sampling_batch_start(batch=batch)
         assert run(batch).status == "running"
     assert poll(sampling_batches_fail_orphaned) == [batch.pk]
+
+
+def test_a_succeeded_batch_is_never_marked_failed_afterwards(small):
+    # E.g. writing its timings after the commit fails: its pairs are queued all the same.
+    batch = run(create(small, methods={"c2c_cocaption": None}))
+    services_module._fail(batch.pk, "unexpected error: connection lost")
+    batch.refresh_from_db()
+    assert (batch.status, batch.error) == ("succeeded", "")
 
 
 def test_running_a_batch_twice_does_nothing_the_second_time(small):

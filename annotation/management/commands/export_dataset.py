@@ -1,3 +1,5 @@
+from pathlib import Path
+
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.exporters import FORMATS
@@ -39,7 +41,8 @@ class Command(BaseCommand):
             kind=Job.Kind.EXPORT_DATASET,
             params={
                 "dataset": options["dataset"],
-                "out": options["out"],
+                # Resolved here: a worker or web process may run from another folder.
+                "out": str(Path(options["out"]).expanduser().resolve()),
                 "splits": splits,
                 "formats": [name.strip() for name in options["format"].split(",")],
                 "overwrite": options["overwrite"],
