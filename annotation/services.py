@@ -319,9 +319,8 @@ def pairs_create_bulk(*, batch, specs: Iterable[PairSpec]) -> dict[str, int]:
 
 def pairs_set_priority(*, pair_ids: Sequence[int], priority: int) -> None:
     """Give pairs and their slots (whose copy the claim orders by) a new priority, in the
-    caller's transaction. The pairs are locked first: a submission locks its pair before
-    its slots, so the two never wait on each other in a cycle."""
-    list(Pair.objects.select_for_update(no_key=True).filter(id__in=pair_ids).order_by("id").values_list("id"))
+    caller's transaction. Every pair is updated, and so locked, before any slot: a
+    submission locks its pair before its slots, so the two never wait in a cycle."""
     Pair.objects.filter(id__in=pair_ids).update(priority=priority)
     RatingSlot.objects.filter(pair_id__in=pair_ids).update(priority=priority)
 

@@ -141,7 +141,7 @@ class SamplingBatchAdmin(admin.ModelAdmin):
             return
         batch_id, priority = obj.pk, obj.priority
         # After the admin's own transaction: the service changes the pairs in short
-        # transactions so that raters' claims are not held up (see pairs_set_priority).
+        # transactions so that raters' claims are not held up (see _apply_batch_priority).
         transaction.on_commit(lambda: sampling_batch_set_priority(batch_id=batch_id, priority=priority))
         messages.info(request, f"Batch #{batch_id} and its queued pairs now have priority {priority}.")
 

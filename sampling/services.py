@@ -48,8 +48,6 @@ logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int, str], None]
 
-# The batch runner's advisory lock (second key: the batch id); see annotation.runners.
-RUNNER_LOCK_CLASS = SAMPLING_BATCH_LOCKS
 # Batch priorities: plenty of levels, far inside the column's 32 bits.
 PRIORITY_LIMIT = 1_000_000
 # Pairs whose priority changes in one transaction.
@@ -312,7 +310,7 @@ def sampling_batch_start(*, batch: SamplingBatch, enqueue: bool = True) -> Sampl
     Raises BatchConflict for a batch that is running or already succeeded.
     """
     batch.refresh_from_db()
-    if batch.status == JobStatus.RUNNING and runner_alive(RUNNER_LOCK_CLASS, batch.pk, batch.runner):
+    if batch.status == JobStatus.RUNNING and runner_alive(SAMPLING_BATCH_LOCKS, batch.pk, batch.runner):
         raise BatchConflict(f"batch #{batch.pk} is running ({batch.runner}); wait for it to finish")
     if batch.status == JobStatus.SUCCEEDED:
         total = sum(batch.pairs_per_method.values())
@@ -394,7 +392,7 @@ def sampling_batch_run(*, batch_id: int, echo: Progress | None = None) -> Sampli
     running but whose runner died is marked failed). Bad input marks the batch failed
     with the message and returns it; an unexpected error marks it failed and re-raises.
     """
-    with runner_lock(RUNNER_LOCK_CLASS, batch_id) as locked:
+    with runner_lock(SAMPLING_BATCH_LOCKS, batch_id) as locked:
         batch = SamplingBatch.objects.select_related("dataset", "split").filter(pk=batch_id).first()
         if batch is None:
             raise NotFound(f"no sampling batch #{batch_id}")
@@ -413,7 +411,7 @@ def sampling_batch_run(*, batch_id: int, echo: Progress | None = None) -> Sampli
             progress_message="starting",
         )
         if not claimed:
-            if batch.status == JobStatus.RUNNING and previous_runner_gone(RUNNER_LOCK_CLASS, batch.pk, batch.runner):
+            if batch.status == JobStatus.RUNNING and previous_runner_gone(SAMPLING_BATCH_LOCKS, batch.pk, batch.runner):
                 _fail(batch.pk, _orphaned_message(batch))
                 batch.refresh_from_db()
             return batch
@@ -568,11 +566,13 @@ def _progress_writer(batch_id: int, echo: Progress | None) -> Progress:
     return report
 
 
-def _fail(batch_id: int, message: str) -> None:
-    # Only a running batch: one whose pairs committed stays succeeded even if writing
-    # its timings afterwards failed.
-    SamplingBatch.objects.filter(pk=batch_id, status=JobStatus.RUNNING).update(
-        status=JobStatus.FAILED, error=message, progress_message="failed", finished_at=timezone.now()
+def _fail(batch_id: int, message: str) -> bool:
+    """Mark a running batch failed; False if it is no longer running (one whose pairs
+    committed stays succeeded even if writing its timings afterwards failed)."""
+    return bool(
+        SamplingBatch.objects.filter(pk=batch_id, status=JobStatus.RUNNING).update(
+            status=JobStatus.FAILED, error=message, progress_message="failed", finished_at=timezone.now()
+        )
     )
 
 
@@ -581,18 +581,11 @@ def _fail(batch_id: int, message: str) -> None:
 
 def sampling_batches_fail_orphaned() -> list[int]:
     """Mark failed every running batch whose runner is gone. Returns their ids."""
-    failed = []
-    for batch in SamplingBatch.objects.filter(status=JobStatus.RUNNING):
-        if runner_alive(RUNNER_LOCK_CLASS, batch.pk, batch.runner):
-            continue
-        if SamplingBatch.objects.filter(pk=batch.pk, status=JobStatus.RUNNING).update(
-            status=JobStatus.FAILED,
-            error=_orphaned_message(batch),
-            progress_message="failed",
-            finished_at=timezone.now(),
-        ):
-            failed.append(batch.pk)
-    return failed
+    return [
+        batch.pk
+        for batch in SamplingBatch.objects.filter(status=JobStatus.RUNNING)
+        if not runner_alive(SAMPLING_BATCH_LOCKS, batch.pk, batch.runner) and _fail(batch.pk, _orphaned_message(batch))
+    ]
 
 
 def _orphaned_message(batch: SamplingBatch) -> str:

@@ -5,12 +5,12 @@ import pytest
 
 from annotation.errors import NotFound
 from annotation.models import Pair, RatingSlot, SlotState
+from annotation.runners import SAMPLING_BATCH_LOCKS
 from sampling import services as services_module
 from sampling.errors import BatchConflict, SamplingInputError
 from sampling.models import SamplingBatch
 from sampling.selectors import split_summary
 from sampling.services import (
-    RUNNER_LOCK_CLASS,
     sampling_batch_create,
     sampling_batch_run,
     sampling_batch_start,
@@ -149,7 +149,7 @@ def test_a_batch_whose_runner_died_is_failed_and_restarts_to_the_same_result(mak
 def test_a_batch_whose_runner_holds_its_lock_is_left_running(small):
     batch = create(small, methods={"c2c_cocaption": None})
     SamplingBatch.objects.filter(pk=batch.pk).update(status="running", runner="worker-host:4242")
-    with runner_lock_held_elsewhere(RUNNER_LOCK_CLASS, batch.pk):
+    with runner_lock_held_elsewhere(SAMPLING_BATCH_LOCKS, batch.pk):
         assert sampling_batches_fail_orphaned() == []
         with pytest.raises(BatchConflict, match="is running \\(worker-host:4242\\)"):
             sampling_batch_start(batch=batch)
