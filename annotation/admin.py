@@ -5,9 +5,9 @@ from django.contrib import admin, messages
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
 
-from annotation.jobs import import_job_start, jobs_fail_orphaned
+from annotation.admin_runs import RunAdminMixin
+from annotation.jobs import JOB_RUNS, import_job_start
 from annotation.models import (
     Caption,
     Dataset,
@@ -144,46 +144,14 @@ class EmbeddingSpaceAdmin(admin.ModelAdmin):
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
-    list_display = ["id", "kind", "status", "progress", "message", "error_short", "created_at", "finished_at"]
+class JobAdmin(RunAdminMixin, admin.ModelAdmin):
+    run_kind = JOB_RUNS
+    list_display = ["id", "kind", *RunAdminMixin.run_columns, "created_at", "finished_at"]
     list_filter = ["kind", "status"]
     readonly_fields = [f.name for f in Job._meta.fields]
 
-    @admin.display(description="progress")
-    def progress(self, job: Job) -> str:
-        if not job.progress_total:
-            return "-"
-        return format_html(
-            '<progress value="{}" max="{}"></progress> {}/{}',
-            job.progress_done,
-            job.progress_total,
-            job.progress_done,
-            job.progress_total,
-        )
-
-    @admin.display(description="message")
-    def message(self, job: Job) -> str:
-        return (job.result or {}).get("message", "")
-
-    @admin.display(description="error")
-    def error_short(self, job: Job) -> str:
-        return job.error[:200]
-
     def has_add_permission(self, request) -> bool:
         return False
-
-    def changelist_view(self, request, extra_context=None):
-        failed = jobs_fail_orphaned()
-        if failed:
-            ids = ", ".join(f"#{pk}" for pk in failed)
-            messages.warning(
-                request, f"The worker running job {ids} stopped; marked failed. Run it again as a new job."
-            )
-        return super().changelist_view(request, extra_context)
-
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        jobs_fail_orphaned()
-        return super().change_view(request, object_id, form_url, extra_context)
 
 
 @admin.register(Pair)

@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 
 from annotation import export, queue, selectors
 from annotation.exporters import FORMATS
-from annotation.jobs import import_job_start, jobs_fail_orphaned
+from annotation.jobs import import_job_start, job_is_stale
 from annotation.models import FlagReason, Job, Modality, TaskKind
 from annotation.roles import ROLES, IsAdmin, IsRater, IsResearcher
 from annotation.tasks import run_export_job
@@ -32,6 +32,10 @@ from annotation.uploads import upload_store
 
 
 class JobSerializer(serializers.ModelSerializer):
+    stale = serializers.SerializerMethodField(
+        help_text="Marked running, but the process running it is gone (the beat task marks it failed)."
+    )
+
     class Meta:
         model = Job
         fields = [
@@ -43,10 +47,15 @@ class JobSerializer(serializers.ModelSerializer):
             "error",
             "progress_done",
             "progress_total",
+            "progress_message",
+            "stale",
             "created_at",
             "started_at",
             "finished_at",
         ]
+
+    def get_stale(self, job: Job) -> bool:
+        return job_is_stale(job)
 
 
 class DatasetSerializer(serializers.Serializer):
@@ -123,7 +132,6 @@ class JobDetailApi(APIView):
 
     @extend_schema(responses=JobSerializer)
     def get(self, request, job_id: int):
-        jobs_fail_orphaned()
         return Response(JobSerializer(selectors.job_get(job_id=job_id)).data)
 
 
@@ -152,17 +160,22 @@ class ExportJobSerializer(serializers.ModelSerializer):
     pairs = serializers.SerializerMethodField()
     ratings = serializers.SerializerMethodField()
     files = serializers.SerializerMethodField()
+    stale = serializers.SerializerMethodField(
+        help_text="Marked running, but the process running it is gone (the beat task marks it failed)."
+    )
 
     class Meta:
         model = Job
         fields = [
             "id",
             "status",
+            "stale",
             "dataset",
             "splits",
             "formats",
             "progress_done",
             "progress_total",
+            "progress_message",
             "error",
             "pairs",
             "ratings",
@@ -171,6 +184,9 @@ class ExportJobSerializer(serializers.ModelSerializer):
             "started_at",
             "finished_at",
         ]
+
+    def get_stale(self, job) -> bool:
+        return job_is_stale(job)
 
     def get_dataset(self, job) -> str:
         return job.params.get("dataset", "")
@@ -214,7 +230,6 @@ class ExportListApi(APIView):
         responses=ExportJobSerializer(many=True),
     )
     def get(self, request):
-        jobs_fail_orphaned()
         jobs = export.export_job_list(dataset_name=request.query_params.get("dataset") or None)
         return Response(ExportJobSerializer(jobs, many=True, context={"request": request}).data)
 
@@ -239,7 +254,6 @@ class ExportDetailApi(APIView):
 
     @extend_schema(responses=ExportJobSerializer)
     def get(self, request, job_id: int):
-        jobs_fail_orphaned()
         job = export.export_job_get(job_id=job_id)
         return Response(ExportJobSerializer(job, context={"request": request}).data)
 

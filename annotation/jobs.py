@@ -1,4 +1,5 @@
-"""Run import and export jobs from their status row: shared by Celery tasks, the CLI and the admin."""
+"""Import and export jobs: create, start and run them from their status row (shared by
+the Celery tasks, the CLI, the admin and the API). The lifecycle is annotation.runs'."""
 
 from __future__ import annotations
 
@@ -6,20 +7,10 @@ from collections.abc import Callable
 
 from django.db import transaction
 
-from annotation.errors import DomainError, NotFound
 from annotation.export import export_staging_remove, run_export_params
-from annotation.models import Job, JobStatus
-from annotation.runners import JOB_LOCKS, previous_runner_gone, runner_alive, runner_lock, runner_name
-from annotation.services import (
-    Progress,
-    dataset_import_karpathy,
-    embedding_space_import,
-    job_claim,
-    job_create,
-    job_fail_if_running,
-    job_finish,
-    job_progress,
-)
+from annotation.models import Job
+from annotation.runs import JOB_LOCKS, Progress, RunKind, run_is_stale, run_once, run_succeed, runs_fail_orphaned
+from annotation.services import dataset_import_karpathy, embedding_space_import, job_create
 
 
 def _run_import_karpathy(params: dict, progress: Progress) -> dict:
@@ -60,74 +51,65 @@ RUNNERS: dict[str, Callable[[dict, Progress], dict]] = {
 }
 
 
+def _orphan_message(job: Job) -> str:
+    return (
+        f"the process running this job ({job.runner or 'unknown'}) stopped before it finished; "
+        "nothing was kept. Run it again as a new job."
+    )
+
+
+def _remove_export_staging(job: Job) -> None:
+    """Imports write in one transaction, which died with the runner; an export's
+    half-written staging folder is removed here (its final folder never appeared)."""
+    if job.kind == Job.Kind.EXPORT_DATASET and job.params.get("out"):
+        export_staging_remove(out_dir=job.params["out"], job_id=job.pk)
+
+
+JOB_RUNS = RunKind(
+    model=Job,
+    lock_class=JOB_LOCKS,
+    noun="job",
+    orphan_message=_orphan_message,
+    claim_resets={"result": {}},
+    after_orphaned=_remove_export_staging,
+)
+
+
 def job_run(*, job_id: int, echo: Progress | None = None) -> Job:
-    """Run a pending job once, holding its runner lock.
+    """Run a pending job once (see ``annotation.runs.run_once``). Bad input marks the job
+    failed with the message; anything unexpected marks it failed and re-raises."""
 
-    Idempotent: only the caller that moves the job from pending to running runs it, so a
-    repeated task delivery does nothing; a job marked running whose runner died is marked
-    failed. Bad input marks the job failed with the message (no raise); anything
-    unexpected marks it failed and re-raises.
-    """
-    with runner_lock(JOB_LOCKS, job_id) as locked:
-        job = Job.objects.filter(pk=job_id).first()
-        if job is None:
-            raise NotFound(f"no job #{job_id}")
-        if not locked:
-            return job
-        if not job_claim(job_id=job_id, runner=runner_name()):
-            if job.status == JobStatus.RUNNING and previous_runner_gone(JOB_LOCKS, job.pk, job.runner):
-                _fail_orphaned(job)
-            job.refresh_from_db()
-            return job
-        job.refresh_from_db()
-        runner = RUNNERS[job.kind]
-        write_progress = job_progress(job.id)
+    def body(job: Job, progress: Progress) -> None:
+        # The job id names what a runner leaves behind if it dies (export staging).
+        result = RUNNERS[job.kind]({**job.params, "job_id": job.pk}, progress)
+        run_succeed(JOB_RUNS, job.pk, message="done", result=result)
 
-        def progress(done: int, total: int, message: str) -> None:
-            write_progress(done, total, message)
-            if echo is not None:
-                echo(done, total, message)
-
-        try:
-            # The job id names what a runner leaves behind if it dies (export staging).
-            result = runner({**job.params, "job_id": job.pk}, progress)
-        except DomainError as exc:
-            job_finish(job=job, error=str(exc))
-            return job
-        except Exception as exc:
-            job_finish(job=job, error=f"unexpected error: {exc!r}")
-            raise
-        job_finish(job=job, result=result)
-        return job
+    return run_once(JOB_RUNS, job_id, body, echo=echo)
 
 
 def jobs_fail_orphaned() -> list[int]:
     """Mark failed every running job whose runner is gone. Returns their ids."""
-    return [
-        job.pk
-        for job in Job.objects.filter(status=JobStatus.RUNNING)
-        if not runner_alive(JOB_LOCKS, job.pk, job.runner) and _fail_orphaned(job)
-    ]
+    return runs_fail_orphaned(JOB_RUNS)
 
 
-def _fail_orphaned(job: Job) -> bool:
-    """Imports write in one transaction, which died with the runner; an export's
-    half-written staging folder is removed here (its final folder never appeared)."""
-    failed = job_fail_if_running(
-        job_id=job.pk,
-        error=f"the process running this job ({job.runner or 'unknown'}) stopped before it finished; "
-        "nothing was kept. Run it again as a new job.",
-    )
-    if failed and job.kind == Job.Kind.EXPORT_DATASET and job.params.get("out"):
-        export_staging_remove(out_dir=job.params["out"], job_id=job.pk)
-    return failed
+def job_is_stale(job: Job) -> bool:
+    """Marked running, but its process is gone (read only)."""
+    return run_is_stale(JOB_RUNS, job)
+
+
+def job_start(*, kind: str, params: dict, created_by=None) -> Job:
+    """Create a job and queue it for a worker once the row is committed. Jobs whose
+    worker died are marked failed first, so the list never shows them running."""
+    from annotation.tasks import run_export_job, run_import_job  # tasks import this module
+
+    task = run_export_job if kind == Job.Kind.EXPORT_DATASET else run_import_job
+    jobs_fail_orphaned()
+    with transaction.atomic():
+        job = job_create(kind=kind, params=params, created_by=created_by)
+        transaction.on_commit(lambda: task.delay(job.id))
+    return job
 
 
 def import_job_start(*, kind: str, params: dict, created_by=None) -> Job:
     """Create an import job and queue it for a worker once the row is committed."""
-    from annotation.tasks import run_import_job  # tasks import this module
-
-    with transaction.atomic():
-        job = job_create(kind=kind, params=params, created_by=created_by)
-        transaction.on_commit(lambda: run_import_job.delay(job.id))
-    return job
+    return job_start(kind=kind, params=params, created_by=created_by)

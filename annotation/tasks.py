@@ -44,6 +44,6 @@ def recount_open_pairs() -> int:
 
 @shared_task(acks_late=True)
 def fail_orphaned_jobs() -> list[int]:
-    """Beat: mark failed the running jobs whose worker died (pages and the API also do
-    this when they show jobs). Idempotent."""
+    """Beat: mark failed the running jobs whose worker died (pages and the API show them
+    as stale meanwhile). Idempotent."""
     return jobs_fail_orphaned()

@@ -37,7 +37,8 @@ def main() -> None:
 
     from annotation.models import Caption, Dataset, Image, Split
     from annotation.services import embedding_space_import
-    from sampling.services import sampling_batch_create, sampling_batch_run
+    from sampling.batch_run import sampling_batch_run
+    from sampling.services import sampling_batch_create
 
     rng = np.random.default_rng(SEED)
     images_vectors = clustered_vectors(N_IMAGES, DIM, max(8, N_IMAGES // 400), rng)

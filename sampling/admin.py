@@ -6,12 +6,13 @@ from django.db import transaction
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
 
+from annotation.admin_runs import RunAdminMixin
 from annotation.errors import DomainError
 from annotation.models import EmbeddingSpace, JobStatus, Split
 from annotation.uploads import upload_store
 from sampling import selectors, strategies
+from sampling.batch_run import BATCH_RUNS
 from sampling.models import SamplingBatch
 from sampling.services import (
     PRIORITY_LIMIT,
@@ -19,7 +20,6 @@ from sampling.services import (
     sampling_batch_create_from_upload,
     sampling_batch_set_priority,
     sampling_batch_start,
-    sampling_batches_fail_orphaned,
 )
 
 METHOD_HELP = {
@@ -83,18 +83,16 @@ class PairListUploadForm(forms.Form):
 
 
 @admin.register(SamplingBatch)
-class SamplingBatchAdmin(admin.ModelAdmin):
+class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
+    run_kind = BATCH_RUNS
     list_display = [
         "id",
         "dataset",
         "split",
         "source",
         "methods_summary",
-        "status",
-        "progress",
-        "progress_message",
+        *RunAdminMixin.run_columns,
         "pairs",
-        "error_short",
         "created_at",
     ]
     list_filter = ["status", "source", "dataset"]
@@ -116,16 +114,8 @@ class SamplingBatchAdmin(admin.ModelAdmin):
         return False
 
     def changelist_view(self, request, extra_context=None):
-        failed = sampling_batches_fail_orphaned()
-        if failed:
-            ids = ", ".join(f"#{pk}" for pk in failed)
-            messages.warning(request, f"The worker running batch {ids} stopped; marked failed. Start it again.")
         active = SamplingBatch.objects.filter(status__in=[JobStatus.PENDING, JobStatus.RUNNING]).exists()
         return super().changelist_view(request, {**(extra_context or {}), "refresh": active})
-
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        sampling_batches_fail_orphaned()
-        return super().change_view(request, object_id, form_url, extra_context)
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name == "priority":
@@ -149,34 +139,17 @@ class SamplingBatchAdmin(admin.ModelAdmin):
     def methods_summary(self, batch: SamplingBatch) -> str:
         return ", ".join(f"{m}={b}" if b is not None else m for m, b in batch.methods.items())
 
-    @admin.display(description="progress")
-    def progress(self, batch: SamplingBatch) -> str:
-        if not batch.progress_total:
-            return "-"
-        return format_html(
-            '<progress value="{}" max="{}"></progress> {}/{}',
-            batch.progress_done,
-            batch.progress_total,
-            batch.progress_done,
-            batch.progress_total,
-        )
-
     @admin.display(description="pairs")
     def pairs(self, batch: SamplingBatch) -> str:
         if not batch.pairs_per_method:
             return "-"
         return ", ".join(f"{m}: {n}" for m, n in batch.pairs_per_method.items())
 
-    @admin.display(description="error")
-    def error_short(self, batch: SamplingBatch) -> str:
-        return batch.error[:200]
-
     @admin.action(description="Start (or restart) the selected batches")
     def start_batches(self, request, queryset):
         for batch in queryset.order_by("id"):
             try:
-                with transaction.atomic():
-                    sampling_batch_start(batch=batch)
+                sampling_batch_start(batch=batch)
             except DomainError as exc:
                 messages.error(request, str(exc))
             else:
@@ -200,6 +173,7 @@ class SamplingBatchAdmin(admin.ModelAdmin):
                     seed=data["seed"],
                     priority=data["priority"],
                     created_by=request.user,
+                    start=data["start"],
                 ),
             )
             if batch is not None:
@@ -223,6 +197,7 @@ class SamplingBatchAdmin(admin.ModelAdmin):
                     ratings_per_pair=data["ratings_per_pair"],
                     priority=data["priority"],
                     created_by=request.user,
+                    start=data["start"],
                 ),
             )
             if batch is not None:
@@ -230,12 +205,9 @@ class SamplingBatchAdmin(admin.ModelAdmin):
         return self._form_page(request, form, "Upload a pair list")
 
     def _create(self, request, form, create):
-        """Create (and start, if asked) in one transaction; a DomainError becomes a form error."""
+        """Create (and start, if asked) in one service call; a DomainError becomes a form error."""
         try:
-            with transaction.atomic():
-                batch = create()
-                if form.cleaned_data["start"]:
-                    sampling_batch_start(batch=batch)
+            batch = create()
         except DomainError as exc:
             form.add_error(None, str(exc))
             return None

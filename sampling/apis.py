@@ -2,7 +2,6 @@
 
 from dataclasses import asdict
 
-from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -12,19 +11,23 @@ from rest_framework.views import APIView
 from annotation.roles import IsAdmin
 from annotation.uploads import upload_store
 from sampling import selectors
+from sampling.batch_run import sampling_batch_is_stale
 from sampling.models import SamplingBatch
 from sampling.services import (
     sampling_batch_create,
     sampling_batch_create_from_upload,
     sampling_batch_set_priority,
     sampling_batch_start,
-    sampling_batches_fail_orphaned,
 )
 
 
 class SamplingBatchSerializer(serializers.ModelSerializer):
     dataset = serializers.CharField(source="dataset.name")
     split = serializers.CharField(source="split.name")
+    stale = serializers.SerializerMethodField(
+        help_text="Marked running, but the process running it is gone (the next start or the beat task marks it "
+        "failed)."
+    )
 
     class Meta:
         model = SamplingBatch
@@ -47,10 +50,14 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
             "stats",
             "error",
             "runner",
+            "stale",
             "created_at",
             "started_at",
             "finished_at",
         ]
+
+    def get_stale(self, batch: SamplingBatch) -> bool:
+        return sampling_batch_is_stale(batch)
 
 
 def _created(batch: SamplingBatch) -> Response:
@@ -83,7 +90,6 @@ class SamplingBatchListApi(APIView):
 
     @extend_schema(responses=SamplingBatchSerializer(many=True))
     def get(self, request):
-        sampling_batches_fail_orphaned()
         return Response(SamplingBatchSerializer(selectors.sampling_batch_list()[:200], many=True).data)
 
     @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer})
@@ -91,20 +97,18 @@ class SamplingBatchListApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        with transaction.atomic():
-            batch = sampling_batch_create(
-                dataset_name=values["dataset"],
-                split_name=values["split"],
-                methods=values["methods"],
-                k=values["k"],
-                spaces=values["spaces"],
-                ratings_per_pair=values["ratings_per_pair"],
-                seed=values["seed"],
-                priority=values["priority"],
-                created_by=request.user,
-            )
-            if values["start"]:
-                sampling_batch_start(batch=batch)
+        batch = sampling_batch_create(
+            dataset_name=values["dataset"],
+            split_name=values["split"],
+            methods=values["methods"],
+            k=values["k"],
+            spaces=values["spaces"],
+            ratings_per_pair=values["ratings_per_pair"],
+            seed=values["seed"],
+            priority=values["priority"],
+            created_by=request.user,
+            start=values["start"],
+        )
         return _created(batch)
 
 
@@ -131,17 +135,15 @@ class SamplingBatchUploadApi(APIView):
         data.is_valid(raise_exception=True)
         values = data.validated_data
         stored = upload_store(values["file"], suffix_hint=".csv")
-        with transaction.atomic():
-            batch = sampling_batch_create_from_upload(
-                dataset_name=values["dataset"],
-                split_name=values["split"],
-                path=stored,
-                ratings_per_pair=values["ratings_per_pair"],
-                priority=values["priority"],
-                created_by=request.user,
-            )
-            if values["start"]:
-                sampling_batch_start(batch=batch)
+        batch = sampling_batch_create_from_upload(
+            dataset_name=values["dataset"],
+            split_name=values["split"],
+            path=stored,
+            ratings_per_pair=values["ratings_per_pair"],
+            priority=values["priority"],
+            created_by=request.user,
+            start=values["start"],
+        )
         return _created(batch)
 
 
@@ -153,7 +155,6 @@ class SamplingBatchDetailApi(APIView):
 
     @extend_schema(responses=SamplingBatchSerializer)
     def get(self, request, batch_id: int):
-        sampling_batches_fail_orphaned()
         return Response(SamplingBatchSerializer(selectors.sampling_batch_get(batch_id=batch_id)).data)
 
     @extend_schema(request=PriorityInputSerializer, responses=SamplingBatchSerializer)
@@ -171,9 +172,7 @@ class SamplingBatchStartApi(APIView):
 
     @extend_schema(request=None, responses={202: SamplingBatchSerializer})
     def post(self, request, batch_id: int):
-        sampling_batches_fail_orphaned()
-        with transaction.atomic():
-            batch = sampling_batch_start(batch=selectors.sampling_batch_get(batch_id=batch_id))
+        batch = sampling_batch_start(batch=selectors.sampling_batch_get(batch_id=batch_id))
         batch = selectors.sampling_batch_get(batch_id=batch.pk)
         return Response(SamplingBatchSerializer(batch).data, status=status.HTTP_202_ACCEPTED)
 

@@ -1,13 +1,12 @@
 """Sampling batches: which methods, budgets and spaces produced which pairs."""
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from annotation.models import Dataset, JobStatus, Split
+from annotation.models import BackgroundRun, Dataset, Split
 
 
-class SamplingBatch(models.Model):
+class SamplingBatch(BackgroundRun):
     """A run of one or more sampling methods over a split (or an uploaded pair list).
 
     ``methods`` maps method name -> budget (null budget: as many as the method gives);
@@ -29,25 +28,13 @@ class SamplingBatch(models.Model):
     ratings_per_pair = models.PositiveSmallIntegerField(default=5)
     seed = models.BigIntegerField(default=0)
     priority = models.IntegerField(default=0, help_text="Higher batches are rated first.")
-    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.PENDING)
-    progress_done = models.BigIntegerField(default=0)
-    progress_total = models.BigIntegerField(default=0)
-    progress_message = models.CharField(max_length=255, blank=True)
     pairs_per_method = models.JSONField(default=dict, blank=True, help_text="Filled when the batch succeeds.")
     stats = models.JSONField(
         default=dict,
         blank=True,
         help_text="Filled by the run: search and write seconds, index used, pairs skipped as already queued.",
     )
-    runner = models.CharField(
-        max_length=255, blank=True, help_text="host:pid of the process running (or last running) the batch."
-    )
-    error = models.TextField(blank=True)
     upload_path = models.CharField(max_length=1000, blank=True, help_text="Stored pair list, for uploaded batches.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "sampling batches"

@@ -3,7 +3,7 @@ import logging
 from celery import shared_task
 
 from annotation.errors import NotFound
-from sampling.services import sampling_batch_run, sampling_batches_fail_orphaned
+from sampling.batch_run import sampling_batch_run, sampling_batches_fail_orphaned
 
 logger = logging.getLogger(__name__)
 
@@ -20,6 +20,6 @@ def run_sampling_batch(batch_id: int) -> None:
 
 @shared_task(acks_late=True)
 def fail_orphaned_batches() -> list[int]:
-    """Beat: mark failed the running batches whose worker died (pages and the API also
-    do this when they show batches). Idempotent."""
+    """Beat: mark failed the running batches whose worker died (pages and the API show
+    them as stale meanwhile; starting one again marks it failed first). Idempotent."""
     return sampling_batches_fail_orphaned()

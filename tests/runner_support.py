@@ -1,4 +1,4 @@
-"""Helpers for tests of runner locks (annotation.runners): another session's lock, and
+"""Helpers for tests of runner locks (annotation.runs): another session's lock, and
 waiting for the server to drop a closed session's locks."""
 
 import time

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from annotation.models import Caption, Image, Pair, Rating, RatingSlot, SamplingMethod, SlotState, TaskKind
-from annotation.services import PairSpec, dataset_import_karpathy, pairs_create_bulk
+from annotation.pairs import PairSpec, pairs_create_bulk
+from annotation.services import dataset_import_karpathy
 from tests.factories import SamplingBatchFactory, SplitFactory, UserFactory, make_items
 
 

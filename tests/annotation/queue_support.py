@@ -6,7 +6,7 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 from annotation.models import SamplingMethod, TaskKind
-from annotation.services import PairSpec, pairs_create_bulk
+from annotation.pairs import PairSpec, pairs_create_bulk
 from tests.factories import CaptionFactory, ImageFactory, SamplingBatchFactory, SplitFactory
 
 # The lease length the queue tests run with (settings.LEASE_TTL_SECONDS via the clock fixture).

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from annotation.jobs import job_run, jobs_fail_orphaned
+from annotation.jobs import import_job_start, job_run, jobs_fail_orphaned
 from annotation.models import Dataset, Job, JobStatus
-from annotation.runners import JOB_LOCKS
+from annotation.runs import JOB_LOCKS
 from annotation.services import job_create
 from annotation.tasks import fail_orphaned_jobs, run_import_job
 from tests.annotation.export_data import rated_factory_dataset
@@ -88,7 +88,11 @@ def test_an_export_whose_runner_died_has_its_staging_folder_removed():
     as_left_by_a_dead_worker(job)
 
     polled = client.get(f"/api/exports/{job.pk}/").json()
-    assert polled["status"] == "failed"
+    assert (polled["status"], polled["stale"]) == ("running", True)
+    assert staging.is_dir()  # a read writes nothing
+    assert fail_orphaned_jobs() == [job.pk]  # the beat task
+    polled = client.get(f"/api/exports/{job.pk}/").json()
+    assert (polled["status"], polled["stale"]) == ("failed", False)
     assert "stopped before it finished" in polled["error"]
     assert not staging.exists()
     assert not out.exists()
@@ -108,12 +112,25 @@ def test_a_job_whose_runner_holds_its_lock_is_left_running(tmp_path):
     assert poll(jobs_fail_orphaned) == [job.pk]
 
 
-def test_the_jobs_page_marks_a_dead_runners_job_failed(admin_client, tmp_path, monkeypatch):
+def test_pages_and_the_api_show_a_dead_runners_job_as_stale_without_writing(admin_client, tmp_path, monkeypatch):
     job = karpathy_job(tmp_path)
     as_left_by_a_dead_worker(job)
-    monkeypatch.setattr("annotation.jobs.runner_alive", lambda lock_class, object_id, runner: False)
+    monkeypatch.setattr("annotation.runs.runner_alive", lambda lock_class, object_id, runner: False)
     page = admin_client.get("/admin/annotation/job/")
     assert page.status_code == 200
-    assert f"The worker running job #{job.pk} stopped; marked failed." in page.content.decode()
+    assert "running <strong" in page.content.decode() and "(stale: its process is gone)" in page.content.decode()
+    assert admin_client.get(f"/admin/annotation/job/{job.pk}/change/").status_code == 200
+    body = admin_client.get(f"/api/jobs/{job.pk}/").json()
+    assert (body["status"], body["stale"]) == ("running", True)
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+
+
+def test_starting_a_job_marks_dead_runners_jobs_failed(tmp_path, monkeypatch):
+    job = karpathy_job(tmp_path)
+    as_left_by_a_dead_worker(job)
+    monkeypatch.setattr("annotation.runs.runner_alive", lambda lock_class, object_id, runner: False)
+    import_job_start(kind=Job.Kind.IMPORT_KARPATHY, params={"path": "missing.json", "name": "other"})
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
+    assert "(worker-host:4242) stopped before it finished; nothing was kept" in job.error

@@ -137,3 +137,28 @@ def test_only_admins_may_sample(small):
     assert response.status_code == 403
     assert client.get("/api/sampling/batches/").status_code == 403
     assert SamplingBatch.objects.count() == 0
+
+
+def test_reads_show_a_dead_runners_batch_as_stale_and_a_start_fails_then_reruns_it(
+    admin_api, admin_client, small, monkeypatch, django_capture_on_commit_callbacks
+):
+    body = admin_api.post(
+        "/api/sampling/batches/",
+        {"dataset": small.dataset.name, "split": "val", "methods": {"c2c_cocaption": None}, "start": False},
+        format="json",
+    ).json()
+    SamplingBatch.objects.filter(pk=body["id"]).update(status="running", runner="worker-host:4242")
+    monkeypatch.setattr("annotation.runs.runner_alive", lambda lock_class, object_id, runner: False)
+
+    detail = admin_api.get(f"/api/sampling/batches/{body['id']}/").json()
+    assert (detail["status"], detail["stale"]) == ("running", True)
+    assert admin_api.get("/api/sampling/batches/").json()[0]["stale"] is True
+    page = admin_client.get("/admin/sampling/samplingbatch/").content.decode()
+    assert "(stale: its process is gone)" in page
+    assert SamplingBatch.objects.get(pk=body["id"]).status == "running"  # no read wrote
+
+    with django_capture_on_commit_callbacks(execute=True):
+        started = admin_api.post(f"/api/sampling/batches/{body['id']}/start/")
+    assert started.status_code == 202, started.json()
+    after = admin_api.get(f"/api/sampling/batches/{body['id']}/").json()
+    assert (after["status"], after["stale"]) == ("succeeded", False)

@@ -9,9 +9,10 @@ from annotation.errors import NotFound
 from annotation.models import Pair, RatingSlot
 from annotation.queue import slot_claim
 from sampling import services as sampling_services
+from sampling.batch_run import sampling_batch_run
 from sampling.errors import SamplingInputError
 from sampling.models import SamplingBatch
-from sampling.services import sampling_batch_create, sampling_batch_run, sampling_batch_set_priority
+from sampling.services import sampling_batch_create, sampling_batch_set_priority
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

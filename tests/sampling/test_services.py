@@ -5,17 +5,12 @@ import pytest
 
 from annotation.errors import NotFound
 from annotation.models import Pair, RatingSlot, SlotState
-from annotation.runners import SAMPLING_BATCH_LOCKS
-from sampling import services as services_module
+from annotation.runs import SAMPLING_BATCH_LOCKS, run_fail
+from sampling.batch_run import BATCH_RUNS, sampling_batch_run, sampling_batches_fail_orphaned
 from sampling.errors import BatchConflict, SamplingInputError
 from sampling.models import SamplingBatch
 from sampling.selectors import split_summary
-from sampling.services import (
-    sampling_batch_create,
-    sampling_batch_run,
-    sampling_batch_start,
-    sampling_batches_fail_orphaned,
-)
+from sampling.services import sampling_batch_create, sampling_batch_start
 from tests.runner_support import poll, runner_lock_held_elsewhere
 from tests.sampling.conftest import pair_keys, random_unit, rate
 
@@ -160,7 +155,7 @@ def test_a_batch_whose_runner_holds_its_lock_is_left_running(small):
 def test_a_succeeded_batch_is_never_marked_failed_afterwards(small):
     # E.g. writing its timings after the commit fails: its pairs are queued all the same.
     batch = run(create(small, methods={"c2c_cocaption": None}))
-    services_module._fail(batch.pk, "unexpected error: connection lost")
+    run_fail(BATCH_RUNS, batch.pk, "unexpected error: connection lost")
     batch.refresh_from_db()
     assert (batch.status, batch.error) == ("succeeded", "")
 

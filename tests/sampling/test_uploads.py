@@ -4,10 +4,11 @@ import pytest
 
 from annotation.models import Pair, RatingSlot
 from annotation.services import dataset_import_karpathy
+from sampling.batch_run import sampling_batch_run
 from sampling.errors import PairListError
 from sampling.models import SamplingBatch
 from sampling.pairlist import PairListFormatError, read_pair_list
-from sampling.services import sampling_batch_create_from_upload, sampling_batch_run
+from sampling.services import sampling_batch_create_from_upload
 from tests.sampling.conftest import pair_keys
 
 

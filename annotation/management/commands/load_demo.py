@@ -12,7 +12,8 @@ from annotation.models import Dataset, Qualification, TaskKind
 from annotation.roles import ADMIN, RATER, RESEARCHER
 from annotation.services import dataset_import_karpathy, embedding_space_import
 from frontend.models import WorkedExample
-from sampling.services import sampling_batch_create, sampling_batch_run
+from sampling.batch_run import sampling_batch_run
+from sampling.services import sampling_batch_create
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
 DEMO_NAME = "demo"

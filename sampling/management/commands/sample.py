@@ -5,14 +5,9 @@ from annotation.errors import DomainError
 from annotation.management.commands._progress import print_progress
 from annotation.models import JobStatus
 from sampling import selectors, strategies
+from sampling.batch_run import sampling_batch_is_stale, sampling_batch_run
 from sampling.models import SamplingBatch
-from sampling.services import (
-    sampling_batch_create,
-    sampling_batch_create_from_upload,
-    sampling_batch_run,
-    sampling_batch_start,
-    sampling_batches_fail_orphaned,
-)
+from sampling.services import sampling_batch_create, sampling_batch_create_from_upload, sampling_batch_start
 
 
 def parse_method(value: str) -> tuple[str, int | None]:
@@ -61,7 +56,6 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         try:
             if options["status"] is not None:
-                sampling_batches_fail_orphaned()
                 self._show(selectors.sampling_batch_get(batch_id=options["status"]))
                 return
             if options["start"] is not None:
@@ -119,7 +113,8 @@ class Command(BaseCommand):
         self._show(batch)
 
     def _show(self, batch: SamplingBatch) -> None:
-        self.stdout.write(f"batch {batch.pk}: {batch.status}")
+        stale = " (stale: the process running it is gone; start it again)" if sampling_batch_is_stale(batch) else ""
+        self.stdout.write(f"batch {batch.pk}: {batch.status}{stale}")
         if batch.status == JobStatus.SUCCEEDED:
             for method, count in batch.pairs_per_method.items():
                 self.stdout.write(f"{method}: {count}")

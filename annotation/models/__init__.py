@@ -1,0 +1,48 @@
+"""The annotation app's models, one module per group; every model is importable from
+``annotation.models`` as before the split.
+
+Invariants live in the database (unique and check constraints), not in ``save()``:
+- item keys are unique per dataset, and every caption belongs to exactly one image;
+- a pair is stored once, unordered, per kind;
+- a pair has ``ratings_required`` slots; a rating fills exactly one slot, so a pair can
+  never collect more ratings than slots; one rater rates a pair at most once.
+"""
+
+from annotation.models.items import (
+    METHOD_KIND,
+    Caption,
+    Dataset,
+    EmbeddingSpace,
+    Image,
+    Modality,
+    SamplingMethod,
+    Split,
+    TaskKind,
+)
+from annotation.models.pairs import Pair, Rating, RatingSlot, SlotState
+from annotation.models.queue import Flag, FlagReason, PairSkip, Qualification, QueueCounter
+from annotation.models.runs import BackgroundRun, Job, JobStatus
+
+__all__ = [
+    "METHOD_KIND",
+    "BackgroundRun",
+    "Caption",
+    "Dataset",
+    "EmbeddingSpace",
+    "Flag",
+    "FlagReason",
+    "Image",
+    "Job",
+    "JobStatus",
+    "Modality",
+    "Pair",
+    "PairSkip",
+    "Qualification",
+    "QueueCounter",
+    "Rating",
+    "RatingSlot",
+    "SamplingMethod",
+    "SlotState",
+    "Split",
+    "TaskKind",
+]

@@ -1,0 +1,79 @@
+"""What the rating queue keeps beside slots: flags, skips, open-pair counters, qualifications."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from annotation.models.items import Dataset, TaskKind
+from annotation.models.pairs import Pair
+
+
+class FlagReason(models.TextChoices):
+    BROKEN_IMAGE = "broken_image", "broken image"
+    UNREADABLE_CAPTION = "unreadable_caption", "unreadable caption"
+    INAPPROPRIATE = "inappropriate", "inappropriate content"
+    OTHER = "other", "other"
+
+
+class Flag(models.Model):
+    """A rater's report that a pair cannot be rated as shown; admins review and resolve it."""
+
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="flags")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="flags")
+    reason = models.CharField(max_length=30, choices=FlagReason.choices)
+    note = models.TextField(blank=True)
+    resolved = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["pair", "rater", "reason"], name="flag_once_per_rater_reason")]
+        indexes = [models.Index(fields=["created_at"], condition=Q(resolved=False), name="flag_unresolved_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.reason} on pair {self.pair_id}"
+
+
+class PairSkip(models.Model):
+    """A rater passed on a pair (skip or flag): the claim never serves it to them again."""
+
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="skips")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="pair_skips")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["pair", "rater"], name="skip_once_per_rater")]
+
+    def __str__(self) -> str:
+        return f"{self.rater_id} skipped pair {self.pair_id}"
+
+
+class QueueCounter(models.Model):
+    """Pairs of a dataset and kind that still need ratings. Kept in step by the services
+    that create pairs and complete them, so progress never counts over the queue."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+", db_index=False)
+    kind = models.CharField(max_length=4, choices=TaskKind.choices)
+    pairs_open = models.BigIntegerField(default=0, help_text="Pairs with ratings_done < ratings_required.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "kind"], name="queue_counter_unique"),
+            models.CheckConstraint(condition=Q(pairs_open__gte=0), name="queue_counter_nonnegative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset_id}/{self.kind}: {self.pairs_open} open"
+
+
+class Qualification(models.Model):
+    """A rater may be served tasks of this kind."""
+
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="qualifications")
+    kind = models.CharField(max_length=4, choices=TaskKind.choices)
+    granted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rater", "kind"], name="qualification_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.rater} may rate {self.kind}"
