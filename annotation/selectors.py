@@ -55,6 +55,22 @@ def job_get(*, job_id: int) -> Job:
     return job
 
 
+def export_job_list(*, dataset_name: str | None = None) -> QuerySet[Job]:
+    """Export jobs, newest first; only those of ``dataset_name`` when given."""
+    jobs = Job.objects.filter(kind=Job.Kind.EXPORT_DATASET).order_by("-created_at", "-id")
+    if dataset_name:
+        jobs = jobs.filter(params__dataset=dataset_name)
+    return jobs
+
+
+def export_job_get(*, job_id: int) -> Job:
+    """The export job ``job_id``; NotFound for a missing id or a job of another kind."""
+    job = Job.objects.filter(pk=job_id, kind=Job.Kind.EXPORT_DATASET).first()
+    if job is None:
+        raise NotFound(f"no export job #{job_id}")
+    return job
+
+
 def split_get(*, dataset: Dataset, name: str) -> Split:
     split = Split.objects.filter(dataset=dataset, name=name).first()
     if split is None:

@@ -14,8 +14,8 @@ from django.db import connection
 
 from annotation.aggregation import krippendorff_alpha_interval, pad_ragged
 from annotation.errors import NotFound
-from annotation.export import ExportError, _rating_rows, dataset_export, export_plan
-from annotation.exporters import sha256_file
+from annotation.export import ExportError, dataset_export, export_plan, sha256_file
+from annotation.export.plan import rating_rows
 from annotation.models import Job, JobStatus, Pair, Rating, Split
 from tests.annotation.export_data import rated_coco_mini, rated_factory_dataset
 from tests.factories import SplitFactory
@@ -345,7 +345,7 @@ def test_a_split_without_complete_pairs_gets_header_only_files(tmp_path):
 @pytest.mark.postgres
 def test_ratings_stream_through_a_server_side_cursor():
     rated = rated_factory_dataset(n_images=6)
-    rows = _rating_rows(rated.dataset, rated.split, "SIS")
+    rows = rating_rows(rated.dataset, rated.split, "SIS")
     first = next(rows)
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_cursors WHERE name LIKE '_django_curs_%%'")

@@ -7,8 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from django.db import transaction
 from rest_framework.test import APIClient
 
+from annotation import tasks
+from annotation.errors import NotFound
+from annotation.export import export_job_start
 from annotation.models import Job, JobStatus
 from annotation.services import job_create
 from annotation.tasks import run_export_job
@@ -174,3 +178,32 @@ def test_a_failing_export_job_records_the_reason(django_capture_on_commit_callba
     run_export_job(job.id)
     polled = client.get(f"/api/exports/{job.id}/").json()
     assert polled["status"] == "failed" and "is not empty" in polled["error"] and polled["files"] == []
+
+
+def test_export_job_start_queues_the_job_once_committed(django_capture_on_commit_callbacks, monkeypatch, settings):
+    rated = rated_factory_dataset(n_images=4)
+    queued = []
+    monkeypatch.setattr(tasks.run_export_job, "delay", queued.append)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        job = export_job_start(dataset_name=rated.dataset.name, formats="jsonl,cxc")
+        assert queued == []
+    assert len(callbacks) == 1 and queued == [job.id]
+    job.refresh_from_db()
+    assert job.kind == Job.Kind.EXPORT_DATASET and job.status == JobStatus.PENDING and job.created_by is None
+    assert job.params == {
+        "dataset": rated.dataset.name,
+        "splits": ["val"],
+        "formats": ["cxc", "jsonl"],
+        "out": str(Path(settings.EXPORT_DIR).resolve() / f"export-{job.id}"),
+    }
+    # Rolled back: no job row and nothing queued.
+    capture = django_capture_on_commit_callbacks(execute=True)
+    with capture as callbacks, pytest.raises(RuntimeError), transaction.atomic():
+        rolled_back = export_job_start(dataset_name=rated.dataset.name)
+        raise RuntimeError("the caller's transaction fails")
+    assert callbacks == [] and queued == [job.id]
+    assert not Job.objects.filter(pk=rolled_back.pk).exists()
+    # A bad request writes nothing.
+    with django_capture_on_commit_callbacks(execute=True) as callbacks, pytest.raises(NotFound, match="'nope'"):
+        export_job_start(dataset_name="nope")
+    assert callbacks == [] and list(Job.objects.all()) == [job]

@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.exporters import FORMATS
+from annotation.export import FORMATS
 from annotation.jobs import job_run
 from annotation.management.commands._progress import print_progress
 from annotation.models import Job, JobStatus

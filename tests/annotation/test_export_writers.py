@@ -8,14 +8,14 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from annotation import exporters
 from annotation.aggregation import aggregate_pairs, pad_ragged
-from annotation.exporters import (
+from annotation.export import (
     ExportBlock,
     ExportFormatError,
     file_names,
     file_stem,
     open_writers,
+    parquet,
     parse_formats,
     sha256_file,
 )
@@ -140,7 +140,7 @@ def test_parquet_pairs_and_raw_read_back(tmp_path):
 
 
 def test_parquet_row_groups_gather_blocks(tmp_path, monkeypatch):
-    monkeypatch.setattr(exporters, "ROW_GROUP_ROWS", 4)
+    monkeypatch.setattr(parquet, "ROW_GROUP_ROWS", 4)
     write(tmp_path, [make_block(), make_block(), make_block()], formats=["parquet"])
     groups = pq.ParquetFile(tmp_path / "sts_val.parquet")
     assert [groups.metadata.row_group(i).num_rows for i in range(groups.num_row_groups)] == [6, 3]

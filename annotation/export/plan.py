@@ -1,0 +1,136 @@
+"""Planning an export: the checked request (dataset, splits, formats), the destination
+rules, and the reads the export makes (complete pair counts, pairs left out, sampling
+batches, and the rating rows streamed from a server-side cursor)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db.models import Count, F, QuerySet, Sum
+
+from annotation.errors import NotFound
+from annotation.export.formats import FORMATS, MANIFEST, ExportError, ExportFormatError, file_stem, parse_formats
+from annotation.models import Dataset, Pair, Rating, Split
+from sampling.models import SamplingBatch
+
+# Rows fetched per round trip from the server-side cursor.
+FETCH_ROWS = 10_000
+_ITEM_KEYS = {
+    "STS": ("pair__caption_a__key", "pair__caption_b__key"),
+    "SIS": ("pair__image_a__key", "pair__image_b__key"),
+    "SITS": ("pair__caption_a__key", "pair__image_a__key"),
+}
+
+
+@dataclass(frozen=True)
+class ExportPlan:
+    dataset: Dataset
+    splits: list[Split]
+    formats: list[str]
+
+
+def export_plan(
+    *, dataset_name: str, splits: Sequence[str] | None = None, formats: Sequence[str] | str = FORMATS
+) -> ExportPlan:
+    """Check an export request: the dataset, its splits (default: every split that has
+    pairs) and the formats. Raises NotFound / ExportError naming the problem."""
+    dataset = Dataset.objects.filter(name=dataset_name).first()
+    if dataset is None:
+        raise NotFound(f"no dataset named {dataset_name!r}")
+    try:
+        chosen_formats = parse_formats(formats if isinstance(formats, str) else list(formats))
+    except ExportFormatError as exc:
+        raise ExportError(str(exc)) from exc
+    available = {split.name: split for split in Split.objects.filter(dataset=dataset).order_by("name")}
+    if splits:
+        names = list(dict.fromkeys(name.strip() for name in splits if name.strip()))
+        unknown = [name for name in names if name not in available]
+        if unknown:
+            raise ExportError(
+                f"dataset {dataset_name!r} has no split {unknown[0]!r}; its splits: {', '.join(available) or 'none'}"
+            )
+    else:
+        with_pairs = set(Pair.objects.filter(dataset=dataset).values_list("split__name", flat=True).distinct())
+        names = [name for name in available if name in with_pairs]
+        if not names:
+            raise ExportError(f"dataset {dataset_name!r} has no pairs to export")
+    for name in names:
+        try:
+            file_stem("STS", name)
+        except ExportFormatError as exc:
+            raise ExportError(str(exc)) from exc
+    return ExportPlan(dataset=dataset, splits=[available[name] for name in names], formats=chosen_formats)
+
+
+def destination_check(out: Path, overwrite: bool) -> None:
+    """Raise ExportError unless ``out`` is missing, an empty folder, or (with
+    ``overwrite``) a folder holding an earlier export."""
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"{out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()):
+        if not overwrite:
+            raise ExportError(f"{out} is not empty; choose a new folder, or overwrite to replace an earlier export")
+        if not (out / MANIFEST).is_file():
+            raise ExportError(f"{out} is not empty and holds no earlier export ({MANIFEST}); it is left alone")
+
+
+def complete_pair_counts(plan: ExportPlan) -> dict[tuple[int, str], int]:
+    """``{(split id, task): complete pairs}`` over the plan's splits."""
+    rows = (
+        Pair.objects.filter(dataset=plan.dataset, split__in=plan.splits, ratings_done=F("ratings_required"))
+        .order_by()
+        .values("split_id", "kind")
+        .annotate(n=Count("id"))
+    )
+    return {(row["split_id"], row["kind"]): row["n"] for row in rows}
+
+
+def incomplete_counts(plan: ExportPlan) -> dict:
+    """Pairs left out because some of their ratings are still missing, per split, task
+    and method, with the ratings they hold so far."""
+    rows = (
+        Pair.objects.filter(dataset=plan.dataset, split__in=plan.splits, ratings_done__lt=F("ratings_required"))
+        .order_by()
+        .values("split__name", "kind", "sampling_method")
+        .annotate(pairs=Count("id"), ratings=Sum("ratings_done"))
+    )
+    out: dict = {split.name: {} for split in plan.splits}
+    for row in sorted(rows, key=lambda r: (r["split__name"], r["kind"], r["sampling_method"])):
+        task = out[row["split__name"]].setdefault(row["kind"], {})
+        task[row["sampling_method"]] = {"pairs": row["pairs"], "ratings": row["ratings"] or 0}
+    return out
+
+
+def sampling_batches(plan: ExportPlan) -> QuerySet[SamplingBatch]:
+    """The sampling batches of the plan's splits, with their split."""
+    return SamplingBatch.objects.filter(dataset=plan.dataset, split__in=plan.splits).select_related("split")
+
+
+def rating_rows(dataset: Dataset, split: Split, task: str) -> Iterator[tuple]:
+    """Ratings of the complete pairs of one split and task, ordered by pair, as tuples
+    (pair id, ratings required, batch id, method, item1 key, item2 key, rater id, score,
+    time on item ms), from a server-side cursor on PostgreSQL."""
+    first, second = _ITEM_KEYS[task]
+    return (
+        Rating.objects.filter(
+            pair__dataset=dataset,
+            pair__split=split,
+            pair__kind=task,
+            pair__ratings_done=F("pair__ratings_required"),
+        )
+        .order_by("pair_id", "id")
+        .values_list(
+            "pair_id",
+            "pair__ratings_required",
+            "pair__batch_id",
+            "pair__sampling_method",
+            first,
+            second,
+            "rater_id",
+            "score",
+            "time_on_item_ms",
+        )
+        .iterator(chunk_size=FETCH_ROWS)
+    )
