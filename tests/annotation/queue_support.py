@@ -1,13 +1,21 @@
-"""Helpers shared by the rating-queue tests: a controllable clock and queue builders."""
+"""Helpers shared by the rating-queue tests: a controllable clock, queue builders, the
+engine fixture of the service tests, and the clients and URLs of the API tests.
+
+Fixtures here are taken into a test module by assignment (``engine = queue_support.engine``)."""
 
 from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
 
+import pytest
+from rest_framework.test import APIClient
+
+import annotation.queue.submit as queue_submit
 from annotation.models import SamplingMethod, TaskKind
 from annotation.pairs import PairSpec, pairs_create_bulk
-from tests.factories import CaptionFactory, ImageFactory, SamplingBatchFactory, SplitFactory
+from annotation.queue import rating_submit, slot_claim, statements
+from tests.factories import CaptionFactory, ImageFactory, SamplingBatchFactory, SplitFactory, UserFactory
 
 # The lease length the queue tests run with (settings.LEASE_TTL_SECONDS via the clock fixture).
 TTL = 600
@@ -134,3 +142,68 @@ def bulk_sis_pairs(*, batch, n_pairs: int, images_per_side: int | None = None) -
         )
         cursor.execute("ANALYZE annotation_pair")
         cursor.execute("ANALYZE annotation_ratingslot")
+
+
+# --- the service tests -------------------------------------------------------------------
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("postgres-stepwise", marks=pytest.mark.postgres),
+        "portable",
+    ]
+)
+def engine(request, monkeypatch):
+    """postgres: the single-statement paths; postgres-stepwise: submissions always take
+    the lock-then-write path the single statement falls back to; portable: the ORM
+    paths of the embedded SQLite mode."""
+    if request.param == "portable":
+        monkeypatch.setattr(statements, "use_postgres_sql", lambda: False)
+    elif request.param == "postgres-stepwise":
+        monkeypatch.setattr(queue_submit, "_submit_postgres_fast", lambda values: None)
+    return request.param
+
+
+def rater(kinds=("STS", "SIS", "SITS")):
+    return UserFactory(roles=["rater"], qualified_for=list(kinds))
+
+
+def claim(user, dataset, **kwargs):
+    return slot_claim(rater=user, dataset=dataset.name, **kwargs)
+
+
+def submit(user, dataset, slot_id, key, score=3.0):
+    return rating_submit(rater=user, dataset=dataset.name, slot_id=slot_id, **submit_kwargs(key, score))
+
+
+# --- the API tests -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def split():
+    """A split with three SIS pairs queued."""
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=3)
+    return split
+
+
+def client_for(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def rater_client(kinds=("STS", "SIS", "SITS")):
+    user = UserFactory(roles=["rater"], qualified_for=list(kinds))
+    return user, client_for(user)
+
+
+def rate_url(dataset, action, slot_id=None):
+    if slot_id is None:
+        return f"/api/rate/{dataset.name}/{action}/"
+    return f"/api/rate/{dataset.name}/slots/{slot_id}/{action}/"
+
+
+def api_claim(client, dataset, **body):
+    return client.post(rate_url(dataset, "claim"), body, format="json")

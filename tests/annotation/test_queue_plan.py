@@ -12,7 +12,7 @@ from django.db import connection
 
 from annotation import queue
 from annotation.models import RatingSlot
-from annotation.queue import _CLAIM_SQL, rating_submit, slot_claim
+from annotation.queue import rating_submit, slot_claim, statements
 from tests.annotation.queue_support import bulk_sis_pairs, submit_kwargs
 from tests.factories import SamplingBatchFactory, SplitFactory, UserFactory
 
@@ -26,7 +26,7 @@ def explain_claim(*, rater, dataset: str) -> dict:
     now = timezone.now()
     params = {"dataset": dataset, "rater": rater.pk, "kind": None, "now": now, "expires": now + queue.lease_ttl()}
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + _CLAIM_SQL, params)
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statements.claim().sql, params)
         (plan,) = cursor.fetchone()
     return (json.loads(plan) if isinstance(plan, str) else plan)[0]
 

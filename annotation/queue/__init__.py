@@ -1,0 +1,84 @@
+"""The rating queue: claim, heartbeat, submit, skip and flag a rating slot.
+
+Guarantees, all held by the database rather than by this code:
+- a pair never gets more ratings than it has slots (``Rating.slot`` is one-to-one) and
+  never two from one rater (unique ``(pair, rater)`` on slots and on ratings);
+- a rater holds at most one lease per dataset and kind (a partial unique index), so a
+  repeated claim returns the held slot instead of stranding another one;
+- a lease is a timestamp: a leased slot whose ``lease_expires_at`` has passed is
+  claimable by the next rater, so an abandoned slot returns without any cron job.
+  ``leases_release_expired`` (run by Celery beat) only tidies up.
+
+On PostgreSQL the claim is one statement (one short transaction) that walks the partial
+index ``slot_claim_idx`` in queue order with ``FOR UPDATE SKIP LOCKED``; its cost depends
+on how many entries at the head of the queue it must pass over (pairs the rater already
+rated or skipped, rows other claims hold at that moment), not on the number of open
+slots. A submission locks its pair row (FOR NO KEY UPDATE) first and then slot rows of
+that pair; every other writer locks one slot row and, holding it, waits for nothing a
+submission holds (the claim skips locked rows; foreign-key checks take KEY SHARE on the
+pair, which NO KEY UPDATE admits), so the writers cannot deadlock.
+
+Other databases (the embedded SQLite mode) run the same rules through the ORM; SQLite
+serializes writers, which keeps the guarantees at a lower throughput.
+
+Every service takes ``now`` (default: ``django.utils.timezone.now()``) so tests control
+the clock, and raises a DomainError naming the problem, with nothing written, on bad input.
+
+Modules: ``shapes`` (limits, input error, items and assignments), ``claim``, ``submit``,
+``slots`` (slot locking, heartbeat, skip, flag), ``upkeep`` (expired leases, counters)
+and ``statements`` (every SQL statement of the hot path).
+"""
+
+from annotation.queue.claim import slot_claim
+from annotation.queue.shapes import (
+    MAX_ADJUSTMENTS,
+    MAX_FLAG_NOTE,
+    MAX_IDEMPOTENCY_KEY,
+    MAX_TIME_ON_ITEM_MS,
+    SCORE_MAX,
+    SCORE_MIN,
+    Assignment,
+    Item,
+    QueueInputError,
+    SubmitResult,
+    image_url,
+    lease_ttl,
+)
+from annotation.queue.slots import slot_flag, slot_heartbeat, slot_skip
+from annotation.queue.submit import rating_submit, rating_submit_and_claim_next
+from annotation.queue.upkeep import leases_release_expired, queue_counters_add, queue_counters_rebuild
+
+__all__ = [
+    "MAX_ADJUSTMENTS",
+    "MAX_FLAG_NOTE",
+    "MAX_IDEMPOTENCY_KEY",
+    "MAX_TIME_ON_ITEM_MS",
+    "SCORE_MAX",
+    "SCORE_MIN",
+    "Assignment",
+    "Item",
+    "QueueInputError",
+    "SubmitResult",
+    "image_url",
+    "lease_ttl",
+    "leases_release_expired",
+    "queue_counters_add",
+    "queue_counters_rebuild",
+    "rating_submit",
+    "rating_submit_and_claim_next",
+    "slot_claim",
+    "slot_flag",
+    "slot_heartbeat",
+    "slot_skip",
+]
+
+
+def __getattr__(name: str):
+    # qualifications_set moved to annotation.accounts; the old path keeps working until
+    # its callers (annotation/apis.py) import it from there. Looked up on use, because
+    # annotation.accounts imports from this package.
+    if name == "qualifications_set":
+        from annotation.accounts import qualifications_set
+
+        return qualifications_set
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,168 @@
+"""The claim: lease a rater the next slot, on PostgreSQL in one statement (see
+``statements.claim``), elsewhere through the ORM; and say why a claim found nothing
+when the request itself is the reason."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef, Q
+
+from annotation.errors import Conflict, Forbidden, NotFound
+from annotation.models import Dataset, PairSkip, Qualification, RatingSlot, SlotState
+from annotation.queue import statements
+from annotation.queue.shapes import Assignment, assignment_of, check_kind, lease_ttl, service_now
+from annotation.sql import execute
+
+
+def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | None = None) -> Assignment | None:
+    """Lease the next slot of ``dataset`` for ``rater`` and return it with its items.
+
+    Returns the rater's current lease (renewed, ``resumed=True``) if they hold one for
+    these kinds; else the best open or expired slot of a kind the rater is qualified for
+    (``kind`` narrows it to one kind), never on a pair they rated, hold or skipped: the
+    highest batch priority first, within it the pair closest to completion. Returns None
+    when nothing is left for the rater. Raises NotFound for an unknown dataset and
+    Forbidden when the rater lacks the qualification.
+    """
+    check_kind(kind)
+    now = service_now(now)
+    expires = now + lease_ttl()
+    # A unique violation means a concurrent claim by the same rater won the race for
+    # the same pair or lease; the next attempt sees its result.
+    for attempt in range(3):
+        try:
+            if statements.use_postgres_sql() and not connection.in_atomic_block:
+                # One statement in one round trip: its own short transaction.
+                assignment = _claim_postgres(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
+            else:
+                with transaction.atomic():
+                    if statements.use_postgres_sql():
+                        assignment = _claim_postgres(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
+                    else:
+                        assignment = _claim_portable(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
+        except IntegrityError:
+            if attempt == 2:
+                raise Conflict("another claim by the same rater is in progress; try again") from None
+            continue
+        if assignment is None:
+            _explain_nothing_claimed(rater=rater, dataset=dataset, kind=kind)
+        return assignment
+    return None
+
+
+def qualified_kinds(rater) -> list[str]:
+    """The task kinds ``rater`` may be served, sorted."""
+    return sorted(Qualification.objects.filter(rater=rater).values_list("kind", flat=True))
+
+
+def _explain_nothing_claimed(*, rater, dataset: str, kind: str | None) -> None:
+    """Raise if the claim found nothing because of the request itself; return if the
+    queue simply has nothing left for this rater."""
+    if Dataset.objects.filter(name=dataset).values_list("id", flat=True).first() is None:
+        raise NotFound(f"no dataset named {dataset!r}")
+    kinds = qualified_kinds(rater)
+    if not kinds:
+        raise Forbidden(f"{rater.get_username()} has no task qualifications yet; an admin grants STS, SIS or SITS")
+    if kind is not None and kind not in kinds:
+        raise Forbidden(f"{rater.get_username()} is not qualified for {kind} pairs (qualified for: {', '.join(kinds)})")
+
+
+def _claim_postgres(*, rater, dataset: str, kind: str | None, now: datetime, expires: datetime) -> Assignment | None:
+    with connection.cursor() as cursor:
+        values = {"dataset": dataset, "rater": rater.pk, "kind": kind, "now": now, "expires": expires}
+        execute(cursor, statements.claim(), values, prefix=statements.ASYNC_COMMIT)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    (slot_id, pair_id, lease_expires_at, resumed, pair_kind, name, images_root, url_prefix, *rest) = row
+    return assignment_of(
+        slot_id=slot_id,
+        pair_id=pair_id,
+        lease_expires_at=lease_expires_at,
+        resumed=resumed,
+        kind=pair_kind,
+        dataset=name,
+        images_root=images_root,
+        image_url_prefix=url_prefix,
+        caption_texts=rest[0:2],
+        images=(rest[2:6], rest[6:10]),
+    )
+
+
+def _not_touched_by(rater) -> Q:
+    mine = RatingSlot.objects.filter(pair_id=OuterRef("pair_id"), rater=rater)
+    skipped = PairSkip.objects.filter(pair_id=OuterRef("pair_id"), rater=rater)
+    return ~Q(Exists(mine)) & ~Q(Exists(skipped))
+
+
+def _claim_portable(*, rater, dataset: str, kind: str | None, now: datetime, expires: datetime) -> Assignment | None:
+    dataset_id = Dataset.objects.filter(name=dataset).values_list("id", flat=True).first()
+    if dataset_id is None:
+        return None
+    kinds = [k for k in qualified_kinds(rater) if kind is None or k == kind]
+    if not kinds:
+        return None
+    slots = RatingSlot.objects.select_for_update(skip_locked=True, of=("self",))
+    held = (
+        RatingSlot.objects.select_for_update()
+        .filter(rater=rater, state=SlotState.LEASED, dataset_id=dataset_id, kind__in=kinds)
+        .order_by("leased_at")
+        .first()
+    )
+    if held is not None:
+        RatingSlot.objects.filter(pk=held.pk).update(lease_expires_at=expires)
+        return _assignment_for(slot_id=held.pk, lease_expires_at=expires, resumed=True)
+    candidates: list[tuple[int, int, int, RatingSlot]] = []
+    for k in kinds:
+        slot = (
+            slots.filter(dataset_id=dataset_id, kind=k, state=SlotState.OPEN)
+            .filter(_not_touched_by(rater))
+            .order_by("-priority", "-pair_done", "pair_id", "index")
+            .first()
+        )
+        if slot is not None:
+            candidates.append((slot.priority, slot.pair_done, 0, slot))
+    stale = (
+        slots.filter(dataset_id=dataset_id, kind__in=kinds, state=SlotState.LEASED, lease_expires_at__lt=now)
+        .filter(_not_touched_by(rater))
+        .order_by("-priority", "-pair_done", "lease_expires_at")
+        .first()
+    )
+    if stale is not None:
+        candidates.append((stale.priority, stale.pair_done, 1, stale))
+    if not candidates:
+        return None
+    _, _, _, chosen = max(candidates, key=lambda c: c[:3])
+    RatingSlot.objects.filter(pk=chosen.pk).update(
+        state=SlotState.LEASED,
+        previous_rater_id=chosen.rater_id if chosen.state == SlotState.LEASED else chosen.previous_rater_id,
+        rater=rater,
+        leased_at=now,
+        lease_expires_at=expires,
+    )
+    return _assignment_for(slot_id=chosen.pk, lease_expires_at=expires, resumed=False)
+
+
+def _assignment_for(*, slot_id: int, lease_expires_at: datetime, resumed: bool) -> Assignment:
+    slot = RatingSlot.objects.select_related(
+        "pair__dataset", "pair__caption_a", "pair__caption_b", "pair__image_a", "pair__image_b"
+    ).get(pk=slot_id)
+    pair = slot.pair
+    images = [
+        (img.key, img.file_path, img.width, img.height) if img is not None else (None, None, None, None)
+        for img in (pair.image_a, pair.image_b)
+    ]
+    return assignment_of(
+        slot_id=slot.pk,
+        pair_id=pair.pk,
+        lease_expires_at=lease_expires_at,
+        resumed=resumed,
+        kind=pair.kind,
+        dataset=pair.dataset.name,
+        images_root=pair.dataset.images_root,
+        image_url_prefix=pair.dataset.image_url_prefix,
+        caption_texts=[c.text if c is not None else None for c in (pair.caption_a, pair.caption_b)],
+        images=images,
+    )

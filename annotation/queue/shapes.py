@@ -1,0 +1,126 @@
+"""What the queue's services take and give: the limits of a submission, the input error,
+the items and assignments a rater is served, and the clock and lease length they share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation.errors import DomainError
+from annotation.models import TaskKind
+
+SCORE_MIN = 0.0
+SCORE_MAX = 5.0
+# A day on one item is certainly a client clock or counting bug, not a measurement.
+MAX_TIME_ON_ITEM_MS = 24 * 3600 * 1000
+MAX_ADJUSTMENTS = 100_000
+MAX_IDEMPOTENCY_KEY = 64
+MAX_FLAG_NOTE = 2000
+
+
+class QueueInputError(DomainError):
+    """A submission or claim with bad values. Nothing was written."""
+
+    code = "queue_invalid"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One side of a pair as the rating page shows it. ``type`` is "caption" (``text``)
+    or "image" (``url``, ``width``/``height`` in pixels when known)."""
+
+    type: str
+    text: str | None = None
+    url: str | None = None
+    width: int | None = None
+    height: int | None = None
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A leased slot and what the rater needs to rate it. ``items`` are in display order:
+    STS two captions, SIS two images, SITS the caption then the image."""
+
+    slot_id: int
+    pair_id: int
+    dataset: str
+    kind: str
+    lease_expires_at: datetime
+    resumed: bool
+    items: tuple[Item, ...]
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    rating_id: int
+    pair_id: int
+    slot_id: int
+    created_at: datetime
+    replayed: bool
+
+
+def service_now(now: datetime | None) -> datetime:
+    """The clock of a service call: ``now`` when the caller gives one (tests do)."""
+    return now if now is not None else timezone.now()
+
+
+def lease_ttl() -> timedelta:
+    return timedelta(seconds=settings.LEASE_TTL_SECONDS)
+
+
+def check_kind(kind: str | None) -> None:
+    if kind is not None and kind not in TaskKind.values:
+        raise QueueInputError(f"kind must be one of {', '.join(TaskKind.values)}, got {kind!r}")
+
+
+def image_url(*, dataset: str, images_root: str, image_url_prefix: str, key: str, file_path: str) -> str:
+    """Where the browser loads an image: below the dataset's URL prefix, or from the
+    image view that serves files below ``images_root``."""
+    if image_url_prefix:
+        return image_url_prefix.rstrip("/") + "/" + file_path.lstrip("/")
+    return reverse("image-file", kwargs={"dataset": dataset, "key": key})
+
+
+def assignment_of(
+    *,
+    slot_id: int,
+    pair_id: int,
+    lease_expires_at: datetime,
+    resumed: bool,
+    kind: str,
+    dataset: str,
+    images_root: str,
+    image_url_prefix: str,
+    caption_texts,
+    images,
+) -> Assignment:
+    """The assignment of a leased slot. ``caption_texts``: the pair's (caption_a,
+    caption_b) texts; ``images``: its (image_a, image_b) as (key, file_path, width,
+    height); a side the pair lacks is None (or a tuple of Nones)."""
+
+    def image_item(values) -> Item:
+        key, file_path, width, height = values
+        url = image_url(
+            dataset=dataset, images_root=images_root, image_url_prefix=image_url_prefix, key=key, file_path=file_path
+        )
+        return Item(type="image", url=url, width=width, height=height)
+
+    if kind == TaskKind.STS:
+        items = (Item(type="caption", text=caption_texts[0]), Item(type="caption", text=caption_texts[1]))
+    elif kind == TaskKind.SIS:
+        items = (image_item(images[0]), image_item(images[1]))
+    else:
+        items = (Item(type="caption", text=caption_texts[0]), image_item(images[0]))
+    return Assignment(
+        slot_id=slot_id,
+        pair_id=pair_id,
+        dataset=dataset,
+        kind=kind,
+        lease_expires_at=lease_expires_at,
+        resumed=bool(resumed),
+        items=items,
+    )

@@ -1,0 +1,331 @@
+"""Every SQL statement of the queue's hot path, and the switch that chooses them.
+
+The statements run on PostgreSQL only (anything else takes the portable ORM paths); they
+are prepared once per connection (see ``annotation.sql``). Table and column names come
+from the models' ``_meta`` and are quoted by the connection, so a renamed field or table
+changes the SQL with it instead of breaking it at run time. Each statement is rendered
+once, on first use. The names of the prepared statements are unique per statement; the
+text must keep its plan (the claim walks ``slot_claim_idx``, see test_queue_plan).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from django.db import connection
+
+from annotation.models import (
+    Caption,
+    Dataset,
+    Image,
+    Pair,
+    PairSkip,
+    Qualification,
+    QueueCounter,
+    Rating,
+    RatingSlot,
+    SlotState,
+)
+from annotation.sql import Statement
+
+# A lease need not survive a database crash: losing the last instants of claims only
+# leaves those slots open again. So the claim does not wait for its WAL flush;
+# submissions do.
+ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF; "
+
+
+def use_postgres_sql() -> bool:
+    """The single-statement PostgreSQL paths; anything else runs the portable ORM paths."""
+    return connection.vendor == "postgresql"
+
+
+class _Table:
+    """A model as SQL text: ``{t}`` is its quoted table, ``{t.field}`` the quoted column
+    of a field (``{t.pair}`` is ``"pair_id"``); an unknown field raises FieldDoesNotExist."""
+
+    def __init__(self, model):
+        self._model = model
+
+    def __str__(self) -> str:
+        return connection.ops.quote_name(self._model._meta.db_table)
+
+    def __getattr__(self, field: str) -> str:
+        return connection.ops.quote_name(self._model._meta.get_field(field).column)
+
+
+TABLES = {
+    "dataset": Dataset,
+    "caption": Caption,
+    "image": Image,
+    "pair": Pair,
+    "slot": RatingSlot,
+    "rating": Rating,
+    "skip": PairSkip,
+    "qualification": Qualification,
+    "counter": QueueCounter,
+}
+
+
+def _render(sql: str, **fragments: str) -> str:
+    """``sql`` with its ``{table}`` / ``{table.field}`` names and ``{state_*}`` literals
+    filled in. The slot states stay literals: the partial indexes' conditions name them."""
+    tables = {name: _Table(model) for name, model in TABLES.items()}
+    states = {f"state_{state.value}": f"'{state.value}'" for state in SlotState}
+    return sql.format(**tables, **states, **fragments)
+
+
+# Candidates: the rater's own lease (held), the head of the open queue for each kind the
+# rater may rate (fresh), and the oldest expired lease in reach (stale). ``pick`` takes
+# the held one, else the best by batch priority then ratings already done; the others
+# are unlocked when the statement commits. ``held`` waits for its row (only this rater
+# touches it); the rest skip rows other claims hold.
+_CLAIM_SQL = """
+WITH ds AS (
+    SELECT {dataset.id} FROM {dataset} WHERE {dataset.name} = %(dataset)s
+),
+kinds AS (
+    SELECT q.{qualification.kind} FROM {qualification} q
+    WHERE q.{qualification.rater} = %(rater)s
+      AND (%(kind)s::varchar IS NULL OR q.{qualification.kind} = %(kind)s::varchar)
+),
+held AS (
+    SELECT s.{slot.id}, 0 AS src, s.{slot.priority}, s.{slot.pair_done}
+    FROM {slot} s JOIN ds ON s.{slot.dataset} = ds.{dataset.id}
+    WHERE s.{slot.rater} = %(rater)s AND s.{slot.state} = {state_leased}
+      AND s.{slot.kind} IN (SELECT {qualification.kind} FROM kinds)
+    ORDER BY s.{slot.leased_at}
+    LIMIT 1
+    FOR UPDATE OF s
+),
+fresh AS (
+    SELECT c.{slot.id}, 2 AS src, c.{slot.priority}, c.{slot.pair_done}
+    FROM ds CROSS JOIN kinds k CROSS JOIN LATERAL (
+        SELECT s.{slot.id}, s.{slot.priority}, s.{slot.pair_done}
+        FROM {slot} s
+        WHERE s.{slot.dataset} = ds.{dataset.id} AND s.{slot.kind} = k.{qualification.kind}
+          AND s.{slot.state} = {state_open}
+          AND {not_touched}
+        ORDER BY s.{slot.priority} DESC, s.{slot.pair_done} DESC, s.{slot.pair}, s.{slot.index}
+        LIMIT 1
+        FOR UPDATE OF s SKIP LOCKED
+    ) c
+    WHERE NOT EXISTS (SELECT 1 FROM held)
+),
+stale AS (
+    SELECT s.{slot.id}, 1 AS src, s.{slot.priority}, s.{slot.pair_done}
+    FROM {slot} s JOIN ds ON s.{slot.dataset} = ds.{dataset.id}
+    WHERE s.{slot.state} = {state_leased} AND s.{slot.lease_expires_at} < %(now)s
+      AND s.{slot.kind} IN (SELECT {qualification.kind} FROM kinds)
+      AND {not_touched}
+      AND NOT EXISTS (SELECT 1 FROM held)
+    ORDER BY s.{slot.priority} DESC, s.{slot.pair_done} DESC, s.{slot.lease_expires_at}
+    LIMIT 1
+    FOR UPDATE OF s SKIP LOCKED
+),
+pick AS (
+    SELECT {slot.id}, src FROM (
+        SELECT * FROM held UNION ALL SELECT * FROM fresh UNION ALL SELECT * FROM stale
+    ) candidates
+    ORDER BY src = 0 DESC, {slot.priority} DESC, {slot.pair_done} DESC, src
+    LIMIT 1
+),
+claimed AS (
+    UPDATE {slot} s SET
+        {slot.state} = {state_leased},
+        {slot.previous_rater} = CASE WHEN pick.src = 1 THEN s.{slot.rater} ELSE s.{slot.previous_rater} END,
+        {slot.rater} = %(rater)s,
+        {slot.leased_at} = CASE WHEN pick.src = 0 THEN s.{slot.leased_at} ELSE %(now)s END,
+        {slot.lease_expires_at} = %(expires)s
+    FROM pick
+    WHERE s.{slot.id} = pick.{slot.id}
+    RETURNING s.{slot.id}, s.{slot.pair}, s.{slot.lease_expires_at}, pick.src = 0 AS resumed
+)
+SELECT c.{slot.id}, c.{slot.pair}, c.{slot.lease_expires_at}, c.resumed,
+       p.{pair.kind}, d.{dataset.name}, d.{dataset.images_root}, d.{dataset.image_url_prefix},
+       ca.{caption.text}, cb.{caption.text},
+       ia.{image.key}, ia.{image.file_path}, ia.{image.width}, ia.{image.height},
+       ib.{image.key}, ib.{image.file_path}, ib.{image.width}, ib.{image.height}
+FROM claimed c
+JOIN {pair} p ON p.{pair.id} = c.{slot.pair}
+JOIN {dataset} d ON d.{dataset.id} = p.{pair.dataset}
+LEFT JOIN {caption} ca ON ca.{caption.id} = p.{pair.caption_a}
+LEFT JOIN {caption} cb ON cb.{caption.id} = p.{pair.caption_b}
+LEFT JOIN {image} ia ON ia.{image.id} = p.{pair.image_a}
+LEFT JOIN {image} ib ON ib.{image.id} = p.{pair.image_b}
+"""
+
+# Of a candidate slot ``s``: the rater holds, rated or skipped none of its pair.
+_NOT_TOUCHED_SQL = """NOT EXISTS (
+              SELECT 1 FROM {slot} m WHERE m.{slot.pair} = s.{slot.pair} AND m.{slot.rater} = %(rater)s
+          )
+          AND NOT EXISTS (
+              SELECT 1 FROM {skip} x WHERE x.{skip.pair} = s.{slot.pair} AND x.{skip.rater} = %(rater)s
+          )"""
+
+
+@cache
+def claim() -> Statement:
+    """The claim (see ``annotation.queue.claim``). Returns one row, the assignment (slot,
+    pair, expiry, resumed, kind, dataset and both sides' texts and images), or none."""
+    sql = _render(_CLAIM_SQL, not_touched=_render(_NOT_TOUCHED_SQL))
+    params = (
+        ("dataset", "text"),
+        ("rater", "bigint"),
+        ("kind", "varchar"),
+        ("now", "timestamptz"),
+        ("expires", "timestamptz"),
+    )
+    return Statement("queue_claim_v1", sql, params)
+
+
+# The pair row is locked inside the materialized CTE, before the outer query's row lock
+# on the slot: the only lock order a submission uses. NO KEY UPDATE, because foreign-key
+# checks of rows inserted meanwhile (skips, flags) take KEY SHARE on the pair: FOR UPDATE
+# would make them wait on the submission while it waits on their slot row.
+_LOCK_PAIR_AND_SLOT_SQL = """
+WITH p AS MATERIALIZED (
+    SELECT {pair.id}, {pair.ratings_done}, {pair.ratings_required} FROM {pair}
+    WHERE {pair.id} = (SELECT {slot.pair} FROM {slot} WHERE {slot.id} = %(slot)s)
+    FOR NO KEY UPDATE
+)
+SELECT s.{slot.state}, s.{slot.rater}, s.{slot.previous_rater}, s.{slot.pair}, s.{slot.dataset}, d.{dataset.name},
+       s.{slot.kind}, p.{pair.ratings_done}, p.{pair.ratings_required}
+FROM {slot} s
+JOIN p ON p.{pair.id} = s.{slot.pair}
+JOIN {dataset} d ON d.{dataset.id} = s.{slot.dataset}
+WHERE s.{slot.id} = %(slot)s
+FOR UPDATE OF s
+"""
+
+
+@cache
+def lock_pair_and_slot() -> Statement:
+    """Lock a slot's pair, then the slot; one row in the order of ``slots.SLOT_VIEW_FIELDS``."""
+    return Statement("queue_lock_slot_v1", _render(_LOCK_PAIR_AND_SLOT_SQL), (("slot", "bigint"),))
+
+
+# The rating row of a submission, from the updated slot ``s`` (both submit statements).
+_INSERT_RATING_SQL = """INSERT INTO {rating} (
+        {rating.pair}, {rating.slot}, {rating.rater}, {rating.score}, {rating.time_on_item_ms},
+        {rating.time_to_first_move_ms}, {rating.adjustments}, {rating.idempotency_key}, {rating.created_at}
+    )
+    SELECT s.{slot.pair}, s.{slot.id}, %(rater)s, %(score)s, %(time_on_item_ms)s, %(time_to_first_move_ms)s,
+           %(adjustments)s, %(key)s, %(now)s
+    FROM s"""
+
+_RATING_PARAMS = (
+    ("score", "double precision"),
+    ("time_on_item_ms", "integer"),
+    ("time_to_first_move_ms", "integer"),
+    ("adjustments", "integer"),
+    ("key", "varchar"),
+    ("now", "timestamptz"),
+)
+
+# One statement after the pair and slot rows are locked: the slot becomes done, the
+# rating is stored, the pair and its other slots learn the new count, and a pair that
+# just completed leaves the open-pairs counter.
+_SUBMIT_SQL = """
+WITH s AS (
+    UPDATE {slot} SET
+        {slot.state} = {state_done}, {slot.rater} = %(rater)s, {slot.lease_expires_at} = NULL,
+        {slot.pair_done} = %(done)s, {slot.pair_complete} = %(complete)s
+    WHERE {slot.id} = %(slot)s
+    RETURNING {slot.id}, {slot.pair}
+),
+r AS (
+    {insert_rating}
+    RETURNING {rating.id}
+),
+p AS (
+    UPDATE {pair} SET {pair.ratings_done} = %(done)s WHERE {pair.id} = %(pair)s AND EXISTS (SELECT 1 FROM r)
+),
+siblings AS (
+    UPDATE {slot} SET {slot.pair_done} = %(done)s, {slot.pair_complete} = %(complete)s
+    WHERE {slot.pair} = %(pair)s AND {slot.id} <> %(slot)s AND EXISTS (SELECT 1 FROM r)
+),
+counter AS (
+    UPDATE {counter} SET {counter.pairs_open} = {counter.pairs_open} - 1
+    WHERE %(complete)s AND {counter.dataset} = %(dataset)s AND {counter.kind} = %(kind)s
+      AND EXISTS (SELECT 1 FROM r)
+)
+SELECT {rating.id} FROM r
+"""
+
+
+@cache
+def submit() -> Statement:
+    """The write of a submission whose rows are locked; returns the rating id."""
+    sql = _render(_SUBMIT_SQL, insert_rating=_render(_INSERT_RATING_SQL))
+    params = (
+        ("rater", "bigint"),
+        ("slot", "bigint"),
+        ("pair", "bigint"),
+        ("dataset", "bigint"),
+        ("kind", "varchar"),
+        ("done", "integer"),
+        ("complete", "boolean"),
+        *_RATING_PARAMS,
+    )
+    return Statement("queue_submit_v1", sql, params)
+
+
+# The common case in one statement and one round trip: the pair row is locked first (in
+# the materialized CTE, the lock order of every submission), the slot update carries the
+# holder check, and the rest follows only if it matched. No row back means "not the
+# common case" (not held, a repeat, another dataset): the caller then takes the
+# step-by-step path that says why.
+_SUBMIT_FAST_SQL = """
+WITH p AS MATERIALIZED (
+    SELECT pr.{pair.id}, pr.{pair.ratings_done} + 1 AS done,
+           pr.{pair.ratings_done} + 1 >= pr.{pair.ratings_required} AS complete, pr.{pair.dataset}, pr.{pair.kind}
+    FROM {pair} pr
+    WHERE pr.{pair.id} = (SELECT {slot.pair} FROM {slot} WHERE {slot.id} = %(slot)s)
+      AND pr.{pair.dataset} = (SELECT {dataset.id} FROM {dataset} WHERE {dataset.name} = %(dataset_name)s)
+    FOR NO KEY UPDATE OF pr
+),
+s AS (
+    UPDATE {slot} sl SET
+        {slot.state} = {state_done}, {slot.rater} = %(rater)s, {slot.lease_expires_at} = NULL,
+        {slot.pair_done} = p.done, {slot.pair_complete} = p.complete
+    FROM p
+    WHERE sl.{slot.id} = %(slot)s AND sl.{slot.pair} = p.{pair.id}
+      AND ((sl.{slot.state} = {state_leased} AND sl.{slot.rater} = %(rater)s)
+           OR (sl.{slot.state} = {state_open} AND sl.{slot.previous_rater} = %(rater)s))
+    RETURNING sl.{slot.id}, sl.{slot.pair}
+),
+r AS (
+    {insert_rating}
+    RETURNING {rating.id}, {rating.pair}
+),
+pu AS (
+    UPDATE {pair} pr SET {pair.ratings_done} = p.done FROM p
+    WHERE pr.{pair.id} = p.{pair.id} AND EXISTS (SELECT 1 FROM r)
+),
+siblings AS (
+    UPDATE {slot} sl SET {slot.pair_done} = p.done, {slot.pair_complete} = p.complete
+    FROM p
+    WHERE sl.{slot.pair} = p.{pair.id} AND sl.{slot.id} <> %(slot)s AND EXISTS (SELECT 1 FROM r)
+),
+counter AS (
+    UPDATE {counter} qc SET {counter.pairs_open} = qc.{counter.pairs_open} - 1
+    FROM p
+    WHERE p.complete AND qc.{counter.dataset} = p.{pair.dataset} AND qc.{counter.kind} = p.{pair.kind}
+      AND EXISTS (SELECT 1 FROM r)
+)
+SELECT {rating.id}, {rating.pair} FROM r
+"""
+
+
+@cache
+def submit_fast() -> Statement:
+    """Lock, check and write a submission at once; returns (rating id, pair id), or no
+    row when the rater does not simply hold the slot (then nothing was written)."""
+    sql = _render(_SUBMIT_FAST_SQL, insert_rating=_render(_INSERT_RATING_SQL))
+    params = (("slot", "bigint"), ("dataset_name", "text"), ("rater", "bigint"), *_RATING_PARAMS)
+    return Statement("queue_submit_fast_v1", sql, params)
+
+
+def all_statements() -> tuple[Statement, ...]:
+    """Every statement of the hot path (for checks over all of them)."""
+    return (claim(), lock_pair_and_slot(), submit(), submit_fast())

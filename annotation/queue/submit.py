@@ -1,0 +1,226 @@
+"""Submitting a rating: the checks of a submission, the one-statement common case on
+PostgreSQL, the lock-then-write path that also explains refusals, replays of a repeated
+submission, and the conflicts a unique rule names."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Mapping
+from datetime import datetime
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+
+from annotation.errors import Conflict, DomainError
+from annotation.models import Pair, QueueCounter, Rating, RatingSlot, SlotState
+from annotation.queue import statements
+from annotation.queue.claim import slot_claim
+from annotation.queue.shapes import (
+    MAX_ADJUSTMENTS,
+    MAX_IDEMPOTENCY_KEY,
+    MAX_TIME_ON_ITEM_MS,
+    SCORE_MAX,
+    SCORE_MIN,
+    Assignment,
+    QueueInputError,
+    SubmitResult,
+    service_now,
+)
+from annotation.queue.slots import SlotView, holds, lock_slot, not_held_error
+from annotation.sql import execute
+
+
+def rating_submit_and_claim_next(
+    *, rater, dataset: str, slot_id: int, next_kind: str, **submission
+) -> tuple[SubmitResult, Assignment | None]:
+    """Store a rating, then claim the rater's next pair of ``next_kind`` (None when none
+    is left), so the rating page shows it without another round trip. The rating commits
+    first; the claim is its own short transaction, and a failed claim never loses it."""
+    result = rating_submit(rater=rater, dataset=dataset, slot_id=slot_id, **submission)
+    return result, slot_claim(rater=rater, dataset=dataset, kind=next_kind)
+
+
+def rating_submit(
+    *,
+    rater,
+    dataset: str,
+    slot_id: int,
+    score: float,
+    time_on_item_ms: int,
+    time_to_first_move_ms: int | None,
+    adjustments: int,
+    idempotency_key: str,
+    now: datetime | None = None,
+) -> SubmitResult:
+    """Store the rater's rating on a slot they hold and mark the slot done.
+
+    ``score`` is a finite number in [0, 5]; ``time_on_item_ms`` is from showing the pair
+    to submitting; ``time_to_first_move_ms`` (null if the slider never moved) is at most
+    that; ``adjustments`` counts slider moves. Repeating a submission with the same
+    ``idempotency_key`` returns the stored rating (``replayed=True``) and stores nothing.
+    A lease that expired is still accepted while the slot is free; once another rater
+    has taken it the submission is refused with Conflict.
+    """
+    _check_submission(
+        score=score,
+        time_on_item_ms=time_on_item_ms,
+        time_to_first_move_ms=time_to_first_move_ms,
+        adjustments=adjustments,
+        idempotency_key=idempotency_key,
+    )
+    now = service_now(now)
+    rating = {
+        "rater": rater.pk,
+        "score": float(score),
+        "time_on_item_ms": time_on_item_ms,
+        "time_to_first_move_ms": time_to_first_move_ms,
+        "adjustments": adjustments,
+        "key": idempotency_key,
+        "now": now,
+    }
+    try:
+        if statements.use_postgres_sql():
+            stored = _submit_postgres_fast({**rating, "slot": slot_id, "dataset_name": dataset})
+            if stored is not None:
+                return SubmitResult(
+                    rating_id=stored[0], pair_id=stored[1], slot_id=slot_id, created_at=now, replayed=False
+                )
+        return _submit_stepwise(rater=rater, dataset=dataset, slot_id=slot_id, rating=rating)
+    except IntegrityError:
+        raise _submit_conflict(rater=rater, slot_id=slot_id, idempotency_key=idempotency_key) from None
+
+
+def _check_submission(
+    *,
+    score,
+    time_on_item_ms,
+    time_to_first_move_ms,
+    adjustments,
+    idempotency_key,
+) -> None:
+    if isinstance(score, bool) or not isinstance(score, int | float):
+        raise QueueInputError(f"score must be a number, got {type(score).__name__}")
+    if not math.isfinite(score):
+        raise QueueInputError(f"score must be a finite number, got {score!r}")
+    if not SCORE_MIN <= score <= SCORE_MAX:
+        raise QueueInputError(f"score must be between {SCORE_MIN:g} and {SCORE_MAX:g}, got {score!r}")
+    for name, value, low, high in (
+        ("time_on_item_ms", time_on_item_ms, 0, MAX_TIME_ON_ITEM_MS),
+        ("adjustments", adjustments, 0, MAX_ADJUSTMENTS),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise QueueInputError(f"{name} must be a whole number, got {value!r}")
+        if not low <= value <= high:
+            raise QueueInputError(f"{name} must be between {low} and {high}, got {value}")
+    if time_to_first_move_ms is not None:
+        if isinstance(time_to_first_move_ms, bool) or not isinstance(time_to_first_move_ms, int):
+            raise QueueInputError(
+                f"time_to_first_move_ms must be a whole number or null, got {time_to_first_move_ms!r}"
+            )
+        if not 0 <= time_to_first_move_ms <= time_on_item_ms:
+            raise QueueInputError(
+                f"time_to_first_move_ms must be between 0 and time_on_item_ms ({time_on_item_ms}), "
+                f"got {time_to_first_move_ms}"
+            )
+    if not isinstance(idempotency_key, str) or not idempotency_key.strip():
+        raise QueueInputError("idempotency_key must be a non-empty string")
+    if len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
+        raise QueueInputError(f"idempotency_key must be at most {MAX_IDEMPOTENCY_KEY} characters")
+
+
+def _submit_postgres_fast(values: Mapping) -> tuple[int, int] | None:
+    """(rating id, pair id) if the rater held the slot and the rating is stored; None
+    when the slot is not simply held (nothing written)."""
+    # In autocommit the statement is its own transaction; inside a caller's transaction
+    # a savepoint keeps a unique violation from spoiling it.
+    scope = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
+    with scope, connection.cursor() as cursor:
+        execute(cursor, statements.submit_fast(), values)
+        return cursor.fetchone()
+
+
+def _submit_stepwise(*, rater, dataset: str, slot_id: int, rating: Mapping) -> SubmitResult:
+    """Lock the pair then the slot, and store the rating if the rater holds the slot;
+    else return the replay of their earlier submission or raise why they may not.
+    ``rating``: the rating's values as the submit statements name them (rater, score,
+    time_on_item_ms, time_to_first_move_ms, adjustments, key, now)."""
+    with transaction.atomic():
+        view = lock_slot(slot_id=slot_id, dataset=dataset, lock_pair=True)
+        if not holds(view, rater.pk):
+            replay = _replayed(view, rater, rating["key"])
+            if replay is not None:
+                return replay
+            raise not_held_error(view, rater.pk)
+        done = view.ratings_done + 1
+        params = {
+            **rating,
+            "slot": slot_id,
+            "pair": view.pair_id,
+            "dataset": view.dataset_id,
+            "kind": view.kind,
+            "done": done,
+            "complete": done >= view.ratings_required,
+        }
+        if statements.use_postgres_sql():
+            with connection.cursor() as cursor:
+                execute(cursor, statements.submit(), params)
+                rating_id = cursor.fetchone()[0]
+        else:
+            rating_id = _submit_portable(params)
+    return SubmitResult(
+        rating_id=rating_id, pair_id=view.pair_id, slot_id=slot_id, created_at=rating["now"], replayed=False
+    )
+
+
+def _submit_portable(params: Mapping) -> int:
+    slot_id, pair_id = params["slot"], params["pair"]
+    progress = {"pair_done": params["done"], "pair_complete": params["complete"]}
+    RatingSlot.objects.filter(pk=slot_id).update(
+        state=SlotState.DONE, rater_id=params["rater"], lease_expires_at=None, **progress
+    )
+    rating = Rating.objects.create(
+        pair_id=pair_id,
+        slot_id=slot_id,
+        rater_id=params["rater"],
+        score=params["score"],
+        time_on_item_ms=params["time_on_item_ms"],
+        time_to_first_move_ms=params["time_to_first_move_ms"],
+        adjustments=params["adjustments"],
+        idempotency_key=params["key"],
+    )
+    # created_at is auto_now_add; the service clock decides it, as on PostgreSQL.
+    Rating.objects.filter(pk=rating.pk).update(created_at=params["now"])
+    Pair.objects.filter(pk=pair_id).update(ratings_done=params["done"])
+    RatingSlot.objects.filter(pair_id=pair_id).exclude(pk=slot_id).update(**progress)
+    if params["complete"]:
+        QueueCounter.objects.filter(dataset_id=params["dataset"], kind=params["kind"]).update(
+            pairs_open=F("pairs_open") - 1
+        )
+    return rating.pk
+
+
+def _replayed(view: SlotView, rater, idempotency_key: str) -> SubmitResult | None:
+    """The stored rating if this is a repeat of the rater's submission on this slot."""
+    if view.state != SlotState.DONE or view.rater_id != rater.pk:
+        return None
+    rating = Rating.objects.filter(slot_id=view.slot_id).values("id", "idempotency_key", "created_at").first()
+    if rating is None or rating["idempotency_key"] != idempotency_key:
+        return None
+    return SubmitResult(
+        rating_id=rating["id"],
+        pair_id=view.pair_id,
+        slot_id=view.slot_id,
+        created_at=rating["created_at"],
+        replayed=True,
+    )
+
+
+def _submit_conflict(*, rater, slot_id: int, idempotency_key: str) -> DomainError:
+    """Name the unique rule a submission broke (read after its transaction rolled back)."""
+    used = Rating.objects.filter(rater=rater, idempotency_key=idempotency_key).values_list("slot_id", flat=True).first()
+    if used is not None and used != slot_id:
+        return Conflict(
+            f"idempotency key {idempotency_key!r} was already used for rating slot #{used}; use a new key for each item"
+        )
+    return Conflict(f"you already hold or rated another slot of the pair of rating slot #{slot_id}")
