@@ -22,8 +22,8 @@ from functools import lru_cache
 
 import numpy as np
 
-# A pair is positive when its (rounded) score reaches the threshold of its task, as CxC.
-POSITIVE_THRESHOLDS: dict[str, float] = {"STS": 3.0, "SIS": 2.5, "SITS": 3.0}
+from annotation.cxc import POSITIVE_THRESHOLDS, SCORE_MAX, SCORE_MIN
+
 CONFIDENCE = 0.95
 
 
@@ -110,6 +110,7 @@ def aggregate_pairs(scores: np.ndarray, *, task: str) -> PairAggregates:
         count=count.astype(np.int64),
         ci_low=mean - half,
         ci_high=mean + half,
+        # Positive when the rounded score, as the release writes it, reaches the task's threshold.
         positive=agg_score >= POSITIVE_THRESHOLDS[task],
     )
 
@@ -286,7 +287,7 @@ class RaterSummary:
 
 
 # Sums are taken around the middle of the 0-5 scale to keep their cancellation small.
-_CENTRE = 2.5
+_CENTRE = (SCORE_MIN + SCORE_MAX) / 2
 
 
 @dataclass

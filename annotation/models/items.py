@@ -4,11 +4,13 @@ sampling methods pairs are made of."""
 from django.db import models
 from django.db.models import Q
 
+from annotation import cxc
+
 
 class TaskKind(models.TextChoices):
-    STS = "STS", "caption-caption (STS)"
-    SIS = "SIS", "image-image (SIS)"
-    SITS = "SITS", "caption-image (SITS)"
+    STS = cxc.STS, "caption-caption (STS)"
+    SIS = cxc.SIS, "image-image (SIS)"
+    SITS = cxc.SITS, "caption-image (SITS)"
 
 
 class SamplingMethod(models.TextChoices):

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
+from annotation import cxc
 from annotation.models.items import Caption, Dataset, Image, SamplingMethod, Split, TaskKind
 
 
@@ -244,7 +245,9 @@ class Rating(models.Model):
             models.UniqueConstraint(fields=["pair", "rater"], name="rating_one_per_rater_per_pair"),
             models.UniqueConstraint(fields=["rater", "idempotency_key"], name="rating_idempotency_key_unique"),
             # NaN fails both comparisons in PostgreSQL and SQLite, so it is refused too.
-            models.CheckConstraint(condition=Q(score__gte=0.0) & Q(score__lte=5.0), name="rating_score_in_range"),
+            models.CheckConstraint(
+                condition=Q(score__gte=cxc.SCORE_MIN) & Q(score__lte=cxc.SCORE_MAX), name="rating_score_in_range"
+            ),
             models.CheckConstraint(condition=~Q(idempotency_key=""), name="rating_idempotency_key_not_empty"),
             models.CheckConstraint(
                 condition=Q(time_to_first_move_ms__isnull=True) | Q(time_to_first_move_ms__lte=F("time_on_item_ms")),

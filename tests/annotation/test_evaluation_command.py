@@ -14,7 +14,7 @@ from scipy import stats
 
 from annotation.models import Caption
 from annotation.services import dataset_import_karpathy, embedding_space_import
-from tests.annotation.test_evaluation import (
+from tests.annotation.evaluation_data import (
     CAPTION_KEYS,
     CAPTION_OF,
     EXPECTED,

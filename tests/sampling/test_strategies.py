@@ -5,9 +5,8 @@ import pytest
 
 from sampling import strategies
 from sampling.index import IndexConfig, nearest_neighbours
+from sampling.pair_arrays import BudgetError, CaptionGroups
 from sampling.strategies import (
-    BudgetError,
-    CaptionGroups,
     Pivots,
     SplitArrays,
     c2c_cocaption,

@@ -1,0 +1,74 @@
+"""Score a model's embeddings against a rated dataset with the CxC metrics. Pure numpy, no Django.
+
+The ratings are CxC-format CSV files (``sts_<split>.csv``, ``sis_<split>.csv``,
+``sits_<split>.csv``: two item ids, ``agg_score``, ``sampling_method``), ours or the
+public release; the split's items and their original image-caption pairs come from the
+caller (the imported dataset).
+
+Retrieval (Recall@1/5/10 and median rank of the first correct item, 1-based):
+
+- image->text and text->image, positives: the original pairs ("original"), and the
+  original pairs plus every SITS pair scored >= 3 ("cxc");
+- text->text, positives: STS pairs scored >= 3; image->image: SIS pairs scored >= 2.5.
+  Candidates are all other items of the split; the query itself is never a candidate.
+
+Queries are the items with at least one positive. The rank of the first correct item
+is 1 + the number of non-positive candidates scoring at least as high as the best
+positive: ties count against the model, so a constant model cannot score well. Ranks
+are counted from blocked matrix products, never by sorting whole rows.
+
+A pair rated in more than one row (the public SIS file rates some pairs in both orders)
+is a positive when the mean of its rows reaches the threshold.
+
+Correlation with human scores (STS, SIS, SITS): the sampled bootstrap of the CxC paper
+(see ``correlation``).
+
+Modules: ``inputs`` (files, vectors, split items, EvaluationError), ``rows`` (rated rows
+mapped to the split), ``ranks`` (first correct rank, recall), ``retrieval`` (the four
+retrieval tasks), ``correlation`` (Spearman, bootstrap), ``report`` (``evaluate``),
+``table`` (``format_report``). The names below are the package's public interface.
+"""
+
+from annotation.evaluation.correlation import (
+    BOOTSTRAP_SAMPLES,
+    average_ranks,
+    bootstrap_rows,
+    bootstrap_spearman,
+    pair_cosines,
+    spearman,
+)
+from annotation.evaluation.inputs import (
+    EvaluationError,
+    RatedPairs,
+    Space,
+    SplitItems,
+    embed_items,
+    load_space,
+    read_cxc_ratings,
+    read_ratings_folder,
+)
+from annotation.evaluation.ranks import Positives, first_correct_ranks, retrieval_summary
+from annotation.evaluation.report import evaluate
+from annotation.evaluation.table import format_report
+
+__all__ = [
+    "BOOTSTRAP_SAMPLES",
+    "EvaluationError",
+    "Positives",
+    "RatedPairs",
+    "Space",
+    "SplitItems",
+    "average_ranks",
+    "bootstrap_rows",
+    "bootstrap_spearman",
+    "embed_items",
+    "evaluate",
+    "first_correct_ranks",
+    "format_report",
+    "load_space",
+    "pair_cosines",
+    "read_cxc_ratings",
+    "read_ratings_folder",
+    "retrieval_summary",
+    "spearman",
+]

@@ -1,0 +1,135 @@
+"""Correlation with human scores: the sampled bootstrap of the CxC paper. Pure numpy.
+
+Each of ``samples`` samples takes half of the queries at random (a query is the first
+item of a row, as the file writes it) and, per query, one of its rated rows at random;
+Spearman's rho (average ranks for ties) between the human scores and the model's
+cosine similarities. Reported as mean and standard deviation over the samples, x 100.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from annotation.evaluation.inputs import EvaluationError, chunk_rows
+
+BOOTSTRAP_SAMPLES = 1000
+# Values drawn at a time by the bootstrap: a chunk of samples, each over all queries.
+BOOTSTRAP_CHUNK_VALUES = 1024 * 1024
+MIN_BOOTSTRAP_QUERIES = 4
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks (1-based, float64) along the last axis; tied values share their average rank."""
+    values = np.asarray(values)
+    shape = values.shape
+    n = shape[-1]
+    flat = values.reshape(-1, n)
+    # Ties get their average rank whatever their order, so the fast unstable sort will do.
+    order = np.argsort(flat, axis=1)
+    ordered = np.take_along_axis(flat, order, axis=1)
+    starts = np.ones(ordered.shape, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    # One run of equal values per group; positions are 0-based within the whole array.
+    begin = np.flatnonzero(starts)
+    end = np.append(begin[1:], starts.size)
+    column = begin % n
+    mean_rank = column + (end - begin + 1) / 2.0
+    group = np.cumsum(starts.ravel()) - 1
+    ranks = np.empty(flat.shape, np.float64)
+    np.put_along_axis(ranks, order, mean_rank[group].reshape(flat.shape), axis=1)
+    return ranks.reshape(shape)
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray | float:
+    """Spearman's rho along the last axis (Pearson of average ranks); NaN where either
+    side is constant, where rho is undefined."""
+    rx = average_ranks(x)
+    ry = average_ranks(y)
+    rx -= rx.mean(axis=-1, keepdims=True)
+    ry -= ry.mean(axis=-1, keepdims=True)
+    denominator = np.sqrt((rx * rx).sum(axis=-1) * (ry * ry).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (rx * ry).sum(axis=-1) / denominator
+    rho = np.where(denominator > 0, np.clip(rho, -1.0, 1.0), np.nan)
+    return float(rho) if rho.ndim == 0 else rho
+
+
+def bootstrap_rows(queries: np.ndarray, *, samples: int, seed: int) -> Iterator[np.ndarray]:
+    """Draw the bootstrap samples: yields int64 arrays (chunk, n_queries // 2) of row
+    indices, ``samples`` rows in all. Each sample holds half of the distinct queries,
+    drawn without replacement, and for each one of its rows, drawn uniformly.
+
+    ``queries``: int (n,), the query of each row. The same queries and seed give the same
+    samples. Raises EvaluationError for fewer than 4 queries or samples < 1.
+    """
+    queries = np.asarray(queries)
+    if samples < 1:
+        raise EvaluationError(f"bootstrap samples must be at least 1, got {samples}")
+    order = np.argsort(queries, kind="stable")
+    _, starts, counts = np.unique(queries[order], return_index=True, return_counts=True)
+    n_queries = starts.size
+    if n_queries < MIN_BOOTSTRAP_QUERIES:
+        raise EvaluationError(f"{n_queries} rated queries; the bootstrap needs at least {MIN_BOOTSTRAP_QUERIES}")
+    half = n_queries // 2
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(samples, BOOTSTRAP_CHUNK_VALUES // n_queries))
+    for begin in range(0, samples, chunk):
+        size = min(chunk, samples - begin)
+        keys = rng.random((size, n_queries))
+        # The half with the smallest random keys is a uniform draw without replacement.
+        chosen = np.argpartition(keys, half - 1, axis=1)[:, :half]
+        offsets = (rng.random((size, half)) * counts[chosen]).astype(np.int64)
+        yield order[starts[chosen] + offsets]
+
+
+def bootstrap_spearman(
+    human: np.ndarray,
+    model: np.ndarray,
+    queries: np.ndarray,
+    *,
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = 0,
+) -> dict:
+    """The CxC sampled bootstrap of Spearman's rho between human and model scores.
+
+    ``human``, ``model``: float (n,), one value per rated row; ``queries``: int (n,), the
+    query each row belongs to. Samples as ``bootstrap_rows``. Returns mean and std
+    (x 100, population std) over the samples where rho is defined, and the counts. The
+    same inputs and seed give the same figures. Raises EvaluationError for fewer than 4
+    queries.
+    """
+    human = np.asarray(human, np.float64)
+    model = np.asarray(model, np.float64)
+    queries = np.asarray(queries)
+    if not (human.shape == model.shape == queries.shape) or human.ndim != 1:
+        raise EvaluationError(
+            f"human, model and query arrays must be 1-D of one length, "
+            f"got shapes {human.shape}, {model.shape}, {queries.shape}"
+        )
+    rhos = np.concatenate(
+        [spearman(human[rows], model[rows]) for rows in bootstrap_rows(queries, samples=samples, seed=seed)]
+    )
+    defined = rhos[~np.isnan(rhos)]
+    n_queries = np.unique(queries).size
+    return {
+        "mean": float(100.0 * defined.mean()) if defined.size else None,
+        "std": float(100.0 * defined.std()) if defined.size else None,
+        "samples": samples,
+        "undefined_samples": int(samples - defined.size),
+        "seed": seed,
+        "queries": int(n_queries),
+        "rows": int(human.size),
+        "rows_per_sample": int(n_queries // 2),
+    }
+
+
+def pair_cosines(a: np.ndarray, b: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """float64 (n,): dot products of rows ``a[ia]`` and ``b[ib]`` (cosines for normalized rows)."""
+    out = np.empty(len(ia), np.float64)
+    step = chunk_rows(2 * a.itemsize * a.shape[1])
+    for start in range(0, len(ia), step):
+        stop = start + step
+        out[start:stop] = np.einsum("ij,ij->i", a[ia[start:stop]], b[ib[start:stop]], dtype=np.float64)
+    return out
