@@ -1,0 +1,48 @@
+"""Rater and account services: API tokens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth import authenticate
+from django.db import transaction
+from rest_framework.authtoken.models import Token
+
+from annotation.errors import DomainError
+from annotation.roles import user_roles
+
+
+class InvalidCredentials(DomainError):
+    """A username and password that do not sign anyone in (unknown user, wrong password
+    or a disabled account; which of them is deliberately not said)."""
+
+    code = "invalid_credentials"
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """An API token and who it signs in: ``roles`` as ``annotation.roles.user_roles``."""
+
+    key: str
+    username: str
+    roles: list[str]
+
+
+def token_issue(*, username: str, password: str, request=None) -> IssuedToken:
+    """The user's API token, created on first use; the same token on every later call
+    until it is revoked. ``request`` (the Django request, if any) goes to the
+    authentication backends. Raises InvalidCredentials when the credentials do not
+    authenticate an active user."""
+    user = authenticate(request, username=username, password=password)
+    if user is None:
+        raise InvalidCredentials("wrong username or password, or the account is disabled")
+    with transaction.atomic():
+        token, _ = Token.objects.get_or_create(user=user)
+    return IssuedToken(key=token.key, username=user.get_username(), roles=user_roles(user))
+
+
+def token_revoke(*, user) -> None:
+    """Delete the user's API token; requests with it are refused from now on. Revoking
+    when there is no token is harmless."""
+    with transaction.atomic():
+        Token.objects.filter(user=user).delete()

@@ -1,0 +1,38 @@
+"""Background job status (admins)."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import selectors
+from annotation.jobs import jobs_fail_orphaned
+from annotation.models import Job
+from annotation.roles import IsAdmin
+
+
+class JobSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "kind",
+            "status",
+            "params",
+            "result",
+            "error",
+            "progress_done",
+            "progress_total",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+
+
+class JobDetailApi(APIView):
+    permission_classes = [IsAdmin]
+
+    @extend_schema(responses=JobSerializer)
+    def get(self, request, job_id: int):
+        jobs_fail_orphaned()
+        return Response(JobSerializer(selectors.job_get(job_id=job_id)).data)
