@@ -27,6 +27,13 @@ def has_role(user, role: str) -> bool:
     return role in names
 
 
+def user_roles(user) -> list[str]:
+    """The role names the user effectively has, sorted: their groups, plus ``admin`` for
+    staff and superusers (as ``has_role`` counts them). Researcher permission checks also
+    let admins through, but an admin is not listed as a researcher unless in that group."""
+    return sorted(role for role in ROLES if has_role(user, role))
+
+
 class IsAdmin(BasePermission):
     message = "Only admins may do this."
 

@@ -187,3 +187,9 @@ def user_get(*, username: str):
 
 def qualification_kinds(*, rater) -> list[str]:
     return sorted(Qualification.objects.filter(rater=rater).values_list("kind", flat=True))
+
+
+def user_qualification_kinds(*, username: str) -> list[str]:
+    """The task kinds the named user may be served, sorted. Raises NotFound for an
+    unknown username."""
+    return qualification_kinds(rater=user_get(username=username))

@@ -31,6 +31,13 @@ def rate_home(request):
     return render(request, "frontend/rate_home.html", {"tasks": tasks})
 
 
+def rate_api_base(dataset: str) -> str:
+    """The prefix the page's API client (static rate/api.js) puts before ``claim/``,
+    ``slots/<id>/submit/``, ``progress/`` ...: the rating API's URLs for ``dataset``."""
+    claim_url = reverse("rate-claim", args=[dataset])
+    return claim_url.removesuffix("claim/")
+
+
 @login_required
 def rate_page(request, dataset: str, kind: str):
     kind = kind.upper()
@@ -56,7 +63,7 @@ def rate_page(request, dataset: str, kind: str):
         "dataset": dataset_obj.name,
         "kind": kind,
         "user": request.user.username,
-        "api_base": f"/api/rate/{dataset_obj.name}/",
+        "api_base": rate_api_base(dataset_obj.name),
         "levels": levels_for(kind),
     }
     return render(

@@ -71,14 +71,3 @@ __all__ = [
     "slot_heartbeat",
     "slot_skip",
 ]
-
-
-def __getattr__(name: str):
-    # qualifications_set moved to annotation.accounts; the old path keeps working until
-    # its callers (annotation/apis.py) import it from there. Looked up on use, because
-    # annotation.accounts imports from this package.
-    if name == "qualifications_set":
-        from annotation.accounts import qualifications_set
-
-        return qualifications_set
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

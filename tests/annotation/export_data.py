@@ -1,4 +1,5 @@
-"""Rated datasets for the export tests, built through the real services and the ORM."""
+"""Rated datasets for the export tests, built through the real services: pairs by
+``pairs_create_bulk``, ratings by the rating service."""
 
 from __future__ import annotations
 
@@ -6,36 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation.models import Caption, Image, Pair, Rating, RatingSlot, SamplingMethod, SlotState, TaskKind
+from annotation.models import Caption, Image, Pair, SamplingMethod, TaskKind
 from annotation.pairs import PairSpec, pairs_create_bulk
 from annotation.services import dataset_import_karpathy
 from tests.factories import SamplingBatchFactory, SplitFactory, UserFactory, make_items
-
-
-def rate(pair: Pair, raters, scores, times_ms=None) -> list[Rating]:
-    """Fill the first len(scores) slots of a pair with these raters' ratings, as the
-    rating service leaves them: slot done with its rater, pair.ratings_done counted."""
-    times_ms = times_ms if times_ms is not None else [10_000 + 1_000 * i for i in range(len(scores))]
-    slots = list(pair.slots.order_by("index")[: len(scores)])
-    ratings = []
-    for slot, rater, score, time_ms in zip(slots, raters, scores, times_ms, strict=True):
-        slot.state = SlotState.DONE
-        slot.rater = rater
-        ratings.append(
-            Rating(
-                pair=pair,
-                slot=slot,
-                rater=rater,
-                score=float(score),
-                time_on_item_ms=int(time_ms),
-                idempotency_key=f"p{pair.id}-s{slot.index}",
-            )
-        )
-    RatingSlot.objects.bulk_update(slots, ["state", "rater"])
-    Rating.objects.bulk_create(ratings)
-    pair.ratings_done = len(ratings)
-    pair.save(update_fields=["ratings_done"])
-    return ratings
+from tests.rating_support import rate_pair
 
 
 @dataclass
@@ -108,10 +84,10 @@ def build_rated(
         scores = np.clip(truth + bias[chosen] + rng.normal(0.0, 0.5, size=5), 0.0, 5.0)
         times = rng.integers(3_000, 60_000, size=5)
         if position % incomplete_every == incomplete_every - 1:
-            rate(pair, [raters[i] for i in chosen[:3]], scores[:3], times[:3])
+            rate_pair(pair, scores[:3], raters=[raters[i] for i in chosen[:3]], times_ms=times[:3])
             incomplete.append(pair)
         else:
-            rate(pair, [raters[i] for i in chosen], scores, times)
+            rate_pair(pair, scores, raters=[raters[i] for i in chosen], times_ms=times)
             complete.append(pair)
     return RatedDataset(dataset=dataset, split=split, raters=raters, complete=complete, incomplete=incomplete)
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -42,6 +43,16 @@ def test_token_obtain_use_and_revoke(split):
     missing = anonymous.post("/api/auth/token/", {"username": "rita"}, format="json")
     assert missing.status_code == 400
     assert "password" in missing.json()["detail"]
+
+
+def test_token_lists_the_roles_staff_and_superusers_have_as_admins(split):
+    get_user_model().objects.create_superuser("root", password="pw-for-tests")
+    UserFactory(username="stefan", is_staff=True, roles=["researcher"])
+    anonymous = APIClient()
+    root = anonymous.post("/api/auth/token/", {"username": "root", "password": "pw-for-tests"}, format="json")
+    assert (root.status_code, root.json()["roles"]) == (200, ["admin"])
+    staff = anonymous.post("/api/auth/token/", {"username": "stefan", "password": "pw-for-tests"}, format="json")
+    assert staff.json()["roles"] == ["admin", "researcher"]
 
 
 def test_token_authentication_knows_the_roles_without_another_query(split, django_assert_num_queries):

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from annotation.models import Caption, Dataset, Image, Pair, Rating, RatingSlot, SlotState, Split
+from annotation.models import Caption, Dataset, Image, Pair, Split
 from annotation.services import embedding_space_import
-from tests.factories import DatasetFactory, SplitFactory, UserFactory
+from tests.factories import DatasetFactory, SplitFactory
 
 
 @dataclass
@@ -106,21 +106,6 @@ def pair_keys(batch) -> set[tuple[str, str, str, str]]:
         else:
             keys.add((pair.kind, pair.sampling_method, pair.caption_a.key, pair.image_a.key))
     return keys
-
-
-def rate(pair: Pair, scores: list[float]) -> None:
-    """Store one rating per score, each by a new rater, filling the pair's slots in order."""
-    slots = list(RatingSlot.objects.filter(pair=pair).order_by("index"))
-    for slot, score in zip(slots, scores, strict=False):
-        rater = UserFactory()
-        slot.state = SlotState.DONE
-        slot.rater = rater
-        slot.save(update_fields=["state", "rater"])
-        Rating.objects.create(
-            pair=pair, slot=slot, rater=rater, score=score, time_on_item_ms=1000, idempotency_key=f"k{slot.pk}"
-        )
-    pair.ratings_done = min(len(scores), len(slots))
-    pair.save(update_fields=["ratings_done"])
 
 
 @pytest.fixture

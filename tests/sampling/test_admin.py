@@ -5,7 +5,8 @@ import pytest
 from annotation.models import Pair
 from sampling.models import SamplingBatch
 from tests.factories import UserFactory
-from tests.sampling.conftest import pair_keys, rate
+from tests.rating_support import rate_pair
+from tests.sampling.conftest import pair_keys
 
 pytestmark = pytest.mark.django_db
 
@@ -71,8 +72,8 @@ def test_pivots_ready_for_phase_two_are_counted_on_the_form(admin_client, small,
     with django_capture_on_commit_callbacks(execute=True):
         admin_client.post(CREATE_URL, form_data(small.split, use_i2i_csim="on", ratings_per_pair="2"))
     first, second = Pair.objects.order_by("id")
-    rate(first, [4.0, 5.0])
-    rate(second, [2.0])
+    rate_pair(first, [4.0, 5.0])
+    rate_pair(second, [2.0])
     assert "1 ready: SIS 1 of 2 rated, STS 0 of 0 rated" in admin_client.get(CREATE_URL).content.decode()
     with django_capture_on_commit_callbacks(execute=True):
         admin_client.post(CREATE_URL, form_data(small.split, use_c2i_intrasim="on"))

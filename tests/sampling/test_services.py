@@ -11,8 +11,9 @@ from sampling.errors import BatchConflict, SamplingInputError
 from sampling.models import SamplingBatch
 from sampling.selectors import split_summary
 from sampling.services import sampling_batch_create, sampling_batch_start
+from tests.rating_support import rate_pair
 from tests.runner_support import poll, runner_lock_held_elsewhere
-from tests.sampling.conftest import pair_keys, random_unit, rate
+from tests.sampling.conftest import pair_keys, random_unit
 
 pytestmark = pytest.mark.django_db
 
@@ -179,10 +180,10 @@ def test_c2i_intrasim_uses_only_fully_rated_pivots_by_decreasing_score(small):
         (p.caption_a.key, p.caption_b.key): p
         for p in Pair.objects.filter(kind="STS").select_related("caption_a", "caption_b")
     }
-    rate(sis[(img(2), img(3))], [1.0, 1.5, 0.5])
-    rate(sis[(img(0), img(1))], [4.0, 5.0, 4.5])
-    rate(sts[(cap(0), cap(1))], [4.0, 4.0, 4.0])  # co-captions: gives only original pairs
-    rate(sts[(cap(2), cap(3))], [3.0])  # not fully rated: not a pivot
+    rate_pair(sis[(img(2), img(3))], [1.0, 1.5, 0.5])
+    rate_pair(sis[(img(0), img(1))], [4.0, 5.0, 4.5])
+    rate_pair(sts[(cap(0), cap(1))], [4.0, 4.0, 4.0])  # co-captions: gives only original pairs
+    rate_pair(sts[(cap(2), cap(3))], [3.0])  # not fully rated: not a pivot
     summary = split_summary(split=small.split)
     assert summary.ready_pivots == 3
     assert summary.pivots["STS"].ready == 1 and summary.pivots["STS"].total == 4

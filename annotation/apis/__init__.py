@@ -1,0 +1,61 @@
+"""Thin API views, one module per resource: each parses input, calls one service or
+selector and serializes the result. The views are importable from here too."""
+
+from annotation.apis.accounts import TokenApi
+from annotation.apis.datasets import DatasetListApi, DatasetSerializer, ImportEmbeddingsApi, ImportKarpathyApi
+from annotation.apis.exports import (
+    ExportDetailApi,
+    ExportFileDownloadApi,
+    ExportFileListApi,
+    ExportFileSerializer,
+    ExportJobSerializer,
+    ExportListApi,
+    ExportRequestSerializer,
+)
+from annotation.apis.fields import StrictFloatField, StrictIntegerField
+from annotation.apis.images import ImageFileApi
+from annotation.apis.jobs import JobDetailApi, JobSerializer
+from annotation.apis.rating import (
+    AssignmentSerializer,
+    ItemSerializer,
+    LeaseSerializer,
+    RaterProgressApi,
+    RaterQualificationsApi,
+    RaterRatingListApi,
+    RatingClaimApi,
+    RatingSubmitApi,
+    SlotFlagApi,
+    SlotHeartbeatApi,
+    SlotSkipApi,
+)
+
+__all__ = [
+    "AssignmentSerializer",
+    "DatasetListApi",
+    "DatasetSerializer",
+    "ExportDetailApi",
+    "ExportFileDownloadApi",
+    "ExportFileListApi",
+    "ExportFileSerializer",
+    "ExportJobSerializer",
+    "ExportListApi",
+    "ExportRequestSerializer",
+    "ImageFileApi",
+    "ImportEmbeddingsApi",
+    "ImportKarpathyApi",
+    "ItemSerializer",
+    "JobDetailApi",
+    "JobSerializer",
+    "LeaseSerializer",
+    "RaterProgressApi",
+    "RaterQualificationsApi",
+    "RaterRatingListApi",
+    "RatingClaimApi",
+    "RatingSubmitApi",
+    "SlotFlagApi",
+    "SlotHeartbeatApi",
+    "SlotSkipApi",
+    "StrictFloatField",
+    "StrictIntegerField",
+    "TokenApi",
+]

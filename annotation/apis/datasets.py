@@ -1,0 +1,83 @@
+"""Datasets, and the imports that create them (admins start them as background jobs)."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import selectors
+from annotation.apis.jobs import JobSerializer
+from annotation.jobs import import_job_start
+from annotation.models import Job, Modality
+from annotation.roles import IsAdmin
+from annotation.uploads import upload_store
+
+
+class DatasetSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    image_count = serializers.IntegerField()
+    caption_count = serializers.IntegerField()
+
+
+class DatasetListApi(APIView):
+    @extend_schema(responses=DatasetSerializer(many=True))
+    def get(self, request):
+        return Response(DatasetSerializer(selectors.dataset_list(), many=True).data)
+
+
+class ImportKarpathyApi(APIView):
+    """Start a Karpathy JSON import as a background job (admins)."""
+
+    permission_classes = [IsAdmin]
+    parser_classes = [MultiPartParser, FormParser]
+
+    class ImportKarpathyInputSerializer(serializers.Serializer):
+        file = serializers.FileField()
+        name = serializers.SlugField()
+        images_root = serializers.CharField(required=False, allow_blank=True, default="")
+        image_url_prefix = serializers.CharField(required=False, allow_blank=True, default="")
+        splits = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+        key_prefix = serializers.CharField(required=False, allow_blank=True, default="")
+
+    @extend_schema(request=ImportKarpathyInputSerializer, responses={202: JobSerializer})
+    def post(self, request):
+        data = self.ImportKarpathyInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        params = {k: v for k, v in data.validated_data.items() if k != "file"}
+        params["path"] = upload_store(data.validated_data["file"], suffix_hint=".json")
+        job = import_job_start(kind=Job.Kind.IMPORT_KARPATHY, params=params, created_by=request.user)
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ImportEmbeddingsApi(APIView):
+    """Start an embeddings import as a background job (admins)."""
+
+    permission_classes = [IsAdmin]
+    parser_classes = [MultiPartParser, FormParser]
+
+    class ImportEmbeddingsInputSerializer(serializers.Serializer):
+        dataset = serializers.CharField()
+        space = serializers.SlugField()
+        modality = serializers.ChoiceField(choices=Modality.values)
+        vectors = serializers.FileField()
+        ids = serializers.FileField()
+        model_name = serializers.CharField(required=False, allow_blank=True, default="")
+
+    @extend_schema(request=ImportEmbeddingsInputSerializer, responses={202: JobSerializer})
+    def post(self, request):
+        data = self.ImportEmbeddingsInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        params = {
+            "dataset": values["dataset"],
+            "space": values["space"],
+            "modality": values["modality"],
+            "model_name": values["model_name"],
+            "vectors_path": upload_store(values["vectors"], suffix_hint=".npy"),
+            "ids_path": upload_store(values["ids"], suffix_hint=".txt"),
+        }
+        job = import_job_start(kind=Job.Kind.IMPORT_EMBEDDINGS, params=params, created_by=request.user)
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)

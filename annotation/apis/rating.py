@@ -1,0 +1,269 @@
+"""The rater API: claim, heartbeat, submit, skip, flag; the rater's progress and own
+ratings; and the task kinds a rater is qualified for (admins)."""
+
+import dataclasses
+import zoneinfo
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import accounts, queue, selectors
+from annotation.apis.fields import StrictFloatField, StrictIntegerField
+from annotation.models import FlagReason, Modality, TaskKind
+from annotation.roles import IsAdmin, IsRater
+
+
+class ItemSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=Modality.choices)
+    text = serializers.CharField(allow_null=True, help_text="Caption text (captions only).")
+    url = serializers.CharField(allow_null=True, help_text="Image URL (images only).")
+    width = serializers.IntegerField(allow_null=True)
+    height = serializers.IntegerField(allow_null=True)
+
+
+class AssignmentSerializer(serializers.Serializer):
+    slot_id = serializers.IntegerField()
+    pair_id = serializers.IntegerField()
+    dataset = serializers.CharField()
+    kind = serializers.ChoiceField(choices=TaskKind.choices)
+    lease_expires_at = serializers.DateTimeField()
+    lease_ttl_seconds = serializers.SerializerMethodField()
+    heartbeat_seconds = serializers.SerializerMethodField(help_text="Send a heartbeat this often while rating.")
+    resumed = serializers.BooleanField(help_text="The rater already held this slot (page reload).")
+    items = serializers.SerializerMethodField(help_text="STS: two captions; SIS: two images; SITS: caption, image.")
+
+    def get_lease_ttl_seconds(self, obj) -> int:
+        return settings.LEASE_TTL_SECONDS
+
+    def get_heartbeat_seconds(self, obj) -> int:
+        return max(5, settings.LEASE_TTL_SECONDS // 3)
+
+    # Plain dicts: a nested serializer per item costs more than the claim's query.
+    @extend_schema_field(ItemSerializer(many=True))
+    def get_items(self, obj) -> list[dict]:
+        return [dataclasses.asdict(item) for item in obj.items]
+
+
+class RatingClaimApi(APIView):
+    """Claim the next pair to rate (raters). Returns the held pair again after a reload;
+    204 when nothing is left for you."""
+
+    permission_classes = [IsRater]
+
+    class RatingClaimInputSerializer(serializers.Serializer):
+        kind = serializers.ChoiceField(
+            choices=TaskKind.choices, required=False, allow_null=True, default=None, help_text="Only this task kind."
+        )
+
+    @extend_schema(request=RatingClaimInputSerializer, responses={200: AssignmentSerializer, 204: None})
+    def post(self, request, dataset: str):
+        data = self.RatingClaimInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        assignment = queue.slot_claim(rater=request.user, dataset=dataset, kind=data.validated_data["kind"])
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(AssignmentSerializer(assignment).data)
+
+
+class LeaseSerializer(serializers.Serializer):
+    slot_id = serializers.IntegerField()
+    lease_expires_at = serializers.DateTimeField()
+
+
+class SlotHeartbeatApi(APIView):
+    """Keep the lease on the slot you are rating (also renews a lease that expired while
+    nobody else took the slot)."""
+
+    permission_classes = [IsRater]
+
+    @extend_schema(request=None, responses={200: LeaseSerializer})
+    def post(self, request, dataset: str, slot_id: int):
+        expires = queue.slot_heartbeat(rater=request.user, dataset=dataset, slot_id=slot_id)
+        return Response(LeaseSerializer({"slot_id": slot_id, "lease_expires_at": expires}).data)
+
+
+class RatingSubmitApi(APIView):
+    """Submit your rating of the slot you hold. 201 when stored; 200 with the stored
+    rating when the same idempotency key was submitted before; 409 when your lease
+    expired and another rater took the slot.
+
+    With ``claim_next_kind`` the answer also carries ``next``: the next pair of that kind
+    claimed for you (null when none is left), so the page shows it without another round
+    trip."""
+
+    permission_classes = [IsRater]
+
+    class RatingSubmitInputSerializer(serializers.Serializer):
+        score = StrictFloatField(min_value=queue.SCORE_MIN, max_value=queue.SCORE_MAX, help_text="Continuous 0-5.")
+        time_on_item_ms = StrictIntegerField(min_value=0, max_value=queue.MAX_TIME_ON_ITEM_MS)
+        time_to_first_move_ms = StrictIntegerField(
+            min_value=0, allow_null=True, help_text="null when the slider was never moved."
+        )
+        adjustments = StrictIntegerField(min_value=0, max_value=queue.MAX_ADJUSTMENTS, help_text="Slider moves.")
+        idempotency_key = serializers.CharField(
+            max_length=queue.MAX_IDEMPOTENCY_KEY, help_text="Chosen by the client, e.g. a UUID per item."
+        )
+        claim_next_kind = serializers.ChoiceField(
+            choices=TaskKind.choices, required=False, help_text="Also claim your next pair of this kind."
+        )
+
+    class RatingSubmitOutputSerializer(serializers.Serializer):
+        rating_id = serializers.IntegerField()
+        pair_id = serializers.IntegerField()
+        slot_id = serializers.IntegerField()
+        created_at = serializers.DateTimeField()
+        replayed = serializers.BooleanField(help_text="An earlier submission with this key was returned.")
+
+    class RatingSubmitAndNextOutputSerializer(RatingSubmitOutputSerializer):
+        next = AssignmentSerializer(allow_null=True, help_text="Present when claim_next_kind was given.")
+
+    @extend_schema(
+        request=RatingSubmitInputSerializer,
+        responses={201: RatingSubmitAndNextOutputSerializer, 200: RatingSubmitAndNextOutputSerializer},
+    )
+    def post(self, request, dataset: str, slot_id: int):
+        data = self.RatingSubmitInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        next_kind = data.validated_data.pop("claim_next_kind", None)
+        submission = {"rater": request.user, "dataset": dataset, "slot_id": slot_id, **data.validated_data}
+        if next_kind is None:
+            result = queue.rating_submit(**submission)
+            body = self.RatingSubmitOutputSerializer(result).data
+        else:
+            result, assignment = queue.rating_submit_and_claim_next(next_kind=next_kind, **submission)
+            body = self.RatingSubmitOutputSerializer(result).data
+            body["next"] = AssignmentSerializer(assignment).data if assignment is not None else None
+        return Response(body, status=status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED)
+
+
+class SlotSkipApi(APIView):
+    """Pass on the pair you hold: the slot goes back to the queue and you will not be
+    served this pair again."""
+
+    permission_classes = [IsRater]
+
+    class SlotSkipOutputSerializer(serializers.Serializer):
+        slot_id = serializers.IntegerField()
+        pair_id = serializers.IntegerField()
+
+    @extend_schema(request=None, responses={200: SlotSkipOutputSerializer})
+    def post(self, request, dataset: str, slot_id: int):
+        pair_id = queue.slot_skip(rater=request.user, dataset=dataset, slot_id=slot_id)
+        return Response(self.SlotSkipOutputSerializer({"slot_id": slot_id, "pair_id": pair_id}).data)
+
+
+class SlotFlagApi(APIView):
+    """Report the pair you hold (or rated) to the admins: broken image, unreadable
+    caption, inappropriate, other (with a note). A held slot goes back to the queue."""
+
+    permission_classes = [IsRater]
+
+    class SlotFlagInputSerializer(serializers.Serializer):
+        reason = serializers.ChoiceField(choices=FlagReason.choices)
+        note = serializers.CharField(required=False, allow_blank=True, default="", max_length=queue.MAX_FLAG_NOTE)
+
+    class SlotFlagOutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        pair_id = serializers.IntegerField()
+        reason = serializers.CharField()
+        note = serializers.CharField()
+        created_at = serializers.DateTimeField()
+
+    @extend_schema(request=SlotFlagInputSerializer, responses={201: SlotFlagOutputSerializer})
+    def post(self, request, dataset: str, slot_id: int):
+        data = self.SlotFlagInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        flag = queue.slot_flag(rater=request.user, dataset=dataset, slot_id=slot_id, **data.validated_data)
+        return Response(self.SlotFlagOutputSerializer(flag).data, status=status.HTTP_201_CREATED)
+
+
+class RaterProgressApi(APIView):
+    """Your progress on a dataset: ratings today, pairs left for you, the slot you hold."""
+
+    permission_classes = [IsRater]
+
+    class RaterProgressOutputSerializer(serializers.Serializer):
+        dataset = serializers.CharField()
+        kinds = serializers.ListField(child=serializers.CharField(), help_text="Task kinds you are qualified for.")
+        ratings_today = serializers.IntegerField()
+        pairs_left = serializers.IntegerField(help_text="Pairs of your kinds still needing ratings, not rated by you.")
+        day_starts_at = serializers.DateTimeField()
+        held_slot_id = serializers.IntegerField(allow_null=True)
+        held_until = serializers.DateTimeField(allow_null=True)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("tz", str, description="IANA time zone for 'today', e.g. Europe/Berlin")],
+        responses={200: RaterProgressOutputSerializer},
+    )
+    def get(self, request, dataset: str):
+        tz = _time_zone(request.query_params.get("tz"))
+        progress = selectors.rater_progress(rater=request.user, dataset=dataset, tz=tz)
+        return Response(self.RaterProgressOutputSerializer(progress).data)
+
+
+def _time_zone(name: str | None):
+    if not name:
+        return None
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValidationError({"tz": [f"unknown time zone {name!r}; use an IANA name such as Europe/Berlin"]}) from None
+
+
+class RaterRatingListApi(APIView):
+    """Your own ratings on a dataset, newest first (page back with ?before=<id>)."""
+
+    permission_classes = [IsRater]
+
+    class RaterRatingListParamsSerializer(serializers.Serializer):
+        before = serializers.IntegerField(required=False, min_value=1)
+        limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=50)
+
+    class RaterRatingListOutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        pair_id = serializers.IntegerField()
+        kind = serializers.CharField(source="pair.kind")
+        score = serializers.FloatField()
+        time_on_item_ms = serializers.IntegerField()
+        time_to_first_move_ms = serializers.IntegerField(allow_null=True)
+        adjustments = serializers.IntegerField()
+        created_at = serializers.DateTimeField()
+
+    @extend_schema(
+        parameters=[RaterRatingListParamsSerializer], responses={200: RaterRatingListOutputSerializer(many=True)}
+    )
+    def get(self, request, dataset: str):
+        params = self.RaterRatingListParamsSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        ratings = selectors.rater_rating_list(
+            rater=request.user,
+            dataset=dataset,
+            before_id=params.validated_data.get("before"),
+            limit=params.validated_data["limit"],
+        )
+        return Response(self.RaterRatingListOutputSerializer(ratings, many=True).data)
+
+
+class RaterQualificationsApi(APIView):
+    """The task kinds a rater may be served (admins): GET to read, PUT to set exactly."""
+
+    permission_classes = [IsAdmin]
+
+    class RaterQualificationsKindsSerializer(serializers.Serializer):
+        kinds = serializers.ListField(child=serializers.ChoiceField(choices=TaskKind.choices), allow_empty=True)
+
+    @extend_schema(responses={200: RaterQualificationsKindsSerializer})
+    def get(self, request, username: str):
+        return Response({"kinds": selectors.user_qualification_kinds(username=username)})
+
+    @extend_schema(request=RaterQualificationsKindsSerializer, responses={200: RaterQualificationsKindsSerializer})
+    def put(self, request, username: str):
+        data = self.RaterQualificationsKindsSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        rater = selectors.user_get(username=username)
+        kinds = accounts.qualifications_set(rater=rater, kinds=data.validated_data["kinds"])
+        return Response({"kinds": kinds})
