@@ -1,4 +1,5 @@
-"""Pair writes: queue pairs with their rating slots in bulk, and change their priority.
+"""Pair writes: queue pairs with their rating slots in bulk, change their priority,
+retire them.
 
 A batch's pairs, slots and queue counters are written in the caller's transaction, so a
 batch is queued whole or not at all. Uniqueness is the database's (unordered per kind).
@@ -10,10 +11,11 @@ import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
-from annotation.models import Pair, RatingSlot, SlotState
+from annotation.models import Flag, Pair, QueueCounter, RatingSlot, SlotState
 from annotation.queue import queue_counters_add
 
 # Rows per bulk statement.
@@ -83,6 +85,34 @@ def pairs_set_priority(*, pair_ids: Sequence[int], priority: int) -> None:
     submission locks its pair before its slots, so the two never wait in a cycle."""
     Pair.objects.filter(id__in=pair_ids).update(priority=priority)
     RatingSlot.objects.filter(pair_id__in=pair_ids).update(priority=priority)
+
+
+def pairs_retire(*, pair_ids: Sequence[int]) -> int:
+    """Take pairs out of the queue for good: their unrated slots (open or leased) are
+    deleted, so no claim serves them again and a held lease ends; ratings already given
+    stay, and the pair stays incomplete, so exports leave it out. Their open flags are
+    resolved. Returns how many pairs were retired (already retired ones are skipped)."""
+    now = timezone.now()
+    with transaction.atomic():
+        # Pairs before slots, as a submission locks them, so the two never deadlock.
+        pairs = list(
+            Pair.objects.select_for_update(no_key=True)
+            .filter(id__in=list(pair_ids), retired_at__isnull=True)
+            .order_by("id")
+            .values("id", "dataset_id", "kind", "ratings_done", "ratings_required")
+        )
+        ids = [pair["id"] for pair in pairs]
+        RatingSlot.objects.filter(pair_id__in=ids).exclude(state=SlotState.DONE).delete()
+        Pair.objects.filter(id__in=ids).update(retired_at=now)
+        Flag.objects.filter(pair_id__in=ids, resolved=False).update(resolved=True)
+        still_open: dict[tuple[int, str], int] = {}
+        for pair in pairs:
+            if pair["ratings_done"] < pair["ratings_required"]:
+                key = (pair["dataset_id"], pair["kind"])
+                still_open[key] = still_open.get(key, 0) + 1
+        for (dataset_id, kind), count in still_open.items():
+            QueueCounter.objects.filter(dataset_id=dataset_id, kind=kind).update(pairs_open=F("pairs_open") - count)
+    return len(ids)
 
 
 def _insert_pairs_postgres(*, batch, specs: list[PairSpec]) -> None:

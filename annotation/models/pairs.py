@@ -52,6 +52,11 @@ class Pair(models.Model):
     ratings_done = models.PositiveSmallIntegerField(
         default=0, help_text="Ratings stored so far; maintained by the rating service in the same transaction."
     )
+    retired_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Taken out of the queue by an admin (e.g. a flagged broken image): its unrated slots are gone.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
