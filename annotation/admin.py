@@ -6,22 +6,10 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from annotation.admin_pairs import FlagAdmin, PairAdmin, RatingAdmin, RatingSlotAdmin  # noqa: F401 (registers)
 from annotation.admin_runs import RunAdminMixin
 from annotation.jobs import JOB_RUNS, import_job_start
-from annotation.models import (
-    Caption,
-    Dataset,
-    EmbeddingSpace,
-    Flag,
-    Image,
-    Job,
-    Modality,
-    Pair,
-    Qualification,
-    Rating,
-    RatingSlot,
-    Split,
-)
+from annotation.models import Caption, Dataset, EmbeddingSpace, Image, Job, Modality, Qualification, Split
 from annotation.uploads import upload_store
 
 
@@ -146,42 +134,26 @@ class EmbeddingSpaceAdmin(admin.ModelAdmin):
 @admin.register(Job)
 class JobAdmin(RunAdminMixin, admin.ModelAdmin):
     run_kind = JOB_RUNS
-    list_display = ["id", "kind", *RunAdminMixin.run_columns, "created_at", "finished_at"]
+    list_display = ["id", "kind", "dataset", "target", *RunAdminMixin.run_columns, "created_at", "finished_at"]
     list_filter = ["kind", "status"]
     readonly_fields = [f.name for f in Job._meta.fields]
 
+    @admin.display(description="dataset")
+    def dataset(self, job: Job) -> str:
+        return job.params.get("dataset") or job.params.get("name") or "-"
+
+    @admin.display(description="target")
+    def target(self, job: Job) -> str:
+        """What the job writes: an export's folder, an import's dataset splits or space."""
+        params = job.params
+        if job.kind == Job.Kind.EXPORT_DATASET:
+            return params.get("out", "-")
+        if job.kind == Job.Kind.IMPORT_EMBEDDINGS:
+            return f"space {params.get('space', '?')} ({params.get('modality', '?')})"
+        return f"splits {', '.join(params.get('splits') or []) or 'all'}"
+
     def has_add_permission(self, request) -> bool:
         return False
-
-
-@admin.register(Pair)
-class PairAdmin(admin.ModelAdmin):
-    list_display = ["id", "kind", "sampling_method", "batch", "ratings_done", "ratings_required", "priority"]
-    list_filter = ["kind", "sampling_method", "dataset"]
-    raw_id_fields = ["caption_a", "caption_b", "image_a", "image_b", "batch"]
-    show_full_result_count = False
-
-
-@admin.register(RatingSlot)
-class RatingSlotAdmin(admin.ModelAdmin):
-    list_display = ["id", "pair", "index", "state", "rater", "lease_expires_at"]
-    list_filter = ["state", "kind"]
-    raw_id_fields = ["pair", "rater"]
-    show_full_result_count = False
-
-
-@admin.register(Rating)
-class RatingAdmin(admin.ModelAdmin):
-    list_display = ["id", "pair", "rater", "score", "time_on_item_ms", "created_at"]
-    raw_id_fields = ["pair", "slot", "rater"]
-    show_full_result_count = False
-
-
-@admin.register(Flag)
-class FlagAdmin(admin.ModelAdmin):
-    list_display = ["id", "pair", "rater", "reason", "resolved", "created_at"]
-    list_filter = ["reason", "resolved"]
-    raw_id_fields = ["pair", "rater"]
 
 
 @admin.register(Qualification)

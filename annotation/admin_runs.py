@@ -13,7 +13,7 @@ class RunAdminMixin:
     """For a ModelAdmin of a BackgroundRun model; set ``run_kind``."""
 
     run_kind: RunKind
-    run_columns = ("run_status", "progress", "progress_message", "error_short")
+    run_columns = ("run_status", "progress")
 
     @admin.display(description="status", ordering="status")
     def run_status(self, run: BackgroundRun) -> str:
@@ -23,20 +23,23 @@ class RunAdminMixin:
                 run.status,
                 "The beat task or the next start marks it failed.",
             )
+        if run.error:
+            return format_html('{}<br><small title="{}">{}</small>', run.status, run.error, _short(run.error, 120))
         return run.status
 
     @admin.display(description="progress")
     def progress(self, run: BackgroundRun) -> str:
         if not run.progress_total:
-            return "-"
+            return run.progress_message or "-"
         return format_html(
-            '<progress value="{}" max="{}"></progress> {}/{}',
+            '<progress value="{}" max="{}"></progress> {}/{}<br><small>{}</small>',
             run.progress_done,
             run.progress_total,
             run.progress_done,
             run.progress_total,
+            run.progress_message,
         )
 
-    @admin.display(description="error")
-    def error_short(self, run: BackgroundRun) -> str:
-        return run.error[:200]
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

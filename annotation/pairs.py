@@ -1,4 +1,5 @@
-"""Pair writes: queue pairs with their rating slots in bulk, and change their priority.
+"""Pair writes: queue pairs with their rating slots in bulk, change their priority,
+retire them.
 
 A batch's pairs, slots and queue counters are written in the caller's transaction, so a
 batch is queued whole or not at all. Uniqueness is the database's (unordered per kind).
@@ -10,10 +11,11 @@ import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
-from annotation.models import Pair, RatingSlot, SlotState
+from annotation.models import Flag, Pair, QueueCounter, RatingSlot, SlotState
 from annotation.queue import queue_counters_add
 
 # Rows per bulk statement.
@@ -22,7 +24,9 @@ BULK_BATCH = 5_000
 
 @dataclass(frozen=True)
 class PairSpec:
-    """One pair to queue, by item ids. Order does not matter; it is made canonical."""
+    """One pair to queue, by item ids, in the order it was sampled or uploaded. Stored
+    canonical (lower id first, so uniqueness is unordered) with ``swapped`` recording
+    that the given order was the other one; exports write it back as given."""
 
     kind: str
     sampling_method: str
@@ -30,12 +34,13 @@ class PairSpec:
     caption_b: int | None = None
     image_a: int | None = None
     image_b: int | None = None
+    swapped: bool = False
 
     def canonical(self) -> PairSpec:
         if self.caption_a is not None and self.caption_b is not None and self.caption_a > self.caption_b:
-            return PairSpec(self.kind, self.sampling_method, self.caption_b, self.caption_a, None, None)
+            return PairSpec(self.kind, self.sampling_method, self.caption_b, self.caption_a, None, None, True)
         if self.image_a is not None and self.image_b is not None and self.image_a > self.image_b:
-            return PairSpec(self.kind, self.sampling_method, None, None, self.image_b, self.image_a)
+            return PairSpec(self.kind, self.sampling_method, None, None, self.image_b, self.image_a, True)
         return self
 
     def identity(self) -> tuple:
@@ -45,8 +50,9 @@ class PairSpec:
 def pairs_create_bulk(*, batch, specs: Iterable[PairSpec]) -> dict[str, int]:
     """Queue pairs for a sampling batch, each with ``batch.ratings_per_pair`` open slots.
 
-    Pairs already queued in the dataset (by any batch) and repeats within ``specs`` are
-    left out. Must run inside the caller's transaction so a batch is all or nothing.
+    Pairs already queued in the dataset (by any batch) and repeats within ``specs`` (in
+    either order) are left out; a repeat keeps the order of its first spec. Must run
+    inside the caller's transaction so a batch is all or nothing.
     Returns the number of pairs created per sampling method.
     """
     specs = [spec.canonical() for spec in specs]
@@ -81,6 +87,34 @@ def pairs_set_priority(*, pair_ids: Sequence[int], priority: int) -> None:
     RatingSlot.objects.filter(pair_id__in=pair_ids).update(priority=priority)
 
 
+def pairs_retire(*, pair_ids: Sequence[int]) -> int:
+    """Take pairs out of the queue for good: their unrated slots (open or leased) are
+    deleted, so no claim serves them again and a held lease ends; ratings already given
+    stay, and the pair stays incomplete, so exports leave it out. Their open flags are
+    resolved. Returns how many pairs were retired (already retired ones are skipped)."""
+    now = timezone.now()
+    with transaction.atomic():
+        # Pairs before slots, as a submission locks them, so the two never deadlock.
+        pairs = list(
+            Pair.objects.select_for_update(no_key=True)
+            .filter(id__in=list(pair_ids), retired_at__isnull=True)
+            .order_by("id")
+            .values("id", "dataset_id", "kind", "ratings_done", "ratings_required")
+        )
+        ids = [pair["id"] for pair in pairs]
+        RatingSlot.objects.filter(pair_id__in=ids).exclude(state=SlotState.DONE).delete()
+        Pair.objects.filter(id__in=ids).update(retired_at=now)
+        Flag.objects.filter(pair_id__in=ids, resolved=False).update(resolved=True)
+        still_open: dict[tuple[int, str], int] = {}
+        for pair in pairs:
+            if pair["ratings_done"] < pair["ratings_required"]:
+                key = (pair["dataset_id"], pair["kind"])
+                still_open[key] = still_open.get(key, 0) + 1
+        for (dataset_id, kind), count in still_open.items():
+            QueueCounter.objects.filter(dataset_id=dataset_id, kind=kind).update(pairs_open=F("pairs_open") - count)
+    return len(ids)
+
+
 def _insert_pairs_postgres(*, batch, specs: list[PairSpec]) -> None:
     """Pairs in one INSERT from arrays, their slots generated inside the database.
 
@@ -91,8 +125,9 @@ def _insert_pairs_postgres(*, batch, specs: list[PairSpec]) -> None:
     """
     if not specs:
         return
-    kinds, methods, caption_a, caption_b, image_a, image_b = zip(
-        *((s.kind, s.sampling_method, s.caption_a, s.caption_b, s.image_a, s.image_b) for s in specs), strict=True
+    kinds, methods, caption_a, caption_b, image_a, image_b, swapped = zip(
+        *((s.kind, s.sampling_method, s.caption_a, s.caption_b, s.image_a, s.image_b, int(s.swapped)) for s in specs),
+        strict=True,
     )
     pair_table, slot_table = Pair._meta.db_table, RatingSlot._meta.db_table
     with connection.cursor() as cursor:
@@ -100,10 +135,12 @@ def _insert_pairs_postgres(*, batch, specs: list[PairSpec]) -> None:
             f"""
             WITH pairs AS (
                 INSERT INTO {pair_table} (dataset_id, split_id, batch_id, kind, sampling_method, caption_a_id,
-                    caption_b_id, image_a_id, image_b_id, ratings_required, priority, ratings_done, created_at)
-                SELECT %s, %s, %s, t.kind, t.method, t.ca, t.cb, t.ia, t.ib, %s, %s, 0, %s
-                FROM unnest(%s::varchar[], %s::varchar[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[])
-                    WITH ORDINALITY AS t(kind, method, ca, cb, ia, ib, position)
+                    caption_b_id, image_a_id, image_b_id, swapped, ratings_required, priority, ratings_done,
+                    created_at)
+                SELECT %s, %s, %s, t.kind, t.method, t.ca, t.cb, t.ia, t.ib, t.sw = 1, %s, %s, 0, %s
+                FROM unnest(%s::varchar[], %s::varchar[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[],
+                    %s::smallint[])
+                    WITH ORDINALITY AS t(kind, method, ca, cb, ia, ib, sw, position)
                 ORDER BY t.position
                 RETURNING id, kind
             )
@@ -118,7 +155,10 @@ def _insert_pairs_postgres(*, batch, specs: list[PairSpec]) -> None:
                 batch.ratings_per_pair,
                 batch.priority,
                 timezone.now(),
-                *(_array_literal(column) for column in (kinds, methods, caption_a, caption_b, image_a, image_b)),
+                *(
+                    _array_literal(column)
+                    for column in (kinds, methods, caption_a, caption_b, image_a, image_b, swapped)
+                ),
                 batch.dataset_id,
                 SlotState.OPEN,
                 batch.priority,
@@ -156,6 +196,7 @@ def _insert_pairs_orm(*, batch, specs: list[PairSpec]) -> None:
                     caption_b_id=spec.caption_b,
                     image_a_id=spec.image_a,
                     image_b_id=spec.image_b,
+                    swapped=spec.swapped,
                     ratings_required=batch.ratings_per_pair,
                     priority=batch.priority,
                 )

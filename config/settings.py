@@ -213,5 +213,10 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # faiss logs at INFO which CPU variant it tried ("Could not load library with
+        # AVX512 support ..."): not an error, and not the user's concern.
+        "faiss.loader": {"level": "WARNING"},
+    },
 }

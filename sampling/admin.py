@@ -6,6 +6,7 @@ from django.db import transaction
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
 
 from annotation.admin_runs import RunAdminMixin
 from annotation.errors import DomainError
@@ -85,18 +86,8 @@ class PairListUploadForm(forms.Form):
 @admin.register(SamplingBatch)
 class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
     run_kind = BATCH_RUNS
-    list_display = [
-        "id",
-        "dataset",
-        "split",
-        "source",
-        "methods_summary",
-        *RunAdminMixin.run_columns,
-        "pairs",
-        "created_at",
-    ]
+    list_display = ["id", "where", *RunAdminMixin.run_columns, "pairs", "rated", "created"]
     list_filter = ["status", "source", "dataset"]
-    list_select_related = ["dataset", "split"]
     # Only the priority can change once a batch exists; the rest is its record.
     readonly_fields = [f.name for f in SamplingBatch._meta.fields if f.name != "priority"]
     actions = ["start_batches"]
@@ -135,15 +126,43 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
         transaction.on_commit(lambda: sampling_batch_set_priority(batch_id=batch_id, priority=priority))
         messages.info(request, f"Batch #{batch_id} and its queued pairs now have priority {priority}.")
 
-    @admin.display(description="methods")
-    def methods_summary(self, batch: SamplingBatch) -> str:
-        return ", ".join(f"{m}={b}" if b is not None else m for m, b in batch.methods.items())
+    def get_queryset(self, request):
+        return selectors.sampling_batches_with_rating_counts(super().get_queryset(request))
 
-    @admin.display(description="pairs")
+    @admin.display(description="batch", ordering="dataset__name")
+    def where(self, batch: SamplingBatch) -> str:
+        """Dataset / split, and the methods asked for (or the uploaded list's)."""
+        label = "uploaded: " if batch.source == SamplingBatch.Source.UPLOADED else ""
+        methods = ", ".join(f"{m}={b}" if b is not None else m for m, b in batch.methods.items())
+        return format_html("{} / {}<br><small>{}{}</small>", batch.dataset.name, batch.split.name, label, methods)
+
+    @admin.display(description="pairs queued")
     def pairs(self, batch: SamplingBatch) -> str:
         if not batch.pairs_per_method:
             return "-"
-        return ", ".join(f"{m}: {n}" for m, n in batch.pairs_per_method.items())
+        per_method = format_html_join(
+            "", "<br>{}: {}", ((method, count) for method, count in batch.pairs_per_method.items())
+        )
+        return format_html("{}<small>{}</small>", sum(batch.pairs_per_method.values()), per_method)
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, batch: SamplingBatch) -> str:
+        return batch.created_at.strftime("%Y-%m-%d %H:%M")
+
+    @admin.display(description="rated")
+    def rated(self, batch: SamplingBatch) -> str:
+        """How far raters are: pairs with all their ratings, and ratings of all slots."""
+        if not batch.pairs_total:
+            return "-"
+        return format_html(
+            '<progress value="{}" max="{}"></progress> {} of {} pairs<br><small>{} of {} ratings</small>',
+            batch.ratings_given,
+            batch.ratings_wanted,
+            batch.pairs_complete,
+            batch.pairs_total,
+            batch.ratings_given,
+            batch.ratings_wanted,
+        )
 
     @admin.action(description="Start (or restart) the selected batches")
     def start_batches(self, request, queryset):

@@ -13,6 +13,7 @@ from annotation.uploads import upload_store
 from sampling import selectors
 from sampling.batch_run import sampling_batch_is_stale
 from sampling.models import SamplingBatch
+from sampling.pairlist import MERGE_REPEATS, REPEATS
 from sampling.services import (
     sampling_batch_create,
     sampling_batch_create_from_upload,
@@ -24,6 +25,14 @@ from sampling.services import (
 class SamplingBatchSerializer(serializers.ModelSerializer):
     dataset = serializers.CharField(source="dataset.name")
     split = serializers.CharField(source="split.name")
+    k = serializers.IntegerField(allow_null=True, help_text="Neighbours per item; null for an uploaded list.")
+    seed = serializers.IntegerField(allow_null=True, help_text="Null for an uploaded list.")
+    spaces = serializers.ListField(
+        child=serializers.CharField(), allow_null=True, help_text="Spaces searched; null for an uploaded list."
+    )
+    upload_repeats = serializers.CharField(
+        allow_null=True, help_text="Uploaded lists: merge or refuse repeated pairs; null for sampled batches."
+    )
     stale = serializers.SerializerMethodField(
         help_text="Marked running, but the process running it is gone (the next start or the beat task marks it "
         "failed)."
@@ -51,6 +60,7 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
             "error",
             "runner",
             "stale",
+            "upload_repeats",
             "created_at",
             "started_at",
             "finished_at",
@@ -58,6 +68,15 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
 
     def get_stale(self, batch: SamplingBatch) -> bool:
         return sampling_batch_is_stale(batch)
+
+    def to_representation(self, batch: SamplingBatch) -> dict:
+        data = super().to_representation(batch)
+        if batch.source == SamplingBatch.Source.UPLOADED:
+            # Neighbours, seed and spaces mean nothing for a list someone else sampled.
+            data.update(k=None, seed=None, spaces=None)
+        else:
+            data["upload_repeats"] = None
+        return data
 
 
 def _created(batch: SamplingBatch) -> Response:
@@ -124,6 +143,11 @@ class SamplingBatchUploadApi(APIView):
         file = serializers.FileField()
         ratings_per_pair = serializers.IntegerField(default=5)
         priority = serializers.IntegerField(default=0)
+        repeats = serializers.ChoiceField(
+            choices=REPEATS,
+            default=MERGE_REPEATS,
+            help_text="A pair the list names twice (either order): queued once (merge) or the list refused (refuse).",
+        )
         start = serializers.BooleanField(default=True)
 
         class Meta:
@@ -141,6 +165,7 @@ class SamplingBatchUploadApi(APIView):
             path=stored,
             ratings_per_pair=values["ratings_per_pair"],
             priority=values["priority"],
+            repeats=values["repeats"],
             created_by=request.user,
             start=values["start"],
         )

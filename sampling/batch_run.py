@@ -80,8 +80,8 @@ def _run(batch: SamplingBatch, progress: Progress) -> None:
     if uploaded:
         total_steps = 2
         progress(0, total_steps, "reading the pair list")
-        specs = upload_specs(batch.split, batch.upload_path)
-        stats: dict = {"pairs_in_file": len(specs)}
+        specs, merged = upload_specs(batch.split, batch.upload_path, repeats=batch.upload_repeats)
+        stats: dict = {"pairs_in_file": len(specs), "rows_merged": merged}
         step = 1
     else:
         specs, stats, step, total_steps = _sample(batch, progress)
@@ -206,10 +206,11 @@ def dataset_writes_lock(dataset_id: int) -> None:
     Dataset.objects.select_for_update(no_key=True).only("pk").get(pk=dataset_id)
 
 
-def upload_specs(split, path: str | Path) -> list[PairSpec]:
-    """The pairs of an uploaded list as specs, every id resolved in the split."""
+def upload_specs(split, path: str | Path, *, repeats: str) -> tuple[list[PairSpec], int]:
+    """The pairs of an uploaded list as specs in the list's order and orientation, every
+    id resolved in the split, and the number of rows merged as repeats."""
     try:
-        pair_list = read_pair_list(path)
+        pair_list = read_pair_list(path, repeats=repeats)
     except PairListFormatError as exc:
         raise PairListError(str(exc)) from exc
     name = Path(path).name
@@ -251,7 +252,7 @@ def upload_specs(split, path: str | Path) -> list[PairSpec]:
             specs.append(PairSpec(kind, row.method, caption_a=a, caption_b=b))
         else:
             specs.append(PairSpec(kind, row.method, caption_a=a, image_a=b))
-    return specs
+    return specs, pair_list.merged
 
 
 def _ids_in_split(split, model, keys: list[str]) -> dict[str, int]:

@@ -35,6 +35,12 @@ class SamplingBatch(BackgroundRun):
         help_text="Filled by the run: search and write seconds, index used, pairs skipped as already queued.",
     )
     upload_path = models.CharField(max_length=1000, blank=True, help_text="Stored pair list, for uploaded batches.")
+    upload_repeats = models.CharField(
+        max_length=10,
+        choices=[("merge", "merge: queue a repeated pair once"), ("refuse", "refuse the list")],
+        default="merge",
+        help_text="Uploaded batches: what a pair named twice in the list (in either order) gets.",
+    )
 
     class Meta:
         verbose_name_plural = "sampling batches"

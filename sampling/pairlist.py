@@ -24,6 +24,10 @@ KIND_COLUMNS = {
 METHOD_COLUMN = "sampling_method"
 IGNORED_COLUMNS = ("agg_score",)
 UPLOADED = "uploaded"
+# What a list that names one pair twice (in either order for STS and SIS) gets.
+MERGE_REPEATS = "merge"  # queued once, in the order of its first row; the rest counted
+REFUSE_REPEATS = "refuse"
+REPEATS = (MERGE_REPEATS, REFUSE_REPEATS)
 
 
 class PairListFormatError(ValueError):
@@ -40,10 +44,13 @@ class PairRow:
 
 @dataclass(frozen=True)
 class PairList:
-    """kind: STS, SIS or SITS; rows in file order. SITS rows are (caption key, image key)."""
+    """kind: STS, SIS or SITS; rows in file order, each in the order the file gives its
+    two ids. SITS rows are (caption key, image key). ``merged``: rows left out because
+    they repeat an earlier row's pair."""
 
     kind: str
     rows: tuple[PairRow, ...]
+    merged: int = 0
 
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -52,10 +59,13 @@ class PairList:
         return counts
 
 
-def read_pair_list(path: str | os.PathLike) -> PairList:
-    """Parse and check the file: columns, no empty id, no self pair, no pair twice (in
-    either order for STS and SIS), at least one row. An empty method becomes "uploaded";
-    whether a method name is known and of the file's kind is the caller's check."""
+def read_pair_list(path: str | os.PathLike, *, repeats: str = MERGE_REPEATS) -> PairList:
+    """Parse and check the file: columns, no empty id, no self pair, at least one row. A
+    pair named twice (in either order for STS and SIS) is merged into its first row, or
+    refused with ``repeats="refuse"``. An empty method becomes "uploaded"; whether a
+    method name is known and of the file's kind is the caller's check."""
+    if repeats not in REPEATS:
+        raise ValueError(f"repeats must be one of {', '.join(REPEATS)}; got {repeats!r}")
     path = Path(path)
     try:
         with path.open(newline="", encoding="utf-8-sig") as handle:
@@ -64,14 +74,18 @@ def read_pair_list(path: str | os.PathLike) -> PairList:
             if header is None:
                 raise PairListFormatError(f"{path.name}: the file is empty; expected a CSV header line")
             kind, columns = _kind_of(path.name, [name.strip() for name in header])
-            rows = _rows(path.name, kind, columns, reader)
+            rows, merged = _rows(path.name, kind, columns, reader, refuse_repeats=repeats == REFUSE_REPEATS)
+    except FileNotFoundError:
+        raise PairListFormatError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise PairListFormatError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:
         raise PairListFormatError(f"{path.name}: not UTF-8 text ({exc})") from exc
     except csv.Error as exc:
         raise PairListFormatError(f"{path.name}: not a readable CSV file ({exc})") from exc
     if not rows:
         raise PairListFormatError(f"{path.name}: no pairs below the header")
-    return PairList(kind=kind, rows=tuple(rows))
+    return PairList(kind=kind, rows=tuple(rows), merged=merged)
 
 
 def _kind_of(name: str, header: list[str]) -> tuple[str, dict[str, int]]:
@@ -98,9 +112,10 @@ def _kind_of(name: str, header: list[str]) -> tuple[str, dict[str, int]]:
     return kind, {column: header.index(column) for column in header}
 
 
-def _rows(name: str, kind: str, columns: dict[str, int], reader) -> list[PairRow]:
+def _rows(name: str, kind: str, columns: dict[str, int], reader, *, refuse_repeats: bool) -> tuple[list[PairRow], int]:
     first, second = KIND_COLUMNS[kind]
     rows: list[PairRow] = []
+    merged = 0
     seen: dict[tuple[str, str], int] = {}
     for line, values in enumerate(reader, start=2):
         if not any(value.strip() for value in values):
@@ -116,7 +131,10 @@ def _rows(name: str, kind: str, columns: dict[str, int], reader) -> list[PairRow
             raise PairListFormatError(f"{name}: line {line} pairs {key_a} with itself")
         identity = (key_a, key_b) if kind == "SITS" else tuple(sorted((key_a, key_b)))
         if identity in seen:
-            raise PairListFormatError(f"{name}: line {line} repeats the pair on line {seen[identity]}")
+            if refuse_repeats:
+                raise PairListFormatError(f"{name}: line {line} repeats the pair on line {seen[identity]}")
+            merged += 1
+            continue
         seen[identity] = line
         rows.append(PairRow(line=line, key_a=key_a, key_b=key_b, method=method))
-    return rows
+    return rows, merged

@@ -7,7 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db.models import Avg, Count, F, QuerySet
+from django.db.models import Avg, Count, F, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 
 from annotation.errors import NotFound
 from annotation.models import METHOD_KIND, Caption, EmbeddingSpace, Image, Pair, Split, TaskKind
@@ -258,3 +259,15 @@ def split_summaries() -> list[SplitSummary]:
         split_summary(split=split)
         for split in Split.objects.select_related("dataset").order_by("dataset__name", "name")
     ]
+
+
+def sampling_batches_with_rating_counts(queryset: QuerySet[SamplingBatch]) -> QuerySet[SamplingBatch]:
+    """Batches with how far raters are: ``pairs_total``, ``pairs_complete`` (all their
+    ratings), ``ratings_given`` and ``ratings_wanted`` (slots). One grouped join over the
+    batches' pairs (pair_batch_method_idx)."""
+    return queryset.select_related("dataset", "split").annotate(
+        pairs_total=Count("pairs"),
+        pairs_complete=Count("pairs", filter=Q(pairs__ratings_done__gte=F("pairs__ratings_required"))),
+        ratings_given=Coalesce(Sum("pairs__ratings_done"), 0),
+        ratings_wanted=Coalesce(Sum("pairs__ratings_required"), 0),
+    )

@@ -9,13 +9,15 @@ from pathlib import Path
 
 from django.db import transaction
 
-from annotation.errors import NotFound
+from annotation.errors import DomainError, NotFound
 from annotation.models import EmbeddingSpace, JobStatus, Pair
 from annotation.pairs import pairs_set_priority
+from annotation.uploads import upload_discard
 from sampling import strategies
 from sampling.batch_run import dataset_writes_lock, sampling_batches_fail_orphaned, upload_specs
-from sampling.errors import BatchConflict, SamplingInputError
+from sampling.errors import BatchConflict, PairListError, SamplingInputError
 from sampling.models import SamplingBatch
+from sampling.pairlist import MERGE_REPEATS, REPEATS
 from sampling.selectors import (
     SplitSummary,
     space_check_covers,
@@ -92,7 +94,6 @@ def sampling_batch_create(
     return sampling_batch_start(batch=batch) if start else batch
 
 
-@transaction.atomic
 def sampling_batch_create_from_upload(
     *,
     dataset_name: str,
@@ -100,19 +101,42 @@ def sampling_batch_create_from_upload(
     path: str | Path,
     ratings_per_pair: int = 5,
     priority: int = 0,
+    repeats: str = MERGE_REPEATS,
     created_by=None,
     start: bool = False,
 ) -> SamplingBatch:
-    """Store a pending batch that queues the pairs of an uploaded CSV pair list (with
-    ``start``, queued to run once the transaction commits).
+    """Store a pending batch that queues the pairs of a stored pair list (see
+    ``annotation.uploads``), with ``start`` queued to run once the transaction commits.
 
     Every line is checked now (columns, methods, ids known in the split); pairs already
-    queued in the dataset will be skipped when the batch runs. Raises PairListError.
+    queued in the dataset are skipped when the batch runs, and a pair the list names
+    twice is queued once (``repeats="merge"``) or refused (``"refuse"``). Raises
+    PairListError; a refused list is removed from the upload folder.
     """
+    try:
+        with transaction.atomic():
+            return _create_from_upload(
+                dataset_name=dataset_name,
+                split_name=split_name,
+                path=path,
+                ratings_per_pair=ratings_per_pair,
+                priority=priority,
+                repeats=repeats,
+                created_by=created_by,
+                start=start,
+            )
+    except DomainError:
+        upload_discard(path)
+        raise
+
+
+def _create_from_upload(*, dataset_name, split_name, path, ratings_per_pair, priority, repeats, created_by, start):
+    if repeats not in REPEATS:
+        raise PairListError(f"repeats must be one of {', '.join(REPEATS)}; got {repeats!r}")
     split = split_get(dataset_name=dataset_name, split_name=split_name)
     _check_settings(k=1, ratings_per_pair=ratings_per_pair, seed=0)
     _check_priority(priority)
-    specs = upload_specs(split, path)
+    specs, _merged = upload_specs(split, path, repeats=repeats)
     counts: dict[str, int] = {}
     for spec in specs:
         counts[spec.sampling_method] = counts.get(spec.sampling_method, 0) + 1
@@ -124,6 +148,7 @@ def sampling_batch_create_from_upload(
         ratings_per_pair=ratings_per_pair,
         priority=priority,
         upload_path=str(path),
+        upload_repeats=repeats,
         created_by=created_by,
     )
     return sampling_batch_start(batch=batch) if start else batch

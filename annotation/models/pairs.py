@@ -16,7 +16,8 @@ from annotation.models.items import Caption, Dataset, Image, SamplingMethod, Spl
 
 class Pair(models.Model):
     """One unordered pair to rate. STS: caption_a < caption_b; SIS: image_a < image_b;
-    SITS: caption_a with image_a. Unused item columns are NULL (checked)."""
+    SITS: caption_a with image_a. Unused item columns are NULL (checked). ``swapped``
+    keeps the order the pair came in, for the exports."""
 
     # Every index and foreign key here is written or checked for each of a batch's tens
     # of thousands of pairs. So no index repeats the leading column of another
@@ -43,10 +44,19 @@ class Pair(models.Model):
     image_b = models.ForeignKey(
         Image, null=True, blank=True, on_delete=models.PROTECT, related_name="+", db_index=False
     )
+    swapped = models.BooleanField(
+        default=False,
+        help_text="The pair was sampled or uploaded as (b, a); stored a < b for uniqueness, exported as given.",
+    )
     ratings_required = models.PositiveSmallIntegerField(default=5, help_text="Number of slots: distinct raters wanted.")
     priority = models.IntegerField(default=0, help_text="Copied from the batch; higher is rated first.")
     ratings_done = models.PositiveSmallIntegerField(
         default=0, help_text="Ratings stored so far; maintained by the rating service in the same transaction."
+    )
+    retired_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Taken out of the queue by an admin (e.g. a flagged broken image): its unrated slots are gone.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

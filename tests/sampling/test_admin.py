@@ -53,7 +53,7 @@ def test_an_admin_creates_and_starts_a_batch_and_sees_its_progress(
     listing = admin_client.get(LIST_URL).content.decode()
     assert f'<progress value="{batch.progress_total}" max="{batch.progress_total}">' in listing
     assert "done: 4 pairs" in listing
-    assert "i2i_csim: 2, c2c_cocaption: 2" in listing
+    assert "4<small><br>i2i_csim: 2<br>c2c_cocaption: 2</small>" in listing
     detail = admin_client.get(f"{LIST_URL}{batch.pk}/change/").content.decode()
     assert "done: 4 pairs" in detail
     assert "search_s" in detail

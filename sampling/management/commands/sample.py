@@ -1,12 +1,13 @@
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
 
 from annotation.errors import DomainError
 from annotation.management.commands._progress import print_progress
 from annotation.models import JobStatus
+from annotation.uploads import upload_store_path
 from sampling import selectors, strategies
 from sampling.batch_run import sampling_batch_is_stale, sampling_batch_run
 from sampling.models import SamplingBatch
+from sampling.pairlist import MERGE_REPEATS, REPEATS
 from sampling.services import sampling_batch_create, sampling_batch_create_from_upload, sampling_batch_start
 
 
@@ -49,6 +50,13 @@ class Command(BaseCommand):
         parser.add_argument("--ratings-per-pair", type=int, default=5)
         parser.add_argument("--priority", type=int, default=0)
         parser.add_argument("--upload", metavar="CSV", help="queue the pairs of a CxC-shaped pair list instead")
+        parser.add_argument(
+            "--repeats",
+            choices=REPEATS,
+            default=MERGE_REPEATS,
+            help="with --upload: a pair the list names twice (either order) is queued once (merge, the default) "
+            "or the list is refused (refuse)",
+        )
         parser.add_argument("--background", action="store_true", help="queue the batch for a Celery worker")
         parser.add_argument("--status", type=int, metavar="ID", help="show a batch's status and progress")
         parser.add_argument("--start", type=int, metavar="ID", help="start a pending or failed batch again")
@@ -72,12 +80,15 @@ class Command(BaseCommand):
         if options["upload"]:
             if options["methods"]:
                 raise CommandError("give either --method or --upload, not both")
+            # A copy in the upload folder, like the API's: a worker reads it by an
+            # absolute path, wherever this command ran.
             return sampling_batch_create_from_upload(
                 dataset_name=options["dataset"],
                 split_name=options["split"],
-                path=options["upload"],
+                path=upload_store_path(options["upload"]),
                 ratings_per_pair=options["ratings_per_pair"],
                 priority=options["priority"],
+                repeats=options["repeats"],
             )
         if not options["methods"]:
             raise CommandError(f"give at least one --method NAME[=BUDGET] ({', '.join(strategies.METHODS)})")
@@ -100,8 +111,7 @@ class Command(BaseCommand):
 
     def _run(self, batch: SamplingBatch, *, background: bool) -> None:
         if background:
-            with transaction.atomic():
-                sampling_batch_start(batch=batch)
+            sampling_batch_start(batch=batch)
             self.stdout.write(f"batch {batch.pk} queued; follow it with: manage.py sample --status {batch.pk}")
             return
         if batch.status != JobStatus.PENDING:
@@ -120,7 +130,25 @@ class Command(BaseCommand):
                 self.stdout.write(f"{method}: {count}")
             total = sum(batch.pairs_per_method.values())
             self.stdout.write(f"total: {total} pairs, {total * batch.ratings_per_pair} rating slots")
+            for line in upload_summary(batch):
+                self.stdout.write(line)
         elif batch.status == JobStatus.FAILED:
             self.stdout.write(f"error: {batch.error}")
         else:
             self.stdout.write(f"progress: {batch.progress_done}/{batch.progress_total} {batch.progress_message}")
+
+
+def upload_summary(batch: SamplingBatch) -> list[str]:
+    """What an uploaded list's run left out, in words."""
+    if batch.source != SamplingBatch.Source.UPLOADED:
+        return []
+    lines = []
+    merged = batch.stats.get("rows_merged", 0)
+    if merged:
+        lines.append(f"merged: {merged} row(s) repeated a pair named earlier in the list (queued once)")
+    in_file, queued = batch.stats.get("pairs_in_file", 0), batch.stats.get("already_queued", 0)
+    if queued and queued == in_file:
+        lines.append(f"already queued: all {queued} pairs of the list were queued before; nothing new to rate")
+    elif queued:
+        lines.append(f"already queued: {queued} of the list's {in_file} pairs were queued before and are skipped")
+    return lines
