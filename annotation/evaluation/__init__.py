@@ -31,10 +31,14 @@ retrieval tasks), ``correlation`` (Spearman, bootstrap), ``report`` (``evaluate`
 
 from annotation.evaluation.correlation import (
     BOOTSTRAP_SAMPLES,
+    BOTH_ITEMS,
+    FIRST_COLUMN,
+    QUERY_RULES,
     average_ranks,
     bootstrap_rows,
     bootstrap_spearman,
     pair_cosines,
+    query_memberships,
     spearman,
 )
 from annotation.evaluation.inputs import (
@@ -53,6 +57,9 @@ from annotation.evaluation.table import format_report
 
 __all__ = [
     "BOOTSTRAP_SAMPLES",
+    "BOTH_ITEMS",
+    "FIRST_COLUMN",
+    "QUERY_RULES",
     "EvaluationError",
     "Positives",
     "RatedPairs",
@@ -67,6 +74,7 @@ __all__ = [
     "format_report",
     "load_space",
     "pair_cosines",
+    "query_memberships",
     "read_cxc_ratings",
     "read_ratings_folder",
     "retrieval_summary",

@@ -84,32 +84,70 @@ def bootstrap_rows(queries: np.ndarray, *, samples: int, seed: int) -> Iterator[
         yield order[starts[chosen] + offsets]
 
 
+# Which items of a rated row are its queries. CxC samples half of the queries and one
+# rated item for each, with no meaning to column order (the release rates some SIS pairs
+# in both orders): so by default a row is a candidate of each of its two items.
+BOTH_ITEMS = "both"
+FIRST_COLUMN = "first"
+QUERY_RULES = (BOTH_ITEMS, FIRST_COLUMN)
+
+
+def query_memberships(
+    first: np.ndarray, second: np.ndarray, *, rule: str, same_modality: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows each query may draw: returns (rows, queries), int64 (m,) each, one
+    entry per (row, query) membership. ``first``, ``second``: int (n,) item indices of
+    each row's two items. ``rule`` BOTH_ITEMS: both items are queries (m = 2n; items of
+    two modalities are kept apart), sorted by (query, row); FIRST_COLUMN: the first
+    item only (m = n, in row order)."""
+    first = np.asarray(first, np.int64)
+    rows = np.arange(first.size, dtype=np.int64)
+    if rule == FIRST_COLUMN:
+        return rows, first
+    if rule != BOTH_ITEMS:
+        raise EvaluationError(f"the bootstrap's queries are {' or '.join(QUERY_RULES)}, got {rule!r}")
+    second = np.asarray(second, np.int64)
+    # Image and caption indices overlap; shift one side past the other's range.
+    offset = 0 if same_modality or not first.size else int(first.max()) + 1
+    rows, queries = np.concatenate([rows, rows]), np.concatenate([first, second + offset])
+    # Ordered by (query, row): the draws depend on which rows a query has, not on the
+    # column an item stood in.
+    order = np.lexsort((rows, queries))
+    return rows[order], queries[order]
+
+
 def bootstrap_spearman(
     human: np.ndarray,
     model: np.ndarray,
     queries: np.ndarray,
     *,
+    rows: np.ndarray | None = None,
     samples: int = BOOTSTRAP_SAMPLES,
     seed: int = 0,
 ) -> dict:
     """The CxC sampled bootstrap of Spearman's rho between human and model scores.
 
-    ``human``, ``model``: float (n,), one value per rated row; ``queries``: int (n,), the
-    query each row belongs to. Samples as ``bootstrap_rows``. Returns mean and std
-    (x 100, population std) over the samples where rho is defined, and the counts. The
-    same inputs and seed give the same figures. Raises EvaluationError for fewer than 4
-    queries.
+    ``human``, ``model``: float (n,), one value per rated row. ``queries``: int (m,), a
+    query each; with ``rows`` int (m,) the row of each entry (see query_memberships),
+    without, m = n and entry i is row i. Samples as ``bootstrap_rows``. Returns mean and
+    std (x 100, population std) over the samples where rho is defined, and the counts.
+    The same inputs and seed give the same figures. Raises EvaluationError for fewer than
+    4 queries.
     """
     human = np.asarray(human, np.float64)
     model = np.asarray(model, np.float64)
     queries = np.asarray(queries)
-    if not (human.shape == model.shape == queries.shape) or human.ndim != 1:
+    rows = np.arange(human.size) if rows is None else np.asarray(rows)
+    if not (human.shape == model.shape) or human.ndim != 1 or queries.shape != rows.shape:
         raise EvaluationError(
-            f"human, model and query arrays must be 1-D of one length, "
-            f"got shapes {human.shape}, {model.shape}, {queries.shape}"
+            f"human and model arrays must be 1-D of one length and queries one per row entry, "
+            f"got shapes {human.shape}, {model.shape}, {queries.shape} (rows {rows.shape})"
         )
     rhos = np.concatenate(
-        [spearman(human[rows], model[rows]) for rows in bootstrap_rows(queries, samples=samples, seed=seed)]
+        [
+            spearman(human[rows[drawn]], model[rows[drawn]])
+            for drawn in bootstrap_rows(queries, samples=samples, seed=seed)
+        ]
     )
     defined = rhos[~np.isnan(rhos)]
     n_queries = np.unique(queries).size

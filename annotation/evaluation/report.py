@@ -7,7 +7,14 @@ from collections.abc import Callable
 import numpy as np
 
 from annotation.cxc import KINDS, POSITIVE_THRESHOLDS, SIS, SITS, STS
-from annotation.evaluation.correlation import BOOTSTRAP_SAMPLES, bootstrap_spearman, pair_cosines
+from annotation.evaluation.correlation import (
+    BOOTSTRAP_SAMPLES,
+    BOTH_ITEMS,
+    QUERY_RULES,
+    bootstrap_spearman,
+    pair_cosines,
+    query_memberships,
+)
 from annotation.evaluation.inputs import (
     CAPTION,
     IMAGE,
@@ -40,6 +47,7 @@ def evaluate(
     restrict_to_split: bool = False,
     samples: int = BOOTSTRAP_SAMPLES,
     seed: int = 0,
+    queries: str = BOTH_ITEMS,
     progress: Progress = _quiet,
 ) -> dict:
     """Run every task the inputs allow; returns the JSON-ready report.
@@ -48,13 +56,18 @@ def evaluate(
     intermodal tasks run; otherwise only the intramodal ones. Every item of the split
     must have a vector in each given space; every rated id must be an item of the split
     unless ``restrict_to_split`` (then rows outside it are left out and counted).
-    A task that cannot run is listed under ``skipped`` with the reason.
+    ``queries``: which items of a rated row the bootstrap samples as queries
+    (BOTH_ITEMS, the default, or FIRST_COLUMN). A task that cannot run is listed under
+    ``skipped`` with the reason.
     """
     _check_spaces(items, image_space, caption_space, joint, samples)
+    if queries not in QUERY_RULES:
+        raise EvaluationError(f"the bootstrap's queries are {' or '.join(QUERY_RULES)}, got {queries!r}")
     progress("reading vectors")
     images = embed_items(image_space, items.image_keys, IMAGE) if image_space is not None else None
     captions = embed_items(caption_space, items.caption_keys, CAPTION) if caption_space is not None else None
     report = _empty_report(items, joint, samples, seed)
+    report["settings"]["bootstrap_queries"] = queries
     runs = {STS: captions is not None, SIS: images is not None, SITS: joint}
     spaces = {IMAGE: image_space, CAPTION: caption_space}
     rows = _index_ratings(report["ratings"], ratings, items, spaces, runs, restrict_to_split)
@@ -67,7 +80,7 @@ def evaluate(
         _intramodal(report, task, kind, vectors, rows, progress)
     for kind, left, right in ((STS, captions, captions), (SIS, images, images), (SITS, captions, images)):
         if runs[kind]:
-            _correlation(report, kind, left, right, rows, samples, seed, progress)
+            _correlation(report, kind, left, right, rows, (samples, seed, queries), progress)
         else:
             report["skipped"][kind] = UNIMODAL if kind == SITS else f"no {MODALITIES[kind][0]} vectors"
     if not report["retrieval"] and not report["correlation"]:
@@ -178,12 +191,13 @@ def _correlation(
     left: np.ndarray,
     right: np.ndarray,
     rows: SplitRows,
-    samples: int,
-    seed: int,
+    bootstrap: tuple[int, int, str],
     progress: Progress,
 ) -> None:
     """Spearman of the human scores of ``kind`` with the cosines of ``left`` (first
-    items) and ``right`` (second items), as the bootstrap; skipped when it cannot run."""
+    items) and ``right`` (second items), as the bootstrap (samples, seed, query rule);
+    skipped when it cannot run."""
+    samples, seed, rule = bootstrap
     reason = rows.missing(kind)
     if reason is not None:
         report["skipped"][kind] = reason
@@ -192,8 +206,11 @@ def _correlation(
     progress(f"{kind} correlation")
     model = pair_cosines(left, right, indexed.first, indexed.second)
     try:
-        report["correlation"][kind] = bootstrap_spearman(
-            indexed.scores, model, indexed.first, samples=samples, seed=seed
+        members, queries = query_memberships(
+            indexed.first, indexed.second, rule=rule, same_modality=MODALITIES[kind][0] == MODALITIES[kind][1]
         )
+        report["correlation"][kind] = bootstrap_spearman(
+            indexed.scores, model, queries, rows=members, samples=samples, seed=seed
+        ) | {"queries_from": rule}
     except EvaluationError as exc:
         report["skipped"][kind] = str(exc)

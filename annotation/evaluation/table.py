@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 from annotation.cxc import KINDS, POSITIVE_THRESHOLDS, SIS, SITS, STS
+from annotation.evaluation.correlation import BOTH_ITEMS, FIRST_COLUMN
 from annotation.evaluation.ranks import RECALL_AT
 
 HEAD = "".join(f"R@{k}".rjust(6) for k in RECALL_AT) + "med r".rjust(8)
@@ -81,10 +82,17 @@ def _correlation_table(correlation: dict, settings: dict) -> list[str]:
             cells.append(f"{entry['mean']:.1f} ± {entry['std']:.1f}".rjust(16))
     return [
         "",
-        f"Spearman x 100 with human scores (mean ± std over {settings['samples']} samples, seed {settings['seed']})",
+        f"Spearman x 100 with human scores (mean ± std over {settings['samples']} samples, seed {settings['seed']}; "
+        f"{_QUERIES_FROM[settings.get('bootstrap_queries', FIRST_COLUMN)]})",
         "".join(kind.rjust(16) for kind in KINDS),
         "".join(cells),
     ]
+
+
+_QUERIES_FROM = {
+    BOTH_ITEMS: "queries: both items of a rated row",
+    FIRST_COLUMN: "queries: the first column of a rated row",
+}
 
 
 def _cell(value: float | None, width: int = 6) -> str:

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from annotation.evaluation.correlation import average_ranks, bootstrap_rows, bootstrap_spearman, spearman
+from annotation.evaluation.correlation import (
+    average_ranks,
+    bootstrap_rows,
+    bootstrap_spearman,
+    query_memberships,
+    spearman,
+)
 from annotation.evaluation.inputs import EvaluationError
 
 # --- Spearman and the bootstrap ------------------------------------------------------------
@@ -109,3 +115,32 @@ def test_bootstrap_spearman_reports_its_counts():
 def test_bootstrap_needs_four_queries():
     with pytest.raises(EvaluationError, match="3 rated queries; the bootstrap needs at least 4"):
         bootstrap_spearman(np.arange(6.0), np.arange(6.0), np.array([0, 0, 1, 1, 2, 2]))
+
+
+def test_query_memberships_make_each_row_a_candidate_of_both_its_items():
+    first, second = np.array([0, 2, 1]), np.array([1, 0, 3])
+    rows, queries = query_memberships(first, second, rule="both", same_modality=True)
+    assert list(zip(queries.tolist(), rows.tolist(), strict=True)) == [(0, 0), (0, 1), (1, 0), (1, 2), (2, 1), (3, 2)]
+    # Items of two modalities (SITS: caption, image) never share a query id.
+    rows, queries = query_memberships(first, second, rule="both", same_modality=False)
+    assert list(zip(queries.tolist(), rows.tolist(), strict=True)) == [(0, 0), (1, 2), (2, 1), (3, 1), (4, 0), (6, 2)]
+    rows, queries = query_memberships(first, second, rule="first", same_modality=True)
+    assert (rows.tolist(), queries.tolist()) == ([0, 1, 2], [0, 2, 1])
+    with pytest.raises(EvaluationError, match="both or first, got 'second'"):
+        query_memberships(first, second, rule="second", same_modality=True)
+
+
+def test_a_pair_rated_in_both_orders_counts_the_same_under_the_both_rule():
+    # Swapping the columns of a row changes the first-column bootstrap but not "both".
+    rng = np.random.default_rng(3)
+    first, second = rng.integers(0, 40, 300), rng.integers(40, 80, 300)
+    human, model = rng.random(300), rng.random(300)
+    swap = rng.random(300) < 0.5
+    a, b = np.where(swap, second, first), np.where(swap, first, second)
+
+    def figures(x, y, rule):
+        rows, queries = query_memberships(x, y, rule=rule, same_modality=True)
+        return bootstrap_spearman(human, model, queries, rows=rows, samples=50, seed=1)
+
+    assert figures(first, second, "both") == figures(a, b, "both")
+    assert figures(first, second, "first") != figures(a, b, "first")

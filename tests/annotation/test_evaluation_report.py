@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from annotation.evaluation import BOTH_ITEMS, FIRST_COLUMN
 from annotation.evaluation.correlation import bootstrap_spearman
 from annotation.evaluation.inputs import RatedPairs, Space, SplitItems
 from annotation.evaluation.report import evaluate
@@ -25,7 +26,12 @@ from tests.annotation.evaluation_data import (
 def test_hand_built_split_gives_every_known_rank_and_recall():
     images, captions = hand_spaces()
     report = evaluate(
-        items=hand_items(), ratings=hand_ratings(), image_space=images, caption_space=captions, joint=True
+        items=hand_items(),
+        ratings=hand_ratings(),
+        image_space=images,
+        caption_space=captions,
+        joint=True,
+        queries=FIRST_COLUMN,
     )
     assert_retrieval_matches(report["retrieval"], EXPECTED)
     assert report["spaces"] == "joint"
@@ -41,8 +47,30 @@ def test_hand_built_split_gives_every_known_rank_and_recall():
     human = [s for _, _, s in SITS_ROWS]
     expected = bootstrap_spearman(np.array(human), np.array(model), np.array(queries), seed=0)
     assert report["correlation"].keys() == {"SITS"}
-    assert report["correlation"]["SITS"] == pytest.approx(expected)
+    assert report["correlation"]["SITS"] == pytest.approx(expected | {"queries_from": FIRST_COLUMN})
     assert report["correlation"]["SITS"]["queries"] == 6
+    assert report["settings"]["bootstrap_queries"] == FIRST_COLUMN
+
+
+def test_by_default_both_items_of_a_row_are_bootstrap_queries():
+    images, captions = hand_spaces()
+    report = evaluate(
+        items=hand_items(), ratings=hand_ratings(), image_space=images, caption_space=captions, joint=True
+    )
+    assert report["settings"]["bootstrap_queries"] == BOTH_ITEMS
+    # SITS: six caption queries and three image queries, each row a candidate of both.
+    near, far = 2 / math.sqrt(5), 1 / math.sqrt(5)
+    model = np.array([1, far, 1, far, 1, far, near, near, near])
+    human = np.array([s for _, _, s in SITS_ROWS])
+    captions_of_rows = np.array([c for c, _, _ in SITS_ROWS])
+    images_of_rows = np.array([i for _, i, _ in SITS_ROWS])
+    rows = np.concatenate([np.arange(9), np.arange(9)])
+    queries = np.concatenate([captions_of_rows, 100 + images_of_rows])  # images kept apart from captions
+    order = np.lexsort((rows, queries))
+    rows, queries = rows[order], queries[order]
+    expected = bootstrap_spearman(human, model, queries, rows=rows, seed=0)
+    assert report["correlation"]["SITS"] == pytest.approx(expected | {"queries_from": BOTH_ITEMS})
+    assert report["correlation"]["SITS"]["queries"] == 9
 
 
 def test_unimodal_spaces_run_only_the_intramodal_tasks():

@@ -30,8 +30,8 @@ def test_the_table_shows_correlations_as_mean_and_std():
         "retrieval": {},
         "correlation": {"STS": {"mean": 71.234, "std": 0.456}},
         "skipped": {},
-        "settings": {"samples": 1000, "seed": 0},
+        "settings": {"samples": 1000, "seed": 0, "bootstrap_queries": "both"},
     }
     text = format_report(report)
-    assert "Spearman x 100 with human scores (mean ± std over 1000 samples, seed 0)" in text
+    assert "Spearman x 100 with human scores (mean ± std over 1000 samples, seed 0; queries: both items" in text
     assert text.splitlines()[-1].split() == ["71.2", "±", "0.5", "-", "-"]

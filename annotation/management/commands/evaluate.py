@@ -9,6 +9,8 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.errors import DomainError
 from annotation.evaluation import (
     BOOTSTRAP_SAMPLES,
+    BOTH_ITEMS,
+    QUERY_RULES,
     EvaluationError,
     Space,
     SplitItems,
@@ -56,6 +58,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--samples", type=int, default=BOOTSTRAP_SAMPLES, help="bootstrap samples (1000)")
         parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (0)")
+        parser.add_argument(
+            "--bootstrap-queries",
+            choices=QUERY_RULES,
+            default=BOTH_ITEMS,
+            help="which items of a rated row the bootstrap samples as queries: both (the default; column order "
+            "means nothing, as in CxC's release) or first (the first column only)",
+        )
         parser.add_argument("--out", help="write the report as JSON to this file")
 
     def handle(self, *args, **options):
@@ -77,6 +86,7 @@ class Command(BaseCommand):
                 restrict_to_split=options["restrict_to_split"],
                 samples=options["samples"],
                 seed=options["seed"],
+                queries=options["bootstrap_queries"],
                 progress=self._progress,
             )
         except (DomainError, EvaluationError) as exc:
