@@ -46,6 +46,7 @@ class Pair(models.Model):
     )
     swapped = models.BooleanField(
         default=False,
+        db_default=False,
         help_text="The pair was sampled or uploaded as (b, a); stored a < b for uniqueness, exported as given.",
     )
     ratings_required = models.PositiveSmallIntegerField(default=5, help_text="Number of slots: distinct raters wanted.")

@@ -29,14 +29,13 @@ Modules: ``shapes`` (limits, input error, items and assignments), ``claim``, ``s
 and ``statements`` (every SQL statement of the hot path).
 """
 
+from annotation.cxc import SCORE_MAX, SCORE_MIN
 from annotation.queue.claim import slot_claim
 from annotation.queue.shapes import (
     MAX_ADJUSTMENTS,
     MAX_FLAG_NOTE,
     MAX_IDEMPOTENCY_KEY,
     MAX_TIME_ON_ITEM_MS,
-    SCORE_MAX,
-    SCORE_MIN,
     Assignment,
     Item,
     QueueInputError,

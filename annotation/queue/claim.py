@@ -4,6 +4,7 @@ when the request itself is the reason."""
 
 from __future__ import annotations
 
+import random
 from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
@@ -22,7 +23,8 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
     Returns the rater's current lease (renewed, ``resumed=True``) if they hold one for
     these kinds; else the best open or expired slot of a kind the rater is qualified for
     (``kind`` narrows it to one kind), never on a pair they rated, hold or skipped: the
-    highest batch priority first, within it the pair closest to completion. Returns None
+    highest batch priority first, then an expired lease, then a kind at random (so every
+    kind advances), within a kind the pair closest to completion. Returns None
     when nothing is left for the rater. Raises NotFound for an unknown dataset and
     Forbidden when the rater lacks the qualification.
     """
@@ -134,7 +136,10 @@ def _claim_portable(*, rater, dataset: str, kind: str | None, now: datetime, exp
         candidates.append((stale.priority, stale.pair_done, 1, stale))
     if not candidates:
         return None
-    _, _, _, chosen = max(candidates, key=lambda c: c[:3])
+    # As the PostgreSQL claim: highest priority, an expired lease first, then one of the
+    # kinds at random (each kind's head is its pair closest to completion).
+    best = max((priority, src) for priority, _, src, _ in candidates)
+    chosen = random.choice([c[3] for c in candidates if (c[0], c[2]) == best])
     RatingSlot.objects.filter(pk=chosen.pk).update(
         state=SlotState.LEASED,
         previous_rater_id=chosen.rater_id if chosen.state == SlotState.LEASED else chosen.previous_rater_id,

@@ -13,8 +13,9 @@ from django.utils import timezone
 from annotation.errors import DomainError
 from annotation.models import TaskKind
 
-SCORE_MIN = 0.0
-SCORE_MAX = 5.0
+# Stored scores keep 4 decimals: finer than any rater can place a slider, and keyboard
+# steps (0.1 + 0.2 ...) no longer leave float noise such as 0.9999999999999998.
+SCORE_DECIMALS = 4
 # A day on one item is certainly a client clock or counting bug, not a measurement.
 MAX_TIME_ON_ITEM_MS = 24 * 3600 * 1000
 MAX_ADJUSTMENTS = 100_000

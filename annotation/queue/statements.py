@@ -76,8 +76,10 @@ def _render(sql: str, **fragments: str) -> str:
 
 # Candidates: the rater's own lease (held), the head of the open queue for each kind the
 # rater may rate (fresh), and the oldest expired lease in reach (stale). ``pick`` takes
-# the held one, else the best by batch priority then ratings already done; the others
-# are unlocked when the statement commits. ``held`` waits for its row (only this rater
+# the held one, else the highest batch priority, an expired lease before fresh work, and
+# among the kinds' heads one at random: each kind's head is its pair closest to
+# completion, and comparing that across kinds would finish one kind before another
+# starts. The others are unlocked when the statement commits. ``held`` waits for its row (only this rater
 # touches it); the rest skip rows other claims hold.
 _CLAIM_SQL = """
 WITH ds AS (
@@ -126,7 +128,7 @@ pick AS (
     SELECT {slot.id}, src FROM (
         SELECT * FROM held UNION ALL SELECT * FROM fresh UNION ALL SELECT * FROM stale
     ) candidates
-    ORDER BY src = 0 DESC, {slot.priority} DESC, {slot.pair_done} DESC, src
+    ORDER BY src = 0 DESC, {slot.priority} DESC, src = 1 DESC, random()
     LIMIT 1
 ),
 claimed AS (

@@ -12,6 +12,7 @@ from datetime import datetime
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
+from annotation.cxc import SCORE_MAX, SCORE_MIN
 from annotation.errors import Conflict, DomainError
 from annotation.models import Pair, QueueCounter, Rating, RatingSlot, SlotState
 from annotation.queue import statements
@@ -20,8 +21,7 @@ from annotation.queue.shapes import (
     MAX_ADJUSTMENTS,
     MAX_IDEMPOTENCY_KEY,
     MAX_TIME_ON_ITEM_MS,
-    SCORE_MAX,
-    SCORE_MIN,
+    SCORE_DECIMALS,
     Assignment,
     QueueInputError,
     SubmitResult,
@@ -55,12 +55,13 @@ def rating_submit(
 ) -> SubmitResult:
     """Store the rater's rating on a slot they hold and mark the slot done.
 
-    ``score`` is a finite number in [0, 5]; ``time_on_item_ms`` is from showing the pair
-    to submitting; ``time_to_first_move_ms`` (null if the slider never moved) is at most
-    that; ``adjustments`` counts slider moves. Repeating a submission with the same
-    ``idempotency_key`` returns the stored rating (``replayed=True``) and stores nothing.
-    A lease that expired is still accepted while the slot is free; once another rater
-    has taken it the submission is refused with Conflict.
+    ``score`` is a finite number in [0, 5], stored to SCORE_DECIMALS decimals;
+    ``time_on_item_ms`` is from showing the pair to submitting;
+    ``time_to_first_move_ms`` (null if the slider never moved) is at most that;
+    ``adjustments`` counts slider moves. Repeating a submission with the same
+    ``idempotency_key`` returns the stored rating (``replayed=True``) and stores
+    nothing. A lease that expired is still accepted while the slot is free; once
+    another rater has taken it the submission is refused with Conflict.
     """
     _check_submission(
         score=score,
@@ -72,7 +73,7 @@ def rating_submit(
     now = service_now(now)
     rating = {
         "rater": rater.pk,
-        "score": float(score),
+        "score": round(float(score), SCORE_DECIMALS),
         "time_on_item_ms": time_on_item_ms,
         "time_to_first_move_ms": time_to_first_move_ms,
         "adjustments": adjustments,

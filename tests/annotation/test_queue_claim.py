@@ -154,3 +154,20 @@ def test_database_allows_one_lease_per_rater_dataset_and_kind(clock):
     RatingSlot.objects.filter(pk=first.pk).update(state=SlotState.LEASED, rater=user, lease_expires_at=expires)
     with pytest.raises(IntegrityError), transaction.atomic():
         RatingSlot.objects.filter(pk=second.pk).update(state=SlotState.LEASED, rater=user, lease_expires_at=expires)
+
+
+def test_a_claim_without_a_kind_interleaves_kinds_so_every_kind_advances(engine, clock):
+    # Before: the head of one kind (its pair closest to completion) always won, so one
+    # kind was finished before the next one got a rating.
+    split = SplitFactory()
+    for kind in (TaskKind.SIS, TaskKind.STS):
+        queue_pairs(split=split, kind=kind, n_pairs=40, ratings_per_pair=2)
+    counts = {TaskKind.SIS: 0, TaskKind.STS: 0}
+    for number in range(20):
+        user = rater(kinds=("SIS", "STS"))
+        for step in range(2):
+            assignment = claim(user, split.dataset)
+            counts[assignment.kind] += 1
+            submit(user, split.dataset, assignment.slot_id, f"k{number}-{step}")
+    # 40 claims, each kind with probability 1/2: fewer than 5 of one kind has p < 1e-6.
+    assert min(counts.values()) >= 5, counts

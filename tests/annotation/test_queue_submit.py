@@ -128,3 +128,15 @@ def test_database_refuses_a_sixth_rating_and_a_second_by_one_rater(clock):
         with pytest.raises(IntegrityError), transaction.atomic():
             Rating.objects.create(slot=slots[1], rater=bob, idempotency_key=f"s{bad}", **(values | {"score": bad}))
     assert Rating.objects.count() == 1
+
+
+def test_scores_are_stored_to_four_decimals(engine, clock):
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=2)
+    user = rater()
+    # What ten keyboard steps of 0.1 add up to in floating point.
+    for key, sent, stored in (("k1", sum([0.1] * 10), 1.0), ("k2", 2.718281828, 2.7183)):
+        assert sent != stored
+        assignment = claim(user, split.dataset)
+        result = submit(user, split.dataset, assignment.slot_id, key, score=sent)
+        assert Rating.objects.get(pk=result.rating_id).score == stored
