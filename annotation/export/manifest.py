@@ -89,10 +89,18 @@ def agreement_payload(agreement: ExportAgreement, pseudonyms: Mapping[int, str])
 
 
 def manifest_payload(
-    *, plan: ExportPlan, counts: ExportCounts, agreement: ExportAgreement, pairs: int, ratings: int, files: list[dict]
+    *,
+    plan: ExportPlan,
+    counts: ExportCounts,
+    agreement: ExportAgreement,
+    pairs: int,
+    ratings: int,
+    files: list[dict],
+    not_written: list[dict],
 ) -> dict:
     """The content of ``manifest.json`` for an export of ``pairs`` pairs and ``ratings``
-    ratings whose files (with checksums) are ``files``."""
+    ratings whose files (with checksums) are ``files``; ``not_written``: the splits and
+    tasks that got no files, with the reason."""
     split_names = [split.name for split in plan.splits]
     by_split = {
         split: {
@@ -119,6 +127,7 @@ def manifest_payload(
             "interval": f"{CONFIDENCE:.0%} Student t interval of the mean",
             "rater_id": "HMAC-SHA256 pseudonym of the rater, stable across exports of this dataset",
             "exported_pairs": "complete pairs only: every required rating present",
+            "pair_order": "each pair's items in the order it was sampled or uploaded",
         },
         "totals": {"pairs": pairs, "ratings": ratings},
         "counts": by_split,
@@ -126,6 +135,7 @@ def manifest_payload(
         "batches": batches,
         "agreement": agreement.by_task(TASKS),
         "files": files,
+        "not_written": not_written,
     }
 
 

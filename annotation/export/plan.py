@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.db.models import Count, F, QuerySet, Sum
+from django.db.models import Case, Count, F, Q, QuerySet, Sum, When
 
 from annotation.errors import NotFound
 from annotation.export.formats import FORMATS, MANIFEST, ExportError, ExportFormatError, file_stem, parse_formats
@@ -111,8 +111,10 @@ def sampling_batches(plan: ExportPlan) -> QuerySet[SamplingBatch]:
 def rating_rows(dataset: Dataset, split: Split, task: str) -> Iterator[tuple]:
     """Ratings of the complete pairs of one split and task, ordered by pair, as tuples
     (pair id, ratings required, batch id, method, item1 key, item2 key, rater id, score,
-    time on item ms), from a server-side cursor on PostgreSQL."""
+    time on item ms), from a server-side cursor on PostgreSQL. The items come in the
+    order the pair was sampled or uploaded in (stored lower id first, ``swapped``)."""
     first, second = _ITEM_KEYS[task]
+    swapped = Q(pair__swapped=True)
     return (
         Rating.objects.filter(
             pair__dataset=dataset,
@@ -121,13 +123,17 @@ def rating_rows(dataset: Dataset, split: Split, task: str) -> Iterator[tuple]:
             pair__ratings_done=F("pair__ratings_required"),
         )
         .order_by("pair_id", "id")
+        .annotate(
+            item1=Case(When(swapped, then=F(second)), default=F(first)),
+            item2=Case(When(swapped, then=F(first)), default=F(second)),
+        )
         .values_list(
             "pair_id",
             "pair__ratings_required",
             "pair__batch_id",
             "pair__sampling_method",
-            first,
-            second,
+            "item1",
+            "item2",
             "rater_id",
             "score",
             "time_on_item_ms",

@@ -128,6 +128,7 @@ class _ExportRun:
     pairs: int = 0
     ratings: int = 0
     files: list[dict] = field(default_factory=list)
+    not_written: list[dict] = field(default_factory=list)
     counts: ExportCounts = field(default_factory=ExportCounts)
     agreement: ExportAgreement = field(default_factory=ExportAgreement)
 
@@ -140,6 +141,10 @@ class _ExportRun:
         self.progress(0, total, "exporting")
         for split in self.plan.splits:
             for task in TASKS:
+                if not expected.get((split.id, task)):
+                    # No empty files: a reader would take them for a task rated to nothing.
+                    self.not_written.append({"split": split.name, "task": task, "reason": "no complete pairs"})
+                    continue
                 streamed = self._write_task(split, task, total)
                 if streamed < expected.get((split.id, task), 0):
                     raise ExportError(
@@ -157,6 +162,7 @@ class _ExportRun:
             pairs=self.pairs,
             ratings=self.ratings,
             files=self.files,
+            not_written=self.not_written,
         )
         json_write(self.folder / MANIFEST, manifest)
         self.progress(self.pairs, total, "done")

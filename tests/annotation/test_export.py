@@ -103,13 +103,17 @@ def _db_pairs(rated):
             ids = (pair.image_a.key, pair.image_b.key)
         else:
             ids = (pair.caption_a.key, pair.image_a.key)
+        if pair.swapped:  # exported in the order the pair was queued in
+            ids = ids[::-1]
         scores = list(Rating.objects.filter(pair=pair).order_by("id").values_list("score", flat=True))
         out[(pair.kind, *ids)] = scores
     return out
 
 
-def test_all_formats_carry_the_same_content(tmp_path):
+def test_all_formats_carry_the_same_content_in_the_order_pairs_were_queued(tmp_path):
     rated = rated_factory_dataset(n_images=12)
+    # The factory queues some pairs higher id first (the last image with the first).
+    assert any(pair.swapped for pair in rated.complete)
     split = rated.split.name
     out = tmp_path / "all"
     dataset_export(dataset_name=rated.dataset.name, out_dir=out)
@@ -330,16 +334,18 @@ def test_bad_requests_name_the_problem():
         export_plan(dataset_name=empty.dataset.name)
 
 
-def test_a_split_without_complete_pairs_gets_header_only_files(tmp_path):
+def test_a_task_without_complete_pairs_writes_no_files_and_the_manifest_says_so(tmp_path):
     rated = rated_factory_dataset(n_images=4)
-    Pair.objects.filter(dataset=rated.dataset).update(ratings_done=0)
-    Rating.objects.filter(pair__dataset=rated.dataset).delete()
-    dataset_export(dataset_name=rated.dataset.name, out_dir=tmp_path / "e", formats="cxc")
-    assert (tmp_path / "e" / "sts_val.csv").read_text() == "caption1,caption2,agg_score,sampling_method\n"
+    sis = Pair.objects.filter(dataset=rated.dataset, kind="SIS")
+    Rating.objects.filter(pair__in=sis).delete()
+    sis.update(ratings_done=0)
+    dataset_export(dataset_name=rated.dataset.name, out_dir=tmp_path / "e", formats="cxc,jsonl")
+    written = sorted(p.name for p in (tmp_path / "e").iterdir())
+    assert not [name for name in written if name.startswith("sis_")]
+    assert "sts_val.csv" in written and "sits_val.jsonl" in written
     manifest = json.loads((tmp_path / "e" / "manifest.json").read_text())
-    assert manifest["totals"] == {"pairs": 0, "ratings": 0}
-    left_out = manifest["left_out"]["val"]
-    assert sum(entry["pairs"] for task in left_out.values() for entry in task.values()) == Pair.objects.count()
+    assert manifest["not_written"] == [{"split": "val", "task": "SIS", "reason": "no complete pairs"}]
+    assert sum(entry["pairs"] for entry in manifest["left_out"]["val"]["SIS"].values()) == sis.count()
 
 
 @pytest.mark.postgres
