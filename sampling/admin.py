@@ -15,6 +15,7 @@ from annotation.uploads import upload_store
 from sampling import selectors, strategies
 from sampling.batch_run import BATCH_RUNS
 from sampling.models import SamplingBatch
+from sampling.pairlist import MERGE_REPEATS, REFUSE_REPEATS
 from sampling.services import (
     PRIORITY_LIMIT,
     sampling_batch_create,
@@ -52,6 +53,13 @@ class SamplingBatchForm(forms.Form):
     )
     ratings_per_pair = forms.IntegerField(initial=5)
     seed = forms.IntegerField(initial=0, help_text="The same seed gives the same pairs.")
+    cocaption = forms.ChoiceField(
+        choices=[(mode, mode) for mode in strategies.COCAPTION_MODES],
+        initial=strategies.COCAPTION_CYCLE,
+        required=False,
+        label="c2c_cocaption pairs",
+        help_text="cycle: each caption in two pairs (five per image of five captions, as CxC); all: every pair.",
+    )
     priority = forms.IntegerField(
         initial=0, min_value=-PRIORITY_LIMIT, max_value=PRIORITY_LIMIT, help_text="Higher batches are rated first."
     )
@@ -80,6 +88,12 @@ class PairListUploadForm(forms.Form):
     )
     ratings_per_pair = forms.IntegerField(initial=5)
     priority = forms.IntegerField(initial=0, min_value=-PRIORITY_LIMIT, max_value=PRIORITY_LIMIT)
+    repeats = forms.ChoiceField(
+        choices=[(MERGE_REPEATS, "merge: queue it once"), (REFUSE_REPEATS, "refuse the list")],
+        initial=MERGE_REPEATS,
+        required=False,
+        help_text="A pair the list names twice (in either order).",
+    )
     start = forms.BooleanField(initial=True, required=False)
 
 
@@ -191,6 +205,7 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
                     ratings_per_pair=data["ratings_per_pair"],
                     seed=data["seed"],
                     priority=data["priority"],
+                    cocaption=data["cocaption"] or strategies.COCAPTION_CYCLE,
                     created_by=request.user,
                     start=data["start"],
                 ),
@@ -215,6 +230,7 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
                     path=stored,
                     ratings_per_pair=data["ratings_per_pair"],
                     priority=data["priority"],
+                    repeats=data["repeats"] or MERGE_REPEATS,
                     created_by=request.user,
                     start=data["start"],
                 ),

@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from annotation.roles import IsAdmin
 from annotation.uploads import upload_store
-from sampling import selectors
+from sampling import selectors, strategies
 from sampling.batch_run import sampling_batch_is_stale
 from sampling.models import SamplingBatch
 from sampling.pairlist import MERGE_REPEATS, REPEATS
@@ -29,6 +29,9 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
     seed = serializers.IntegerField(allow_null=True, help_text="Null for an uploaded list.")
     spaces = serializers.ListField(
         child=serializers.CharField(), allow_null=True, help_text="Spaces searched; null for an uploaded list."
+    )
+    cocaption_pairs = serializers.CharField(
+        allow_null=True, help_text="Sampled batches: cycle or all co-caption pairs; null for an uploaded list."
     )
     upload_repeats = serializers.CharField(
         allow_null=True, help_text="Uploaded lists: merge or refuse repeated pairs; null for sampled batches."
@@ -61,6 +64,7 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
             "runner",
             "stale",
             "upload_repeats",
+            "cocaption_pairs",
             "created_at",
             "started_at",
             "finished_at",
@@ -73,7 +77,7 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
         data = super().to_representation(batch)
         if batch.source == SamplingBatch.Source.UPLOADED:
             # Neighbours, seed and spaces mean nothing for a list someone else sampled.
-            data.update(k=None, seed=None, spaces=None)
+            data.update(k=None, seed=None, spaces=None, cocaption_pairs=None)
         else:
             data["upload_repeats"] = None
         return data
@@ -102,6 +106,11 @@ class SamplingBatchListApi(APIView):
         ratings_per_pair = serializers.IntegerField(default=5)
         seed = serializers.IntegerField(default=0)
         priority = serializers.IntegerField(default=0)
+        cocaption = serializers.ChoiceField(
+            choices=strategies.COCAPTION_MODES,
+            default=strategies.COCAPTION_CYCLE,
+            help_text="c2c_cocaption pairs: cycle (each caption in two pairs, as CxC) or all (every pair of a group).",
+        )
         start = serializers.BooleanField(default=True)
 
         class Meta:
@@ -125,6 +134,7 @@ class SamplingBatchListApi(APIView):
             ratings_per_pair=values["ratings_per_pair"],
             seed=values["seed"],
             priority=values["priority"],
+            cocaption=values["cocaption"],
             created_by=request.user,
             start=values["start"],
         )

@@ -159,7 +159,9 @@ def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], d
     index = index_config()
     select_started = time.perf_counter()
     try:
-        result = strategies.sample_split(data, methods, k=batch.k, seed=batch.seed, index=index, step=step)
+        result = strategies.sample_split(
+            data, methods, k=batch.k, seed=batch.seed, index=index, step=step, cocaption=batch.cocaption_pairs
+        )
     except ValueError as exc:
         raise SamplingInputError(str(exc)) from exc
     specs = _specs(result.pairs, items)

@@ -34,6 +34,12 @@ class SamplingBatch(BackgroundRun):
         blank=True,
         help_text="Filled by the run: search and write seconds, index used, pairs skipped as already queued.",
     )
+    cocaption_pairs = models.CharField(
+        max_length=10,
+        choices=[("cycle", "cycle: each caption in two pairs, as CxC"), ("all", "all: every pair of a group")],
+        default="cycle",
+        help_text="Which co-caption pairs c2c_cocaption draws from.",
+    )
     upload_path = models.CharField(max_length=1000, blank=True, help_text="Stored pair list, for uploaded batches.")
     upload_repeats = models.CharField(
         max_length=10,

@@ -200,6 +200,7 @@ class SplitSummary:
     spaces: list[SpaceInfo] = field(default_factory=list)
     pivots: dict[str, PivotCounts] = field(default_factory=dict)
     cocaption_pairs: int = 0
+    cocaption_cycle_pairs: int = 0
     queued: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -209,7 +210,9 @@ class SplitSummary:
     def spaces_of(self, modality: str) -> list[SpaceInfo]:
         return [space for space in self.spaces if space.modality == modality]
 
-    def capacity(self, method: str, *, k: int, n_spaces: int) -> tuple[int, bool]:
+    def capacity(
+        self, method: str, *, k: int, n_spaces: int, cocaption: str = strategies.COCAPTION_CYCLE
+    ) -> tuple[int, bool]:
         """(pairs the method can give at most, whether that number is exact).
 
         kNN methods can only be bounded before the search: n * k per space, at most all
@@ -218,6 +221,9 @@ class SplitSummary:
         all_pairs = self.images * (self.images - 1) // 2
         if method in (strategies.I2I_CSIM, strategies.C2C_ISIM):
             return min(all_pairs, self.images * k * n_spaces), False
+        if method == strategies.C2C_COCAPTION and cocaption == strategies.COCAPTION_CYCLE:
+            # Queued co-caption pairs may or may not lie on the cycles drawn.
+            return self.cocaption_cycle_pairs, not self.queued.get("cocaption", 0)
         if method == strategies.C2C_COCAPTION:
             return self.cocaption_pairs - self.queued.get("cocaption", 0), True
         if method == strategies.C2I_ORIGINAL:
@@ -247,6 +253,7 @@ def split_summary(*, split: Split) -> SplitSummary:
         ],
         pivots=pivot_counts,
         cocaption_pairs=sum(math.comb(n, 2) for n in sizes),
+        cocaption_cycle_pairs=sum(n if n >= 3 else math.comb(n, 2) for n in sizes),
         queued={
             "cocaption": pairs.filter(kind=TaskKind.STS, caption_a__image_id=F("caption_b__image_id")).count(),
             "original": pairs.filter(kind=TaskKind.SITS, caption_a__image_id=F("image_a_id")).count(),

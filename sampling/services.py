@@ -48,11 +48,13 @@ def sampling_batch_create(
     ratings_per_pair: int = 5,
     seed: int = 0,
     priority: int = 0,
+    cocaption: str = strategies.COCAPTION_CYCLE,
     created_by=None,
     start: bool = False,
 ) -> SamplingBatch:
     """Check a sampling configuration against the split and store it as a pending batch
-    (with ``start``, queued to run once the transaction commits).
+    (with ``start``, queued to run once the transaction commits). ``cocaption``: which
+    co-caption pairs c2c_cocaption draws from (strategies.COCAPTION_MODES).
 
     methods: method name -> budget (None: every pair the method gives). spaces: embedding
     space names; empty means every space of the modality a chosen method searches.
@@ -65,6 +67,9 @@ def sampling_batch_create(
     _check_settings(k=k, ratings_per_pair=ratings_per_pair, seed=seed)
     _check_priority(priority)
     methods = _check_methods(methods)
+    if cocaption not in strategies.COCAPTION_MODES:
+        modes = " or ".join(strategies.COCAPTION_MODES)
+        raise SamplingInputError(f"c2c_cocaption pairs are {modes}; got {cocaption!r}")
     summary = split_summary(split=split)
     if summary.images == 0:
         raise SamplingInputError(f"split {split} has no images")
@@ -78,7 +83,7 @@ def sampling_batch_create(
     for space in chosen:
         keys = items.image_keys if space.modality == "image" else items.caption_keys
         space_check_covers(space=space, keys=keys)
-    _check_budgets(summary, methods, k=k, spaces=chosen)
+    _check_budgets(summary, methods, k=k, spaces=chosen, cocaption=cocaption)
     batch = SamplingBatch.objects.create(
         dataset=split.dataset,
         split=split,
@@ -89,6 +94,7 @@ def sampling_batch_create(
         ratings_per_pair=ratings_per_pair,
         seed=seed,
         priority=priority,
+        cocaption_pairs=cocaption,
         created_by=created_by,
     )
     return sampling_batch_start(batch=batch) if start else batch
@@ -223,7 +229,7 @@ def _choose_spaces(split, summary: SplitSummary, methods, names: Sequence[str]) 
     return chosen
 
 
-def _check_budgets(summary: SplitSummary, methods, *, k: int, spaces: list[EmbeddingSpace]) -> None:
+def _check_budgets(summary: SplitSummary, methods, *, k: int, spaces: list[EmbeddingSpace], cocaption: str) -> None:
     if strategies.C2I_INTRASIM in methods and summary.ready_pivots == 0:
         counts = ", ".join(f"{kind}: {c.ready} of {c.total}" for kind, c in summary.pivots.items())
         raise SamplingInputError(
@@ -234,10 +240,12 @@ def _check_budgets(summary: SplitSummary, methods, *, k: int, spaces: list[Embed
         if budget is None:
             continue
         n_spaces = sum(1 for s in spaces if s.modality == strategies.SPACE_MODALITY.get(method))
-        capacity, exact = summary.capacity(method, k=k, n_spaces=n_spaces)
+        capacity, exact = summary.capacity(method, k=k, n_spaces=n_spaces, cocaption=cocaption)
         if budget > capacity:
             if exact:
                 what = f"the {capacity} fresh pairs split {summary.split} has for it"
+            elif method == strategies.C2C_COCAPTION:
+                what = f"the at most {capacity} pairs that cycles through the co-caption groups of {summary.split} give"
             elif method == strategies.C2I_INTRASIM:
                 what = f"the at most {capacity} pairs its {summary.ready_pivots} fully rated pivots can give"
             else:

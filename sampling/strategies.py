@@ -141,18 +141,55 @@ def cocaption_pairs(groups: CaptionGroups) -> tuple[np.ndarray, np.ndarray]:
     return pairs[order], images[order]
 
 
+# Which co-caption pairs c2c_cocaption draws from. CxC rates five pairs per image of five
+# captions, every caption in exactly two: a cycle over the group. "all" is every pair of
+# the group (ten for five captions).
+COCAPTION_CYCLE = "cycle"
+COCAPTION_ALL = "all"
+COCAPTION_MODES = (COCAPTION_CYCLE, COCAPTION_ALL)
+
+
+def cocaption_cycle_pairs(groups: CaptionGroups, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A cycle through each co-caption group in a random order, so every caption of a
+    group of n >= 3 is in exactly two of its n pairs (a group of two gives its one pair).
+    Returns (pairs (m, 2) a < b sorted, image (m,)), like ``cocaption_pairs``."""
+    sizes = groups.sizes
+    pair_parts, image_parts = [], []
+    for size in np.unique(sizes):
+        if size < 2:
+            continue
+        images = np.flatnonzero(sizes == size)
+        members = groups.order[groups.starts[images][:, None] + np.arange(size)]
+        members = rng.permuted(members, axis=1)
+        steps = 1 if size == 2 else int(size)
+        following = np.roll(members, -1, axis=1)
+        pair_parts.append(np.stack([members[:, :steps].ravel(), following[:, :steps].ravel()], axis=1))
+        image_parts.append(np.repeat(images, steps))
+    if not pair_parts:
+        return EMPTY_PAIRS, np.empty(0, dtype=np.int64)
+    raw = np.concatenate(pair_parts)
+    pairs = np.stack([raw.min(axis=1), raw.max(axis=1)], axis=1)  # a cycle's edges are distinct
+    images = np.concatenate(image_parts)
+    order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+    return pairs[order], images[order]
+
+
 def c2c_cocaption(
     groups: CaptionGroups,
     *,
     budget: int | None,
     rng: np.random.Generator,
     queued: np.ndarray | None = None,
+    mode: str = COCAPTION_CYCLE,
 ) -> np.ndarray:
-    """STS pairs within co-caption groups, spread evenly over images when a budget applies.
+    """STS pairs within co-caption groups: a cycle through each group (``mode`` cycle,
+    as CxC) or every pair of it (all); spread evenly over images when a budget applies.
 
     Returns caption pairs (m, 2), a < b, sorted.
     """
-    pairs, images = cocaption_pairs(groups)
+    if mode not in COCAPTION_MODES:
+        raise ValueError(f"c2c_cocaption pairs are {' or '.join(COCAPTION_MODES)}, got {mode!r}")
+    pairs, images = cocaption_cycle_pairs(groups, rng) if mode == COCAPTION_CYCLE else cocaption_pairs(groups)
     fresh = fresh_mask(pairs, queued)
     pairs, images = pairs[fresh], images[fresh]
     return choose_spread(pairs, images, budget, rng, C2C_COCAPTION, "fresh co-caption pairs")
@@ -295,8 +332,10 @@ def sample_split(
     seed: int,
     index: IndexConfig | None = None,
     step: Step | None = None,
+    cocaption: str = COCAPTION_CYCLE,
 ) -> SampleResult:
-    """Run the given methods (name -> budget, None: all) over one split.
+    """Run the given methods (name -> budget, None: all) over one split; ``cocaption``
+    chooses c2c_cocaption's pairs (see COCAPTION_MODES).
 
     Each embedding space is searched once. ``step`` is called with a message before
     each search and each method. Raises BudgetError or ValueError naming the problem.
@@ -349,7 +388,7 @@ def sample_split(
             pairs[method] = c2c_isim(neighbours, groups, budget=budget, rng=rng, queued=queued)
         elif method == C2C_COCAPTION:
             report(f"selecting {method}")
-            pairs[method] = c2c_cocaption(groups, budget=budget, rng=rng, queued=queued)
+            pairs[method] = c2c_cocaption(groups, budget=budget, rng=rng, queued=queued, mode=cocaption)
         elif method == C2I_ORIGINAL:
             report(f"selecting {method}")
             pairs[method] = c2i_original(data.caption_image, budget=budget, rng=rng, queued=queued)

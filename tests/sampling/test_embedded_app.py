@@ -126,7 +126,7 @@ def test_an_admin_creates_and_runs_a_batch_in_the_embedded_app(coco_mini, embedd
         )
         assert listing.url.endswith("/admin/sampling/samplingbatch/")
         assert "succeeded" in listing.text
-        assert "c2c_cocaption: 170, c2i_original: 850" in listing.text
+        assert "c2c_cocaption: 170<br>c2i_original: 850" in listing.text
         assert re.search(r"done: \d+ pairs", listing.text)
     finally:
         server.terminate()

@@ -1,5 +1,7 @@
 """Sampling batches end to end on the database: create, run, pairs and slots, bad input."""
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -250,3 +252,17 @@ def test_an_unknown_dataset_or_split_is_named(small):
         sampling_batch_create(dataset_name="nope", split_name="val", methods={"c2c_cocaption": None})
     with pytest.raises(NotFound, match="has no split 'train'; it has: val"):
         sampling_batch_create(dataset_name=small.dataset.name, split_name="train", methods={"c2c_cocaption": None})
+
+
+def test_cocaption_pairs_cycle_by_default_and_all_on_request(make_split):
+    built = make_split(n_images=4, captions_per_image=5)
+    cycle = run(create(built, methods={"c2c_cocaption": None}, seed=2))
+    assert cycle.cocaption_pairs == "cycle"
+    assert cycle.pairs_per_method == {"c2c_cocaption": 4 * 5}
+    captions = Pair.objects.filter(batch=cycle).values_list("caption_a_id", "caption_b_id")
+    appearances = Counter(caption for pair in captions for caption in pair)
+    assert set(appearances.values()) == {2} and len(appearances) == 20
+    rest = run(create(built, methods={"c2c_cocaption": None}, cocaption="all"))
+    assert rest.pairs_per_method == {"c2c_cocaption": 4 * 10 - 4 * 5}  # the rest of every group
+    with pytest.raises(SamplingInputError, match="c2c_cocaption pairs are cycle or all; got 'some'"):
+        create(built, methods={"c2c_cocaption": None}, cocaption="some")

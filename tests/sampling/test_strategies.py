@@ -122,6 +122,28 @@ def test_c2c_cocaption_takes_every_pair_within_a_group():
     assert c2c_cocaption(groups, budget=None, rng=rng()).tolist() == [[0, 1], [0, 2], [1, 2], [3, 4]]
 
 
+def test_c2c_cocaption_cycles_through_each_group_so_every_caption_is_in_two_pairs():
+    # 50 images of five captions (the CxC shape) and groups of 4, 6 and 2 captions.
+    sizes = [5] * 50 + [4, 6, 2]
+    caption_image = np.repeat(np.arange(len(sizes)), sizes)
+    groups = CaptionGroups.build(caption_image, len(sizes))
+    pairs = c2c_cocaption(groups, budget=None, rng=rng())
+    assert len(pairs) == 5 * 50 + 4 + 6 + 1  # CxC: five pairs per five-caption image
+    assert (caption_image[pairs[:, 0]] == caption_image[pairs[:, 1]]).all()
+    assert (pairs[:, 0] < pairs[:, 1]).all() and len(as_set(pairs)) == len(pairs)
+    appearances = np.bincount(pairs.ravel(), minlength=len(caption_image))
+    in_pair_groups = caption_image < 52
+    assert (appearances[in_pair_groups] == 2).all()
+    assert (appearances[~in_pair_groups] == 1).all()  # the group of two has its one pair
+    # Seeded: the same generator seed gives the same cycles; another seed other ones.
+    assert c2c_cocaption(groups, budget=None, rng=rng()).tolist() == pairs.tolist()
+    assert c2c_cocaption(groups, budget=None, rng=rng(1)).tolist() != pairs.tolist()
+    everything = c2c_cocaption(groups, budget=None, rng=rng(), mode="all")
+    assert len(everything) == 10 * 50 + 6 + 15 + 1
+    with pytest.raises(ValueError, match="cycle or all, got 'some'"):
+        c2c_cocaption(groups, budget=None, rng=rng(), mode="some")
+
+
 def test_c2c_cocaption_budget_spreads_over_images():
     groups = CaptionGroups.build(np.array([0, 0, 0, 1, 1, 2]), 3)
     for seed in range(10):

@@ -43,6 +43,13 @@ class Command(BaseCommand):
             help=f"repeatable; one of {', '.join(strategies.METHODS)}; no budget: all the method gives",
         )
         parser.add_argument("--k", type=int, default=5, help="neighbours per item (default 5)")
+        parser.add_argument(
+            "--cocaption",
+            choices=strategies.COCAPTION_MODES,
+            default=strategies.COCAPTION_CYCLE,
+            help="c2c_cocaption pairs: cycle (the default, as CxC: each caption in two pairs, five per image of "
+            "five captions) or all (every pair of a group)",
+        )
         parser.add_argument("--seed", type=int, default=0, help="the same seed gives the same pairs (default 0)")
         parser.add_argument(
             "--space", action="append", dest="spaces", help="embedding space to search (repeatable); default all"
@@ -107,6 +114,7 @@ class Command(BaseCommand):
             ratings_per_pair=options["ratings_per_pair"],
             seed=options["seed"],
             priority=options["priority"],
+            cocaption=options["cocaption"],
         )
 
     def _run(self, batch: SamplingBatch, *, background: bool) -> None:
