@@ -97,15 +97,25 @@ def rater_work_list(*, rater) -> list[RaterWork]:
 def home_sections(*, user) -> dict:
     """What the home page shows a signed-in user, one section per role they hold:
     ``rater_work`` (RaterWork list, None for a non-rater), ``researcher`` (bool),
-    ``admin`` (None, or the run mode line with the database path and the datasets: only
-    admins see where the data lives: the database and the folder of API exports)."""
+    ``admin`` (None, or what ``_admin_section`` gives: only admins see where the data
+    lives)."""
     is_rater = has_role(user, RATER)
     is_admin = has_role(user, ADMIN)
     return {
         "rater_work": rater_work_list(rater=user) if is_rater else None,
         "researcher": has_role(user, RESEARCHER) or is_admin,
-        "admin": {"mode": describe_mode(), "export_dir": settings.EXPORT_DIR, "datasets": dataset_list()}
-        if is_admin
-        else None,
+        "admin": _admin_section(user) if is_admin else None,
         "has_role": is_rater or is_admin or has_role(user, RESEARCHER),
+    }
+
+
+def _admin_section(user) -> dict:
+    """The run mode line (with the database path), the folder of API exports, the
+    datasets, and whether the Django admin lets this user in: it needs staff status,
+    which the admin group alone does not give."""
+    return {
+        "mode": describe_mode(),
+        "export_dir": settings.EXPORT_DIR,
+        "datasets": dataset_list(),
+        "site_access": user.is_active and user.is_staff,
     }
