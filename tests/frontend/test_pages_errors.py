@@ -86,16 +86,18 @@ def test_unmatched_api_path_is_a_json_404(client_all_roles, settings):
     assert "/api/no-such-endpoint/" in response.json()["detail"]
 
 
-def _break_home(monkeypatch):
+def _explode_at(monkeypatch, target: str) -> None:
+    """Make the function at ``target`` (dotted path) raise an unexpected error."""
+
     def explode(*args, **kwargs):
         raise RuntimeError("secret-internal-detail")
 
-    monkeypatch.setattr("frontend.views.home_sections", explode)
+    monkeypatch.setattr(target, explode)
 
 
 def test_server_error_with_debug_off_shows_no_traceback(client_all_roles, settings, monkeypatch):
     settings.DEBUG = False
-    _break_home(monkeypatch)
+    _explode_at(monkeypatch, "frontend.views.home_sections")
     response = client_all_roles.get("/")
     assert response.status_code == 500
     html = response.content.decode()
@@ -106,11 +108,7 @@ def test_server_error_with_debug_off_shows_no_traceback(client_all_roles, settin
 
 def test_api_server_error_with_debug_off_is_json_without_traceback(client_all_roles, settings, monkeypatch):
     settings.DEBUG = False
-
-    def explode(*args, **kwargs):
-        raise RuntimeError("secret-internal-detail")
-
-    monkeypatch.setattr("annotation.selectors.dataset_list", explode)
+    _explode_at(monkeypatch, "annotation.selectors.dataset_list")
     response = client_all_roles.get("/api/datasets/")
     assert response.status_code == 500
     assert response["Content-Type"].startswith("application/json")
