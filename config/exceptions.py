@@ -1,5 +1,8 @@
-"""API errors always carry a readable ``detail``; domain errors become 4xx, never 500."""
+"""API errors always carry a readable ``detail``; domain errors become 4xx, never 500.
+Unmatched paths and server errors get friendly pages (JSON under /api/), never a traceback."""
 
+from django.http import JsonResponse
+from django.views import defaults
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
@@ -22,3 +25,26 @@ def _flatten(errors: dict) -> str:
             messages = "; ".join(str(m) for m in messages)
         parts.append(f"{field}: {messages}")
     return " | ".join(parts)
+
+
+# --- handler404 / handler500 (config/urls.py) ----------------------------------------------
+
+
+def _is_api(request) -> bool:
+    return request.path.startswith("/api/")
+
+
+def page_not_found(request, exception):
+    """API paths answer JSON like every other API error; pages get the project's 404.html."""
+    if _is_api(request):
+        return JsonResponse({"detail": f"no API endpoint at {request.path}", "code": "not_found"}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request):
+    """With DEBUG off: no traceback and no exception text, only that it failed (the
+    traceback goes to the log). JSON for API paths, the project's 500.html for pages."""
+    if _is_api(request):
+        detail = "Internal server error; the details are in the server's log."
+        return JsonResponse({"detail": detail, "code": "server_error"}, status=500)
+    return defaults.server_error(request)

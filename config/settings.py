@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "annotation",
     "sampling",
     "frontend",
@@ -131,6 +132,8 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
+# Also the admin's logout: both land on the login page, not the admin's goodbye page.
+LOGOUT_REDIRECT_URL = "/login/"
 
 # Celery. In embedded mode tasks run in-process; in services mode a broker is required.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=env.str("REDIS_URL", default=""))
@@ -200,6 +203,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Graded semantic-similarity datasets for captioned images.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI and ReDoc from this server's static files (pinned by the package
+    # version), so /api/docs/ works offline and never loads a CDN's moving @latest.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "TaskKindEnum": "annotation.models.TaskKind",
         "FlagReasonEnum": "annotation.models.FlagReason",

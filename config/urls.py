@@ -20,3 +20,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("frontend.urls")),
 ]
+
+handler404 = "config.exceptions.page_not_found"
+handler500 = "config.exceptions.server_error"

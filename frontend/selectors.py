@@ -1,8 +1,16 @@
 """Reads for the pages."""
 
-from annotation.models import Caption, Dataset, Image
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models import Count, F
+
+from annotation.models import Caption, Dataset, Image, PairSkip, QueueCounter, RatingSlot, SlotState, TaskKind
 from annotation.queue import Item, image_url
-from frontend.instructions import level_name
+from annotation.roles import ADMIN, RATER, RESEARCHER, has_role
+from annotation.selectors import dataset_list, qualification_kinds
+from config.runtime import describe_mode
+from frontend.instructions import INSTRUCTIONS, level_name
 from frontend.models import WorkedExample
 
 
@@ -36,3 +44,78 @@ def worked_example_list(*, dataset: Dataset, kind: str) -> list[dict]:
             {"items": items, "level_name": level_name(example.reference_score), "explanation": example.explanation}
         )
     return shown
+
+
+@dataclass(frozen=True)
+class RaterWork:
+    """One dataset and task kind a rater is qualified for. ``pairs_left``: pairs that
+    still need ratings and that the rater has neither rated nor skipped (the same count
+    as ``rater_progress``, split by kind)."""
+
+    dataset: str
+    kind: str
+    title: str
+    pairs_left: int
+
+
+def rater_work_list(*, rater) -> list[RaterWork]:
+    """Every dataset (by name) with every kind the rater is qualified for (in TaskKind
+    order); empty for a user without the rater role. Four queries whatever the sizes:
+    the per-kind queue counters minus the rater's own unfinished pairs and skips."""
+    if not has_role(rater, RATER):
+        return []
+    qualified = set(qualification_kinds(rater=rater))
+    kinds = [kind for kind in TaskKind.values if kind in qualified]
+    if not kinds:
+        return []
+    pairs_open = {
+        (row["dataset_id"], row["kind"]): row["pairs_open"]
+        for row in QueueCounter.objects.filter(kind__in=kinds).values("dataset_id", "kind", "pairs_open")
+    }
+    rated_unfinished = RatingSlot.objects.filter(
+        rater=rater, kind__in=kinds, pair_complete=False, state=SlotState.DONE
+    ).values_list("dataset_id", "kind")
+    skipped_unfinished = PairSkip.objects.filter(
+        rater=rater, pair__kind__in=kinds, pair__ratings_done__lt=F("pair__ratings_required")
+    ).values_list("pair__dataset_id", "pair__kind")
+    not_for_rater: dict[tuple[int, str], int] = {}
+    for done in (rated_unfinished, skipped_unfinished):
+        for dataset_id, kind, n in done.annotate(n=Count("id")).order_by():
+            not_for_rater[dataset_id, kind] = not_for_rater.get((dataset_id, kind), 0) + n
+    return [
+        RaterWork(
+            dataset=name,
+            kind=kind,
+            title=INSTRUCTIONS[kind]["title"],
+            pairs_left=max(0, pairs_open.get((dataset_id, kind), 0) - not_for_rater.get((dataset_id, kind), 0)),
+        )
+        for dataset_id, name in Dataset.objects.order_by("name").values_list("id", "name")
+        for kind in kinds
+    ]
+
+
+def home_sections(*, user) -> dict:
+    """What the home page shows a signed-in user, one section per role they hold:
+    ``rater_work`` (RaterWork list, None for a non-rater), ``researcher`` (bool),
+    ``admin`` (None, or what ``_admin_section`` gives: only admins see where the data
+    lives)."""
+    is_rater = has_role(user, RATER)
+    is_admin = has_role(user, ADMIN)
+    return {
+        "rater_work": rater_work_list(rater=user) if is_rater else None,
+        "researcher": has_role(user, RESEARCHER) or is_admin,
+        "admin": _admin_section(user) if is_admin else None,
+        "has_role": is_rater or is_admin or has_role(user, RESEARCHER),
+    }
+
+
+def _admin_section(user) -> dict:
+    """The run mode line (with the database path), the folder of API exports, the
+    datasets, and whether the Django admin lets this user in: it needs staff status,
+    which the admin group alone does not give."""
+    return {
+        "mode": describe_mode(),
+        "export_dir": settings.EXPORT_DIR,
+        "datasets": dataset_list(),
+        "site_access": user.is_active and user.is_staff,
+    }

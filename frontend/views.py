@@ -4,31 +4,23 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.urls import reverse
 
+from annotation.errors import NotFound
 from annotation.models import FlagReason, TaskKind
 from annotation.roles import RATER, has_role
-from annotation.selectors import dataset_get, dataset_list, qualification_kinds
-from config.runtime import describe_mode
+from annotation.selectors import dataset_get, qualification_kinds
 from frontend.instructions import INSTRUCTIONS, levels_for
-from frontend.selectors import worked_example_list
+from frontend.selectors import home_sections, rater_work_list, worked_example_list
 
 
+@login_required
 def home(request):
-    return render(request, "frontend/home.html", {"mode": describe_mode(), "datasets": dataset_list()})
+    """Each role's way to its work; the database path only for admins."""
+    return render(request, "frontend/home.html", home_sections(user=request.user))
 
 
 @login_required
 def rate_home(request):
-    kinds = qualification_kinds(rater=request.user) if has_role(request.user, RATER) else []
-    tasks = [
-        {
-            "dataset": dataset.name,
-            "title": INSTRUCTIONS[kind]["title"],
-            "url": reverse("rate-page", args=[dataset.name, kind.lower()]),
-        }
-        for dataset in dataset_list()
-        for kind in kinds
-    ]
-    return render(request, "frontend/rate_home.html", {"tasks": tasks})
+    return render(request, "frontend/rate_home.html", {"work": rater_work_list(rater=request.user)})
 
 
 def rate_api_base(dataset: str) -> str:
@@ -48,7 +40,15 @@ def rate_page(request, dataset: str, kind: str):
             {"title": "No such task", "text": f"There is no task kind {kind!r}."},
             status=404,
         )
-    dataset_obj = dataset_get(name=dataset)
+    try:
+        dataset_obj = dataset_get(name=dataset)
+    except NotFound:
+        return render(
+            request,
+            "frontend/message.html",
+            {"title": "No such dataset", "text": f"There is no dataset named {dataset!r}."},
+            status=404,
+        )
     if not has_role(request.user, RATER) or kind not in qualification_kinds(rater=request.user):
         return render(
             request,
