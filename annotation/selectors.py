@@ -101,15 +101,47 @@ def embedding_space_get(*, dataset: Dataset, name: str) -> EmbeddingSpace:
 @dataclass(frozen=True)
 class RaterProgress:
     """What the rating page shows. ``pairs_left``: pairs of the rater's kinds that still
-    need ratings and that the rater has neither rated nor skipped (the held one counts)."""
+    need ratings and that the rater has neither rated nor skipped (the held one counts);
+    ``pairs_left_by_kind`` splits it by kind, one entry per qualified kind."""
 
     dataset: str
     kinds: list[str]
     ratings_today: int
     pairs_left: int
+    pairs_left_by_kind: dict[str, int]
     day_starts_at: datetime
     held_slot_id: int | None
     held_until: datetime | None
+
+
+def rater_pairs_left(*, rater, kinds: list[str], dataset_id: int | None = None) -> dict[tuple[int, str], int]:
+    """(dataset id, kind) -> pairs that still need ratings and that the rater has neither
+    rated nor skipped (a held one counts), for ``kinds`` (and one dataset if given):
+    the per-kind queue counters minus the rater's own unfinished pairs. Three grouped
+    reads whatever the queue size; pairs with nothing left are absent."""
+    counters = QueueCounter.objects.filter(kind__in=kinds)
+    rated = RatingSlot.objects.filter(rater=rater, kind__in=kinds, pair_complete=False, state=SlotState.DONE)
+    skipped = PairSkip.objects.filter(
+        rater=rater, pair__kind__in=kinds, pair__ratings_done__lt=F("pair__ratings_required")
+    )
+    if dataset_id is not None:
+        counters = counters.filter(dataset_id=dataset_id)
+        rated = rated.filter(dataset_id=dataset_id)
+        skipped = skipped.filter(pair__dataset_id=dataset_id)
+    left = _count_by(counters, ("dataset_id", "kind"), Sum("pairs_open"))
+    not_for_rater = (
+        _count_by(rated, ("dataset_id", "kind"), Count("id")),
+        _count_by(skipped, ("pair__dataset_id", "pair__kind"), Count("id")),
+    )
+    for counts in not_for_rater:
+        for key, n in counts.items():
+            left[key] = left.get(key, 0) - n
+    return {key: n for key, n in left.items() if n > 0}
+
+
+def _count_by(queryset: QuerySet, fields: tuple[str, str], total) -> dict[tuple, int]:
+    rows = queryset.order_by().values(*fields).annotate(n=total).values_list(*fields, "n")
+    return {(first, second): n for first, second, n in rows}
 
 
 def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: datetime | None = None) -> RaterProgress:
@@ -124,13 +156,8 @@ def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: dateti
     day_start = datetime.combine(now.astimezone(tz).date(), time.min, tzinfo=tz)
     kinds = sorted(Qualification.objects.filter(rater=rater).values_list("kind", flat=True))
     ratings_today = Rating.objects.filter(rater=rater, created_at__gte=day_start, pair__dataset=ds).count()
-    pairs_open = QueueCounter.objects.filter(dataset=ds, kind__in=kinds).aggregate(n=Sum("pairs_open"))["n"] or 0
-    rated_unfinished = RatingSlot.objects.filter(
-        rater=rater, dataset=ds, kind__in=kinds, pair_complete=False, state=SlotState.DONE
-    ).count()
-    skipped_unfinished = PairSkip.objects.filter(
-        rater=rater, pair__dataset=ds, pair__kind__in=kinds, pair__ratings_done__lt=F("pair__ratings_required")
-    ).count()
+    left = rater_pairs_left(rater=rater, kinds=kinds, dataset_id=ds.id)
+    pairs_left_by_kind = {kind: left.get((ds.id, kind), 0) for kind in kinds}
     held = (
         RatingSlot.objects.filter(rater=rater, dataset=ds, state=SlotState.LEASED)
         .order_by("leased_at")
@@ -141,7 +168,8 @@ def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: dateti
         dataset=ds.name,
         kinds=kinds,
         ratings_today=ratings_today,
-        pairs_left=max(0, pairs_open - rated_unfinished - skipped_unfinished),
+        pairs_left=sum(pairs_left_by_kind.values()),
+        pairs_left_by_kind=pairs_left_by_kind,
         day_starts_at=day_start,
         held_slot_id=held["id"] if held else None,
         held_until=held["lease_expires_at"] if held else None,

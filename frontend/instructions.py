@@ -29,9 +29,10 @@ INSTRUCTIONS = {
         "task": "How well does the sentence describe the picture?",
         "points": [
             "Read the sentence, then look for each thing it says in the picture.",
-            "A sentence that describes the picture almost perfectly is at the top; one about something else entirely "
-            "is at the bottom.",
-            "Hover over or focus a level name on the scale to read its full description.",
+            "A sentence that describes the picture almost perfectly belongs at the right end of the slider; one "
+            "about something else entirely belongs at the left end.",
+            "Hover over a level name under the slider to read its full description; once you place the handle, "
+            "the description of the nearest level shows.",
             "The scale is continuous: place the handle anywhere between the levels, wherever the pair belongs.",
             "Skip a pair you cannot judge; flag it if the picture is broken or the sentence is unreadable.",
         ],

@@ -3,12 +3,11 @@
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Count, F
 
-from annotation.models import Caption, Dataset, Image, PairSkip, QueueCounter, RatingSlot, SlotState, TaskKind
+from annotation.models import Caption, Dataset, Image, TaskKind
 from annotation.queue import Item, image_url
 from annotation.roles import ADMIN, RATER, RESEARCHER, has_role
-from annotation.selectors import dataset_list, qualification_kinds
+from annotation.selectors import dataset_list, qualification_kinds, rater_pairs_left
 from config.runtime import describe_mode
 from frontend.instructions import INSTRUCTIONS, level_name
 from frontend.models import WorkedExample
@@ -60,34 +59,21 @@ class RaterWork:
 
 def rater_work_list(*, rater) -> list[RaterWork]:
     """Every dataset (by name) with every kind the rater is qualified for (in TaskKind
-    order); empty for a user without the rater role. Four queries whatever the sizes:
-    the per-kind queue counters minus the rater's own unfinished pairs and skips."""
+    order); empty for a user without the rater role. The counts are
+    ``annotation.selectors.rater_pairs_left``'s, over every dataset at once."""
     if not has_role(rater, RATER):
         return []
     qualified = set(qualification_kinds(rater=rater))
     kinds = [kind for kind in TaskKind.values if kind in qualified]
     if not kinds:
         return []
-    pairs_open = {
-        (row["dataset_id"], row["kind"]): row["pairs_open"]
-        for row in QueueCounter.objects.filter(kind__in=kinds).values("dataset_id", "kind", "pairs_open")
-    }
-    rated_unfinished = RatingSlot.objects.filter(
-        rater=rater, kind__in=kinds, pair_complete=False, state=SlotState.DONE
-    ).values_list("dataset_id", "kind")
-    skipped_unfinished = PairSkip.objects.filter(
-        rater=rater, pair__kind__in=kinds, pair__ratings_done__lt=F("pair__ratings_required")
-    ).values_list("pair__dataset_id", "pair__kind")
-    not_for_rater: dict[tuple[int, str], int] = {}
-    for done in (rated_unfinished, skipped_unfinished):
-        for dataset_id, kind, n in done.annotate(n=Count("id")).order_by():
-            not_for_rater[dataset_id, kind] = not_for_rater.get((dataset_id, kind), 0) + n
+    left = rater_pairs_left(rater=rater, kinds=kinds)
     return [
         RaterWork(
             dataset=name,
             kind=kind,
             title=INSTRUCTIONS[kind]["title"],
-            pairs_left=max(0, pairs_open.get((dataset_id, kind), 0) - not_for_rater.get((dataset_id, kind), 0)),
+            pairs_left=left.get((dataset_id, kind), 0),
         )
         for dataset_id, name in Dataset.objects.order_by("name").values_list("id", "name")
         for kind in kinds

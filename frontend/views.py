@@ -49,7 +49,8 @@ def rate_page(request, dataset: str, kind: str):
             {"title": "No such dataset", "text": f"There is no dataset named {dataset!r}."},
             status=404,
         )
-    if not has_role(request.user, RATER) or kind not in qualification_kinds(rater=request.user):
+    kinds = qualification_kinds(rater=request.user) if has_role(request.user, RATER) else []
+    if kind not in kinds:
         return render(
             request,
             "frontend/message.html",
@@ -65,6 +66,16 @@ def rate_page(request, dataset: str, kind: str):
         "user": request.user.username,
         "api_base": rate_api_base(dataset_obj.name),
         "levels": levels_for(kind),
+        # Where the no-work state sends the rater when this task is done and others are not.
+        "other_tasks": [
+            {
+                "kind": other,
+                "title": INSTRUCTIONS[other]["title"],
+                "url": reverse("rate-page", args=[dataset, other.lower()]),
+            }
+            for other in kinds
+            if other != kind
+        ],
     }
     return render(
         request,

@@ -191,6 +191,7 @@ class RaterProgressApi(APIView):
         kinds = serializers.ListField(child=serializers.CharField(), help_text="Task kinds you are qualified for.")
         ratings_today = serializers.IntegerField()
         pairs_left = serializers.IntegerField(help_text="Pairs of your kinds still needing ratings, not rated by you.")
+        pairs_left_by_kind = serializers.DictField(child=serializers.IntegerField(), help_text="pairs_left per kind.")
         day_starts_at = serializers.DateTimeField()
         held_slot_id = serializers.IntegerField(allow_null=True)
         held_until = serializers.DateTimeField(allow_null=True)

@@ -131,7 +131,9 @@ def test_no_digit_of_the_value_is_visible(page, live_server, demo):
         assert shown not in page_text, f"the value appears in the page as {shown!r}"
 
 
-def test_sis_and_sits_pages_and_sits_descriptions_on_hover_and_focus(page, live_server, demo, screenshot_dir):
+def test_sis_and_sits_pages_and_sits_descriptions_on_hover_and_for_the_set_level(
+    page, live_server, demo, screenshot_dir
+):
     session_for(page, live_server)
     open_kind(page, live_server, "sis")
     assert page.locator("#pair img").count() == 2
@@ -149,12 +151,18 @@ def test_sis_and_sits_pages_and_sits_descriptions_on_hover_and_focus(page, live_
     assert "almost perfect description" in detail.inner_text()
     page.mouse.move(0, 0)
     assert not detail.is_visible()
-    page.locator(".scale-label").nth(2).locator(".scale-name").focus()
-    assert page.locator(".scale-label").nth(2).locator(".scale-detail").is_visible()
-    # The slider tells screen readers the nearest level by name.
+    # The slider tells screen readers the nearest level by name and describes it; the
+    # description of that level shows once the handle is placed.
     page.locator(".scale-track").focus()
+    page.keyboard.press("Home")
+    assert page.locator(".scale-track").get_attribute("aria-valuetext") == "Unrelated"
+    first = page.locator(".scale-label").nth(0).locator(".scale-detail")
+    assert first.is_visible() and page.locator(".scale-track").get_attribute("aria-describedby") == first.get_attribute(
+        "id"
+    )
     page.keyboard.press("End")
     assert page.locator(".scale-track").get_attribute("aria-valuetext") == "Equivalent"
+    assert detail.is_visible() and not first.is_visible()
 
 
 def test_response_lost_after_the_server_stored_it_is_retried_once(page, live_server, demo):

@@ -14,17 +14,21 @@ const el = {
   submit: document.getElementById("submit"),
   skip: document.getElementById("skip"),
   flagReason: document.getElementById("flag-reason"),
+  flagNoteField: document.getElementById("flag-note-field"),
+  flagNote: document.getElementById("flag-note"),
   flag: document.getElementById("flag"),
   progress: document.getElementById("progress"),
   notice: document.getElementById("notice"),
   work: document.getElementById("work"),
   state: document.getElementById("state"),
+  otherWork: document.getElementById("other-work"),
 };
 
 let assignment = null;
 let timer = null;
 let heartbeat = null;
 let busy = false;
+let otherWorkOffered = false;
 
 const slider = createSlider(el.scale, {
   kind: config.kind,
@@ -48,11 +52,31 @@ function showNotice(text, kind = "info") {
 }
 
 function showNoWork() {
-  showState("No work left", "Every pair of this task is rated or held by someone. Thank you! Check back later.");
+  showState("No work left", "Every pair of this task is rated or held by someone. Thank you! Check back later.", {
+    offerOtherWork: true,
+  });
+  refreshProgress();
 }
 
-function showState(title, text) {
+/** Links to the rater's other tasks on this dataset that still have pairs for them. */
+function showOtherWork(pairsLeftByKind) {
+  const open = config.other_tasks.filter((task) => (pairsLeftByKind[task.kind] ?? 0) > 0);
+  const links = open.map((task) => {
+    const item = document.createElement("li");
+    const link = document.createElement("a");
+    link.href = task.url;
+    link.textContent = task.title;
+    item.append(link);
+    return item;
+  });
+  el.otherWork.querySelector("ul").replaceChildren(...links);
+  el.otherWork.hidden = !otherWorkOffered || links.length === 0;
+}
+
+function showState(title, text, { offerOtherWork = false } = {}) {
   assignment = null;
+  otherWorkOffered = offerOtherWork;
+  el.otherWork.hidden = true;
   stopHeartbeat();
   el.work.hidden = true;
   el.state.hidden = false;
@@ -118,6 +142,28 @@ function updateControls() {
   el.submit.disabled = !hasPair || slider.value === null;
   el.skip.disabled = !hasPair;
   el.flag.disabled = !hasPair || !el.flagReason.value;
+  el.flagNoteField.hidden = !el.flagReason.value;
+}
+
+function clearFlagForm() {
+  el.flagReason.value = "";
+  el.flagNote.value = "";
+  el.flagNote.removeAttribute("aria-invalid");
+  updateControls();
+}
+
+/** A flag's reason and note, or null (with the problem shown) when "other" has no note:
+ * the admins cannot act on "other" without being told what is wrong. */
+function flagInput() {
+  const reason = el.flagReason.value;
+  const note = el.flagNote.value.trim();
+  if (reason === "other" && !note) {
+    el.flagNote.setAttribute("aria-invalid", "true");
+    showNotice("Write in the note what is wrong with this pair: a report with reason “other” needs one.", "error");
+    el.flagNote.focus();
+    return null;
+  }
+  return { reason, note };
 }
 
 // --- lease heartbeat -------------------------------------------------------------------
@@ -227,17 +273,17 @@ async function submit() {
 
 async function passOn(action) {
   if (!assignment || busy) return;
+  const flag = action === "flag" ? flagInput() : null;
+  if (action === "flag" && flag === null) return;
   busy = true;
   updateControls();
   try {
     const answer =
-      action === "skip"
-        ? await api.skip(assignment.slot_id)
-        : await api.flag(assignment.slot_id, el.flagReason.value, "");
+      action === "skip" ? await api.skip(assignment.slot_id) : await api.flag(assignment.slot_id, flag.reason, flag.note);
     if (handleAuth(answer)) return;
     if (answer.status >= 400) showNotice(answer.body?.detail || `Could not ${action} (${answer.status}).`, "error");
     else showNotice(action === "flag" ? "Thank you: the pair was reported to the admins." : "");
-    el.flagReason.value = "";
+    clearFlagForm();
   } catch (error) {
     if (!(error instanceof NetworkError)) throw error;
     showNotice("No connection. Try again in a moment.", "error");
@@ -253,8 +299,10 @@ async function refreshProgress() {
   try {
     const answer = await api.progress();
     if (answer.status !== 200) return;
-    const { ratings_today: today, pairs_left: left } = answer.body;
-    el.progress.textContent = `Rated today: ${today} · Pairs left for you: ${left}`;
+    // "Pairs left" on a task's page counts that task's pairs only.
+    const { ratings_today: today, pairs_left_by_kind: leftByKind } = answer.body;
+    el.progress.textContent = `Rated today: ${today} · Pairs left for you: ${leftByKind[config.kind] ?? 0}`;
+    showOtherWork(leftByKind);
   } catch (error) {
     if (!(error instanceof NetworkError)) throw error;
   }
@@ -264,12 +312,16 @@ el.submit.addEventListener("click", submit);
 el.skip.addEventListener("click", () => passOn("skip"));
 el.flag.addEventListener("click", () => passOn("flag"));
 el.flagReason.addEventListener("change", updateControls);
+el.flagNote.addEventListener("input", () => el.flagNote.removeAttribute("aria-invalid"));
 document.addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && !event.isComposing && document.activeElement?.tagName !== "SELECT") {
-    if (!el.submit.disabled) {
-      event.preventDefault();
-      submit();
-    }
+  if (event.key !== "Enter" || event.isComposing || document.activeElement?.tagName === "SELECT") return;
+  if (document.activeElement === el.flagNote) {
+    // Enter in the note sends the report, never the rating.
+    event.preventDefault();
+    if (!el.flag.disabled) passOn("flag");
+  } else if (!el.submit.disabled) {
+    event.preventDefault();
+    submit();
   }
 });
 

@@ -40,17 +40,15 @@ export function createSlider(root, { kind, levels, onChange }) {
     const item = document.createElement("li");
     item.className = "scale-label";
     item.dataset.level = level.name;
-    // Level names are focusable so the longer description shows on keyboard focus as
-    // well as on hover; pressing one does nothing (it must not set the value).
-    const name = document.createElement("button");
-    name.type = "button";
+    // Plain text, not buttons: six Tab stops that do nothing would stand between the
+    // slider and Submit. Screen readers still read the list, and the slider's value
+    // text names the nearest level and is described by its detail.
+    const name = document.createElement("span");
     name.className = "scale-name";
     name.textContent = level.name;
-    name.setAttribute("aria-describedby", idFor(level));
     const detail = document.createElement("span");
     detail.className = "scale-detail";
     detail.id = idFor(level);
-    detail.setAttribute("role", "tooltip");
     detail.textContent = level.detail;
     item.append(name, detail);
     labels.append(item);
@@ -61,22 +59,24 @@ export function createSlider(root, { kind, levels, onChange }) {
   let dragging = false;
 
   function render() {
-    if (value === null) {
+    // Each pair starts with no level marked: a mark left from the previous pair would
+    // hint where to put this one.
+    const level = value === null ? null : nearestLevel(levels, value);
+    for (const item of labels.children) {
+      item.classList.toggle("nearest", item.dataset.level === level?.name);
+    }
+    if (level === null) {
       root.dataset.state = "unset";
       sheet.replaceSync("");
       track.setAttribute("aria-valuetext", "Not set");
+      track.removeAttribute("aria-describedby");
       return;
     }
     root.dataset.state = "set";
     const percent = ((value - MIN) / (MAX - MIN)) * 100;
-    sheet.replaceSync(
-      `.scale-handle { left: ${percent}%; } .scale-fill { width: ${percent}%; }`,
-    );
-    const level = nearestLevel(levels, value);
+    sheet.replaceSync(`.scale-handle { left: ${percent}%; } .scale-fill { width: ${percent}%; }`);
     track.setAttribute("aria-valuetext", level.name);
-    for (const item of labels.children) {
-      item.classList.toggle("nearest", item.dataset.level === level.name);
-    }
+    track.setAttribute("aria-describedby", idFor(level));
   }
 
   function set(next, source) {
