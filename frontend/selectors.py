@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from annotation.models import Caption, Dataset, Image, TaskKind
+from annotation.models import Caption, Dataset, Image, Pair, TaskKind
 from annotation.queue import Item, image_url
 from annotation.roles import ADMIN, RATER, RESEARCHER, has_role
 from annotation.selectors import dataset_list, qualification_kinds, rater_pairs_left
@@ -105,3 +105,25 @@ def _admin_section(user) -> dict:
         "datasets": dataset_list(),
         "site_access": user.is_active and user.is_staff,
     }
+
+
+def worked_example_pairs(*, dataset_id: int) -> list[tuple[str, int | None, int | None, int | None, int | None]]:
+    """Active worked examples of a dataset as (kind, caption_a, caption_b, image_a,
+    image_b) item ids: pairs sampling must never queue, since raters see them solved."""
+    return list(
+        WorkedExample.objects.filter(dataset_id=dataset_id, active=True).values_list(
+            "kind", "caption_a_id", "caption_b_id", "image_a_id", "image_b_id"
+        )
+    )
+
+
+def worked_example_queued_pair(*, example: WorkedExample) -> Pair | None:
+    """The queued (not retired) pair with the example's items, in either order, if any:
+    raters would be served the example as a task."""
+    pairs = Pair.objects.filter(dataset_id=example.dataset_id, kind=example.kind, retired_at__isnull=True)
+    if example.kind == TaskKind.SITS:
+        return pairs.filter(caption_a_id=example.caption_a_id, image_a_id=example.image_a_id).first()
+    column = "caption" if example.kind == TaskKind.STS else "image"
+    first, second = getattr(example, f"{column}_a_id"), getattr(example, f"{column}_b_id")
+    low, high = sorted((first, second))
+    return pairs.filter(**{f"{column}_a_id": low, f"{column}_b_id": high}).first()

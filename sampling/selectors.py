@@ -12,6 +12,7 @@ from django.db.models.functions import Coalesce
 
 from annotation.errors import NotFound
 from annotation.models import METHOD_KIND, Caption, EmbeddingSpace, Image, Pair, Split, TaskKind
+from frontend.selectors import worked_example_pairs
 from sampling import strategies
 from sampling.embeddings import open_space
 from sampling.errors import SamplingInputError
@@ -127,16 +128,28 @@ def _open_rows(space: EmbeddingSpace, keys: Sequence[str]) -> tuple[np.ndarray, 
 
 
 def queued_pairs(*, split: Split, items: SplitItems) -> dict[str, np.ndarray]:
-    """Pairs already in the split, as rows, per sampling method's orientation."""
+    """Pairs already in the split, and the dataset's worked examples (raters see those
+    solved, so they are never queued), as rows, per sampling method's orientation."""
     sis = Pair.objects.filter(split=split, kind=TaskKind.SIS).values_list("image_a_id", "image_b_id")
     sts = Pair.objects.filter(split=split, kind=TaskKind.STS).values_list("caption_a_id", "caption_b_id")
     sits = Pair.objects.filter(split=split, kind=TaskKind.SITS).values_list("caption_a_id", "image_a_id")
+    examples = worked_example_pairs(dataset_id=split.dataset_id)
+    taken = {
+        TaskKind.SIS: [*sis.iterator(chunk_size=KEY_CHUNK), *_canonical(examples, TaskKind.SIS, 3, 4)],
+        TaskKind.STS: [*sts.iterator(chunk_size=KEY_CHUNK), *_canonical(examples, TaskKind.STS, 1, 2)],
+        TaskKind.SITS: [*sits.iterator(chunk_size=KEY_CHUNK), *((e[1], e[3]) for e in examples if e[0] == "SITS")],
+    }
     as_rows = {
-        TaskKind.SIS: _pair_rows(sis.iterator(chunk_size=KEY_CHUNK), items.image_rows, items.image_rows),
-        TaskKind.STS: _pair_rows(sts.iterator(chunk_size=KEY_CHUNK), items.caption_rows, items.caption_rows),
-        TaskKind.SITS: _pair_rows(sits.iterator(chunk_size=KEY_CHUNK), items.caption_rows, items.image_rows),
+        TaskKind.SIS: _pair_rows(taken[TaskKind.SIS], items.image_rows, items.image_rows),
+        TaskKind.STS: _pair_rows(taken[TaskKind.STS], items.caption_rows, items.caption_rows),
+        TaskKind.SITS: _pair_rows(taken[TaskKind.SITS], items.caption_rows, items.image_rows),
     }
     return {str(method): as_rows[kind] for method, kind in METHOD_KIND.items()}
+
+
+def _canonical(examples, kind: str, first: int, second: int) -> list[tuple[int, int]]:
+    """The examples of ``kind`` as (lower id, higher id), as pairs are stored."""
+    return [tuple(sorted((e[first], e[second]))) for e in examples if e[0] == kind]
 
 
 def _pair_rows(pairs, rows_a, rows_b) -> np.ndarray:

@@ -5,6 +5,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Pair, RatingSlot
+from annotation.pairs import PairSpec, pairs_create_bulk
 from sampling.models import SamplingBatch
 from tests.factories import UserFactory
 
@@ -21,7 +22,8 @@ def test_load_demo_queues_a_first_batch_of_every_phase_one_method(demo):
     batch = SamplingBatch.objects.get()
     assert batch.status == "succeeded", batch.error
     assert set(batch.pairs_per_method) == {"i2i_csim", "c2c_isim", "c2c_cocaption", "c2i_original"}
-    assert batch.pairs_per_method["c2i_original"] == 60
+    # Every original pair but the one a worked example shows (caption 1 of the cat photo).
+    assert batch.pairs_per_method["c2i_original"] == 60 - 1
     assert batch.pairs_per_method["c2c_cocaption"] == 20
     assert Pair.objects.count() == sum(batch.pairs_per_method.values())
     assert RatingSlot.objects.count() == 5 * Pair.objects.count()
@@ -56,3 +58,27 @@ def test_admin_creates_and_runs_a_batch_on_the_demo(client, demo, django_capture
     assert Pair.objects.count() == before + 30
     listing = client.get("/admin/sampling/samplingbatch/").content.decode()
     assert "c2c_cocaption: 30" in listing
+
+
+def test_no_worked_example_is_served_and_the_admin_flags_one_that_is_queued(client, demo):
+    from frontend.models import WorkedExample
+    from frontend.selectors import worked_example_queued_pair
+
+    examples = list(WorkedExample.objects.all())
+    assert len(examples) == 9
+    assert [worked_example_queued_pair(example=example) for example in examples] == [None] * 9
+    # A pair list can still queue one: the examples page says so and retires it.
+    sits = next(example for example in examples if example.kind == "SITS")
+    batch = SamplingBatch.objects.create(
+        dataset=sits.dataset, split=sits.caption_a.image.split, methods={"uploaded": 1}, source="uploaded"
+    )
+    pairs_create_bulk(
+        batch=batch, specs=[PairSpec("SITS", "uploaded", caption_a=sits.caption_a_id, image_a=sits.image_a_id)]
+    )
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    page = client.get("/admin/frontend/workedexample/").content.decode()
+    queued = worked_example_queued_pair(example=sits)
+    assert f"pair #{queued.pk}" in page
+    client.post("/admin/frontend/workedexample/", {"action": "retire_queued_pairs", "_selected_action": [sits.pk]})
+    assert worked_example_queued_pair(example=sits) is None
+    assert not RatingSlot.objects.filter(pair=queued, state="open").exists()

@@ -65,6 +65,8 @@ class Command(BaseCommand):
             self.stdout.write(f"Demo dataset {DEMO_NAME!r} is already loaded.")
         else:
             self._load_dataset()
+            # Examples first: sampling never queues a worked example's pair.
+            self._ensure_examples()
             self._queue_first_batch()
         self._ensure_accounts()
         self._ensure_examples()
