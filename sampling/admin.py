@@ -106,6 +106,16 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
     readonly_fields = [f.name for f in SamplingBatch._meta.fields if f.name != "priority"]
     actions = ["start_batches"]
     change_list_template = "admin/sampling/samplingbatch/change_list.html"
+    # Settings that mean nothing for the other source of batch.
+    SAMPLED_ONLY = ("k", "seed", "spaces", "cocaption_pairs")
+    UPLOADED_ONLY = ("upload_path", "upload_repeats")
+
+    def get_fields(self, request, obj=None):
+        fields = super().get_fields(request, obj)
+        if obj is None:
+            return fields
+        hidden = self.SAMPLED_ONLY if obj.source == SamplingBatch.Source.UPLOADED else self.UPLOADED_ONLY
+        return [field for field in fields if field not in hidden]
 
     def get_urls(self):
         return [

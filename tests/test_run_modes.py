@@ -79,3 +79,14 @@ def test_broker_down_fails_the_startup_check():
     )
     assert result.returncode != 0
     assert "Error" in result.stderr and "127.0.0.1:1" in result.stderr.replace("localhost", "127.0.0.1")
+
+
+def test_faiss_cpu_variant_lines_stay_out_of_the_output():
+    # faiss logs at INFO which builds it tried ("Could not load library with AVX512
+    # support ..."): with the project's logging a command's output stays clean.
+    code = "import django; django.setup(); import faiss; print('loaded', faiss.__version__)"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "LOG_LEVEL": "INFO"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_DIR, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "loaded" in done.stdout
+    assert "AVX" not in done.stderr and "Could not load library" not in done.stderr

@@ -138,3 +138,13 @@ def test_the_cli_says_when_every_pair_of_a_list_was_queued_before(tmp_path, item
     again = sample("--dataset", items.dataset.name, "--split", "val", "--upload", str(path))
     assert "total: 0 pairs, 0 rating slots" in again
     assert "already queued: all 1 pairs of the list were queued before; nothing new to rate" in again
+
+
+def test_an_uploaded_batch_page_shows_no_sampling_settings(tmp_path, items, admin_client):
+    cap = items.caption_key
+    path = write(tmp_path, f"caption1,caption2,sampling_method\n{cap(0)},{cap(5)},\n")
+    batch = sampling_batch_create_from_upload(dataset_name=items.dataset.name, split_name="val", path=path)
+    page = admin_client.get(f"/admin/sampling/samplingbatch/{batch.pk}/change/").content.decode()
+    assert "Upload repeats" in page or "upload_repeats" in page
+    for label in ("field-k", "field-seed", "field-spaces", "field-cocaption_pairs"):
+        assert label not in page
