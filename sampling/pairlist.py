@@ -16,13 +16,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-KIND_COLUMNS = {
-    "STS": ("caption1", "caption2"),
-    "SIS": ("image1", "image2"),
-    "SITS": ("caption", "image"),
-}
-METHOD_COLUMN = "sampling_method"
-IGNORED_COLUMNS = ("agg_score",)
+from annotation.cxc import ITEM_COLUMNS, METHOD_COLUMN, SCORE_COLUMN, SITS
+
+IGNORED_COLUMNS = (SCORE_COLUMN,)
 UPLOADED = "uploaded"
 # What a list that names one pair twice (in either order for STS and SIS) gets.
 MERGE_REPEATS = "merge"  # queued once, in the order of its first row; the rest counted
@@ -89,11 +85,11 @@ def read_pair_list(path: str | os.PathLike, *, repeats: str = MERGE_REPEATS) -> 
 
 
 def _kind_of(name: str, header: list[str]) -> tuple[str, dict[str, int]]:
-    expected = " or ".join(",".join(cols) for cols in KIND_COLUMNS.values())
+    expected = " or ".join(",".join(cols) for cols in ITEM_COLUMNS.values())
     duplicates = sorted({column for column in header if header.count(column) > 1})
     if duplicates:
         raise PairListFormatError(f"{name}: column(s) {', '.join(duplicates)} appear more than once")
-    matches = [kind for kind, cols in KIND_COLUMNS.items() if set(cols) <= set(header)]
+    matches = [kind for kind, cols in ITEM_COLUMNS.items() if set(cols) <= set(header)]
     if len(matches) != 1:
         raise PairListFormatError(
             f"{name}: the header must name one pair of id columns ({expected}) and {METHOD_COLUMN}; "
@@ -102,18 +98,18 @@ def _kind_of(name: str, header: list[str]) -> tuple[str, dict[str, int]]:
     kind = matches[0]
     if METHOD_COLUMN not in header:
         raise PairListFormatError(f"{name}: missing the {METHOD_COLUMN} column")
-    allowed = {*KIND_COLUMNS[kind], METHOD_COLUMN, *IGNORED_COLUMNS}
+    allowed = {*ITEM_COLUMNS[kind], METHOD_COLUMN, *IGNORED_COLUMNS}
     unexpected = [column for column in header if column not in allowed]
     if unexpected:
         raise PairListFormatError(
             f"{name}: unexpected column(s) {', '.join(unexpected)}; a {kind} pair list has "
-            f"{','.join(KIND_COLUMNS[kind])},{METHOD_COLUMN} and optionally {','.join(IGNORED_COLUMNS)}"
+            f"{','.join(ITEM_COLUMNS[kind])},{METHOD_COLUMN} and optionally {','.join(IGNORED_COLUMNS)}"
         )
     return kind, {column: header.index(column) for column in header}
 
 
 def _rows(name: str, kind: str, columns: dict[str, int], reader, *, refuse_repeats: bool) -> tuple[list[PairRow], int]:
-    first, second = KIND_COLUMNS[kind]
+    first, second = ITEM_COLUMNS[kind]
     rows: list[PairRow] = []
     merged = 0
     seen: dict[tuple[str, str], int] = {}
@@ -127,9 +123,9 @@ def _rows(name: str, kind: str, columns: dict[str, int], reader, *, refuse_repea
         method = values[columns[METHOD_COLUMN]].strip() or UPLOADED
         if not key_a or not key_b:
             raise PairListFormatError(f"{name}: line {line} has an empty {first if not key_a else second}")
-        if kind != "SITS" and key_a == key_b:
+        if kind != SITS and key_a == key_b:
             raise PairListFormatError(f"{name}: line {line} pairs {key_a} with itself")
-        identity = (key_a, key_b) if kind == "SITS" else tuple(sorted((key_a, key_b)))
+        identity = (key_a, key_b) if kind == SITS else tuple(sorted((key_a, key_b)))
         if identity in seen:
             if refuse_repeats:
                 raise PairListFormatError(f"{name}: line {line} repeats the pair on line {seen[identity]}")

@@ -18,21 +18,14 @@ from typing import Protocol
 import numpy as np
 
 from annotation.aggregation import PairAggregates
+from annotation.cxc import FILE_PREFIX, ITEM_COLUMNS, KINDS
 from annotation.errors import DomainError
 
-TASKS = ("STS", "SIS", "SITS")
+TASKS = KINDS
 FORMATS = ("cxc", "jsonl", "parquet")
-# Column names of the two items, per task, exactly as the public release's headers.
-ITEM_COLUMNS: dict[str, tuple[str, str]] = {
-    "STS": ("caption1", "caption2"),
-    "SIS": ("image1", "image2"),
-    "SITS": ("caption", "image"),
-}
 # Written last: a folder holding it holds a complete export.
 MANIFEST = "manifest.json"
 AGREEMENT = "agreement.json"
-SCORE_COLUMN = "agg_score"
-METHOD_COLUMN = "sampling_method"
 RAW_COLUMNS = ("score", "rater_id", "time_on_item_ms")
 STATS_COLUMNS = ("mean", "median", "std", "count", "ci95_low", "ci95_high", "positive", "batch_id")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -68,7 +61,7 @@ def file_stem(task: str, split: str) -> str:
         raise ExportFormatError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
     if not _SAFE_NAME.match(split):
         raise ExportFormatError(f"split name {split!r} cannot be part of a file name")
-    return f"{task.lower()}_{split}"
+    return f"{FILE_PREFIX[task]}_{split}"
 
 
 def file_names(task: str, split: str, formats: list[str]) -> list[str]:

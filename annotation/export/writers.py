@@ -21,11 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
+from annotation.cxc import ITEM_COLUMNS, METHOD_COLUMN, SCORE_COLUMN
 from annotation.export.formats import (
-    ITEM_COLUMNS,
-    METHOD_COLUMN,
     RAW_COLUMNS,
-    SCORE_COLUMN,
     BlockWriter,
     ExportBlock,
     file_stem,
