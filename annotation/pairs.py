@@ -103,6 +103,9 @@ def pairs_retire(*, pair_ids: Sequence[int]) -> int:
         )
         ids = [pair["id"] for pair in pairs]
         RatingSlot.objects.filter(pair_id__in=ids).exclude(state=SlotState.DONE).delete()
+        # The pair needs no more ratings: its raters' own counts of pairs left stop
+        # holding it (the slot copy the per-rater progress reads).
+        RatingSlot.objects.filter(pair_id__in=ids).update(pair_complete=True)
         Pair.objects.filter(id__in=ids).update(retired_at=now)
         Flag.objects.filter(pair_id__in=ids, resolved=False).update(resolved=True)
         still_open: dict[tuple[int, str], int] = {}

@@ -122,7 +122,10 @@ def rater_pairs_left(*, rater, kinds: list[str], dataset_id: int | None = None) 
     counters = QueueCounter.objects.filter(kind__in=kinds)
     rated = RatingSlot.objects.filter(rater=rater, kind__in=kinds, pair_complete=False, state=SlotState.DONE)
     skipped = PairSkip.objects.filter(
-        rater=rater, pair__kind__in=kinds, pair__ratings_done__lt=F("pair__ratings_required")
+        rater=rater,
+        pair__kind__in=kinds,
+        pair__ratings_done__lt=F("pair__ratings_required"),
+        pair__retired_at__isnull=True,
     )
     if dataset_id is not None:
         counters = counters.filter(dataset_id=dataset_id)

@@ -163,7 +163,12 @@ def _pair_rows(pairs, rows_a, rows_b) -> np.ndarray:
 def pivots(*, split: Split, items: SplitItems) -> strategies.Pivots:
     """The split's fully rated SIS and STS pairs with their mean score, in pair id order."""
     rated = (
-        Pair.objects.filter(split=split, kind__in=[TaskKind.SIS, TaskKind.STS], ratings_done__gte=F("ratings_required"))
+        Pair.objects.filter(
+            split=split,
+            kind__in=[TaskKind.SIS, TaskKind.STS],
+            ratings_done__gte=F("ratings_required"),
+            retired_at__isnull=True,
+        )
         .annotate(score=Avg("ratings__score"))
         .order_by("id")
         .values_list("kind", "image_a_id", "image_b_id", "caption_a_id", "caption_b_id", "score")

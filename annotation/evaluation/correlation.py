@@ -1,7 +1,8 @@
 """Correlation with human scores: the sampled bootstrap of the CxC paper. Pure numpy.
 
-Each of ``samples`` samples takes half of the queries at random (a query is the first
-item of a row, as the file writes it) and, per query, one of its rated rows at random;
+Each of ``samples`` samples takes half of the queries at random (a query is an item of
+a rated row: by default both of its items, see query_memberships) and, per query, one
+of its rated rows at random;
 Spearman's rho (average ranks for ties) between the human scores and the model's
 cosine similarities. Reported as mean and standard deviation over the samples, x 100.
 """

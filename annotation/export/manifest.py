@@ -18,7 +18,7 @@ from django.utils import timezone
 from annotation.aggregation import CONFIDENCE, POSITIVE_THRESHOLDS
 from annotation.export.blocks import ExportAgreement, ExportCounts
 from annotation.export.formats import TASKS
-from annotation.export.plan import ExportPlan, incomplete_counts, sampling_batches
+from annotation.export.plan import ExportPlan, incomplete_counts, retired_counts, sampling_batches
 
 FORMAT_NAME = "cxc-annotate export"
 FORMAT_VERSION = 1
@@ -132,6 +132,7 @@ def manifest_payload(
         "totals": {"pairs": pairs, "ratings": ratings},
         "counts": by_split,
         "left_out": incomplete_counts(plan),
+        "retired": retired_counts(plan),
         "batches": batches,
         "agreement": agreement.by_task(TASKS),
         "files": files,
@@ -152,6 +153,8 @@ def _batch_entries(plan: ExportPlan, counts: ExportCounts) -> list[dict]:
             "spaces": batch.spaces,
             "ratings_per_pair": batch.ratings_per_pair,
             "seed": batch.seed,
+            "cocaption_pairs": batch.cocaption_pairs,
+            "upload_repeats": batch.upload_repeats,
             "priority": batch.priority,
             "status": batch.status,
             "pairs_per_method": batch.pairs_per_method,

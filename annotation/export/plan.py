@@ -77,9 +77,12 @@ def destination_check(out: Path, overwrite: bool) -> None:
 
 
 def complete_pair_counts(plan: ExportPlan) -> dict[tuple[int, str], int]:
-    """``{(split id, task): complete pairs}`` over the plan's splits."""
+    """``{(split id, task): complete pairs}`` over the plan's splits (retired pairs are
+    never exported, even with all their ratings)."""
     rows = (
-        Pair.objects.filter(dataset=plan.dataset, split__in=plan.splits, ratings_done=F("ratings_required"))
+        Pair.objects.filter(
+            dataset=plan.dataset, split__in=plan.splits, ratings_done=F("ratings_required"), retired_at__isnull=True
+        )
         .order_by()
         .values("split_id", "kind")
         .annotate(n=Count("id"))
@@ -89,9 +92,11 @@ def complete_pair_counts(plan: ExportPlan) -> dict[tuple[int, str], int]:
 
 def incomplete_counts(plan: ExportPlan) -> dict:
     """Pairs left out because some of their ratings are still missing, per split, task
-    and method, with the ratings they hold so far."""
+    and method, with the ratings they hold so far (retired pairs: see retired_counts)."""
     rows = (
-        Pair.objects.filter(dataset=plan.dataset, split__in=plan.splits, ratings_done__lt=F("ratings_required"))
+        Pair.objects.filter(
+            dataset=plan.dataset, split__in=plan.splits, ratings_done__lt=F("ratings_required"), retired_at__isnull=True
+        )
         .order_by()
         .values("split__name", "kind", "sampling_method")
         .annotate(pairs=Count("id"), ratings=Sum("ratings_done"))
@@ -100,6 +105,20 @@ def incomplete_counts(plan: ExportPlan) -> dict:
     for row in sorted(rows, key=lambda r: (r["split__name"], r["kind"], r["sampling_method"])):
         task = out[row["split__name"]].setdefault(row["kind"], {})
         task[row["sampling_method"]] = {"pairs": row["pairs"], "ratings": row["ratings"] or 0}
+    return out
+
+
+def retired_counts(plan: ExportPlan) -> dict:
+    """Pairs left out because an admin retired them, per split and task."""
+    rows = (
+        Pair.objects.filter(dataset=plan.dataset, split__in=plan.splits, retired_at__isnull=False)
+        .order_by()
+        .values("split__name", "kind")
+        .annotate(pairs=Count("id"))
+    )
+    out: dict = {split.name: {} for split in plan.splits}
+    for row in rows:
+        out[row["split__name"]][row["kind"]] = row["pairs"]
     return out
 
 
@@ -121,6 +140,7 @@ def rating_rows(dataset: Dataset, split: Split, task: str) -> Iterator[tuple]:
             pair__split=split,
             pair__kind=task,
             pair__ratings_done=F("pair__ratings_required"),
+            pair__retired_at__isnull=True,
         )
         .order_by("pair_id", "id")
         .annotate(

@@ -65,7 +65,9 @@ def queue_counters_rebuild() -> int:
             counter, _ = QueueCounter.objects.get_or_create(dataset_id=dataset_id, kind=kind)
             list(QueueCounter.objects.select_for_update().filter(pk=counter.pk).values_list("id"))
             open_pairs = (
-                Pair.objects.filter(dataset_id=dataset_id, kind=kind, ratings_done__lt=F("ratings_required"))
+                Pair.objects.filter(
+                    dataset_id=dataset_id, kind=kind, ratings_done__lt=F("ratings_required"), retired_at__isnull=True
+                )
                 .aggregate(n=Count("id"))
                 .get("n")
             )

@@ -1,12 +1,19 @@
 """Admin pages of derived data: pairs, slots and ratings are read only; a pair shows its
 items; ratings are listed rounded with filters; flagged pairs can be retired."""
 
+import json
+
 import pytest
 
+from annotation.export import dataset_export
 from annotation.models import Flag, FlagReason, Pair, QueueCounter, Rating, RatingSlot, SlotState, TaskKind
-from annotation.queue import rating_submit, slot_claim
+from annotation.pairs import pairs_retire
+from annotation.queue import queue_counters_rebuild, rating_submit, slot_claim, slot_flag
+from annotation.selectors import rater_progress
+from sampling.selectors import pivots, split_items
 from tests.annotation.queue_support import queue_pairs, submit_kwargs
 from tests.factories import UserFactory
+from tests.rating_support import rate_pair
 
 pytestmark = pytest.mark.django_db
 
@@ -99,3 +106,32 @@ def test_the_batch_list_shows_how_much_is_rated(admin_client):
     rate(TaskKind.STS, 3.0)
     page = admin_client.get("/admin/sampling/samplingbatch/").content.decode()
     assert "0 of 1 pairs" in page and "1 of 3 ratings" in page
+
+
+def test_a_retired_pair_stays_out_of_counters_progress_exports_and_pivots(tmp_path):
+    batch, pairs = queue_pairs(kind=TaskKind.SIS, n_pairs=3, ratings_per_pair=2)
+    name = batch.dataset.name
+    complete, flagged, _open = pairs
+    rate_pair(complete, [4.0, 4.5])
+    rater_of_flagged = UserFactory(roles=["rater"], qualified_for=["SIS"])
+    rate_pair(flagged, [1.0], raters=[rater_of_flagged])
+    flagger = UserFactory(roles=["rater"], qualified_for=["SIS"])
+    held = slot_claim(rater=flagger, dataset=name)
+    assert held.pair_id == flagged.pk  # closest to completion
+    slot_flag(rater=flagger, dataset=name, slot_id=held.slot_id, reason="broken_image")
+    assert pairs_retire(pair_ids=[complete.pk, flagged.pk]) == 2
+    assert pairs_retire(pair_ids=[complete.pk]) == 0  # already retired
+
+    queue_counters_rebuild()  # the beat's recount agrees with the retire
+    assert QueueCounter.objects.get(kind="SIS").pairs_open == 1
+    # Whoever rated or flagged the retired pair still has the open one left.
+    for user in (flagger, rater_of_flagged, UserFactory(roles=["rater"], qualified_for=["SIS"])):
+        assert rater_progress(rater=user, dataset=name).pairs_left_by_kind == {"SIS": 1}
+
+    dataset_export(dataset_name=name, out_dir=tmp_path / "e", formats="cxc")
+    manifest = json.loads((tmp_path / "e" / "manifest.json").read_text())
+    assert manifest["totals"]["pairs"] == 0  # the complete pair was retired
+    assert manifest["retired"] == {batch.split.name: {"SIS": 2}}
+    assert sum(e["pairs"] for e in manifest["left_out"][batch.split.name]["SIS"].values()) == 1
+    items = split_items(split=batch.split)
+    assert len(pivots(split=batch.split, items=items).sis) == 0
