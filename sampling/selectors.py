@@ -272,11 +272,24 @@ def split_summary(*, split: Split) -> SplitSummary:
         pivots=pivot_counts,
         cocaption_pairs=sum(math.comb(n, 2) for n in sizes),
         cocaption_cycle_pairs=sum(n if n >= 3 else math.comb(n, 2) for n in sizes),
-        queued={
-            "cocaption": pairs.filter(kind=TaskKind.STS, caption_a__image_id=F("caption_b__image_id")).count(),
-            "original": pairs.filter(kind=TaskKind.SITS, caption_a__image_id=F("image_a_id")).count(),
-        },
+        queued=_taken_counts(split, pairs),
     )
+
+
+def _taken_counts(split: Split, pairs) -> dict[str, int]:
+    """Co-caption and original pairs no batch can queue again: queued ones, and worked
+    examples (sampling treats those as taken; see queued_pairs)."""
+    examples = worked_example_pairs(dataset_id=split.dataset_id)
+    caption_ids = {e[1] for e in examples} | {e[2] for e in examples}
+    image_of = dict(Caption.objects.filter(id__in=caption_ids, image__split=split).values_list("id", "image_id"))
+    return {
+        "cocaption": pairs.filter(kind=TaskKind.STS, caption_a__image_id=F("caption_b__image_id")).count()
+        + sum(
+            1 for e in examples if e[0] == TaskKind.STS and e[1] in image_of and image_of[e[1]] == image_of.get(e[2])
+        ),
+        "original": pairs.filter(kind=TaskKind.SITS, caption_a__image_id=F("image_a_id")).count()
+        + sum(1 for e in examples if e[0] == TaskKind.SITS and e[1] in image_of and image_of[e[1]] == e[3]),
+    }
 
 
 def split_summaries() -> list[SplitSummary]:

@@ -14,60 +14,27 @@ counts the incomplete ones left out. The package's rooms:
 - :mod:`~annotation.export.jobs`: export jobs (start, run, files).
 """
 
-from annotation.export.formats import (
-    AGREEMENT,
-    FORMATS,
-    MANIFEST,
-    TASKS,
-    ExportBlock,
-    ExportError,
-    ExportFormatError,
-    file_names,
-    file_stem,
-    parse_formats,
-)
-from annotation.export.jobs import (
-    export_file_path,
-    export_files,
-    export_job_create,
-    export_job_start,
-    run_export_params,
-)
-from annotation.export.manifest import code_version, sha256_file
-from annotation.export.plan import ExportPlan, export_plan
-from annotation.export.run import BLOCK_RATINGS, ExportSummary, dataset_export
-from annotation.export.staging import export_staging_remove
-from annotation.export.writers import open_writers
+from importlib import import_module
 
-# Selectors kept importable from here until annotation/apis.py imports them from
-# annotation.selectors.
-from annotation.selectors import export_job_get, export_job_list
+# Names looked up on first use, so that importing a pure module of the package
+# (formats, writers, parquet, blocks) does not load the Django-facing ones.
+_HOMES = {
+    "formats": ("AGREEMENT", "FORMATS", "MANIFEST", "TASKS", "ExportBlock", "ExportError", "ExportFormatError",
+                "file_names", "file_stem", "parse_formats"),
+    "jobs": ("export_file_path", "export_files", "export_job_create", "export_job_start", "run_export_params"),
+    "manifest": ("code_version", "sha256_file"),
+    "plan": ("ExportPlan", "export_plan"),
+    "run": ("BLOCK_RATINGS", "ExportSummary", "dataset_export"),
+    "staging": ("export_staging_remove",),
+    "writers": ("open_writers",),
+}  # fmt: skip
+_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
 
-__all__ = [
-    "AGREEMENT",
-    "BLOCK_RATINGS",
-    "FORMATS",
-    "MANIFEST",
-    "TASKS",
-    "ExportBlock",
-    "ExportError",
-    "ExportFormatError",
-    "ExportPlan",
-    "ExportSummary",
-    "code_version",
-    "dataset_export",
-    "export_file_path",
-    "export_files",
-    "export_job_create",
-    "export_job_get",
-    "export_job_list",
-    "export_job_start",
-    "export_plan",
-    "export_staging_remove",
-    "file_names",
-    "file_stem",
-    "open_writers",
-    "parse_formats",
-    "run_export_params",
-    "sha256_file",
-]
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{module}"), name)

@@ -2,12 +2,16 @@
 are worked out by hand in the comments."""
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from annotation.export import ExportError
 from annotation.export.blocks import ExportAgreement, ExportCounts, block_build, cut_blocks
+from tests.conftest import REPO_DIR
 
 
 def row(pair, rater, score, *, required=None, batch=7, method="c2c_isim", ms=1000):
@@ -116,3 +120,14 @@ def test_agreement_over_blocks_matches_hand_computed_alpha_and_rater_bias():
     assert rater_one.mean_bias == pytest.approx(-1.5) and rater_two.mean_bias == pytest.approx(1.5)
     assert rater_one.loo_correlation == pytest.approx(1.0)
     assert rater_one.median_time_ms == 1000.0
+
+
+def test_the_pure_export_modules_import_without_django():
+    code = (
+        "import sys; import annotation.export.blocks, annotation.export.writers, annotation.export.parquet; "
+        "print(sorted(m for m in sys.modules if m == 'django' or m.startswith('django.')))"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_DIR, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -6,6 +6,7 @@ from django.core.management import call_command
 
 from annotation.models import Pair, RatingSlot
 from annotation.pairs import PairSpec, pairs_create_bulk
+from sampling.errors import SamplingInputError
 from sampling.models import SamplingBatch
 from tests.factories import UserFactory
 
@@ -82,3 +83,15 @@ def test_no_worked_example_is_served_and_the_admin_flags_one_that_is_queued(clie
     client.post("/admin/frontend/workedexample/", {"action": "retire_queued_pairs", "_selected_action": [sits.pk]})
     assert worked_example_queued_pair(example=sits) is None
     assert not RatingSlot.objects.filter(pair=queued, state="open").exists()
+
+
+def test_a_budget_check_counts_worked_examples_as_taken(demo):
+    from sampling.selectors import split_summary
+    from sampling.services import sampling_batch_create
+
+    split = SamplingBatch.objects.get().split
+    summary = split_summary(split=split)
+    # All 60 original pairs: 59 queued by the first batch, 1 shown as a worked example.
+    assert summary.capacity("c2i_original", k=5, n_spaces=0) == (0, True)
+    with pytest.raises(SamplingInputError, match="c2i_original: budget 1 is more than the 0 fresh pairs"):
+        sampling_batch_create(dataset_name="demo", split_name=split.name, methods={"c2i_original": 1})
