@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m
+.PHONY: run test lint format venv embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,3 +65,8 @@ bench-sampling: $(STAMP)
 
 bench-sampling-1m: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_sampling_1m.py
+
+# The real CxC validation files end to end through the API (gunicorn + PostgreSQL, own
+# database cxc_bench_field): import, upload, rate every pair, export, check row order.
+bench-field-cxc: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/field_cxc_val.py
