@@ -38,6 +38,7 @@ class SamplingBatch(BackgroundRun):
         max_length=10,
         choices=[("cycle", "cycle: each caption in two pairs, as CxC"), ("all", "all: every pair of a group")],
         default="cycle",
+        db_default="cycle",
         help_text="Which co-caption pairs c2c_cocaption draws from.",
     )
     upload_path = models.CharField(max_length=1000, blank=True, help_text="Stored pair list, for uploaded batches.")
@@ -45,6 +46,7 @@ class SamplingBatch(BackgroundRun):
         max_length=10,
         choices=[("merge", "merge: queue a repeated pair once"), ("refuse", "refuse the list")],
         default="merge",
+        db_default="merge",
         help_text="Uploaded batches: what a pair named twice in the list (in either order) gets.",
     )
 

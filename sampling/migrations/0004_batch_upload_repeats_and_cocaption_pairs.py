@@ -4,8 +4,8 @@ COCAPTION_CHOICES = [("cycle", "cycle: each caption in two pairs, as CxC"), ("al
 REPEATS_CHOICES = [("merge", "merge: queue a repeated pair once"), ("refuse", "refuse the list")]
 
 
-def _field(choices, default, help_text):
-    return models.CharField(choices=choices, default=default, help_text=help_text, max_length=10)
+def _field(choices, default, help_text, db_default=models.NOT_PROVIDED):
+    return models.CharField(choices=choices, default=default, db_default=db_default, help_text=help_text, max_length=10)
 
 
 class Migration(migrations.Migration):
@@ -26,7 +26,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="samplingbatch",
             name="cocaption_pairs",
-            field=_field(COCAPTION_CHOICES, "cycle", "Which co-caption pairs c2c_cocaption draws from."),
+            field=_field(COCAPTION_CHOICES, "cycle", "Which co-caption pairs c2c_cocaption draws from.", "cycle"),
         ),
         migrations.AddField(
             model_name="samplingbatch",
@@ -44,6 +44,7 @@ class Migration(migrations.Migration):
                 REPEATS_CHOICES,
                 "merge",
                 "Uploaded batches: what a pair named twice in the list (in either order) gets.",
+                "merge",
             ),
         ),
     ]
