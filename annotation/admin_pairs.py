@@ -10,7 +10,7 @@ from django.utils.html import format_html, format_html_join
 
 from annotation.models import Flag, Pair, Rating, RatingSlot
 from annotation.pairs import pairs_retire
-from annotation.queue import image_url
+from annotation.queue import image_url_of
 
 
 class DerivedDataAdmin(admin.ModelAdmin):
@@ -27,13 +27,7 @@ class DerivedDataAdmin(admin.ModelAdmin):
 
 
 def _image_tag(image, dataset, max_px: int) -> str:
-    url = image_url(
-        dataset=dataset.name,
-        images_root=dataset.images_root,
-        image_url_prefix=dataset.image_url_prefix,
-        key=image.key,
-        file_path=image.file_path,
-    )
+    url = image_url_of(dataset, image)
     return format_html(
         '<figure style="display:inline-block;margin:0 .5em 0 0;vertical-align:top"><img src="{}" alt="{}" '
         'style="max-width:{}px;max-height:{}px"><figcaption><small>{}</small></figcaption></figure>',

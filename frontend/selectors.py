@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from annotation.models import Caption, Dataset, Image, Pair, TaskKind
-from annotation.queue import Item, image_url
+from annotation.queue import Item, image_url_of
 from annotation.roles import ADMIN, RATER, RESEARCHER, has_role
 from annotation.selectors import dataset_list, qualification_kinds, rater_pairs_left
 from config.runtime import describe_mode
@@ -18,13 +18,7 @@ def _caption_item(caption: Caption) -> Item:
 
 
 def _image_item(dataset: Dataset, image: Image) -> Item:
-    url = image_url(
-        dataset=dataset.name,
-        images_root=dataset.images_root,
-        image_url_prefix=dataset.image_url_prefix,
-        key=image.key,
-        file_path=image.file_path,
-    )
+    url = image_url_of(dataset, image)
     return Item(type="image", url=url, width=image.width, height=image.height)
 
 

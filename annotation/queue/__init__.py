@@ -41,6 +41,7 @@ from annotation.queue.shapes import (
     QueueInputError,
     SubmitResult,
     image_url,
+    image_url_of,
     lease_ttl,
 )
 from annotation.queue.slots import slot_flag, slot_heartbeat, slot_skip
@@ -59,6 +60,7 @@ __all__ = [
     "QueueInputError",
     "SubmitResult",
     "image_url",
+    "image_url_of",
     "lease_ttl",
     "leases_release_expired",
     "queue_counters_add",

@@ -86,6 +86,17 @@ def image_url(*, dataset: str, images_root: str, image_url_prefix: str, key: str
     return reverse("image-file", kwargs={"dataset": dataset, "key": key})
 
 
+def image_url_of(dataset, image) -> str:
+    """``image_url`` of an Image row of a Dataset row (admin pages, worked examples)."""
+    return image_url(
+        dataset=dataset.name,
+        images_root=dataset.images_root,
+        image_url_prefix=dataset.image_url_prefix,
+        key=image.key,
+        file_path=image.file_path,
+    )
+
+
 def assignment_of(
     *,
     slot_id: int,
