@@ -9,7 +9,7 @@ from django.db import transaction
 
 from annotation.export import export_staging_remove, run_export_params
 from annotation.models import Job
-from annotation.runs import JOB_LOCKS, Progress, RunKind, run_is_stale, run_once, run_succeed, runs_fail_orphaned
+from annotation.runs import JOB_LOCKS, Progress, RunKind, run_once, run_succeed, runs_fail_orphaned
 from annotation.services import dataset_import_karpathy, embedding_space_import, job_create
 
 
@@ -90,11 +90,6 @@ def job_run(*, job_id: int, echo: Progress | None = None) -> Job:
 def jobs_fail_orphaned() -> list[int]:
     """Mark failed every running job whose runner is gone. Returns their ids."""
     return runs_fail_orphaned(JOB_RUNS)
-
-
-def job_is_stale(job: Job) -> bool:
-    """Marked running, but its process is gone (read only)."""
-    return run_is_stale(JOB_RUNS, job)
 
 
 def job_start(*, kind: str, params: dict, created_by=None) -> Job:

@@ -8,10 +8,11 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.apis.fields import StaleRunField
 from annotation.roles import IsAdmin
 from annotation.uploads import upload_store
 from sampling import selectors, strategies
-from sampling.batch_run import sampling_batch_is_stale
+from sampling.batch_run import BATCH_RUNS
 from sampling.models import SamplingBatch
 from sampling.pairlist import MERGE_REPEATS, REPEATS
 from sampling.services import (
@@ -36,10 +37,7 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
     upload_repeats = serializers.CharField(
         allow_null=True, help_text="Uploaded lists: merge or refuse repeated pairs; null for sampled batches."
     )
-    stale = serializers.SerializerMethodField(
-        help_text="Marked running, but the process running it is gone (the next start or the beat task marks it "
-        "failed)."
-    )
+    stale = StaleRunField(BATCH_RUNS)
 
     class Meta:
         model = SamplingBatch
@@ -69,9 +67,6 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
             "started_at",
             "finished_at",
         ]
-
-    def get_stale(self, batch: SamplingBatch) -> bool:
-        return sampling_batch_is_stale(batch)
 
     def to_representation(self, batch: SamplingBatch) -> dict:
         data = super().to_representation(batch)

@@ -9,8 +9,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import export, selectors
+from annotation.apis.fields import StaleRunField
 from annotation.export import FORMATS
-from annotation.jobs import job_is_stale
+from annotation.jobs import JOB_RUNS
 from annotation.models import Job
 from annotation.roles import IsResearcher
 
@@ -37,9 +38,7 @@ class ExportJobSerializer(serializers.ModelSerializer):
     pairs = serializers.SerializerMethodField()
     ratings = serializers.SerializerMethodField()
     files = serializers.SerializerMethodField()
-    stale = serializers.SerializerMethodField(
-        help_text="Marked running, but the process running it is gone (the beat task marks it failed)."
-    )
+    stale = StaleRunField(JOB_RUNS)
 
     class Meta:
         model = Job
@@ -61,9 +60,6 @@ class ExportJobSerializer(serializers.ModelSerializer):
             "started_at",
             "finished_at",
         ]
-
-    def get_stale(self, job) -> bool:
-        return job_is_stale(job)
 
     def get_dataset(self, job) -> str:
         return job.params.get("dataset", "")

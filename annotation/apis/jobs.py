@@ -6,15 +6,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import selectors
-from annotation.jobs import job_is_stale
+from annotation.apis.fields import StaleRunField
+from annotation.jobs import JOB_RUNS
 from annotation.models import Job
 from annotation.roles import IsAdmin
 
 
 class JobSerializer(serializers.ModelSerializer):
-    stale = serializers.SerializerMethodField(
-        help_text="Marked running, but the process running it is gone (the beat task marks it failed)."
-    )
+    stale = StaleRunField(JOB_RUNS)
 
     class Meta:
         model = Job
@@ -33,9 +32,6 @@ class JobSerializer(serializers.ModelSerializer):
             "started_at",
             "finished_at",
         ]
-
-    def get_stale(self, job: Job) -> bool:
-        return job_is_stale(job)
 
 
 class JobDetailApi(APIView):
