@@ -63,6 +63,18 @@ def setup_django(database_url: str, **env: str) -> None:
     call_command("migrate", verbosity=0)
 
 
+def stop_server(process) -> None:
+    """Stop a server process (gunicorn): terminate, and kill it if it does not end in 20 s."""
+    import subprocess
+
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def peak_rss_mib() -> float:
     """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-from _common import REPO_DIR
+from _common import REPO_DIR, stop_server
 from bench_queue import Connection
 
 # A rater gives up after this many failures in a row (and says so), instead of looping.
@@ -58,17 +58,8 @@ def start_gunicorn(env: dict, port: int, log_path: Path) -> subprocess.Popen:
             if probe.connect_ex(("127.0.0.1", port)) == 0:
                 return server
         time.sleep(0.2)
-    stop_gunicorn(server)
+    stop_server(server)
     raise SystemExit(f"gunicorn did not listen on port {port} within 60 s")
-
-
-def stop_gunicorn(server: subprocess.Popen) -> None:
-    server.terminate()
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
 
 
 # --- admin client ---------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import psycopg2
-from _common import drop_database, fresh_database
+from _common import drop_database, fresh_database, stop_server
 
 REPO = Path(__file__).resolve().parent.parent
 DB_PREFIX = "cxc_bench_queue"
@@ -212,15 +212,6 @@ def start_server(database: str, port: int, log_path: Path) -> subprocess.Popen:
             time.sleep(0.2)
     process.kill()
     raise SystemExit(f"gunicorn did not answer on port {port}")
-
-
-def stop_server(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 # --- load generator --------------------------------------------------------------------

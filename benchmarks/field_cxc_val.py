@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 
 import _field_cxc_data as data
-from _common import REPO_DIR, drop_database, fresh_database, setup_django
-from _field_cxc_http import Api, log, rate_everything, start_gunicorn, stop_gunicorn, token_for
+from _common import REPO_DIR, drop_database, fresh_database, setup_django, stop_server
+from _field_cxc_http import Api, log, rate_everything, start_gunicorn, token_for
 from _field_cxc_http import free_port as pick_port
 
 DATABASE = "cxc_bench_field"
@@ -253,7 +253,7 @@ def run(shared: Path, work: Path, raters: int, ratings_per_pair: int, limit: int
         exported_dir.mkdir()
         figures["export"] = timed("export", export, api, exported_dir)
     finally:
-        stop_gunicorn(server)
+        stop_server(server)
         server_log = (work / "gunicorn.log").read_text(errors="replace")
         figures["server_log_tracebacks"] = server_log.count("Traceback")
         if figures["server_log_tracebacks"]:
