@@ -47,3 +47,17 @@ def page(browser):
 def screenshot_dir() -> Path:
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     return SCREENSHOT_DIR
+
+
+@pytest.fixture
+def demo_allowed(settings):
+    """load_demo's guard wants the embedded mode; the database is still the test database."""
+    settings.RUN_MODE = "embedded"
+
+
+@pytest.fixture
+def demo(demo_allowed):
+    """The demo dataset with six pairs of each kind queued."""
+    from tests.frontend.rating_setup import demo_with_pairs
+
+    return demo_with_pairs(per_kind=6)

@@ -9,12 +9,7 @@ from sampling.models import SamplingBatch
 from tests.frontend.rating_setup import demo_with_pairs, rater
 from tests.frontend.test_rating_page import session_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _demo_allowed(settings):
-    settings.RUN_MODE = "embedded"  # load_demo's guard; the database is still the test database
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
 
 def test_the_batch_list_fits_1280_px_and_a_flagged_pair_shows_its_pictures(page, live_server, screenshot_dir):

@@ -6,23 +6,13 @@ import pytest
 
 from annotation.models import Flag, Pair, QueueCounter, Rating
 from annotation.selectors import rater_progress
-from tests.frontend.rating_setup import demo_with_pairs, rater
+from tests.frontend.rating_setup import rater
 from tests.frontend.test_rating_page import held_slot, open_kind, session_for, track_point
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
 PHONE = {"width": 390, "height": 844}
 LAPTOP = {"width": 1280, "height": 800}
-
-
-@pytest.fixture(autouse=True)
-def _demo_allowed(settings):
-    settings.RUN_MODE = "embedded"  # load_demo's guard; the database is still the test database
-
-
-@pytest.fixture
-def demo():
-    return demo_with_pairs(per_kind=6)
 
 
 @pytest.fixture

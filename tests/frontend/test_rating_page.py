@@ -11,25 +11,15 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from annotation.models import Qualification, Rating, RatingSlot, SlotState
-from tests.frontend.rating_setup import demo_with_pairs, rater
+from tests.frontend.rating_setup import rater
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
 KIND_NAMES = {
     "sts": "Compare two sentences",
     "sis": "Compare two pictures",
     "sits": "Compare a sentence with a picture",
 }
-
-
-@pytest.fixture(autouse=True)
-def _demo_allowed(settings):
-    settings.RUN_MODE = "embedded"  # load_demo's guard; the database is still the test database
-
-
-@pytest.fixture
-def demo():
-    return demo_with_pairs(per_kind=6)
 
 
 def log_in(page, live_server, username="rater1", password="demo-rater", next_path="/rate/"):
