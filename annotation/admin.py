@@ -10,7 +10,8 @@ from annotation.admin_pairs import FlagAdmin, PairAdmin, RatingAdmin, RatingSlot
 from annotation.admin_runs import RunAdminMixin
 from annotation.jobs import JOB_RUNS, import_job_start
 from annotation.models import Caption, Dataset, EmbeddingSpace, Image, Job, Modality, Qualification, Split
-from annotation.uploads import upload_store
+from annotation.upload_limits import limited_upload_view, upload_form_is_valid
+from annotation.uploads import EMBEDDINGS, KARPATHY, upload_store, upload_store_all
 
 
 class KarpathyImportForm(forms.Form):
@@ -47,10 +48,16 @@ class DatasetAdmin(admin.ModelAdmin):
 
     def get_urls(self):
         return [
-            path("import-karpathy/", self.admin_site.admin_view(self.import_karpathy), name="dataset-import-karpathy"),
+            path(
+                "import-karpathy/",
+                self.admin_site.admin_view(limited_upload_view(self.import_karpathy, {"file": KARPATHY})),
+                name="dataset-import-karpathy",
+            ),
             path(
                 "import-embeddings/",
-                self.admin_site.admin_view(self.import_embeddings),
+                self.admin_site.admin_view(
+                    limited_upload_view(self.import_embeddings, {"vectors": EMBEDDINGS, "ids": EMBEDDINGS})
+                ),
                 name="dataset-import-embeddings",
             ),
             *super().get_urls(),
@@ -58,13 +65,13 @@ class DatasetAdmin(admin.ModelAdmin):
 
     def import_karpathy(self, request):
         form = KarpathyImportForm(request.POST or None, request.FILES or None)
-        if request.method == "POST" and form.is_valid():
+        if request.method == "POST" and upload_form_is_valid(request, form):
             data = form.cleaned_data
             _start_job(
                 request,
                 Job.Kind.IMPORT_KARPATHY,
                 {
-                    "path": upload_store(data["file"], suffix_hint=".json"),
+                    "path": upload_store(data["file"], kind=KARPATHY, suffix_hint=".json"),
                     "name": data["name"],
                     "images_root": data["images_root"],
                     "image_url_prefix": data["image_url_prefix"],
@@ -77,7 +84,7 @@ class DatasetAdmin(admin.ModelAdmin):
 
     def import_embeddings(self, request):
         form = EmbeddingImportForm(request.POST or None, request.FILES or None)
-        if request.method == "POST" and form.is_valid():
+        if request.method == "POST" and upload_form_is_valid(request, form):
             data = form.cleaned_data
             _start_job(
                 request,
@@ -87,8 +94,12 @@ class DatasetAdmin(admin.ModelAdmin):
                     "space": data["space"],
                     "modality": data["modality"],
                     "model_name": data["model_name"],
-                    "vectors_path": upload_store(data["vectors"], suffix_hint=".npy"),
-                    "ids_path": upload_store(data["ids"], suffix_hint=".txt"),
+                    **upload_store_all(
+                        {
+                            "vectors_path": (data["vectors"], EMBEDDINGS, ".npy"),
+                            "ids_path": (data["ids"], EMBEDDINGS, ".txt"),
+                        }
+                    ),
                 },
             )
             return redirect(reverse("admin:annotation_job_changelist"))

@@ -27,3 +27,16 @@ class Conflict(DomainError):
 class Forbidden(DomainError):
     code = "forbidden"
     http_status = 403
+
+
+class UploadTooLarge(DomainError):
+    """An uploaded file is over its kind's byte limit (UPLOAD_MAX_*_BYTES). Nothing was kept."""
+
+    code = "upload_too_large"
+    http_status = 413
+
+
+class UploadRemoved(Conflict):
+    """A run cannot start again: the file uploaded for it was removed (UPLOAD_KEEP_FAILED_DAYS)."""
+
+    code = "upload_removed"

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from annotation.errors import DomainError, NotFound
 from annotation.models import BackgroundRun, JobStatus
+from annotation.upload_cleanup import run_uploads_remove
 
 logger = logging.getLogger(__name__)
 
@@ -119,8 +120,9 @@ def run_once(
     Idempotent: only the caller that moves the row from pending to running runs
     ``body(row, progress)``, so a repeated task delivery does nothing; a row marked
     running whose runner died is marked failed. ``body`` marks the row succeeded itself
-    (in the transaction that writes its result). A DomainError fails the row with its
-    message (no raise); anything unexpected fails it and re-raises.
+    (in the transaction that writes its result); the files uploaded for it are then
+    removed. A DomainError fails the row with its message (no raise); anything
+    unexpected fails it and re-raises.
     """
     with runner_lock(kind.lock_class, run_id) as locked:
         row = kind.model.objects.filter(pk=run_id).first()
@@ -143,6 +145,9 @@ def run_once(
             run_fail(kind, run_id, f"unexpected error: {exc!r}")
             raise
         row.refresh_from_db()
+        # A failed run keeps its uploads for diagnosis (the prune removes them later).
+        if row.status == JobStatus.SUCCEEDED and run_uploads_remove(row):
+            row.refresh_from_db()
         return row
 
 

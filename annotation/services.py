@@ -26,6 +26,7 @@ from annotation.models import (
     Job,
     Modality,
     Split,
+    UploadState,
 )
 from annotation.runs import Progress
 from sampling.embeddings import (
@@ -275,5 +276,9 @@ def _remove(*paths: Path) -> None:
 
 
 def job_create(*, kind: str, params: dict, created_by=None) -> Job:
-    """A pending job row; ``annotation.jobs.job_run`` (or its Celery task) runs it."""
-    return Job.objects.create(kind=kind, params=params, created_by=created_by)
+    """A pending job row; ``annotation.jobs.job_run`` (or its Celery task) runs it. Its
+    params' stored uploads, if any, are removed when it ends (``annotation.upload_cleanup``)."""
+    job = Job(kind=kind, params=params, created_by=created_by)
+    job.upload_state = UploadState.STORED if job.upload_paths() else UploadState.NONE
+    job.save()
+    return job

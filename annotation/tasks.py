@@ -5,6 +5,7 @@ from celery import shared_task
 from annotation.errors import NotFound
 from annotation.jobs import job_run, jobs_fail_orphaned
 from annotation.queue import leases_release_expired, queue_counters_rebuild
+from annotation.upload_cleanup import uploads_prune
 
 logger = logging.getLogger(__name__)
 
@@ -47,3 +48,11 @@ def fail_orphaned_jobs() -> list[int]:
     """Beat: mark failed the running jobs whose worker died (pages and the API show them
     as stale meanwhile). Idempotent."""
     return jobs_fail_orphaned()
+
+
+@shared_task(acks_late=True)
+def prune_uploads() -> dict:
+    """Beat: remove the uploads of runs that succeeded or failed UPLOAD_KEEP_FAILED_DAYS
+    ago, and upload folders no run refers to. Idempotent."""
+    summary = uploads_prune()
+    return {"runs": summary.runs, "folders": summary.folders}

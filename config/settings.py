@@ -182,6 +182,31 @@ CELERY_BEAT_SCHEDULE: dict = {
     "sampling-fail-orphaned": {"task": "sampling.tasks.fail_orphaned_batches", "schedule": ORPHAN_CHECK_SECONDS},
 }
 
+
+# Uploads (API, admin forms, CLI copies) are bounded per kind, in bytes; a file over its
+# limit is refused while it streams in. The defaults fit COCO: its Karpathy JSON is
+# about 140 MB, its 616,767 caption embeddings of 1,024 float32 about 2.5 GB, and the
+# largest CxC pair list a few MB.
+def _bytes_setting(name: str, default: int) -> int:
+    value = env.int(name, default=default)
+    if value < 1:
+        raise ImproperlyConfigured(f"{name} must be a number of bytes, at least 1; got {value}")
+    return value
+
+
+UPLOAD_MAX_KARPATHY_BYTES = _bytes_setting("UPLOAD_MAX_KARPATHY_BYTES", 512 * 2**20)
+UPLOAD_MAX_EMBEDDINGS_BYTES = _bytes_setting("UPLOAD_MAX_EMBEDDINGS_BYTES", 4 * 2**30)
+UPLOAD_MAX_PAIRLIST_BYTES = _bytes_setting("UPLOAD_MAX_PAIRLIST_BYTES", 64 * 2**20)
+# A run's uploaded files go when it succeeds; a failed run's stay this many days for
+# diagnosis (0: until the next prune). The prune runs every UPLOAD_PRUNE_SECONDS.
+UPLOAD_KEEP_FAILED_DAYS = env.int("UPLOAD_KEEP_FAILED_DAYS", default=7)
+if UPLOAD_KEEP_FAILED_DAYS < 0:
+    raise ImproperlyConfigured(f"UPLOAD_KEEP_FAILED_DAYS must be 0 or more, got {UPLOAD_KEEP_FAILED_DAYS}")
+UPLOAD_PRUNE_SECONDS = env.int("UPLOAD_PRUNE_SECONDS", default=3600)
+if UPLOAD_PRUNE_SECONDS < 1:
+    raise ImproperlyConfigured(f"UPLOAD_PRUNE_SECONDS must be at least 1, got {UPLOAD_PRUNE_SECONDS}")
+CELERY_BEAT_SCHEDULE["uploads-prune"] = {"task": "annotation.tasks.prune_uploads", "schedule": UPLOAD_PRUNE_SECONDS}
+
 # Nearest-neighbour search for sampling, as JSON, e.g. {"kind": "hnsw", "exact_max": 50000}.
 # Keys and defaults: sampling.index.IndexConfig (exact search up to 20,000 items, then IVF).
 SAMPLING_INDEX = env.json("SAMPLING_INDEX", default={})

@@ -11,7 +11,8 @@ from django.utils.html import format_html, format_html_join
 from annotation.admin_runs import RunAdminMixin
 from annotation.errors import DomainError
 from annotation.models import EmbeddingSpace, JobStatus, Split
-from annotation.uploads import upload_store
+from annotation.upload_limits import limited_upload_view, upload_form_is_valid
+from annotation.uploads import PAIR_LIST, upload_store
 from sampling import selectors, strategies
 from sampling.batch_run import BATCH_RUNS
 from sampling.models import SamplingBatch
@@ -120,7 +121,11 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
     def get_urls(self):
         return [
             path("create/", self.admin_site.admin_view(self.create_view), name="sampling-batch-create"),
-            path("upload/", self.admin_site.admin_view(self.upload_view), name="sampling-batch-upload"),
+            path(
+                "upload/",
+                self.admin_site.admin_view(limited_upload_view(self.upload_view, {"file": PAIR_LIST})),
+                name="sampling-batch-upload",
+            ),
             *super().get_urls(),
         ]
 
@@ -227,10 +232,10 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
 
     def upload_view(self, request):
         form = PairListUploadForm(request.POST or None, request.FILES or None)
-        if request.method == "POST" and form.is_valid():
+        if request.method == "POST" and upload_form_is_valid(request, form):
             data = form.cleaned_data
             split = data["split"]
-            stored = upload_store(data["file"], suffix_hint=".csv")
+            stored = upload_store(data["file"], kind=PAIR_LIST, suffix_hint=".csv")
             batch = self._create(
                 request,
                 form,

@@ -4,13 +4,14 @@ from dataclasses import asdict
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import FormParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.apis.fields import StaleRunField
 from annotation.roles import IsAdmin
-from annotation.uploads import upload_store
+from annotation.upload_limits import LimitedMultiPartParser
+from annotation.uploads import PAIR_LIST, upload_store
 from sampling import selectors, strategies
 from sampling.batch_run import BATCH_RUNS
 from sampling.models import SamplingBatch
@@ -61,6 +62,8 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
             "error",
             "runner",
             "stale",
+            "upload_state",
+            "upload_removed_at",
             "upload_repeats",
             "cocaption_pairs",
             "created_at",
@@ -137,10 +140,12 @@ class SamplingBatchListApi(APIView):
 
 
 class SamplingBatchUploadApi(APIView):
-    """Create a batch from a CSV pair list shaped like the CxC files (started unless start=false)."""
+    """Create a batch from a CSV pair list shaped like the CxC files (started unless
+    start=false). A file over UPLOAD_MAX_PAIRLIST_BYTES is refused with 413."""
 
     permission_classes = [IsAdmin]
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [LimitedMultiPartParser, FormParser]
+    upload_kinds = {"file": PAIR_LIST}
 
     class InputSerializer(serializers.Serializer):
         dataset = serializers.CharField()
@@ -163,7 +168,7 @@ class SamplingBatchUploadApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        stored = upload_store(values["file"], suffix_hint=".csv")
+        stored = upload_store(values["file"], kind=PAIR_LIST, suffix_hint=".csv")
         batch = sampling_batch_create_from_upload(
             dataset_name=values["dataset"],
             split_name=values["split"],

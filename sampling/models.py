@@ -3,7 +3,8 @@
 from django.db import models
 from django.db.models import Q
 
-from annotation.models import BackgroundRun, Dataset, Split
+from annotation.models import BackgroundRun, Dataset, Split, upload_state_constraints
+from annotation.uploads import upload_is_stored
 
 
 class SamplingBatch(BackgroundRun):
@@ -60,8 +61,12 @@ class SamplingBatch(BackgroundRun):
             models.CheckConstraint(
                 condition=Q(progress_done__gte=0) & Q(progress_total__gte=0), name="batch_progress_nonnegative"
             ),
+            *upload_state_constraints("batch"),
         ]
         indexes = [models.Index(fields=["status"], name="batch_status_idx")]
+
+    def upload_paths(self) -> list[str]:
+        return [self.upload_path] if self.upload_path and upload_is_stored(self.upload_path) else []
 
     def __str__(self) -> str:
         return f"batch #{self.pk} {self.dataset.name}/{self.split.name} ({self.status})"

@@ -10,8 +10,9 @@ from pathlib import Path
 from django.db import transaction
 
 from annotation.errors import DomainError, NotFound
-from annotation.models import EmbeddingSpace, JobStatus, Pair
+from annotation.models import EmbeddingSpace, JobStatus, Pair, UploadState
 from annotation.pairs import pairs_set_priority
+from annotation.upload_cleanup import run_check_uploads_present
 from annotation.uploads import upload_discard
 from sampling import strategies
 from sampling.batch_run import dataset_writes_lock, sampling_batches_fail_orphaned, upload_specs
@@ -146,7 +147,7 @@ def _create_from_upload(*, dataset_name, split_name, path, ratings_per_pair, pri
     counts: dict[str, int] = {}
     for spec in specs:
         counts[spec.sampling_method] = counts.get(spec.sampling_method, 0) + 1
-    batch = SamplingBatch.objects.create(
+    batch = SamplingBatch(
         dataset=split.dataset,
         split=split,
         source=SamplingBatch.Source.UPLOADED,
@@ -157,6 +158,10 @@ def _create_from_upload(*, dataset_name, split_name, path, ratings_per_pair, pri
         upload_repeats=repeats,
         created_by=created_by,
     )
+    # A stored upload goes when the batch ends (annotation.upload_cleanup); a file a
+    # caller named in place is left alone.
+    batch.upload_state = UploadState.STORED if batch.upload_paths() else UploadState.NONE
+    batch.save()
     return sampling_batch_start(batch=batch) if start else batch
 
 
@@ -265,7 +270,8 @@ def sampling_batch_start(*, batch: SamplingBatch, enqueue: bool = True) -> Sampl
     counts as failed) and, with ``enqueue``, send its task when the current transaction
     commits; without, the caller runs it with ``sampling_batch_run``.
 
-    Raises BatchConflict for a batch that is running or already succeeded.
+    Raises BatchConflict for a batch that is running or already succeeded, UploadRemoved
+    for a failed uploaded batch whose pair list was pruned.
     """
     sampling_batches_fail_orphaned()
     batch.refresh_from_db()
@@ -274,7 +280,11 @@ def sampling_batch_start(*, batch: SamplingBatch, enqueue: bool = True) -> Sampl
     if batch.status == JobStatus.SUCCEEDED:
         total = sum(batch.pairs_per_method.values())
         raise BatchConflict(f"batch #{batch.pk} already succeeded with {total} pairs; create a new batch for more")
-    updated = SamplingBatch.objects.filter(pk=batch.pk, status=batch.status).update(
+    run_check_uploads_present(batch, "batch")
+    # The upload state is checked again in the UPDATE: a prune removing the list now
+    # either happens first (no update) or finds the batch pending and keeps the list.
+    rows = SamplingBatch.objects.filter(pk=batch.pk, status=batch.status).exclude(upload_state=UploadState.REMOVED)
+    updated = rows.update(
         status=JobStatus.PENDING,
         error="",
         progress_done=0,
@@ -284,6 +294,8 @@ def sampling_batch_start(*, batch: SamplingBatch, enqueue: bool = True) -> Sampl
         finished_at=None,
     )
     if not updated:
+        batch.refresh_from_db()
+        run_check_uploads_present(batch, "batch")
         raise BatchConflict(f"batch #{batch.pk} changed state meanwhile; look at it again")
     if enqueue:
         from sampling.tasks import run_sampling_batch

@@ -2,7 +2,7 @@
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import FormParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -11,7 +11,8 @@ from annotation.apis.jobs import JobSerializer
 from annotation.jobs import import_job_start
 from annotation.models import Job, Modality
 from annotation.roles import IsAdmin
-from annotation.uploads import upload_store
+from annotation.upload_limits import LimitedMultiPartParser
+from annotation.uploads import EMBEDDINGS, KARPATHY, upload_store, upload_store_all
 
 
 class DatasetSerializer(serializers.Serializer):
@@ -29,10 +30,12 @@ class DatasetListApi(APIView):
 
 
 class ImportKarpathyApi(APIView):
-    """Start a Karpathy JSON import as a background job (admins)."""
+    """Start a Karpathy JSON import as a background job (admins). A file over
+    UPLOAD_MAX_KARPATHY_BYTES is refused with 413."""
 
     permission_classes = [IsAdmin]
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [LimitedMultiPartParser, FormParser]
+    upload_kinds = {"file": KARPATHY}
 
     class ImportKarpathyInputSerializer(serializers.Serializer):
         file = serializers.FileField()
@@ -47,16 +50,18 @@ class ImportKarpathyApi(APIView):
         data = self.ImportKarpathyInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         params = {k: v for k, v in data.validated_data.items() if k != "file"}
-        params["path"] = upload_store(data.validated_data["file"], suffix_hint=".json")
+        params["path"] = upload_store(data.validated_data["file"], kind=KARPATHY, suffix_hint=".json")
         job = import_job_start(kind=Job.Kind.IMPORT_KARPATHY, params=params, created_by=request.user)
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 
 class ImportEmbeddingsApi(APIView):
-    """Start an embeddings import as a background job (admins)."""
+    """Start an embeddings import as a background job (admins). A file over
+    UPLOAD_MAX_EMBEDDINGS_BYTES is refused with 413."""
 
     permission_classes = [IsAdmin]
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [LimitedMultiPartParser, FormParser]
+    upload_kinds = {"vectors": EMBEDDINGS, "ids": EMBEDDINGS}
 
     class ImportEmbeddingsInputSerializer(serializers.Serializer):
         dataset = serializers.CharField()
@@ -76,8 +81,12 @@ class ImportEmbeddingsApi(APIView):
             "space": values["space"],
             "modality": values["modality"],
             "model_name": values["model_name"],
-            "vectors_path": upload_store(values["vectors"], suffix_hint=".npy"),
-            "ids_path": upload_store(values["ids"], suffix_hint=".txt"),
+            **upload_store_all(
+                {
+                    "vectors_path": (values["vectors"], EMBEDDINGS, ".npy"),
+                    "ids_path": (values["ids"], EMBEDDINGS, ".txt"),
+                }
+            ),
         }
         job = import_job_start(kind=Job.Kind.IMPORT_EMBEDDINGS, params=params, created_by=request.user)
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)

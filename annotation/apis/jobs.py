@@ -28,6 +28,8 @@ class JobSerializer(serializers.ModelSerializer):
             "progress_total",
             "progress_message",
             "stale",
+            "upload_state",
+            "upload_removed_at",
             "created_at",
             "started_at",
             "finished_at",

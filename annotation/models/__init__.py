@@ -21,7 +21,7 @@ from annotation.models.items import (
 )
 from annotation.models.pairs import Pair, Rating, RatingSlot, SlotState
 from annotation.models.queue import Flag, FlagReason, PairSkip, Qualification, QueueCounter
-from annotation.models.runs import BackgroundRun, Job, JobStatus
+from annotation.models.runs import BackgroundRun, Job, JobStatus, UploadState, upload_state_constraints
 
 __all__ = [
     "METHOD_KIND",
@@ -45,4 +45,6 @@ __all__ = [
     "SlotState",
     "Split",
     "TaskKind",
+    "UploadState",
+    "upload_state_constraints",
 ]

@@ -1,9 +1,11 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.errors import DomainError
 from annotation.jobs import job_run
 from annotation.management.commands._progress import print_progress
 from annotation.models import Job, JobStatus, Modality
 from annotation.services import job_create
+from annotation.uploads import EMBEDDINGS, upload_check_path
 
 
 class Command(BaseCommand):
@@ -18,6 +20,12 @@ class Command(BaseCommand):
         parser.add_argument("--model", default="", help="name of the encoder that made the vectors")
 
     def handle(self, *args, **options):
+        try:
+            # Read in place, but bounded like an upload: what the API refuses, this does.
+            for path in (options["vectors"], options["ids"]):
+                upload_check_path(path, kind=EMBEDDINGS)
+        except DomainError as exc:
+            raise CommandError(str(exc)) from exc
         job = job_create(
             kind=Job.Kind.IMPORT_EMBEDDINGS,
             params={

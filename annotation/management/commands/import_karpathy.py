@@ -1,9 +1,11 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.errors import DomainError
 from annotation.jobs import job_run
 from annotation.management.commands._progress import print_progress
 from annotation.models import Job, JobStatus
 from annotation.services import job_create
+from annotation.uploads import KARPATHY, upload_check_path
 
 
 class Command(BaseCommand):
@@ -23,6 +25,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        try:
+            # The file is read in place; the limit is an upload's all the same, so a file
+            # the API would refuse is refused here too (raise the setting to import it).
+            upload_check_path(options["file"], kind=KARPATHY)
+        except DomainError as exc:
+            raise CommandError(str(exc)) from exc
         job = job_create(
             kind=Job.Kind.IMPORT_KARPATHY,
             params={

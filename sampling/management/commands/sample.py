@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.errors import DomainError
 from annotation.management.commands._progress import print_progress
 from annotation.models import JobStatus
-from annotation.uploads import upload_store_path
+from annotation.uploads import PAIR_LIST, upload_store_path
 from sampling import selectors, strategies
 from sampling.batch_run import sampling_batch_is_stale, sampling_batch_run
 from sampling.models import SamplingBatch
@@ -92,7 +92,7 @@ class Command(BaseCommand):
             return sampling_batch_create_from_upload(
                 dataset_name=options["dataset"],
                 split_name=options["split"],
-                path=upload_store_path(options["upload"]),
+                path=upload_store_path(options["upload"], kind=PAIR_LIST),
                 ratings_per_pair=options["ratings_per_pair"],
                 priority=options["priority"],
                 repeats=options["repeats"],
