@@ -109,7 +109,7 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
     change_list_template = "admin/sampling/samplingbatch/change_list.html"
     # Settings that mean nothing for the other source of batch.
     SAMPLED_ONLY = ("k", "seed", "spaces", "cocaption_pairs")
-    UPLOADED_ONLY = ("upload_path", "upload_repeats")
+    UPLOADED_ONLY = ("upload_path", "upload_repeats", "upload_state", "upload_removed_at")
 
     def get_fields(self, request, obj=None):
         fields = super().get_fields(request, obj)

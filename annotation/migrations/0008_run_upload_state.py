@@ -3,6 +3,22 @@
 from django.conf import settings
 from django.db import migrations, models
 
+from annotation.uploads import upload_is_stored
+
+# The params of the job kinds that read input files (annotation.models.runs.JOB_UPLOAD_PARAMS).
+UPLOAD_PARAMS = {"import_karpathy": ("path",), "import_embeddings": ("vectors_path", "ids_path")}
+
+
+def mark_stored_uploads(apps, schema_editor):
+    """Jobs made before upload states existed and whose files are under DATA_DIR/uploads
+    are "stored", so the prune removes those files by the same rules as new jobs' (and
+    does not take them for folders no job refers to)."""
+    Job = apps.get_model("annotation", "Job")
+    for job in Job.objects.filter(kind__in=list(UPLOAD_PARAMS)).only("pk", "kind", "params").iterator():
+        paths = [job.params.get(key) for key in UPLOAD_PARAMS[job.kind]]
+        if any(path and upload_is_stored(path) for path in paths):
+            Job.objects.filter(pk=job.pk).update(upload_state="stored")
+
 
 class Migration(migrations.Migration):
     dependencies = [
@@ -48,4 +64,5 @@ class Migration(migrations.Migration):
                 name="job_upload_removed_at_iff_removed",
             ),
         ),
+        migrations.RunPython(mark_stored_uploads, migrations.RunPython.noop),
     ]

@@ -3,6 +3,18 @@
 from django.conf import settings
 from django.db import migrations, models
 
+from annotation.uploads import upload_is_stored
+
+
+def mark_stored_uploads(apps, schema_editor):
+    """Uploaded batches made before upload states existed whose list is under
+    DATA_DIR/uploads are "stored": the prune then removes it by the same rules as new
+    batches' (and does not take it for a folder no batch refers to)."""
+    SamplingBatch = apps.get_model("sampling", "SamplingBatch")
+    for batch in SamplingBatch.objects.exclude(upload_path="").only("pk", "upload_path").iterator():
+        if upload_is_stored(batch.upload_path):
+            SamplingBatch.objects.filter(pk=batch.pk).update(upload_state="stored")
+
 
 class Migration(migrations.Migration):
     dependencies = [
@@ -49,4 +61,5 @@ class Migration(migrations.Migration):
                 name="batch_upload_removed_at_iff_removed",
             ),
         ),
+        migrations.RunPython(mark_stored_uploads, migrations.RunPython.noop),
     ]

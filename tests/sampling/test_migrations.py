@@ -27,3 +27,44 @@ def test_existing_batches_keep_all_cocaption_pairs_and_refused_repeats():
     assert (fresh.cocaption_pairs, fresh.upload_repeats) == ("cycle", "merge")
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_jobs_and_batches_made_before_upload_states_count_their_stored_uploads(tmp_path):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from annotation.uploads import KARPATHY, PAIR_LIST, upload_store
+
+    before = [
+        ("annotation", "0007_pair_order_and_retirement"),
+        ("sampling", "0004_batch_upload_repeats_and_cocaption_pairs"),
+    ]
+    after = [("annotation", "0008_run_upload_state"), ("sampling", "0005_run_upload_state")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    Job = old.get_model("annotation", "Job")
+    stored = upload_store(SimpleUploadedFile("d.json", b"{}"), kind=KARPATHY)
+    jobs = [
+        Job.objects.create(kind="import_karpathy", params={"path": stored}),
+        Job.objects.create(kind="import_karpathy", params={"path": str(tmp_path / "mine.json")}),
+        Job.objects.create(kind="export_dataset", params={"out": str(tmp_path)}),
+    ]
+    dataset = old.get_model("annotation", "Dataset").objects.create(name="old", image_url_prefix="https://x/")
+    split = old.get_model("annotation", "Split").objects.create(dataset=dataset, name="val")
+    Batch = old.get_model("sampling", "SamplingBatch")
+    listed = upload_store(SimpleUploadedFile("sis.csv", b"image1,image2\n"), kind=PAIR_LIST)
+    batches = [
+        Batch.objects.create(dataset=dataset, split=split, methods={}, source="uploaded", upload_path=listed),
+        Batch.objects.create(dataset=dataset, split=split, methods={}, source="uploaded", upload_path="/elsewhere.csv"),
+        Batch.objects.create(dataset=dataset, split=split, methods={}),
+    ]
+    executor = MigrationExecutor(connection)
+    executor.migrate(after)
+    new = executor.loader.project_state(after).apps
+    states = new.get_model("annotation", "Job").objects.in_bulk([job.pk for job in jobs])
+    assert [states[job.pk].upload_state for job in jobs] == ["stored", "none", "none"]
+    states = new.get_model("sampling", "SamplingBatch").objects.in_bulk([batch.pk for batch in batches])
+    assert [states[batch.pk].upload_state for batch in batches] == ["stored", "none", "none"]
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())

@@ -12,9 +12,10 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotation.models import JobStatus, UploadState
+from annotation.models import Job, JobStatus, UploadState
+from annotation.services import job_create
 from annotation.upload_cleanup import uploads_prune
-from annotation.uploads import uploads_root
+from annotation.uploads import KARPATHY, upload_store, uploads_root
 from sampling.models import SamplingBatch
 from sampling.services import sampling_batch_start
 from tests.factories import UserFactory
@@ -154,3 +155,19 @@ def test_a_failed_batch_started_again_keeps_its_list_through_the_prune(
     batch.refresh_from_db()
     assert (batch.status, batch.upload_state) == (JobStatus.PENDING, UploadState.STORED)
     assert stored_names() == ["sis_val.csv"]
+
+
+def test_the_admin_pages_show_the_upload_state_of_a_batch_and_a_job(
+    client, admin_api, small, django_capture_on_commit_callbacks
+):
+    batch = failed_batch(admin_api, small, django_capture_on_commit_callbacks)
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    page = client.get(f"/admin/sampling/samplingbatch/{batch.pk}/change/").content.decode()
+    assert "stored under DATA_DIR/uploads" in page
+    uploads_prune(now=timezone.now() + timedelta(days=8))
+    page = client.get(f"/admin/sampling/samplingbatch/{batch.pk}/change/").content.decode()
+    assert "removed (the run succeeded, or failed UPLOAD_KEEP_FAILED_DAYS ago)" in page
+    stored = upload_store(SimpleUploadedFile("d.json", b"{}"), kind=KARPATHY)
+    job = job_create(kind=Job.Kind.IMPORT_KARPATHY, params={"path": stored, "name": "x"})
+    page = client.get(f"/admin/annotation/job/{job.pk}/change/").content.decode()
+    assert "Upload state" in page and "stored under DATA_DIR/uploads" in page
