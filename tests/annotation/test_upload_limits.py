@@ -203,3 +203,21 @@ def test_the_defaults_fit_coco():
     assert config_settings.UPLOAD_MAX_EMBEDDINGS_BYTES == 4 * 2**30 > caption_vectors_coco
     assert config_settings.UPLOAD_MAX_PAIRLIST_BYTES == 64 * 2**20
     assert config_settings.UPLOAD_KEEP_FAILED_DAYS == 7
+
+
+def test_a_browser_session_gets_the_same_413_from_the_csrf_checked_parse(settings, temp_dir):
+    # With a session, DRF's CSRF check reads the body first: the limit holds there too.
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(UserFactory(roles=["admin"]))
+    secret = "a" * 32
+    client.cookies[settings.CSRF_COOKIE_NAME] = secret
+    settings.UPLOAD_MAX_KARPATHY_BYTES = 10
+    response = client.post(
+        KARPATHY_URL,
+        {"file": SimpleUploadedFile("d.json", karpathy_bytes(1)), "name": "coco"},
+        format="multipart",
+        HTTP_X_CSRFTOKEN=secret,
+    )
+    assert response.status_code == 413
+    assert response.json()["code"] == "upload_too_large"
+    assert_nothing_left(temp_dir)
