@@ -8,6 +8,7 @@ from datetime import datetime
 
 from django.contrib.auth import authenticate
 from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.signals import user_logged_in
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -78,6 +79,9 @@ def token_issue(*, username: str, password: str, request) -> IssuedToken:
         # Expired tokens refuse sign-in anyway; their rows go when their owner comes back.
         AuthToken.objects.filter(user=user, expiry__lt=timezone.now()).delete()
         token, key = AuthToken.objects.create(user=user)
+        # A sign-in like the login page's: axes clears the failed attempts of this
+        # username and address (AXES_RESET_ON_SUCCESS), Django records last_login.
+        user_logged_in.send(sender=user.__class__, request=request, user=user)
     return IssuedToken(key=key, username=user.get_username(), roles=user_roles(user), expiry=token.expiry)
 
 

@@ -18,6 +18,8 @@ from django.contrib.auth.models import Group
 from django.db import connection
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from knox.auth import TokenAuthentication
 from knox.crypto import hash_token
 from knox.models import AuthToken
@@ -83,3 +85,14 @@ class RoleTokenAuthentication(TokenAuthentication):
         auth.user = user
         remember_roles(user, [row[-1] for row in rows if row[-1] in ROLES])
         return user, auth
+
+
+class RoleTokenScheme(OpenApiAuthenticationExtension):
+    """The OpenAPI security scheme: the same ``tokenAuth`` the schema had with DRF's
+    tokens, so clients generated from it keep their configuration."""
+
+    target_class = RoleTokenAuthentication
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        return build_bearer_security_scheme_object(header_name="Authorization", token_prefix="Token")

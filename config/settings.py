@@ -185,6 +185,8 @@ if _proxy_ssl_header and not _proxy_ssl_header.startswith("HTTP_"):
     )
 SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header, "https") if _proxy_ssl_header else None
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+if SECURE_HSTS_SECONDS < 0:
+    raise ImproperlyConfigured(f"SECURE_HSTS_SECONDS must be 0 (off) or more, got {SECURE_HSTS_SECONDS}")
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
@@ -293,5 +295,7 @@ LOGGING = {
         # faiss logs at INFO which CPU variant it tried ("Could not load library with
         # AVX512 support ..."): not an error, and not the user's concern.
         "faiss.loader": {"level": "WARNING"},
+        # axes announces its configuration at INFO in every process, manage.py commands too.
+        "axes.apps": {"level": "WARNING"},
     },
 }
