@@ -121,3 +121,24 @@ def test_admin_login_is_locked_out_too(client):
     page = login_attempt(client, RIGHT, path="/admin/login/", username="root")
     assert page.status_code == 429
     assert "Too many attempts" in page.content.decode()
+
+
+def test_behind_a_proxy_the_address_comes_from_the_named_header(settings, rita):
+    settings.CLIENT_IP_HEADER = "HTTP_X_FORWARDED_FOR"
+    settings.AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_ip"
+
+    def attempt(password: str, **headers):
+        return APIClient().post(
+            "/api/auth/token/",
+            {"username": "rita", "password": password},
+            format="json",
+            REMOTE_ADDR="10.9.9.9",
+            **headers,
+        )
+
+    # The proxy appends the address it saw; what the client put before it is ignored.
+    for number in range(LIMIT):
+        attempt("wrong guess", HTTP_X_FORWARDED_FOR=f"192.0.2.{number}, 203.0.113.5")
+    assert attempt(RIGHT, HTTP_X_FORWARDED_FOR="203.0.113.5").status_code == 429
+    assert attempt(RIGHT, HTTP_X_FORWARDED_FOR="203.0.113.6").status_code == 200
+    assert attempt(RIGHT).status_code == 400  # not through the proxy
