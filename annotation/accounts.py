@@ -1,14 +1,21 @@
-"""Rater and account services: API tokens and what a rater may be served."""
+"""Rater and account services: API tokens, passwords and what a rater may be served."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.contrib.auth import authenticate
+from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.signals import user_logged_in
+from django.core.exceptions import ValidationError
 from django.db import transaction
-from rest_framework.authtoken.models import Token
+from django.utils import timezone
+from knox.models import AuthToken
 
 from annotation.errors import DomainError
+from annotation.lockout import is_locked_out, lockout_remaining, whole_minutes
 from annotation.models import Qualification, TaskKind
 from annotation.queue.claim import qualified_kinds
 from annotation.queue.shapes import QueueInputError
@@ -22,33 +29,83 @@ class InvalidCredentials(DomainError):
     code = "invalid_credentials"
 
 
+class AccountLocked(DomainError):
+    """Too many wrong passwords for this username from this address: every attempt is
+    refused, the right password too, until the cool-off ends or an admin lifts it."""
+
+    code = "locked_out"
+    http_status = 429
+
+    def __init__(self, message: str, *, retry_after_seconds: int):
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+        self.headers = {"Retry-After": str(retry_after_seconds)}
+
+
+class WeakPassword(DomainError):
+    """A password Django's validators (AUTH_PASSWORD_VALIDATORS) refuse."""
+
+    code = "weak_password"
+
+
 @dataclass(frozen=True)
 class IssuedToken:
-    """An API token and who it signs in: ``roles`` as ``annotation.roles.user_roles``."""
+    """A new API token (the only time its key is known: the database keeps its digest)
+    and who it signs in: ``roles`` as ``annotation.roles.user_roles``."""
 
     key: str
     username: str
     roles: list[str]
+    expiry: datetime
 
 
-def token_issue(*, username: str, password: str, request=None) -> IssuedToken:
-    """The user's API token, created on first use; the same token on every later call
-    until it is revoked. ``request`` (the Django request, if any) goes to the
-    authentication backends. Raises InvalidCredentials when the credentials do not
-    authenticate an active user."""
+def token_issue(*, username: str, password: str, request) -> IssuedToken:
+    """A new API token for the user, valid for API_TOKEN_TTL_HOURS; earlier tokens stay
+    valid until they expire or are revoked. ``request`` is the Django request: the
+    lockout check (django-axes) counts attempts per username and address. Raises
+    AccountLocked while locked out (the right password included), InvalidCredentials
+    when the credentials do not authenticate an active user."""
     user = authenticate(request, username=username, password=password)
+    if is_locked_out(request):
+        remaining = lockout_remaining(request, username)
+        raise AccountLocked(
+            f"too many failed sign-ins for {username!r} from this address; try again in "
+            f"{whole_minutes(remaining)} minute(s) or ask an admin to lift the lockout",
+            retry_after_seconds=max(1, math.ceil(remaining.total_seconds())),
+        )
     if user is None:
         raise InvalidCredentials("wrong username or password, or the account is disabled")
     with transaction.atomic():
-        token, _ = Token.objects.get_or_create(user=user)
-    return IssuedToken(key=token.key, username=user.get_username(), roles=user_roles(user))
+        # Expired tokens refuse sign-in anyway; their rows go when their owner comes back.
+        AuthToken.objects.filter(user=user, expiry__lt=timezone.now()).delete()
+        token, key = AuthToken.objects.create(user=user)
+        # A sign-in like the login page's: axes clears the failed attempts of this
+        # username and address (AXES_RESET_ON_SUCCESS), Django records last_login.
+        user_logged_in.send(sender=user.__class__, request=request, user=user)
+    return IssuedToken(key=key, username=user.get_username(), roles=user_roles(user), expiry=token.expiry)
 
 
-def token_revoke(*, user) -> None:
-    """Delete the user's API token; requests with it are refused from now on. Revoking
-    when there is no token is harmless."""
+def token_revoke(*, token: AuthToken) -> None:
+    """Delete one API token; requests with it are refused from now on."""
     with transaction.atomic():
-        Token.objects.filter(user=user).delete()
+        AuthToken.objects.filter(pk=token.pk).delete()
+
+
+def tokens_revoke_all(*, user) -> int:
+    """Delete all the user's API tokens (a leaked token, a rater who leaves); returns how
+    many there were. Sessions in the browser are not affected."""
+    with transaction.atomic():
+        deleted, _ = AuthToken.objects.filter(user=user).delete()
+    return deleted
+
+
+def password_check(*, password: str, user=None) -> None:
+    """Raise WeakPassword naming every reason when AUTH_PASSWORD_VALIDATORS refuse
+    ``password`` (for ``user``, whose name and e-mail it must not resemble)."""
+    try:
+        validate_password(password, user=user)
+    except ValidationError as exc:
+        raise WeakPassword("password refused: " + " ".join(exc.messages)) from None
 
 
 def qualifications_set(*, rater, kinds: list[str]) -> list[str]:

@@ -1,23 +1,35 @@
 """API token authentication that learns the user's roles in the same query, so the role
 permission checks of a request (IsRater, IsAdmin ...) need no query of their own.
 
-Every API request authenticates, so this is one plain SQL statement (a join, one row
-per group of the user) read into model instances with ``Model.from_db``: building the
-equivalent ORM query costs more CPU than the query itself.
+Tokens are django-rest-knox's: the table keeps a token's first 15 characters (indexed)
+and the SHA-512 digest of the whole token, never the token itself. Every API request
+authenticates, so the lookup is one plain SQL statement (a join, one row per group of
+the user) read into model instances with ``Model.from_db``: building the equivalent ORM
+query costs more CPU than the query itself. Unlike knox's own TokenAuthentication, an
+expired token is refused without deleting it here (a write on the rating queue's hot
+path); ``token_issue`` tidies the owner's expired rows.
 """
 
 from functools import cache
+from hmac import compare_digest
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import connection
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
-from rest_framework.authentication import TokenAuthentication
-from rest_framework.authtoken.models import Token
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.plumbing import build_bearer_security_scheme_object
+from knox.auth import TokenAuthentication
+from knox.crypto import hash_token
+from knox.models import AuthToken
+from knox.settings import CONSTANTS
 from rest_framework.exceptions import AuthenticationFailed
 
 from annotation.roles import ROLES, remember_roles
 from annotation.sql import Statement, execute
+
+_TOKEN_FIELDS = ["digest", "token_key", "user_id", "created", "expiry"]
 
 
 @cache
@@ -30,31 +42,57 @@ def _statement() -> tuple[Statement, list[str]]:
     user_fk = user_model.groups.field.m2m_column_name()
     group_fk = user_model.groups.field.m2m_reverse_name()
     sql = (
-        f"SELECT t.{qn('key')}, t.{qn('created')}, {columns}, g.{qn('name')} "
-        f"FROM {qn(Token._meta.db_table)} t "
+        f"SELECT t.{qn('digest')}, t.{qn('created')}, t.{qn('expiry')}, "
+        f"(t.{qn('expiry')} IS NOT NULL AND t.{qn('expiry')} <= %(now)s), {columns}, g.{qn('name')} "
+        f"FROM {qn(AuthToken._meta.db_table)} t "
         f"JOIN {qn(user_model._meta.db_table)} u ON u.{qn(user_model._meta.pk.column)} = t.{qn('user_id')} "
         f"LEFT JOIN {qn(groups_through.db_table)} ug ON ug.{qn(user_fk)} = u.{qn(user_model._meta.pk.column)} "
         f"LEFT JOIN {qn(Group._meta.db_table)} g ON g.{qn('id')} = ug.{qn(group_fk)} "
-        f"WHERE t.{qn('key')} = %(key)s"
+        f"WHERE t.{qn('token_key')} = %(key)s"
     )
-    return Statement("auth_token_roles_v1", sql, (("key", "varchar"),)), user_fields
+    params = (("key", "varchar"), ("now", "timestamptz"))
+    return Statement("auth_knox_token_roles_v1", sql, params), user_fields
 
 
 class RoleTokenAuthentication(TokenAuthentication):
-    """``Authorization: Token <key>``, as DRF's TokenAuthentication, in one query."""
+    """``Authorization: Token <key>`` with a django-rest-knox token, in one query."""
 
-    def authenticate_credentials(self, key):
+    def authenticate_credentials(self, token):
+        if isinstance(token, bytes):
+            try:
+                token = token.decode("ascii")
+            except UnicodeDecodeError:
+                raise AuthenticationFailed(_("Invalid token.")) from None
         statement, user_fields = _statement()
+        prefix = token[: CONSTANTS.TOKEN_KEY_LENGTH]
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
         with connection.cursor() as cursor:
-            execute(cursor, statement, {"key": key})
+            execute(cursor, statement, {"key": prefix, "now": now})
             rows = cursor.fetchall()
+        digest = hash_token(token)
+        # Tokens sharing the prefix (improbable) each have their own rows; the digest,
+        # compared in constant time, picks the one that was presented.
+        rows = [row for row in rows if compare_digest(row[0], digest)]
         if not rows:
             raise AuthenticationFailed(_("Invalid token."))
-        token_key, created, *user_values = rows[0][:-1]
+        token_digest, created, expiry, expired, *user_values = rows[0][:-1]
+        if expired:
+            raise AuthenticationFailed("Token expired; POST /api/auth/token/ for a new one.")
         user = get_user_model().from_db(connection.alias, user_fields, user_values)
         if not user.is_active:
             raise AuthenticationFailed(_("User inactive or deleted."))
-        token = Token.from_db(connection.alias, ["key", "user_id", "created"], [token_key, user.pk, created])
-        token.user = user
+        auth = AuthToken.from_db(connection.alias, _TOKEN_FIELDS, [token_digest, prefix, user.pk, created, expiry])
+        auth.user = user
         remember_roles(user, [row[-1] for row in rows if row[-1] in ROLES])
-        return user, token
+        return user, auth
+
+
+class RoleTokenScheme(OpenApiAuthenticationExtension):
+    """The OpenAPI security scheme: the same ``tokenAuth`` the schema had with DRF's
+    tokens, so clients generated from it keep their configuration."""
+
+    target_class = RoleTokenAuthentication
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        return build_bearer_security_scheme_object(header_name="Authorization", token_prefix="Token")

@@ -6,6 +6,8 @@ class DomainError(Exception):
 
     code = "invalid"
     http_status = 400
+    # Extra response headers (e.g. Retry-After); set per instance by subclasses.
+    headers: dict[str, str] | None = None
 
 
 class DatasetImportError(DomainError):

@@ -4,6 +4,8 @@ from annotation.apis import accounts, datasets, exports, images, jobs, rating
 
 urlpatterns = [
     path("auth/token/", accounts.TokenApi.as_view(), name="auth-token"),
+    path("auth/tokens/", accounts.TokenSetApi.as_view(), name="auth-tokens"),
+    path("users/<str:username>/tokens/", accounts.UserTokensApi.as_view(), name="user-tokens"),
     path("datasets/", datasets.DatasetListApi.as_view(), name="dataset-list"),
     path("imports/karpathy/", datasets.ImportKarpathyApi.as_view(), name="import-karpathy"),
     path("imports/embeddings/", datasets.ImportEmbeddingsApi.as_view(), name="import-embeddings"),

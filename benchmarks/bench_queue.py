@@ -169,12 +169,19 @@ def fill(database: str, open_slots: int, n_raters: int) -> tuple[int, list[str]]
             "INSERT INTO annotation_qualification (rater_id, kind, granted_at) "
             "SELECT id, 'SIS', now() FROM auth_user WHERE username LIKE 'rater%%'"
         )
+        # django-rest-knox tokens, made server-side as knox makes them: 64 hex characters,
+        # the first 15 kept as the lookup key, the SHA-512 of the whole as the digest.
         cur.execute(
-            "INSERT INTO authtoken_token (key, user_id, created) "
-            "SELECT substr(md5(random()::text || id) || md5(id::text || random()::text), 1, 40), id, now() "
+            "CREATE TEMP TABLE bench_token AS SELECT id AS user_id, "
+            "md5(random()::text || id) || md5(id::text || random()::text) AS token "
             "FROM auth_user WHERE username LIKE 'rater%%'"
         )
-        cur.execute("SELECT key FROM authtoken_token ORDER BY user_id")
+        cur.execute(
+            "INSERT INTO knox_authtoken (digest, token_key, user_id, created, expiry) "
+            "SELECT encode(sha512(convert_to(token, 'UTF8')), 'hex'), substr(token, 1, 15), user_id, now(), "
+            "now() + interval '1 day' FROM bench_token"
+        )
+        cur.execute("SELECT token FROM bench_token ORDER BY user_id")
         tokens = [row[0] for row in cur.fetchall()]
     conn.autocommit = True
     with conn.cursor() as cur:

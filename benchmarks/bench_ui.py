@@ -92,7 +92,7 @@ def run_browser(base: str) -> tuple[list[float], dict[str, int]]:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto(f"{base}/login/?next=/rate/")
         page.fill("input[name=username]", "rater1")
-        page.fill("input[name=password]", "demo-rater")
+        page.fill("input[name=password]", "rater-demo-pass")
         page.click("button[type=submit]")
         page.wait_for_url(f"{base}/rate/")
         per_kind = [SUBMISSIONS // 3 + (1 if i < SUBMISSIONS % 3 else 0) for i in range(3)]

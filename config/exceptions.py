@@ -11,7 +11,7 @@ from annotation.errors import DomainError
 
 def api_exception_handler(exc, context):
     if isinstance(exc, DomainError):
-        return Response({"detail": str(exc), "code": exc.code}, status=exc.http_status)
+        return Response({"detail": str(exc), "code": exc.code}, status=exc.http_status, headers=exc.headers)
     response = exception_handler(exc, context)
     if response is not None and isinstance(response.data, dict) and "detail" not in response.data:
         response.data = {"detail": _flatten(response.data), "errors": response.data}

@@ -10,6 +10,7 @@ Two run modes, chosen explicitly:
   database or broker fails the request or the start-up check loudly.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -58,7 +59,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
+    "axes",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "annotation",
@@ -75,6 +77,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: it turns a request flagged as locked out into the
+    # lockout answer (AXES_LOCKOUT_CALLABLE below).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -120,8 +125,72 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# Password guessing (django-axes, attempts in the database in both run modes). The axes
+# backend comes first so a locked-out attempt is refused before the password is checked,
+# the right password included.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=10)
+if AXES_FAILURE_LIMIT < 1:
+    raise ImproperlyConfigured(f"AXES_FAILURE_LIMIT must be at least 1, got {AXES_FAILURE_LIMIT}")
+AXES_COOLOFF_MINUTES = env.int("AXES_COOLOFF_MINUTES", default=15)
+if AXES_COOLOFF_MINUTES < 1:
+    raise ImproperlyConfigured(f"AXES_COOLOFF_MINUTES must be at least 1, got {AXES_COOLOFF_MINUTES}")
+AXES_COOLOFF_TIME = timedelta(minutes=AXES_COOLOFF_MINUTES)
+# Per username and address together: guesses at someone's password from one address
+# lock out that address for that account only, so nobody can lock all raters out.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# A locked-out attempt does not restart the cool-off, so "try again in N minutes" holds.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "frontend.lockout.lockout_response"
+# Behind a reverse proxy every request comes from the proxy's address: name the header
+# in which the proxy passes the client's address (e.g. HTTP_X_REAL_IP).
+CLIENT_IP_HEADER = env.str("CLIENT_IP_HEADER", default="")
+if CLIENT_IP_HEADER:
+    if not CLIENT_IP_HEADER.startswith("HTTP_"):
+        raise ImproperlyConfigured(
+            f"CLIENT_IP_HEADER names a request.META key such as HTTP_X_REAL_IP, got {CLIENT_IP_HEADER!r}"
+        )
+    AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_ip"
+
+# API tokens (django-rest-knox): stored as SHA-512 digests, each with its expiry.
+API_TOKEN_TTL_HOURS = env.int("API_TOKEN_TTL_HOURS", default=30 * 24)
+if API_TOKEN_TTL_HOURS < 1:
+    raise ImproperlyConfigured(f"API_TOKEN_TTL_HOURS must be at least 1, got {API_TOKEN_TTL_HOURS}")
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(hours=API_TOKEN_TTL_HOURS),
+    "AUTH_HEADER_PREFIX": "Token",
+    # A fixed expiry: renewing on use would write a row on the rating queue's hot path.
+    "AUTO_REFRESH": False,
+}
+
+# HTTPS (see "Production" in the README). The defaults keep local http working; behind
+# a TLS-terminating proxy set SECURE_PROXY_SSL_HEADER to the header it sets, e.g.
+# HTTP_X_FORWARDED_PROTO (the value "https" marks a secure request).
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+_proxy_ssl_header = env.str("SECURE_PROXY_SSL_HEADER", default="")
+if _proxy_ssl_header and not _proxy_ssl_header.startswith("HTTP_"):
+    raise ImproperlyConfigured(
+        f"SECURE_PROXY_SSL_HEADER names a request.META key such as HTTP_X_FORWARDED_PROTO, got {_proxy_ssl_header!r}"
+    )
+SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header, "https") if _proxy_ssl_header else None
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+if SECURE_HSTS_SECONDS < 0:
+    raise ImproperlyConfigured(f"SECURE_HSTS_SECONDS must be 0 (off) or more, got {SECURE_HSTS_SECONDS}")
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -251,5 +320,7 @@ LOGGING = {
         # faiss logs at INFO which CPU variant it tried ("Could not load library with
         # AVX512 support ..."): not an error, and not the user's concern.
         "faiss.loader": {"level": "WARNING"},
+        # axes announces its configuration at INFO in every process, manage.py commands too.
+        "axes.apps": {"level": "WARNING"},
     },
 }

@@ -1,18 +1,31 @@
 """Accounts: API tokens."""
 
 from drf_spectacular.utils import extend_schema
+from knox.models import AuthToken
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.accounts import InvalidCredentials, token_issue, token_revoke
+from annotation import selectors
+from annotation.accounts import InvalidCredentials, token_issue, token_revoke, tokens_revoke_all
+from annotation.errors import DomainError
+from annotation.roles import IsAdmin
+
+
+class NotATokenRequest(DomainError):
+    code = "not_token_authenticated"
+
+
+class RevokedSerializer(serializers.Serializer):
+    revoked = serializers.IntegerField(help_text="How many API tokens were deleted.")
 
 
 class TokenApi(APIView):
-    """API tokens: POST username + password for your token (created on first use);
-    DELETE (authenticated with the token) revokes it. The browser uses session login."""
+    """API tokens: POST username + password for a new token (its key is shown only in
+    this answer; it expires after API_TOKEN_TTL_HOURS); DELETE, authenticated with a
+    token, revokes that token. The browser uses session login."""
 
     class TokenInputSerializer(serializers.Serializer):
         username = serializers.CharField()
@@ -20,6 +33,7 @@ class TokenApi(APIView):
 
     class TokenOutputSerializer(serializers.Serializer):
         token = serializers.CharField(source="key")
+        expiry = serializers.DateTimeField(help_text="When the token stops working.")
         username = serializers.CharField()
         roles = serializers.ListField(
             child=serializers.CharField(), help_text="Your roles; staff and superusers are admins."
@@ -47,5 +61,28 @@ class TokenApi(APIView):
 
     @extend_schema(request=None, responses={204: None})
     def delete(self, request):
-        token_revoke(user=request.user)
+        if not isinstance(request.auth, AuthToken):
+            raise NotATokenRequest(
+                "DELETE /api/auth/token/ revokes the token this request is authenticated with, and it used "
+                "none (a browser session); DELETE /api/auth/tokens/ revokes all your tokens"
+            )
+        token_revoke(token=request.auth)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TokenSetApi(APIView):
+    """DELETE revokes all your API tokens (with a token or a browser session)."""
+
+    @extend_schema(request=None, responses={200: RevokedSerializer})
+    def delete(self, request):
+        return Response({"revoked": tokens_revoke_all(user=request.user)})
+
+
+class UserTokensApi(APIView):
+    """DELETE revokes all API tokens of the named user (admins)."""
+
+    permission_classes = [IsAdmin]
+
+    @extend_schema(request=None, responses={200: RevokedSerializer})
+    def delete(self, request, username: str):
+        return Response({"revoked": tokens_revoke_all(user=selectors.user_get(username=username))})

@@ -257,7 +257,7 @@ def test_openapi_schema_lists_the_rater_api_without_warnings(split):
 
 
 EMBEDDED_SCRIPT = """
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 from annotation.models import Rating
 from tests.annotation.queue_support import queue_pairs, submit_kwargs
@@ -266,7 +266,7 @@ from tests.factories import SplitFactory, UserFactory
 split = SplitFactory()
 queue_pairs(split=split, n_pairs=2, ratings_per_pair=1)
 users = [UserFactory(roles=["rater"], qualified_for=["SIS"]) for _ in range(3)]
-clients = [APIClient(HTTP_AUTHORIZATION="Token " + Token.objects.create(user=u).key) for u in users]
+clients = [APIClient(HTTP_AUTHORIZATION="Token " + AuthToken.objects.create(user=u)[1]) for u in users]
 base = "/api/rate/" + split.dataset.name
 slots = []
 for client in clients[:2]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
+from django.http import HttpRequest
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from annotation.authentication import RoleTokenAuthentication
@@ -27,8 +28,10 @@ def test_token_obtain_use_and_revoke(split):
     assert response.status_code == 200
     assert response.json()["roles"] == ["rater"]
     token = response.json()["token"]
+    # The key is shown once; a second request gets a second token, both valid.
     again = anonymous.post("/api/auth/token/", {"username": "rita", "password": "pw-for-tests"}, format="json")
-    assert again.json()["token"] == token
+    assert again.json()["token"] != token
+    assert AuthToken.objects.filter(user__username="rita").count() == 2
 
     with_token = APIClient(HTTP_AUTHORIZATION=f"Token {token}")
     assert api_claim(with_token, split.dataset).status_code == 200
@@ -57,13 +60,13 @@ def test_token_lists_the_roles_staff_and_superusers_have_as_admins(split):
 
 def test_token_authentication_knows_the_roles_without_another_query(split, django_assert_num_queries):
     user = UserFactory(roles=["rater", "researcher"], qualified_for=["SIS"])
-    token = Token.objects.create(user=user)
+    token, key = AuthToken.objects.create(user=user)
     with django_assert_num_queries(1):
-        authenticated, auth = RoleTokenAuthentication().authenticate_credentials(token.key)
-    assert (authenticated.pk, authenticated.username, auth.key, auth.user_id) == (
+        authenticated, auth = RoleTokenAuthentication().authenticate_credentials(key.encode())
+    assert (authenticated.pk, authenticated.username, auth.digest, auth.user_id) == (
         user.pk,
         user.username,
-        token.key,
+        token.digest,
         user.pk,
     )
     with django_assert_num_queries(0):
@@ -71,24 +74,25 @@ def test_token_authentication_knows_the_roles_without_another_query(split, djang
         assert has_role(authenticated, "researcher")
         assert not has_role(authenticated, "admin")
     plain = UserFactory()
-    plain_user, _ = RoleTokenAuthentication().authenticate_credentials(Token.objects.create(user=plain).key)
+    plain_user, _ = RoleTokenAuthentication().authenticate_credentials(AuthToken.objects.create(user=plain)[1].encode())
     with django_assert_num_queries(0):
         assert not has_role(plain_user, "rater")
 
 
 def test_inactive_users_tokens_are_refused(split):
     user = UserFactory(roles=["rater"], qualified_for=["SIS"])
-    token = Token.objects.create(user=user)
+    _, key = AuthToken.objects.create(user=user)
     user.is_active = False
     user.save()
-    response = api_claim(APIClient(HTTP_AUTHORIZATION=f"Token {token.key}"), split.dataset)
+    response = api_claim(APIClient(HTTP_AUTHORIZATION=f"Token {key}"), split.dataset)
     assert (response.status_code, response.json()["detail"]) == (401, "User inactive or deleted.")
 
 
 def test_session_login_needs_csrf_like_any_browser_form(split):
     UserFactory(username="sam", roles=["rater"], qualified_for=["SIS"])
     browser = APIClient(enforce_csrf_checks=True)
-    assert browser.login(username="sam", password="pw-for-tests")
+    # django-axes counts sign-ins per address, so authenticate() needs a request.
+    assert browser.login(request=HttpRequest(), username="sam", password="pw-for-tests")
     assert api_claim(browser, split.dataset).status_code == 403
     browser.get("/login/")
     csrf = browser.cookies["csrftoken"].value

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from annotation.models import Pair, QueueCounter, Rating, RatingSlot, SlotState
 from tests.annotation.queue_support import queue_pairs
@@ -214,7 +214,7 @@ def test_fifty_five_raters_rate_a_thousand_pairs_to_completion(fast_passwords, s
     dataset = split.dataset
     _, pairs = queue_pairs(split=split, n_pairs=N_PAIRS, ratings_per_pair=RATINGS_PER_PAIR)
     raters = [UserFactory(roles=["rater"], qualified_for=["SIS"]) for _ in range(STEADY_RATERS + WALKAWAY_RATERS)]
-    tokens = {user.id: Token.objects.create(user=user).key for user in raters}
+    tokens = {user.id: AuthToken.objects.create(user=user)[1] for user in raters}
 
     port, log = server
     tally = Tally()

@@ -22,7 +22,7 @@ KIND_NAMES = {
 }
 
 
-def log_in(page, live_server, username="rater1", password="demo-rater", next_path="/rate/"):
+def log_in(page, live_server, username="rater1", password="rater-demo-pass", next_path="/rate/"):
     page.goto(f"{live_server.url}/login/?next={next_path}")
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", password)

@@ -8,6 +8,7 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from annotation.accounts import WeakPassword, password_check
 from annotation.models import Dataset, Qualification, TaskKind
 from annotation.roles import ADMIN, RATER, RESEARCHER
 from annotation.services import dataset_import_karpathy, embedding_space_import
@@ -22,14 +23,15 @@ DEMO_SPACES = (
     ("efficientnet_lite0", "image", "efficientnet-lite0 pooled features (1280-d)"),
 )
 # Demo-only passwords, printed on every start; load_demo refuses services mode without --force.
+# They pass AUTH_PASSWORD_VALIDATORS like any other password (checked when set).
 DEMO_ACCOUNTS = (
-    ("admin", "demo-admin", ADMIN),
-    ("rater1", "demo-rater", RATER),
-    ("rater2", "demo-rater", RATER),
-    ("rater3", "demo-rater", RATER),
-    ("rater4", "demo-rater", RATER),
-    ("rater5", "demo-rater", RATER),
-    ("researcher", "demo-researcher", RESEARCHER),
+    ("admin", "admin-demo-pass", ADMIN),
+    ("rater1", "rater-demo-pass", RATER),
+    ("rater2", "rater-demo-pass", RATER),
+    ("rater3", "rater-demo-pass", RATER),
+    ("rater4", "rater-demo-pass", RATER),
+    ("rater5", "rater-demo-pass", RATER),
+    ("researcher", "researcher-demo-pass", RESEARCHER),
 )
 
 # Worked examples: (kind, (image, caption number) or image number per side, reference score,
@@ -114,8 +116,15 @@ class Command(BaseCommand):
         for username, password, role in DEMO_ACCOUNTS:
             user, created = users.objects.get_or_create(username=username)
             if created:
-                user.set_password(password)
                 user.is_staff = user.is_superuser = role == ADMIN
+            # Also for an existing account (a demo database from before the passwords
+            # changed): the accounts printed below must be the ones that work.
+            if created or not user.check_password(password):
+                try:
+                    password_check(password=password, user=user)
+                except WeakPassword as exc:
+                    raise CommandError(f"demo account {username}: {exc}") from None
+                user.set_password(password)
                 user.save()
             user.groups.add(Group.objects.get_or_create(name=role)[0])
             if role == RATER:
