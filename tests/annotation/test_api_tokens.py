@@ -124,7 +124,7 @@ def test_admins_revoke_tokens_in_the_user_admin(admin_client):
 
 def test_plain_drf_tokens_are_migrated_to_digests_and_keep_working(split, settings):
     user = UserFactory(username="rita", roles=["rater"], qualified_for=["SIS"])
-    migration = importlib.import_module("annotation.migrations.0008_api_tokens_hashed")
+    migration = importlib.import_module("annotation.migrations.0009_api_tokens_hashed")
     plain_key = "0123456789abcdef0123456789abcdef01234567"  # DRF's shape: 40 hex characters
     with connection.cursor() as cursor:
         cursor.execute("CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, created timestamp, user_id integer)")

@@ -39,7 +39,7 @@ def copy_plain_tokens(apps, schema_editor) -> int:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0007_pair_order_and_retirement"),
+        ("annotation", "0008_run_upload_state"),
         ("knox", "0009_extend_authtoken_field"),
     ]
 
