@@ -1,7 +1,8 @@
 """API tokens move from DRF's authtoken table (plain keys, no expiry) to django-rest-knox
 (SHA-512 digests, an expiry). Existing keys keep working, so scripts need no change,
 until they expire API_TOKEN_TTL_HOURS after this migration; then the plain-key table is
-dropped. Not reversible: the plain keys are gone."""
+dropped. Going back leaves the hashed tokens in place and no plain table: the plain
+keys cannot be recovered from their digests."""
 
 from django.conf import settings
 from django.db import migrations
@@ -43,4 +44,4 @@ class Migration(migrations.Migration):
         ("knox", "0009_extend_authtoken_field"),
     ]
 
-    operations = [migrations.RunPython(copy_plain_tokens)]
+    operations = [migrations.RunPython(copy_plain_tokens, reverse_code=migrations.RunPython.noop)]
