@@ -198,7 +198,7 @@ def _caption(sentence, where: str, caption_prefix: str, limits: FieldLimits | No
     raw = _field(sentence, "raw", str, where)
     if limits is not None and len(raw) > limits.caption_chars:
         raise KarpathyError(
-            f"{where}.raw: {len(raw):,} characters, more than UPLOAD_MAX_CAPTION_CHARS={limits.caption_chars:,}"
+            f"{where}.raw: {len(raw):,} characters, more than UPLOAD_MAX_CAPTION_CHARS={limits.caption_chars}"
         )
     problem = nul_problem(raw)
     if problem:
@@ -234,7 +234,7 @@ def _text(entry: dict, name: str, where: str, max_chars: int | None) -> str:
 def _check_text(value: str, name: str, where: str, max_chars: int | None) -> None:
     if max_chars is not None and len(value) > max_chars:
         setting = "UPLOAD_MAX_FILENAME_CHARS=" if name in ("filename", "filepath") else "the column's limit of "
-        raise KarpathyError(f"{where}.{name}: {len(value):,} characters, more than {setting}{max_chars:,}")
+        raise KarpathyError(f"{where}.{name}: {len(value):,} characters, more than {setting}{max_chars}")
     problem = nul_problem(value)
     if problem:
         raise KarpathyError(f"{where}: field {name!r} {problem}")
