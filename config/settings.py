@@ -227,6 +227,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # <id:...> (config/converters.py): a whole number of at most 64 bits.
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "format": "int64", "minimum": 0, "maximum": 2**63 - 1}},
     "ENUM_NAME_OVERRIDES": {
         "TaskKindEnum": "annotation.models.TaskKind",
         "FlagReasonEnum": "annotation.models.FlagReason",

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from annotation.models import Caption, Dataset, EmbeddingSpace, Job, JobStatus
 from tests.annotation.test_karpathy import image_entry
-from tests.factories import ImageFactory, SplitFactory, UserFactory
+from tests.factories import DatasetFactory, ImageFactory, SplitFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -203,3 +203,26 @@ def test_an_uploaded_file_name_too_long_to_store_is_a_400(admin_client, settings
     assert response.status_code == 400, response.content
     assert message in response.json()["detail"]
     assert Job.objects.count() == 0
+
+
+def test_admin_form_with_a_file_name_too_long_to_store_shows_the_error(client, settings):
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    settings.UPLOAD_MAX_FILENAME_CHARS = 20
+    vectors = io.BytesIO()
+    np.save(vectors, np.ones((1, 4)))
+    DatasetFactory(name="coco")
+    response = client.post(
+        "/admin/annotation/dataset/import-embeddings/",
+        {
+            "dataset": Dataset.objects.get().pk,
+            "space": "s",
+            "modality": "image",
+            "vectors": SimpleUploadedFile("v.npy", vectors.getvalue()),
+            "ids": SimpleUploadedFile("image_ids_" + "x" * 20 + ".txt", b"a\n"),
+        },
+    )
+    assert response.status_code == 200
+    assert "is 34 characters (34 bytes); the limit is UPLOAD_MAX_FILENAME_CHARS=20" in response.content.decode()
+    assert Job.objects.count() == 0
+    uploads = settings.DATA_DIR / "uploads"
+    assert not uploads.exists() or not any(uploads.iterdir()), "the vectors stored first are removed"

@@ -269,6 +269,9 @@ def test_openapi_schema_lists_the_rater_api_without_warnings(split):
     }
     assert submit_body["properties"]["score"]["maximum"] == 5
     assert "items" in schema["components"]["schemas"]["Assignment"]["properties"]
+    submit_params = schema["paths"]["/api/rate/{dataset}/slots/{slot_id}/submit/"]["post"]["parameters"]
+    [slot_param] = [param for param in submit_params if param["name"] == "slot_id"]
+    assert slot_param["schema"] == {"type": "integer", "format": "int64", "minimum": 0, "maximum": 2**63 - 1}
     served = client_for(UserFactory()).get("/api/schema/", {"format": "json"})
     assert served.status_code == 200
 
