@@ -9,10 +9,11 @@ from django.urls import path, reverse
 from annotation.admin_accounts import AccountUserAdmin  # noqa: F401 (registers)
 from annotation.admin_pairs import FlagAdmin, PairAdmin, RatingAdmin, RatingSlotAdmin  # noqa: F401 (registers)
 from annotation.admin_runs import RunAdminMixin
+from annotation.errors import DomainError
 from annotation.jobs import JOB_RUNS, import_job_start
 from annotation.models import Caption, Dataset, EmbeddingSpace, Image, Job, Modality, Qualification, Split
 from annotation.upload_limits import limited_upload_view, upload_form_is_valid
-from annotation.uploads import EMBEDDINGS, KARPATHY, upload_store, upload_store_all
+from annotation.uploads import EMBEDDINGS, KARPATHY, UploadKind, upload_discard, upload_store
 
 
 class KarpathyImportForm(forms.Form):
@@ -39,6 +40,24 @@ def _start_job(request, kind: str, params: dict) -> Job:
     job = import_job_start(kind=kind, params=params, created_by=request.user)
     messages.info(request, f"Started job #{job.id}; its progress shows on the jobs list.")
     return job
+
+
+def _store_uploads(form, params: dict, files: dict[str, tuple[str, UploadKind, str]]) -> bool:
+    """Store the form's files, their paths into ``params`` (param -> (form field, upload
+    kind, suffix)), all or none. A file that cannot be stored (too large, its name too
+    long) becomes an error on its field, and the files stored before it are removed:
+    False then."""
+    stored: list[str] = []
+    for param, (field, kind, suffix) in files.items():
+        try:
+            params[param] = upload_store(form.cleaned_data[field], kind=kind, suffix_hint=suffix)
+        except DomainError as exc:
+            for path in stored:
+                upload_discard(path)
+            form.add_error(field, str(exc))
+            return False
+        stored.append(params[param])
+    return True
 
 
 @admin.register(Dataset)
@@ -68,42 +87,32 @@ class DatasetAdmin(admin.ModelAdmin):
         form = KarpathyImportForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and upload_form_is_valid(request, form):
             data = form.cleaned_data
-            _start_job(
-                request,
-                Job.Kind.IMPORT_KARPATHY,
-                {
-                    "path": upload_store(data["file"], kind=KARPATHY, suffix_hint=".json"),
-                    "name": data["name"],
-                    "images_root": data["images_root"],
-                    "image_url_prefix": data["image_url_prefix"],
-                    "splits": [s.strip() for s in data["splits"].split(",") if s.strip()],
-                    "key_prefix": data["key_prefix"],
-                },
-            )
-            return redirect(reverse("admin:annotation_job_changelist"))
+            params = {
+                "name": data["name"],
+                "images_root": data["images_root"],
+                "image_url_prefix": data["image_url_prefix"],
+                "splits": [s.strip() for s in data["splits"].split(",") if s.strip()],
+                "key_prefix": data["key_prefix"],
+            }
+            if _store_uploads(form, params, {"path": ("file", KARPATHY, ".json")}):
+                _start_job(request, Job.Kind.IMPORT_KARPATHY, params)
+                return redirect(reverse("admin:annotation_job_changelist"))
         return self._form_page(request, form, "Import Karpathy JSON")
 
     def import_embeddings(self, request):
         form = EmbeddingImportForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and upload_form_is_valid(request, form):
             data = form.cleaned_data
-            _start_job(
-                request,
-                Job.Kind.IMPORT_EMBEDDINGS,
-                {
-                    "dataset": data["dataset"].name,
-                    "space": data["space"],
-                    "modality": data["modality"],
-                    "model_name": data["model_name"],
-                    **upload_store_all(
-                        {
-                            "vectors_path": (data["vectors"], EMBEDDINGS, ".npy"),
-                            "ids_path": (data["ids"], EMBEDDINGS, ".txt"),
-                        }
-                    ),
-                },
-            )
-            return redirect(reverse("admin:annotation_job_changelist"))
+            params = {
+                "dataset": data["dataset"].name,
+                "space": data["space"],
+                "modality": data["modality"],
+                "model_name": data["model_name"],
+            }
+            files = {"vectors_path": ("vectors", EMBEDDINGS, ".npy"), "ids_path": ("ids", EMBEDDINGS, ".txt")}
+            if _store_uploads(form, params, files):
+                _start_job(request, Job.Kind.IMPORT_EMBEDDINGS, params)
+                return redirect(reverse("admin:annotation_job_changelist"))
         return self._form_page(request, form, "Import embeddings")
 
     def _form_page(self, request, form, title):

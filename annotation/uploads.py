@@ -76,9 +76,11 @@ def upload_is_stored(path: str | Path) -> bool:
 def upload_store(uploaded_file, *, kind: UploadKind, suffix_hint: str = "") -> str:
     """Store a file sent with a request (admin form, API). Returns its stored path.
 
-    Raises UploadTooLarge for a file over the kind's limit; nothing is left behind then
-    (nor after any other error while writing)."""
+    Raises UploadTooLarge for a file over the kind's limit, DomainError for a file name
+    longer than UPLOAD_MAX_FILENAME_CHARS; nothing is left behind then (nor after any
+    other error while writing)."""
     name = Path(uploaded_file.name or f"upload{suffix_hint}").name
+    _check_file_name(name)
     if uploaded_file.size is not None and uploaded_file.size > kind.limit:
         raise kind.refusal(name, uploaded_file.size)
     folder = _new_folder()
@@ -97,6 +99,17 @@ def upload_store(uploaded_file, *, kind: UploadKind, suffix_hint: str = "") -> s
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return str(target)
+
+
+def _check_file_name(name: str) -> None:
+    # Django cuts uploaded names to 255 characters, but file systems count bytes: 255
+    # characters outside ASCII do not fit, and writing the file answered a 500.
+    limit = settings.UPLOAD_MAX_FILENAME_CHARS
+    if len(name) > limit or len(name.encode()) > 255:
+        raise DomainError(
+            f"uploaded file name {name[:40]!r}... is {len(name):,} characters ({len(name.encode()):,} bytes); "
+            f"the limit is UPLOAD_MAX_FILENAME_CHARS={limit} characters and 255 bytes"
+        )
 
 
 def _write_bounded(uploaded_file, target: Path, *, kind: UploadKind, name: str) -> None:
