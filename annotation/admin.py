@@ -9,7 +9,18 @@ from django.urls import path, reverse
 from annotation.admin_pairs import FlagAdmin, PairAdmin, RatingAdmin, RatingSlotAdmin  # noqa: F401 (registers)
 from annotation.admin_runs import RunAdminMixin
 from annotation.jobs import JOB_RUNS, import_job_start
-from annotation.models import Caption, Dataset, EmbeddingSpace, Image, Job, Modality, Qualification, Split
+from annotation.models import (
+    Caption,
+    Dataset,
+    EmbeddingSpace,
+    Image,
+    Job,
+    Modality,
+    Qualification,
+    SpeedFloor,
+    Split,
+    TaskKind,
+)
 from annotation.uploads import upload_store
 
 
@@ -39,9 +50,19 @@ def _start_job(request, kind: str, params: dict) -> Job:
     return job
 
 
+class SpeedFloorInline(admin.TabularInline):
+    """The campaign dashboard's speed floor per kind; a kind without a row uses the default."""
+
+    model = SpeedFloor
+    extra = 0
+    max_num = len(TaskKind.values)
+    verbose_name = "speed floor (dashboard)"
+
+
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
     list_display = ["name", "images_root", "image_url_prefix", "created_at"]
+    inlines = [SpeedFloorInline]
     search_fields = ["name"]
     change_list_template = "admin/annotation/dataset/change_list.html"
 

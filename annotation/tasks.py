@@ -2,8 +2,10 @@ import logging
 
 from celery import shared_task
 
+from annotation.dashboard.services import campaign_refresh_all, campaign_snapshot_refresh
 from annotation.errors import NotFound
 from annotation.jobs import job_run, jobs_fail_orphaned
+from annotation.models import Dataset
 from annotation.queue import leases_release_expired, queue_counters_rebuild
 
 logger = logging.getLogger(__name__)
@@ -47,3 +49,20 @@ def fail_orphaned_jobs() -> list[int]:
     """Beat: mark failed the running jobs whose worker died (pages and the API show them
     as stale meanwhile). Idempotent."""
     return jobs_fail_orphaned()
+
+
+@shared_task(acks_late=True)
+def refresh_campaign_snapshot(dataset_id: int) -> None:
+    """Compute a dataset's dashboard snapshot by id. Idempotent: a repeat stores a newer
+    snapshot of the same numbers."""
+    dataset = Dataset.objects.filter(pk=dataset_id).first()
+    if dataset is None:
+        logger.warning("dataset #%s no longer exists; no snapshot", dataset_id)
+        return
+    campaign_snapshot_refresh(dataset)
+
+
+@shared_task(acks_late=True)
+def refresh_campaign_snapshots() -> list[int]:
+    """Beat: queue a snapshot refresh of every dataset with ratings. Idempotent."""
+    return campaign_refresh_all()
