@@ -13,6 +13,7 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import pairwise
 
 from annotation.cxc import KINDS
 
@@ -53,15 +54,15 @@ def age_text(then: datetime, now: datetime) -> str:
 
 
 def _number(value, digits: int) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
+    return "—" if value is None else f"{value:.{digits}f}"
 
 
 def _share(value) -> str:
-    return "–" if value is None else f"{100 * value:.0f}%"
+    return "—" if value is None else f"{100 * value:.0f}%"
 
 
 def _signed(value) -> str:
-    return "–" if value is None else f"{value:+.2f}"
+    return "—" if value is None else f"{value:+.2f}"
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ def finish_text(progress: dict) -> str:
 
 
 def bin_labels(edges: list[float]) -> list[str]:
-    return [f"{low:.2f}–{high:.2f}" for low, high in zip(edges, edges[1:], strict=False)]
+    return [f"{low:.2f} to {high:.2f}" for low, high in pairwise(edges)]
 
 
 def histogram_table(edges: list[float], series: dict[str, list[int]]) -> dict:
