@@ -162,9 +162,11 @@ def campaign_inputs(dataset: Dataset, *, now: datetime) -> CampaignInputs:
 
 
 def repeatable_read() -> None:
-    """Make the current transaction read one state of the database throughout (the
-    ratings and the pairs' counts must agree). PostgreSQL only needs asking; SQLite's
-    transactions already read one state."""
-    if connection.vendor == "postgresql":
+    """Make the transaction just begun read one state of the database throughout (the
+    ratings and the pairs' counts must agree). Call first thing in an outermost atomic
+    block; inside an outer transaction (a test's) its isolation is already fixed and
+    stays. SQLite's transactions already read one state."""
+    # An outermost atomic block has made no savepoint; a nested one (in a test) has.
+    if connection.vendor == "postgresql" and connection.in_atomic_block and not connection.savepoint_ids:
         with connection.cursor() as cursor:
             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
