@@ -130,6 +130,19 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # plotly.min.js from the pinned plotly package, and nothing else of it (frontend/vendor.py).
+    "frontend.vendor.VendorFinder",
+]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # collectstatic writes .gz copies beside the files; whitenoise serves them to browsers that accept gzip.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Vendored libraries sit under a folder named with their version: cache them for good.
+WHITENOISE_IMMUTABLE_FILE_TEST = r"^.*/frontend/vendor/[a-z0-9_-]+-\d[^/]*/"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 # Also the admin's logout: both land on the login page, not the admin's goodbye page.
