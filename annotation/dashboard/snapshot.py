@@ -1,7 +1,9 @@
 """A campaign snapshot's numbers (``CampaignSnapshot.data``, the shape in the README and
 in the dashboard contract) from the columns of one dataset. Pure numpy, no Django.
 
-Kinds are written lowercase (``sts``, ``sis``, ``sits``: cxc.FILE_PREFIX), times as ISO
+The refresh service stores ``rater_details`` in a field of its own
+(``CampaignSnapshot.rater_details``), the rest as ``CampaignSnapshot.data``. Kinds are
+written lowercase (``sts``, ``sis``, ``sits``: cxc.FILE_PREFIX), times as ISO
 8601 UTC strings, a statistic that does not exist (no shared pairs, no variation) as None.
 """
 
