@@ -69,7 +69,12 @@ class _ColumnSink:
         self._parse()
         if not self.header_seen or bytes(self.buffer) != _TRAILER:
             raise CopyColumnsError("the COPY stream ended in the middle of a row")
-        return [np.concatenate(parts) if parts else np.zeros(0) for parts in self.parts]
+        columns = []
+        for number, parts in enumerate(self.parts):
+            columns.append(np.concatenate(parts) if parts else np.zeros(0))
+            # Each column's blocks go as soon as it is whole: the peak is one column over the data.
+            self.parts[number] = []
+        return columns
 
 
 def copy_columns(cursor, sql: str, dtypes: str) -> list[np.ndarray]:

@@ -91,7 +91,13 @@ def rating_table(dataset: Dataset) -> RatingTable:
     # Sorting here, not in the database: numpy orders 1.3M rows in a fraction of the time.
     order = np.lexsort((rating_id, pair))
     del rating_id
-    return RatingTable(pair=pair[order], rater=rater[order], score=score[order], time_ms=time_ms[order], at=at[order])
+    # One column at a time, so only one extra column is alive at once.
+    pair = pair[order]
+    rater = rater[order]
+    score = score[order]
+    time_ms = time_ms[order]
+    at = at[order]
+    return RatingTable(pair=pair, rater=rater, score=score, time_ms=time_ms, at=at)
 
 
 def pair_table(dataset: Dataset) -> PairTable:
