@@ -46,8 +46,9 @@ class EpochSeconds(Func):
         return self.as_sql(compiler, connection, template="date_part('epoch', %(expressions)s)", **extra)
 
     def as_sqlite(self, compiler, connection, **extra):
-        # SQLite keeps UTC datetimes as text; julianday() reads them, day 2440587.5 is 1970-01-01.
-        template = "((julianday(%(expressions)s) - 2440587.5) * 86400.0)"
+        # SQLite keeps UTC datetimes as text; julianday() reads them as a float of days
+        # (day 2440587.5 is 1970-01-01), some microseconds off: rounded to milliseconds.
+        template = "(ROUND((julianday(%(expressions)s) - 2440587.5) * 86400000.0) / 1000.0)"
         return self.as_sql(compiler, connection, template=template, **extra)
 
 

@@ -21,7 +21,7 @@ from tests.annotation.queue_support import Clock
 from tests.factories import DatasetFactory, PairFactory, SamplingBatchFactory, SplitFactory, UserFactory
 from tests.rating_support import rate_pair
 
-pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
+pytestmark = pytest.mark.django_db  # both engines: the COPY path on PostgreSQL, the portable one on SQLite
 
 
 def lease(pair, rater, now):
