@@ -101,7 +101,8 @@ def progress(inputs: CampaignInputs, rows: np.ndarray) -> dict:
         for code, kind in enumerate(KINDS)
     ]
     by_batch = []
-    for batch_id, code in sorted({(int(b), int(k)) for b, k in zip(pairs.batch, pairs.kind, strict=True)}):
+    combos = np.unique(np.stack([pairs.batch, pairs.kind], axis=1), axis=0).tolist()
+    for batch_id, code in combos:
         chosen = (pairs.batch == batch_id) & (pairs.kind == code)
         counts = _progress_counts(pairs, held, flagged, chosen)
         by_batch.append(
