@@ -8,11 +8,12 @@ export const COLOURS = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "
 function layout(extra) {
   return {
     font: FONT,
-    margin: { l: 52, r: 12, t: 8, b: 44 },
+    margin: { l: 52, r: 12, t: 28, b: 44 },
     height: 280,
     paper_bgcolor: "#fff",
     plot_bgcolor: "#fff",
-    legend: { orientation: "h", y: -0.22 },
+    // Above the plot, so it never covers the x axis title.
+    legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" },
     ...extra,
   };
 }
@@ -80,14 +81,21 @@ export const builders = {
     const label = Object.fromEntries(charts.kinds.map((k) => [k.kind, k.label]));
     const rows = charts.positive_share;
     return {
+      // Horizontal bars: the method names stay readable at any width.
       data: [{
         type: "bar",
-        x: rows.map((r) => `${label[r.kind] ?? r.kind} ${r.method}`),
-        y: rows.map((r) => r.share),
+        orientation: "h",
+        y: rows.map((r) => `${label[r.kind] ?? r.kind} ${r.method}`),
+        x: rows.map((r) => r.share),
         marker: { color: rows.map((r) => COLOURS[charts.kinds.findIndex((k) => k.kind === r.kind) % COLOURS.length]) },
-        hovertemplate: "%{x}: %{y:.1%}<extra></extra>",
+        hovertemplate: "%{y}: %{x:.1%}<extra></extra>",
       }],
-      layout: layout({ yaxis: { title: { text: "share positive" }, range: [0, 1], tickformat: ".0%" }, showlegend: false, margin: { l: 52, r: 12, t: 8, b: 90 } }),
+      layout: layout({
+        xaxis: { title: { text: "share of complete pairs that are positive" }, range: [0, 1], tickformat: ".0%" },
+        yaxis: { automargin: true, autorange: "reversed" },
+        showlegend: false,
+        margin: { l: 12, r: 16, t: 8, b: 44 },
+      }),
     };
   },
 
