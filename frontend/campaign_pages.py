@@ -67,7 +67,8 @@ def _share(value) -> str:
 
 
 def _signed(value) -> str:
-    return "—" if value is None else f"{value:+.2f}"
+    # ``or 0.0`` turns a rounded -0.0 into 0.0: "-0.00" would suggest a bias that is not there.
+    return "—" if value is None else f"{(round(value, 2) or 0.0):+.2f}"
 
 
 @dataclass(frozen=True)

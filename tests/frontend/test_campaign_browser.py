@@ -86,6 +86,14 @@ def test_admin_sees_every_campaign_page_with_charts_at_desktop_and_tablet_width(
     left_the_server = only_the_live_server(page, live_server)
     errors = watch_errors(page)
     log_in(page, live_server, "admin")
+    page.goto(f"{live_server.url}/admin/annotation/dataset/{rated_demo.dataset_id}/change/")
+    page.screenshot(path=str(screenshot_dir / "campaign-admin-dataset-link.png"))
+    page.click(".object-tools a:text-is('Campaign dashboard')")
+    assert page.url == f"{live_server.url}/campaigns/demo/"
+    page.goto(f"{live_server.url}/admin/")
+    page.screenshot(path=str(screenshot_dir / "campaign-admin-index-link.png"))
+    page.click("#campaign-module th a")
+    assert page.url == f"{live_server.url}/campaigns/"
     visit_every_page(page, live_server, screenshot_dir, "admin", "1280")
 
     tablet = browser.new_context(viewport=TABLET).new_page()

@@ -41,6 +41,13 @@ function histogramTraces(entries, name, { share = false } = {}) {
   });
 }
 
+// Daily numbers: one tick per day while they fit, never hour ticks between days.
+const DAY_MS = 86_400_000;
+function dayAxis(dates, title) {
+  const span = dates.length ? (Date.parse(dates.at(-1)) - Date.parse(dates[0])) / DAY_MS + 1 : 1;
+  return { type: "date", tickformat: "%b %-d", dtick: span <= 14 ? DAY_MS : undefined, title: { text: title } };
+}
+
 const scoreAxis = (title) => ({ title: { text: title }, range: [0, 5], dtick: 0.5 });
 
 export const builders = {
@@ -48,7 +55,7 @@ export const builders = {
     const rows = charts.ratings_per_day;
     return {
       data: [{ type: "bar", x: rows.map((r) => r.date), y: rows.map((r) => r.ratings), marker: { color: COLOURS[0] }, name: "ratings" }],
-      layout: layout({ xaxis: { type: "date", title: { text: "day (UTC)" } }, yaxis: { title: { text: "ratings" }, rangemode: "tozero" }, showlegend: false }),
+      layout: layout({ xaxis: dayAxis(rows.map((r) => r.date), "day (UTC)"), yaxis: { title: { text: "ratings" }, rangemode: "tozero" }, showlegend: false }),
     };
   },
 
@@ -115,7 +122,7 @@ export const builders = {
     const rows = charts.seconds_over_time;
     return {
       data: [{ type: "scatter", mode: "lines+markers", x: rows.map((r) => r.date), y: rows.map((r) => r.median_seconds), line: { color: COLOURS[0] }, name: "median s" }],
-      layout: layout({ xaxis: { type: "date" }, yaxis: { title: { text: "median seconds per item" }, rangemode: "tozero" }, showlegend: false }),
+      layout: layout({ xaxis: dayAxis(rows.map((r) => r.date), "day (UTC)"), yaxis: { title: { text: "median seconds per item" }, rangemode: "tozero" }, showlegend: false }),
     };
   },
 
@@ -123,7 +130,7 @@ export const builders = {
     const rows = charts.loo_over_time;
     return {
       data: [{ type: "scatter", mode: "lines+markers", x: rows.map((r) => r.date), y: rows.map((r) => r.loo_correlation), line: { color: COLOURS[2] }, connectgaps: false, name: "LOO r" }],
-      layout: layout({ xaxis: { type: "date" }, yaxis: { title: { text: "LOO correlation" }, range: [-1, 1] }, showlegend: false }),
+      layout: layout({ xaxis: dayAxis(rows.map((r) => r.date), "day (UTC)"), yaxis: { title: { text: "LOO correlation" }, range: [-1, 1] }, showlegend: false }),
     };
   },
 };
