@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from annotation.aggregation import dense_unique, group_medians
 from annotation.cxc import FILE_PREFIX, KINDS
 from annotation.dashboard import stats
 from annotation.dashboard.tables import ALL, CompleteAgreement, PairTable, RatingTable, complete_agreement, pair_rows
@@ -62,7 +63,7 @@ def campaign_numbers(inputs: CampaignInputs) -> dict:
     """The snapshot's ``data`` dict."""
     rows = pair_rows(inputs.pairs, inputs.ratings)
     agreement = complete_agreement(inputs.pairs, inputs.ratings, rows)
-    raters = np.union1d(np.unique(inputs.ratings.rater), np.array(sorted(inputs.usernames), dtype=np.int64))
+    raters = np.union1d(dense_unique(inputs.ratings.rater)[0], np.array(sorted(inputs.usernames), dtype=np.int64))
     return {
         "speed_floors": {FILE_PREFIX[kind]: float(inputs.speed_floors[kind]) for kind in KINDS},
         "progress": progress(inputs, rows),
@@ -146,7 +147,7 @@ def rater_rows(inputs: CampaignInputs, rows: np.ndarray, agreement: CompleteAgre
     today = ratings.at >= stats.day_start(inputs.now_s)
     total = np.bincount(who * len(KINDS) + kind, minlength=n * len(KINDS)).reshape(n, len(KINDS))
     today_counts = np.bincount(who[today] * len(KINDS) + kind[today], minlength=n * len(KINDS)).reshape(n, len(KINDS))
-    medians = stats.group_medians(who, ratings.time_ms / 1000.0, n)
+    medians = group_medians(who, ratings.time_ms / 1000.0, n)
     floors_ms = np.array([inputs.speed_floors[k] * 1000.0 for k in KINDS])
     fast = stats.group_shares(who, ratings.time_ms < floors_ms[kind], n)
     latest = stats.group_latest(who, ratings.at, n)
@@ -269,7 +270,7 @@ def rater_details(inputs: CampaignInputs, agreement: CompleteAgreement, raters: 
     first = stats.day_start(float(ratings.at.min())) if ratings.at.size else 0.0
     day = np.floor((ratings.at - first) / stats.DAY_S).astype(np.int64)
     days = int(day.max()) + 1 if day.size else 1
-    seconds = stats.group_medians(who * days + day, ratings.time_ms / 1000.0, n * days).reshape(n, days)
+    seconds = group_medians(who * days + day, ratings.time_ms / 1000.0, n * days).reshape(n, days)
     count = np.bincount(who * days + day, minlength=n * days).reshape(n, days)
     own = who[agreement.rating]
     loo = stats.group_agreement(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation.aggregation import RaterAgreement
+from annotation.aggregation import RaterAgreement, group_order
 
 DAY_S = 86_400.0
 HOUR_S = 3_600.0
@@ -84,23 +84,6 @@ def rate_and_finish(epoch_s: np.ndarray, *, now_s: float, remaining: int) -> Rat
     return Rate(last_24h=last, per_hour=per_hour, finish_s=finish)
 
 
-def group_medians(groups: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
-    """Median of each group's values (the mean of the two middle ones for an even
-    count), NaN for a group without values. float64 (n_groups,)."""
-    groups = np.asarray(groups, dtype=np.int64)
-    values = np.asarray(values, dtype=np.float64)
-    order = np.lexsort((values, groups))
-    ordered = values[order]
-    bounds = np.searchsorted(groups[order], np.arange(n_groups + 1))
-    size = np.diff(bounds)
-    out = np.full(n_groups, np.nan)
-    has = size > 0
-    low = bounds[:-1][has] + (size[has] - 1) // 2
-    high = bounds[:-1][has] + size[has] // 2
-    out[has] = (ordered[low] + ordered[high]) / 2.0
-    return out
-
-
 def group_shares(groups: np.ndarray, hits: np.ndarray, n_groups: int) -> np.ndarray:
     """Share of each group's entries where ``hits: bool (m,)`` is true; NaN for an empty
     group. float64 (n_groups,)."""
@@ -151,9 +134,18 @@ def largest_differences(groups: np.ndarray, differences: np.ndarray, n_groups: i
     """Per group the positions (into the input) of its ``k`` entries with the largest
     ``|differences|``, largest first, ties in input order; NaN differences never count.
     A list of n_groups int64 arrays of at most k positions."""
-    groups = np.asarray(groups, dtype=np.int64)
     size = np.abs(np.asarray(differences, dtype=np.float64))
     valid = np.flatnonzero(~np.isnan(size))
-    order = valid[np.lexsort((valid, -size[valid], groups[valid]))]
-    bounds = np.searchsorted(groups[order], np.arange(n_groups + 1))
-    return [order[bounds[g] : min(bounds[g] + k, bounds[g + 1])] for g in range(n_groups)]
+    groups = np.asarray(groups, dtype=np.int64)[valid]
+    order = valid[group_order(groups, n_groups)]
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(groups, minlength=n_groups))))
+    out = []
+    for group in range(n_groups):
+        members = order[bounds[group] : bounds[group + 1]]
+        if members.shape[0] > k:
+            # Keep every entry as large as the k-th, so ties are settled by input order below.
+            kth = -np.partition(-size[members], k - 1)[k - 1]
+            members = members[size[members] >= kth]
+        ranked = members[np.lexsort((members, -size[members]))]
+        out.append(ranked[:k])
+    return out

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
+from annotation.aggregation import dense_unique, group_medians, group_order
 from annotation.dashboard import stats
 
 NAN = np.nan
@@ -50,7 +51,7 @@ def test_group_medians_and_shares_agree_with_numpy():
     rng = np.random.default_rng(5)
     groups = rng.integers(0, 6, 301)
     values = rng.normal(size=301)
-    medians = stats.group_medians(groups, values, 7)
+    medians = group_medians(groups, values, 7)
     shares = stats.group_shares(groups, values > 0, 7)
     for group in range(6):
         assert medians[group] == pytest.approx(np.median(values[groups == group]))
@@ -79,7 +80,36 @@ def test_group_agreement_is_pearson_and_mean_bias_per_group():
 
 
 def test_largest_differences_by_size_then_input_order():
-    groups = np.array([0, 0, 0, 1, 0, 1])
-    differences = np.array([0.5, -2.0, 2.0, NAN, 0.1, -0.3])
+    groups = np.array([0, 0, 0, 1, 0, 1, 0])
+    differences = np.array([0.5, -2.0, 2.0, NAN, 0.1, -0.3, 0.5])
     picked = stats.largest_differences(groups, differences, 3, 2)
     assert [p.tolist() for p in picked] == [[1, 2], [5], []]
+    picked = stats.largest_differences(groups, differences, 3, 3)
+    assert picked[0].tolist() == [1, 2, 0]  # 0.5 at 0 and 6 tie: the earlier one
+
+
+def test_largest_differences_agree_with_a_full_sort():
+    rng = np.random.default_rng(11)
+    groups = rng.integers(0, 5, 2_000)
+    differences = np.round(rng.normal(size=2_000), 1)  # many ties
+    picked = stats.largest_differences(groups, differences, 5, 10)
+    for group in range(5):
+        members = np.flatnonzero(groups == group)
+        expected = members[np.lexsort((members, -np.abs(differences[members])))][:10]
+        np.testing.assert_array_equal(picked[group], expected)
+
+
+def test_dense_unique_equals_numpy_unique_for_narrow_and_wide_ids():
+    rng = np.random.default_rng(2)
+    for values in (rng.integers(5, 300, 1_000), rng.integers(0, 2**40, 1_000), np.array([7]), np.array([], dtype=int)):
+        unique, inverse = dense_unique(values)
+        expected_unique, expected_inverse = np.unique(values, return_inverse=True)
+        np.testing.assert_array_equal(unique, expected_unique)
+        np.testing.assert_array_equal(inverse, expected_inverse)
+
+
+@pytest.mark.parametrize("n_groups", [7, 70_000])
+def test_group_order_is_stable_by_group(n_groups):
+    rng = np.random.default_rng(4)
+    groups = rng.integers(0, n_groups, 5_000)
+    np.testing.assert_array_equal(group_order(groups, n_groups), np.argsort(groups, kind="stable"))
