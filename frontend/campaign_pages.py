@@ -53,6 +53,11 @@ def age_text(then: datetime, now: datetime) -> str:
     return f"{seconds // 86400} days ago"
 
 
+def _short_time(value: str | None) -> str:
+    moment = parse_time(value)
+    return moment.strftime("%Y-%m-%d %H:%M") if moment else "never"
+
+
 def _number(value, digits: int) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
@@ -62,7 +67,8 @@ def _share(value) -> str:
 
 
 def _signed(value) -> str:
-    return "—" if value is None else f"{value:+.2f}"
+    # ``or 0.0`` turns a rounded -0.0 into 0.0: "-0.00" would suggest a bias that is not there.
+    return "—" if value is None else f"{(round(value, 2) or 0.0):+.2f}"
 
 
 @dataclass(frozen=True)
@@ -115,13 +121,15 @@ def progress_rows(rows: list[dict]) -> list[dict]:
     return shaped
 
 
-def finish_text(progress: dict) -> str:
+def finish_text(progress: dict) -> dict:
+    """The finish estimate as the page's figure shows it: ``when`` (big), ``note`` (what
+    it rests on) and ``small`` when ``when`` is a sentence rather than a time."""
     if progress["ratings_remaining"] == 0:
-        return "all pairs are complete"
+        return {"when": "done", "note": "", "small": False}
     estimate = parse_time(progress["finish_estimate"])
     if estimate is None:
-        return "no estimate: no ratings in the last 24 hours"
-    return f"about {format_time(estimate)} at the last 24 hours' rate"
+        return {"when": "no estimate: no ratings in the last 24 h", "note": "", "small": True}
+    return {"when": format_time(estimate), "note": "(at the last 24 h rate)", "small": True}
 
 
 # --- tables beside charts ----------------------------------------------------------------
@@ -198,7 +206,7 @@ def rater_columns(kinds: list[str]) -> list[Column]:
         Column("shared_pairs", "Shared pairs", lambda r: r["shared_pairs"]),
         Column("skips", "Skips", lambda r: r["skips"]),
         Column("flags", "Flags", lambda r: r["flags"]),
-        Column("last_active", "Last active", lambda r: r["last_active"], lambda v: format_time(parse_time(v))),
+        Column("last_active", "Last active (UTC)", lambda r: r["last_active"], _short_time),
     ]
 
 

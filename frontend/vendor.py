@@ -62,7 +62,8 @@ class VendorFinder(BaseFinder):
         found = [str(file.source) for file in VENDORED if path == file.static_path]
         if find_all:
             return found
-        return found[0] if found else None
+        # Not found is [], as Django's own finders say it: finders.find() collects results.
+        return found[0] if found else []
 
     def list(self, ignore_patterns):
         for file in VENDORED:

@@ -56,7 +56,7 @@ def test_rater_table_lists_most_active_first_with_formatted_numbers(data):
     table = pages.rater_table(data)
     labels = [column.label for column in table["columns"]]
     assert labels[:3] == ["Rater", "STS today", "STS total"]
-    assert "LOO r" in labels and "Faster than floor" in labels and "Last active" in labels
+    assert "LOO r" in labels and "Faster than floor" in labels and "Last active (UTC)" in labels
     names = [row["cells"][0]["text"] for row in table["rows"]]
     assert names == ["a", "b", "c", "d"], "a has 4 ratings, b and c 3, d none"
     by_label = dict(zip(labels, table["rows"][0]["cells"], strict=True))
@@ -93,7 +93,7 @@ def test_dashboard_tables_hold_the_chart_numbers(data):
     assert mean_table["rows"][8][0] == "2.00 to 2.25"
     assert context["sd_table"]["headers"][:2] == ["bin", "STS"]
     assert context["per_day_table"]["rows"] == [["2026-03-01", 3], ["2026-03-02", 7]]
-    assert context["finish"].startswith("about 2026-03-03"), "27.4 hours after noon on day 2"
+    assert context["finish"]["when"] == "2026-03-03 15:25 UTC", "192/7 = 27.4 hours after noon on day 2"
     assert context["charts"]["kinds"][0] == {"kind": "sts", "label": "STS"}
 
 

@@ -204,4 +204,15 @@ def test_page_queries_do_not_grow_with_the_raters(campaign):
     assert after == before
     assert max(after) <= 5, "session, user, roles, dataset, snapshot"
     html = client.get("/campaigns/coco/raters/").content.decode()
-    assert html.count("/campaigns/coco/raters/100") == 200
+    assert html.count('/">crowd') == 200, "one row per rater"
+
+
+def test_admin_home_dataset_admin_and_home_page_link_to_the_campaign_pages(campaign):
+    admin = Client()
+    admin.force_login(UserFactory(is_staff=True, is_superuser=True))
+    assert 'href="/campaigns/"' in admin.get("/admin/").content.decode()
+    assert 'href="/campaigns/"' in admin.get("/admin/annotation/dataset/").content.decode()
+    change = admin.get(f"/admin/annotation/dataset/{campaign.dataset_id}/change/").content.decode()
+    assert 'href="/campaigns/coco/"' in change
+    assert 'href="/campaigns/"' in client_for("researcher").get("/").content.decode()
+    assert "/campaigns/" not in client_for("rater").get("/").content.decode()

@@ -8,11 +8,12 @@ export const COLOURS = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "
 function layout(extra) {
   return {
     font: FONT,
-    margin: { l: 52, r: 12, t: 8, b: 44 },
+    margin: { l: 52, r: 12, t: 28, b: 44 },
     height: 280,
     paper_bgcolor: "#fff",
     plot_bgcolor: "#fff",
-    legend: { orientation: "h", y: -0.22 },
+    // Above the plot, so it never covers the x axis title.
+    legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" },
     ...extra,
   };
 }
@@ -40,6 +41,13 @@ function histogramTraces(entries, name, { share = false } = {}) {
   });
 }
 
+// Daily numbers: one tick per day while they fit, never hour ticks between days.
+const DAY_MS = 86_400_000;
+function dayAxis(dates, title) {
+  const span = dates.length ? (Date.parse(dates.at(-1)) - Date.parse(dates[0])) / DAY_MS + 1 : 1;
+  return { type: "date", tickformat: "%b %-d", dtick: span <= 14 ? DAY_MS : undefined, title: { text: title } };
+}
+
 const scoreAxis = (title) => ({ title: { text: title }, range: [0, 5], dtick: 0.5 });
 
 export const builders = {
@@ -47,7 +55,7 @@ export const builders = {
     const rows = charts.ratings_per_day;
     return {
       data: [{ type: "bar", x: rows.map((r) => r.date), y: rows.map((r) => r.ratings), marker: { color: COLOURS[0] }, name: "ratings" }],
-      layout: layout({ xaxis: { type: "date", title: { text: "day (UTC)" } }, yaxis: { title: { text: "ratings" }, rangemode: "tozero" }, showlegend: false }),
+      layout: layout({ xaxis: dayAxis(rows.map((r) => r.date), "day (UTC)"), yaxis: { title: { text: "ratings" }, rangemode: "tozero" }, showlegend: false }),
     };
   },
 
@@ -80,14 +88,21 @@ export const builders = {
     const label = Object.fromEntries(charts.kinds.map((k) => [k.kind, k.label]));
     const rows = charts.positive_share;
     return {
+      // Horizontal bars: the method names stay readable at any width.
       data: [{
         type: "bar",
-        x: rows.map((r) => `${label[r.kind] ?? r.kind} ${r.method}`),
-        y: rows.map((r) => r.share),
+        orientation: "h",
+        y: rows.map((r) => `${label[r.kind] ?? r.kind} ${r.method}`),
+        x: rows.map((r) => r.share),
         marker: { color: rows.map((r) => COLOURS[charts.kinds.findIndex((k) => k.kind === r.kind) % COLOURS.length]) },
-        hovertemplate: "%{x}: %{y:.1%}<extra></extra>",
+        hovertemplate: "%{y}: %{x:.1%}<extra></extra>",
       }],
-      layout: layout({ yaxis: { title: { text: "share positive" }, range: [0, 1], tickformat: ".0%" }, showlegend: false, margin: { l: 52, r: 12, t: 8, b: 90 } }),
+      layout: layout({
+        xaxis: { title: { text: "share of complete pairs that are positive" }, range: [0, 1], tickformat: ".0%" },
+        yaxis: { automargin: true, autorange: "reversed" },
+        showlegend: false,
+        margin: { l: 12, r: 16, t: 8, b: 44 },
+      }),
     };
   },
 
@@ -107,7 +122,7 @@ export const builders = {
     const rows = charts.seconds_over_time;
     return {
       data: [{ type: "scatter", mode: "lines+markers", x: rows.map((r) => r.date), y: rows.map((r) => r.median_seconds), line: { color: COLOURS[0] }, name: "median s" }],
-      layout: layout({ xaxis: { type: "date" }, yaxis: { title: { text: "median seconds per item" }, rangemode: "tozero" }, showlegend: false }),
+      layout: layout({ xaxis: dayAxis(rows.map((r) => r.date), "day (UTC)"), yaxis: { title: { text: "median seconds per item" }, rangemode: "tozero" }, showlegend: false }),
     };
   },
 
@@ -115,7 +130,7 @@ export const builders = {
     const rows = charts.loo_over_time;
     return {
       data: [{ type: "scatter", mode: "lines+markers", x: rows.map((r) => r.date), y: rows.map((r) => r.loo_correlation), line: { color: COLOURS[2] }, connectgaps: false, name: "LOO r" }],
-      layout: layout({ xaxis: { type: "date" }, yaxis: { title: { text: "LOO correlation" }, range: [-1, 1] }, showlegend: false }),
+      layout: layout({ xaxis: dayAxis(rows.map((r) => r.date), "day (UTC)"), yaxis: { title: { text: "LOO correlation" }, range: [-1, 1] }, showlegend: false }),
     };
   },
 };

@@ -8,11 +8,22 @@ const PLOT_CONFIG = { responsive: true, displaylogo: false, displayModeBar: fals
 const chartData = document.getElementById("campaign-charts");
 const charts = chartData ? JSON.parse(chartData.textContent) : null;
 
+// A chart with no points says so in its middle rather than showing bare axes.
+function isEmpty(data) {
+  return data.every((trace) => !(trace.x ?? []).length || (trace.y ?? []).every((v) => v === 0 || v === null));
+}
+
+function withNothingYet(layout) {
+  const note = { text: "Nothing yet", showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5, font: { size: 15, color: "#5a6472" } };
+  const bare = { visible: false };
+  return { ...layout, xaxis: bare, yaxis: bare, showlegend: false, annotations: [note] };
+}
+
 for (const element of document.querySelectorAll("[data-chart]")) {
   const build = builders[element.dataset.chart];
   if (!build) throw new Error(`no chart named ${element.dataset.chart}`);
   const { data, layout } = build(charts, element.dataset.kind);
-  window.Plotly.newPlot(element, data, layout, PLOT_CONFIG);
+  window.Plotly.newPlot(element, data, isEmpty(data) ? withNothingYet(layout) : layout, PLOT_CONFIG);
 }
 
 for (const table of document.querySelectorAll("table[data-sortable]")) makeSortable(table);
