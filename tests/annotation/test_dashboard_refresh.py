@@ -16,6 +16,7 @@ from annotation.export import dataset_export
 from annotation.models import CampaignSnapshot, FlagReason, RatingSlot, SlotState, SpeedFloor
 from annotation.pairs import pairs_retire
 from annotation.queue import lease_ttl, slot_flag, slot_skip
+from annotation.tasks import refresh_campaign_snapshot
 from tests.annotation import dashboard_data as hand
 from tests.annotation.queue_support import Clock
 from tests.factories import DatasetFactory, PairFactory, SamplingBatchFactory, SplitFactory, UserFactory
@@ -161,3 +162,20 @@ def test_refresh_all_queues_one_refresh_per_rated_dataset(campaign, django_captu
         assert campaign_refresh_all() == [dataset.pk]
     assert CampaignSnapshot.objects.filter(dataset=dataset).count() == 1
     assert campaign_snapshot_get(DatasetFactory(name="other")) is None
+
+
+def test_the_task_refreshes_by_id_and_a_gone_dataset_is_logged(campaign, caplog):
+    dataset, *_ = campaign
+    refresh_campaign_snapshot(dataset.pk)
+    assert campaign_snapshot_get(dataset).made_at == hand.NOW
+    refresh_campaign_snapshot(dataset.pk + 1000)
+    assert "no longer exists" in caplog.text
+    assert CampaignSnapshot.objects.count() == 1
+
+
+def test_beat_refreshes_every_dashboard_refresh_seconds(settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["dashboard-refresh"]
+    assert entry == {
+        "task": "annotation.tasks.refresh_campaign_snapshots",
+        "schedule": settings.DASHBOARD_REFRESH_SECONDS,
+    }
