@@ -31,10 +31,7 @@ def campaign_snapshot_refresh(dataset: Dataset) -> CampaignSnapshot:
     data = campaign_numbers(inputs)
     seconds = time.perf_counter() - started
     with transaction.atomic():
-        details = data.pop("rater_details")
-        snapshot = CampaignSnapshot.objects.create(
-            dataset=dataset, made_at=now, refresh_seconds=seconds, data=data, rater_details=details
-        )
+        snapshot = CampaignSnapshot.objects.create(dataset=dataset, made_at=now, refresh_seconds=seconds, data=data)
         stale = CampaignSnapshot.objects.filter(dataset=dataset).order_by("-made_at", "-id")[SNAPSHOTS_KEPT:]
         CampaignSnapshot.objects.filter(pk__in=list(stale.values_list("pk", flat=True))).delete()
     logger.info("campaign snapshot of %s in %.2f s", dataset.name, seconds)

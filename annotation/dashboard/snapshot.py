@@ -1,9 +1,7 @@
 """A campaign snapshot's numbers (``CampaignSnapshot.data``, the shape in the README and
 in the dashboard contract) from the columns of one dataset. Pure numpy, no Django.
 
-The refresh service stores ``rater_details`` in a field of its own
-(``CampaignSnapshot.rater_details``), the rest as ``CampaignSnapshot.data``. Kinds are
-written lowercase (``sts``, ``sis``, ``sits``: cxc.FILE_PREFIX), times as ISO
+Kinds are written lowercase (``sts``, ``sis``, ``sits``: cxc.FILE_PREFIX), times as ISO
 8601 UTC strings, a statistic that does not exist (no shared pairs, no variation) as None.
 """
 

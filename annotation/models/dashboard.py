@@ -13,17 +13,13 @@ DEFAULT_SPEED_FLOORS: dict[str, float] = {TaskKind.STS: 3.0, TaskKind.SIS: 1.5, 
 class CampaignSnapshot(models.Model):
     """The dashboard's numbers for one dataset, computed at ``made_at`` by
     ``annotation.dashboard.services.campaign_snapshot_refresh``; pages read it instead of
-    the ratings, so they do not grow with the dataset. ``data`` and ``rater_details``: the
-    shapes in annotation.dashboard.snapshot."""
+    the ratings, so they do not grow with the dataset. ``data``: the shape in
+    annotation.dashboard.snapshot (pages read the parts they need of it)."""
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="campaign_snapshots")
     made_at = models.DateTimeField(help_text="When the numbers were computed (the ratings up to then).")
     refresh_seconds = models.FloatField(help_text="How long the computation took.")
-    data = models.JSONField(help_text="Progress, raters and quality: what the dashboard and rater table show.")
-    rater_details = models.JSONField(
-        help_text="Per rater id (as text) what that rater's page shows. Apart from data, as it makes most of "
-        "the bytes and only one rater's page needs it (campaign_rater_detail_get)."
-    )
+    data = models.JSONField(help_text="The dashboard's numbers (annotation.dashboard.snapshot.campaign_numbers).")
 
     class Meta:
         indexes = [models.Index(fields=["dataset", "-made_at"], name="snapshot_dataset_made_idx")]
