@@ -16,14 +16,18 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from annotation.dashboard.selectors import campaign_snapshot_get
 from annotation.dashboard.services import campaign_refresh_request
 from annotation.errors import NotFound
 from annotation.roles import ADMIN, RESEARCHER, has_role
 from annotation.selectors import dataset_get
 from frontend import campaign_pages as pages
-from frontend.selectors import campaign_dataset_list, pair_items_by_id
+from frontend.selectors import campaign_dataset_list, campaign_snapshot_part, pair_items_by_id
 from frontend.vendor import PLOTLY
+
+# The parts of the snapshot's data each page reads (frontend/campaign_pages.py uses them).
+DASHBOARD_KEYS = ("speed_floors", "progress", "quality")
+RATERS_KEYS = ("speed_floors", "progress", "raters")
+RATER_KEYS = (*RATERS_KEYS, "rater_details")
 
 # The query parameter the refresh redirect adds: when the refresh was asked for, in ms
 # since the epoch, so the page can tell a done refresh from a pending or stuck one.
@@ -89,7 +93,7 @@ def campaign_index(request):
 @campaign_page
 def campaign_dashboard(request, dataset: str):
     dataset_obj = _dataset(dataset)
-    snapshot = campaign_snapshot_get(dataset_obj)
+    snapshot = campaign_snapshot_part(dataset=dataset_obj, keys=DASHBOARD_KEYS)
     context = pages.dashboard_context(snapshot.data) if snapshot is not None else {}
     return _page(request, dataset_obj, snapshot, "frontend/campaign/dashboard.html", "dashboard", **context)
 
@@ -97,7 +101,7 @@ def campaign_dashboard(request, dataset: str):
 @campaign_page
 def campaign_raters(request, dataset: str):
     dataset_obj = _dataset(dataset)
-    snapshot = campaign_snapshot_get(dataset_obj)
+    snapshot = campaign_snapshot_part(dataset=dataset_obj, keys=RATERS_KEYS)
     wanted = request.GET.get("format", "html")
     if wanted not in ("html", "csv"):
         raise BadRequest("format must be html or csv")
@@ -115,7 +119,7 @@ def campaign_raters(request, dataset: str):
 @campaign_page
 def campaign_rater(request, dataset: str, rater_id: int):
     dataset_obj = _dataset(dataset)
-    snapshot = campaign_snapshot_get(dataset_obj)
+    snapshot = campaign_snapshot_part(dataset=dataset_obj, keys=RATER_KEYS)
     context = {"rater_id": rater_id}
     if snapshot is not None:
         details = pages.rater_context(snapshot.data, rater_id)

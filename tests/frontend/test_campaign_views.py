@@ -196,6 +196,7 @@ def test_page_queries_do_not_grow_with_the_raters(campaign):
     client = client_for("researcher")
     urls = ["/campaigns/coco/", "/campaigns/coco/raters/", "/campaigns/coco/raters/?format=csv"]
     before = [_queries(client, url) for url in urls]
+    rater_page_queries = _queries(client, pages_of(campaign)[3])
     data = campaign.data
     template = data["raters"][0]
     data["raters"] = [{**copy.deepcopy(template), "rater_id": 10_000 + i, "username": f"crowd{i}"} for i in range(200)]
@@ -203,6 +204,7 @@ def test_page_queries_do_not_grow_with_the_raters(campaign):
     after = [_queries(client, url) for url in urls]
     assert after == before
     assert max(after) <= 5, "session, user, roles, dataset, snapshot"
+    assert rater_page_queries == max(before) + 1, "and one for the ten pairs' captions and pictures"
     html = client.get("/campaigns/coco/raters/").content.decode()
     assert html.count('/">crowd') == 200, "one row per rater"
 
