@@ -90,3 +90,9 @@ def test_faiss_cpu_variant_lines_stay_out_of_the_output():
     assert done.returncode == 0, done.stderr
     assert "loaded" in done.stdout
     assert "AVX" not in done.stderr and "Could not load library" not in done.stderr
+
+
+def test_a_dashboard_refresh_under_ten_seconds_is_refused(tmp_path):
+    result = run_python("", VAR_DIR=str(tmp_path), DASHBOARD_REFRESH_SECONDS="5")
+    assert result.returncode != 0
+    assert "DASHBOARD_REFRESH_SECONDS must be at least 10, got 5" in result.stderr

@@ -46,8 +46,9 @@ class EpochSeconds(Func):
         return self.as_sql(compiler, connection, template="date_part('epoch', %(expressions)s)", **extra)
 
     def as_sqlite(self, compiler, connection, **extra):
-        # SQLite keeps UTC datetimes as text; julianday() reads them, day 2440587.5 is 1970-01-01.
-        template = "((julianday(%(expressions)s) - 2440587.5) * 86400.0)"
+        # SQLite keeps UTC datetimes as text; julianday() reads them as a float of days
+        # (day 2440587.5 is 1970-01-01), some microseconds off: rounded to milliseconds.
+        template = "(ROUND((julianday(%(expressions)s) - 2440587.5) * 86400000.0) / 1000.0)"
         return self.as_sql(compiler, connection, template=template, **extra)
 
 
@@ -91,7 +92,13 @@ def rating_table(dataset: Dataset) -> RatingTable:
     # Sorting here, not in the database: numpy orders 1.3M rows in a fraction of the time.
     order = np.lexsort((rating_id, pair))
     del rating_id
-    return RatingTable(pair=pair[order], rater=rater[order], score=score[order], time_ms=time_ms[order], at=at[order])
+    # One column at a time, so only one extra column is alive at once.
+    pair = pair[order]
+    rater = rater[order]
+    score = score[order]
+    time_ms = time_ms[order]
+    at = at[order]
+    return RatingTable(pair=pair, rater=rater, score=score, time_ms=time_ms, at=at)
 
 
 def pair_table(dataset: Dataset) -> PairTable:

@@ -6,11 +6,12 @@ import logging
 import time
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from annotation.dashboard.reads import campaign_inputs, repeatable_read
 from annotation.dashboard.snapshot import campaign_numbers
-from annotation.models import CampaignSnapshot, Dataset, Rating
+from annotation.models import CampaignSnapshot, Dataset, Pair
 
 logger = logging.getLogger(__name__)
 
@@ -47,11 +48,10 @@ def campaign_refresh_request(dataset: Dataset) -> None:
 
 def campaign_refresh_all() -> list[int]:
     """Queue a refresh for every dataset that has ratings. Returns their ids."""
-    ids = list(
-        Dataset.objects.filter(pk__in=Rating.objects.values("pair__dataset_id"))
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    for dataset in Dataset.objects.filter(pk__in=ids):
+    # A pair's count says whether it has ratings: one indexed probe per dataset, not a
+    # scan of the ratings every few minutes.
+    rated = Exists(Pair.objects.filter(dataset=OuterRef("pk"), ratings_done__gt=0))
+    datasets = list(Dataset.objects.filter(rated).order_by("pk"))
+    for dataset in datasets:
         campaign_refresh_request(dataset)
-    return ids
+    return [dataset.pk for dataset in datasets]

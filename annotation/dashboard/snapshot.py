@@ -99,7 +99,8 @@ def progress(inputs: CampaignInputs, rows: np.ndarray) -> dict:
         for code, kind in enumerate(KINDS)
     ]
     by_batch = []
-    for batch_id, code in sorted({(int(b), int(k)) for b, k in zip(pairs.batch, pairs.kind, strict=True)}):
+    combos = np.unique(np.stack([pairs.batch, pairs.kind], axis=1), axis=0).tolist()
+    for batch_id, code in combos:
         chosen = (pairs.batch == batch_id) & (pairs.kind == code)
         counts = _progress_counts(pairs, held, flagged, chosen)
         by_batch.append(
@@ -147,7 +148,7 @@ def rater_rows(inputs: CampaignInputs, rows: np.ndarray, agreement: CompleteAgre
     today = ratings.at >= stats.day_start(inputs.now_s)
     total = np.bincount(who * len(KINDS) + kind, minlength=n * len(KINDS)).reshape(n, len(KINDS))
     today_counts = np.bincount(who[today] * len(KINDS) + kind[today], minlength=n * len(KINDS)).reshape(n, len(KINDS))
-    medians = group_medians(who, ratings.time_ms / 1000.0, n)
+    medians = group_medians(who, ratings.time_ms, n) / 1000.0
     floors_ms = np.array([inputs.speed_floors[k] * 1000.0 for k in KINDS])
     fast = stats.group_shares(who, ratings.time_ms < floors_ms[kind], n)
     latest = stats.group_latest(who, ratings.at, n)
@@ -270,8 +271,10 @@ def rater_details(inputs: CampaignInputs, agreement: CompleteAgreement, raters: 
     first = stats.day_start(float(ratings.at.min())) if ratings.at.size else 0.0
     day = np.floor((ratings.at - first) / stats.DAY_S).astype(np.int64)
     days = int(day.max()) + 1 if day.size else 1
-    seconds = group_medians(who * days + day, ratings.time_ms / 1000.0, n * days).reshape(n, days)
-    count = np.bincount(who * days + day, minlength=n * days).reshape(n, days)
+    key = who * days + day
+    seconds = (group_medians(key, ratings.time_ms, n * days) / 1000.0).reshape(n, days)
+    count = np.bincount(key, minlength=n * days).reshape(n, days)
+    del key
     own = who[agreement.rating]
     loo = stats.group_agreement(
         own * days + day[agreement.rating], ratings.score[agreement.rating], agreement.others, n * days

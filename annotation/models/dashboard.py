@@ -13,12 +13,13 @@ DEFAULT_SPEED_FLOORS: dict[str, float] = {TaskKind.STS: 3.0, TaskKind.SIS: 1.5, 
 class CampaignSnapshot(models.Model):
     """The dashboard's numbers for one dataset, computed at ``made_at`` by
     ``annotation.dashboard.services.campaign_snapshot_refresh``; pages read it instead of
-    the ratings, so they do not grow with the dataset. ``data``: the shape in the README."""
+    the ratings, so they do not grow with the dataset. ``data``: the shape in
+    annotation.dashboard.snapshot (pages read the parts they need of it)."""
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="campaign_snapshots")
     made_at = models.DateTimeField(help_text="When the numbers were computed (the ratings up to then).")
     refresh_seconds = models.FloatField(help_text="How long the computation took.")
-    data = models.JSONField()
+    data = models.JSONField(help_text="The dashboard's numbers (annotation.dashboard.snapshot.campaign_numbers).")
 
     class Meta:
         indexes = [models.Index(fields=["dataset", "-made_at"], name="snapshot_dataset_made_idx")]

@@ -9,9 +9,9 @@ from annotation.dashboard import pgcopy
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
-@pytest.mark.parametrize("block_bytes", [1, 100, 1 << 20])
-def test_columns_arrive_whole_whatever_the_block_size(monkeypatch, block_bytes):
-    monkeypatch.setattr(pgcopy, "BLOCK_BYTES", block_bytes)
+@pytest.mark.parametrize("block_records", [1, 7, 100_000])
+def test_columns_arrive_whole_whatever_the_block_size(monkeypatch, block_records):
+    monkeypatch.setattr(pgcopy, "BLOCK_RECORDS", block_records)
     sql = "SELECT g::int8, (g * -3)::int8, (g / 7.0)::float8 FROM generate_series(1, 5000) AS g"
     with connection.cursor() as cursor:
         first, second, third = pgcopy.copy_columns(cursor, sql, "iif")

@@ -16,12 +16,13 @@ from annotation.export import dataset_export
 from annotation.models import CampaignSnapshot, FlagReason, RatingSlot, SlotState, SpeedFloor
 from annotation.pairs import pairs_retire
 from annotation.queue import lease_ttl, slot_flag, slot_skip
+from annotation.tasks import refresh_campaign_snapshot
 from tests.annotation import dashboard_data as hand
 from tests.annotation.queue_support import Clock
 from tests.factories import DatasetFactory, PairFactory, SamplingBatchFactory, SplitFactory, UserFactory
 from tests.rating_support import rate_pair
 
-pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
+pytestmark = pytest.mark.django_db  # both engines: the COPY path on PostgreSQL, the portable one on SQLite
 
 
 def lease(pair, rater, now):
@@ -93,6 +94,7 @@ def test_snapshot_equals_the_hand_computed_numbers(campaign):
     assert quality["alpha_by_kind"][0]["alpha"] == pytest.approx(hand.ALPHA)
     assert quality["positive_share"][0]["positives"] == hand.POSITIVES
     details = data["rater_details"][str(raters["C"].pk)]
+    assert str(raters["E"].pk) not in data["rater_details"]  # only held a lease
     assert details["largest_differences"][0]["pair_id"] == pairs["P2"].pk
     assert details["largest_differences"][0]["difference"] == pytest.approx(3.0)
 
@@ -158,3 +160,20 @@ def test_refresh_all_queues_one_refresh_per_rated_dataset(campaign, django_captu
         assert campaign_refresh_all() == [dataset.pk]
     assert CampaignSnapshot.objects.filter(dataset=dataset).count() == 1
     assert campaign_snapshot_get(DatasetFactory(name="other")) is None
+
+
+def test_the_task_refreshes_by_id_and_a_gone_dataset_is_logged(campaign, caplog):
+    dataset, *_ = campaign
+    refresh_campaign_snapshot(dataset.pk)
+    assert campaign_snapshot_get(dataset).made_at == hand.NOW
+    refresh_campaign_snapshot(dataset.pk + 1000)
+    assert "no longer exists" in caplog.text
+    assert CampaignSnapshot.objects.count() == 1
+
+
+def test_beat_refreshes_every_dashboard_refresh_seconds(settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["dashboard-refresh"]
+    assert entry == {
+        "task": "annotation.tasks.refresh_campaign_snapshots",
+        "schedule": settings.DASHBOARD_REFRESH_SECONDS,
+    }
