@@ -4,6 +4,7 @@ rater CSV, the refresh button, and that a page's queries do not grow with the ca
 import copy
 import csv
 import io
+import re
 from datetime import timedelta
 
 import pytest
@@ -218,3 +219,17 @@ def test_admin_home_dataset_admin_and_home_page_link_to_the_campaign_pages(campa
     assert 'href="/campaigns/coco/"' in change
     assert 'href="/campaigns/"' in client_for("researcher").get("/").content.decode()
     assert "/campaigns/" not in client_for("rater").get("/").content.decode()
+
+
+def test_the_campaign_page_and_rater_table_do_not_fetch_the_rater_details(campaign):
+    """rater_details is most of a snapshot at CxC scale; only a rater's page needs it."""
+    client = client_for("researcher")
+    for url in ("/campaigns/coco/", "/campaigns/coco/raters/"):
+        client.get(url)
+        with CaptureQueriesContext(connection) as queries:
+            client.get(url)
+        snapshot_reads = [q["sql"] for q in queries if "campaignsnapshot" in q["sql"]]
+        assert len(snapshot_reads) == 1, url
+        selected = snapshot_reads[0].split(" FROM ")[0]
+        assert 'AS "data__progress"' in selected and "rater_details" not in selected
+        assert not re.search(r'"data"(?! ->)', selected), "never the whole data column"
