@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc
+.PHONY: run test lint format venv embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-dashboard
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,9 @@ bench-evaluate: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_evaluate.py
 bench-export: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_export.py
+# Campaign dashboard at CxC scale (own database cxc_bench_dashboard): snapshot refresh, page times.
+bench-dashboard: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_dashboard.py
 # Rating queue over HTTP (gunicorn + PostgreSQL, port 8121, own database cxc_bench_queue):
 # 10k and 1M open slots; BENCH_SECONDS per phase (default 30), BENCH_SIZES=10k,1m.
 bench-queue: $(STAMP)

@@ -11,7 +11,18 @@ from annotation.admin_pairs import FlagAdmin, PairAdmin, RatingAdmin, RatingSlot
 from annotation.admin_runs import RunAdminMixin
 from annotation.errors import DomainError
 from annotation.jobs import JOB_RUNS, import_job_start
-from annotation.models import Caption, Dataset, EmbeddingSpace, Image, Job, Modality, Qualification, Split
+from annotation.models import (
+    Caption,
+    Dataset,
+    EmbeddingSpace,
+    Image,
+    Job,
+    Modality,
+    Qualification,
+    SpeedFloor,
+    Split,
+    TaskKind,
+)
 from annotation.upload_limits import limited_upload_view, upload_form_is_valid
 from annotation.uploads import EMBEDDINGS, KARPATHY, UploadKind, upload_discard, upload_store
 
@@ -60,9 +71,19 @@ def _store_uploads(form, params: dict, files: dict[str, tuple[str, UploadKind, s
     return True
 
 
+class SpeedFloorInline(admin.TabularInline):
+    """The campaign dashboard's speed floor per kind; a kind without a row uses the default."""
+
+    model = SpeedFloor
+    extra = 0
+    max_num = len(TaskKind.values)
+    verbose_name = "speed floor (dashboard)"
+
+
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
     list_display = ["name", "images_root", "image_url_prefix", "created_at"]
+    inlines = [SpeedFloorInline]
     search_fields = ["name"]
     change_list_template = "admin/annotation/dataset/change_list.html"
 

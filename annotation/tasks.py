@@ -2,8 +2,10 @@ import logging
 
 from celery import shared_task
 
+from annotation.dashboard.services import campaign_refresh_all, campaign_snapshot_refresh
 from annotation.errors import NotFound
 from annotation.jobs import job_run, jobs_fail_orphaned
+from annotation.models import Dataset
 from annotation.queue import leases_release_expired, queue_counters_rebuild
 from annotation.upload_cleanup import uploads_prune
 
@@ -56,3 +58,20 @@ def prune_uploads() -> dict:
     ago, and upload folders no run refers to. Idempotent."""
     summary = uploads_prune()
     return {"runs": summary.runs, "folders": summary.folders}
+
+
+@shared_task(acks_late=True)
+def refresh_campaign_snapshot(dataset_id: int) -> None:
+    """Compute a dataset's dashboard snapshot by id. Idempotent: a repeat stores a newer
+    snapshot of the same numbers."""
+    dataset = Dataset.objects.filter(pk=dataset_id).first()
+    if dataset is None:
+        logger.warning("dataset #%s no longer exists; no snapshot", dataset_id)
+        return
+    campaign_snapshot_refresh(dataset)
+
+
+@shared_task(acks_late=True)
+def refresh_campaign_snapshots() -> list[int]:
+    """Beat: queue a snapshot refresh of every dataset with ratings. Idempotent."""
+    return campaign_refresh_all()

@@ -121,8 +121,20 @@ def copy_rows(cursor, table: str, columns: list[str], lines) -> None:
     cursor.copy_expert(f"COPY {table} ({quoted}) FROM STDIN", buffer)
 
 
-def load() -> dict:
-    """Generate and COPY the dataset into the benchmark database. Returns counts."""
+def rating_times(rng, n: int, spread_days: float) -> list[str]:
+    """Creation times of ``n`` ratings as COPY text: all CREATED, or (``spread_days`` > 0)
+    spread at random over the ``spread_days`` days up to now, as a running campaign's."""
+    if spread_days <= 0:
+        return [CREATED] * n
+    now = np.datetime64("now", "ms")
+    offsets = (rng.random(n) * spread_days * 86_400_000).astype("timedelta64[ms]")
+    return [text.replace("T", " ") + "+00" for text in np.datetime_as_string(now - offsets, unit="ms").tolist()]
+
+
+def load(*, raters: int = RATERS, spread_days: float = 0.0) -> dict:
+    """Generate and COPY the dataset into the benchmark database, rated by ``raters``
+    raters (at least 5 * 2: five distinct ones per pair by stride); ratings are created
+    at CREATED, or spread over the last ``spread_days`` days. Returns counts."""
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
     from django.db import connection
@@ -133,10 +145,11 @@ def load() -> dict:
     rng = np.random.default_rng(2021)
     User = get_user_model()
     group, _ = Group.objects.get_or_create(name="rater")  # the queue migration creates the role groups
-    raters = User.objects.bulk_create([User(username=f"rater{i:03d}", password="!") for i in range(RATERS)])
+    n_raters = raters
+    raters = User.objects.bulk_create([User(username=f"rater{i:03d}", password="!") for i in range(n_raters)])
     group.user_set.add(*raters)
     rater_ids = np.array([r.id for r in raters])
-    rater_bias = rng.normal(0.0, 0.35, size=RATERS)
+    rater_bias = rng.normal(0.0, 0.35, size=n_raters)
     dataset = Dataset.objects.create(name="bench", image_url_prefix="https://images.example.org/")
     counts = split_counts()
     pair_id = slot_id = 1
@@ -209,9 +222,9 @@ def load() -> dict:
                     ),
                 )
                 # Five distinct raters per pair: a random start and a stride under RATERS / 5.
-                start = rng.integers(0, RATERS, n)[:, None]
-                stride = rng.integers(1, RATERS // RATINGS_PER_PAIR, n)[:, None]
-                who = (start + stride * np.arange(RATINGS_PER_PAIR)) % RATERS
+                start = rng.integers(0, n_raters, n)[:, None]
+                stride = rng.integers(1, n_raters // RATINGS_PER_PAIR, n)[:, None]
+                who = (start + stride * np.arange(RATINGS_PER_PAIR)) % n_raters
                 truth = np.clip(rng.normal(TRUE_MEAN[method], 1.0, n), 0.0, 5.0)[:, None]
                 scores = np.clip(truth + rater_bias[who] + rng.normal(0.0, 0.6, who.shape), 0.0, 5.0)
                 times = rng.lognormal(np.log(SECONDS_PER_ITEM[kind] * 1000), 0.5, who.shape).astype(np.int64)
@@ -220,6 +233,7 @@ def load() -> dict:
                 index = np.tile(np.arange(RATINGS_PER_PAIR), n).tolist()
                 user = rater_ids[who.ravel()].tolist()
                 values, spent = scores.ravel().tolist(), times.ravel().tolist()
+                created = rating_times(rng, len(values), spread_days)
                 copy_rows(
                     cursor,
                     RatingSlot._meta.db_table,
@@ -256,8 +270,10 @@ def load() -> dict:
                         "created_at",
                     ],
                     (
-                        f"{s}\t{p}\t{s}\t{u}\t{v!r}\t{t}\t3\tbench-{s}\t{CREATED}\n"
-                        for s, p, u, v, t in zip(slot_ids.tolist(), pair_of, user, values, spent, strict=True)
+                        f"{s}\t{p}\t{s}\t{u}\t{v!r}\t{t}\t3\tbench-{s}\t{c}\n"
+                        for s, p, u, v, t, c in zip(
+                            slot_ids.tolist(), pair_of, user, values, spent, created, strict=True
+                        )
                     ),
                 )
                 pair_id += n

@@ -203,6 +203,19 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # plotly.min.js from the pinned plotly package, and nothing else of it (frontend/vendor.py).
+    "frontend.vendor.VendorFinder",
+]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # collectstatic writes .gz copies beside the files; whitenoise serves them to browsers that accept gzip.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Vendored libraries sit under a folder named with their version: cache them for good.
+WHITENOISE_IMMUTABLE_FILE_TEST = r"^.*/frontend/vendor/[a-z0-9_-]+-\d[^/]*/"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 # Also the admin's logout: both land on the login page, not the admin's goodbye page.
@@ -241,6 +254,11 @@ DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=True)
 QUEUE_TIDY_SECONDS = env.int("QUEUE_TIDY_SECONDS", default=60)
 QUEUE_RECOUNT_SECONDS = env.int("QUEUE_RECOUNT_SECONDS", default=3600)
 ORPHAN_CHECK_SECONDS = env.int("ORPHAN_CHECK_SECONDS", default=60)
+# The campaign dashboard's numbers are recomputed this often (seconds) for every dataset
+# with ratings; pages read the newest snapshot and also offer a refresh on demand.
+DASHBOARD_REFRESH_SECONDS = env.int("DASHBOARD_REFRESH_SECONDS", default=300)
+if DASHBOARD_REFRESH_SECONDS < 10:
+    raise ImproperlyConfigured(f"DASHBOARD_REFRESH_SECONDS must be at least 10, got {DASHBOARD_REFRESH_SECONDS}")
 CELERY_BEAT_SCHEDULE: dict = {
     "queue-release-expired-leases": {
         "task": "annotation.tasks.release_expired_leases",
@@ -253,6 +271,10 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Jobs and batches whose worker died show as failed even when nobody looks at them.
     "jobs-fail-orphaned": {"task": "annotation.tasks.fail_orphaned_jobs", "schedule": ORPHAN_CHECK_SECONDS},
     "sampling-fail-orphaned": {"task": "sampling.tasks.fail_orphaned_batches", "schedule": ORPHAN_CHECK_SECONDS},
+    "dashboard-refresh": {
+        "task": "annotation.tasks.refresh_campaign_snapshots",
+        "schedule": DASHBOARD_REFRESH_SECONDS,
+    },
 }
 
 

@@ -7,6 +7,8 @@ from config.runtime import describe_mode
 
 admin.site.site_header = "CxC annotate admin"
 admin.site.index_title = describe_mode()
+# Links the campaign pages above the app list (frontend/templates/admin/cxc_index.html).
+admin.site.index_template = "admin/cxc_index.html"
 # The app list is one click away on the admin home; its sidebar would take a quarter of
 # a 1280 px screen from the run and rating tables.
 admin.site.enable_nav_sidebar = False

@@ -1,10 +1,12 @@
 """Reads for the pages."""
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
+from django.db.models import OuterRef, QuerySet, Subquery
 
-from annotation.models import Caption, Dataset, Image, Pair, TaskKind
+from annotation.models import CampaignSnapshot, Caption, Dataset, Image, Pair, TaskKind
 from annotation.queue import Item, image_url_of
 from annotation.roles import ADMIN, RATER, RESEARCHER, has_role
 from annotation.selectors import dataset_list, qualification_kinds, rater_pairs_left
@@ -121,3 +123,56 @@ def worked_example_queued_pair(*, example: WorkedExample) -> Pair | None:
     first, second = getattr(example, f"{column}_a_id"), getattr(example, f"{column}_b_id")
     low, high = sorted((first, second))
     return pairs.filter(**{f"{column}_a_id": low, f"{column}_b_id": high}).first()
+
+
+def pair_items_by_id(*, dataset: Dataset, pair_ids: list[int]) -> dict[int, list[Item]]:
+    """The items (captions first, then images, as the rating page shows them) of a few
+    pairs of a dataset, keyed by pair id, in one query. Pairs not in the dataset are left
+    out."""
+    pairs = Pair.objects.filter(dataset=dataset, pk__in=pair_ids).select_related(
+        "caption_a", "caption_b", "image_a", "image_b"
+    )
+    return {
+        pair.pk: [_caption_item(c) for c in (pair.caption_a, pair.caption_b) if c is not None]
+        + [_image_item(dataset, i) for i in (pair.image_a, pair.image_b) if i is not None]
+        for pair in pairs
+    }
+
+
+def campaign_dataset_list() -> QuerySet[Dataset]:
+    """Every dataset by name, each with ``snapshot_made_at``: when its newest campaign
+    snapshot was made (None before the first), in one query."""
+    newest = CampaignSnapshot.objects.filter(dataset=OuterRef("pk")).order_by("-made_at").values("made_at")[:1]
+    return Dataset.objects.annotate(snapshot_made_at=Subquery(newest)).order_by("name")
+
+
+@dataclass(frozen=True)
+class SnapshotPart:
+    """Some top-level keys of a campaign snapshot's ``data`` (the contract's shape), with
+    when it was made and how long that took: what a campaign page shows."""
+
+    made_at: datetime
+    refresh_seconds: float
+    data: dict
+
+
+def campaign_snapshot_part(*, dataset: Dataset, keys: tuple[str, ...]) -> SnapshotPart | None:
+    """The newest snapshot of ``dataset`` (the order of
+    ``annotation.dashboard.selectors.campaign_snapshot_get``) with only the top-level
+    ``keys`` of its data, taken out by the database's JSON operators; None before the first
+    snapshot. At CxC scale ``rater_details`` is most of the snapshot (about 600 of 700 KiB
+    for 100 raters): fetching and parsing it would double the campaign page's time."""
+    fields = [f"data__{key}" for key in keys]
+    row = (
+        CampaignSnapshot.objects.filter(dataset=dataset)
+        .order_by("-made_at", "-id")
+        .values("made_at", "refresh_seconds", *fields)
+        .first()
+    )
+    if row is None:
+        return None
+    return SnapshotPart(
+        made_at=row["made_at"],
+        refresh_seconds=row["refresh_seconds"],
+        data={key: row[field] for key, field in zip(keys, fields, strict=True)},
+    )

@@ -1,12 +1,17 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from frontend import views
+from frontend import campaign, views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("rate/", views.rate_home, name="rate-home"),
     path("rate/<slug:dataset>/<slug:kind>/", views.rate_page, name="rate-page"),
+    path("campaigns/", campaign.campaign_index, name="campaign-index"),
+    path("campaigns/<slug:dataset>/", campaign.campaign_dashboard, name="campaign-dashboard"),
+    path("campaigns/<slug:dataset>/raters/", campaign.campaign_raters, name="campaign-raters"),
+    path("campaigns/<slug:dataset>/raters/<int:rater_id>/", campaign.campaign_rater, name="campaign-rater"),
+    path("campaigns/<slug:dataset>/refresh/", campaign.campaign_refresh, name="campaign-refresh"),
     path("login/", auth_views.LoginView.as_view(template_name="frontend/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

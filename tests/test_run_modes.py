@@ -103,3 +103,9 @@ def test_an_impossible_field_limit_is_refused_at_start(tmp_path, variable, value
     result = run_python("", VAR_DIR=str(tmp_path), CELERY_BROKER_URL="", REDIS_URL="", **{variable: value})
     assert result.returncode != 0
     assert message in result.stderr
+
+
+def test_a_dashboard_refresh_under_ten_seconds_is_refused(tmp_path):
+    result = run_python("", VAR_DIR=str(tmp_path), DASHBOARD_REFRESH_SECONDS="5")
+    assert result.returncode != 0
+    assert "DASHBOARD_REFRESH_SECONDS must be at least 10, got 5" in result.stderr

@@ -11,7 +11,7 @@ pair, :func:`block_build` aggregates one block (:mod:`annotation.aggregation`), 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -19,6 +19,7 @@ import numpy as np
 
 from annotation.aggregation import (
     IntervalAlpha,
+    PairAggregates,
     RaterAgreement,
     RaterSummary,
     aggregate_pairs,
@@ -121,13 +122,21 @@ class ExportCounts:
     _tallies: dict[tuple[str, str, str], Tally] = field(default_factory=dict)
 
     def add(self, *, split: str, task: str, block: ExportBlock) -> None:
-        stats = block.stats
+        stats, batch_ids = block.stats, block.batch_id
+        self.add_pairs(split=split, task=task, methods=block.sampling_method, stats=stats, batch_ids=batch_ids)
+
+    def add_pairs(
+        self, *, split: str, task: str, methods: Sequence[str], stats: PairAggregates, batch_ids: np.ndarray
+    ) -> None:
+        """Tally aggregated pairs: ``methods`` one name per pair, ``stats`` from
+        :func:`aggregate_pairs`, ``batch_ids: int (n,)`` (the campaign dashboard feeds
+        its pairs here too, so its positives are counted as the export counts them)."""
         for method, count, positive, score, batch_id in zip(
-            block.sampling_method,
+            methods,
             stats.count.tolist(),
             stats.positive.tolist(),
             stats.agg_score.tolist(),
-            block.batch_id.tolist(),
+            np.asarray(batch_ids).tolist(),
             strict=True,
         ):
             for key in ((split, task, method), ("batch", str(batch_id), method)):
@@ -177,13 +186,39 @@ class ExportAgreement:
     _raters: dict[str, RaterAgreement] = field(default_factory=dict)
 
     def add(self, *, task: str, rated: RatedBlock) -> None:
-        padded, batch_ids, block = rated.padded, rated.block.batch_id, rated.block
+        self.add_pairs(
+            task=task,
+            padded=rated.padded,
+            counts=rated.counts,
+            batch_ids=rated.block.batch_id,
+            raters=rated.raters,
+            times_ms=rated.block.time_on_item_ms,
+        )
+
+    def add_pairs(
+        self,
+        *,
+        task: str,
+        padded: np.ndarray,
+        counts: np.ndarray,
+        batch_ids: np.ndarray,
+        raters: np.ndarray,
+        times_ms: np.ndarray,
+    ) -> np.ndarray:
+        """Add pairs of one task: ``padded: float (n, r)`` NaN-padded scores,
+        ``counts: int (n,)`` ratings per pair, ``batch_ids: int (n,)``, and per rating in
+        row order ``raters: int (m,)`` and ``times_ms: int (m,)``. Returns the others'
+        mean of each rating, ``float64 (m,)`` (NaN: no other rating), for callers that
+        look at single ratings (the campaign dashboard)."""
+        batch_ids = np.asarray(batch_ids)
         self._alpha_task.setdefault(task, IntervalAlpha()).add(padded)
         for batch_id in np.unique(batch_ids).tolist():
             self._alpha_batch.setdefault((batch_id, task), IntervalAlpha()).add(padded[batch_ids == batch_id])
-        rows, cols = ragged_positions(rated.counts)
+        rows, cols = ragged_positions(counts)
+        scores = padded[rows, cols]
         others = leave_one_out_means(padded)[rows, cols]
-        self._raters.setdefault(task, RaterAgreement()).add(rated.raters, block.score, others, block.time_on_item_ms)
+        self._raters.setdefault(task, RaterAgreement()).add(raters, scores, others, times_ms)
+        return others
 
     def by_task(self, tasks: Iterable[str]) -> dict[str, dict]:
         """``{task: alpha dict}`` for the given tasks that had ratings, in their order."""

@@ -8,6 +8,7 @@ Invariants live in the database (unique and check constraints), not in ``save()`
   never collect more ratings than slots; one rater rates a pair at most once.
 """
 
+from annotation.models.dashboard import DEFAULT_SPEED_FLOORS, CampaignSnapshot, SpeedFloor
 from annotation.models.items import (
     METHOD_KIND,
     Caption,
@@ -24,8 +25,10 @@ from annotation.models.queue import Flag, FlagReason, PairSkip, Qualification, Q
 from annotation.models.runs import BackgroundRun, Job, JobStatus, UploadState, upload_state_constraints
 
 __all__ = [
+    "DEFAULT_SPEED_FLOORS",
     "METHOD_KIND",
     "BackgroundRun",
+    "CampaignSnapshot",
     "Caption",
     "Dataset",
     "EmbeddingSpace",
@@ -43,6 +46,7 @@ __all__ = [
     "RatingSlot",
     "SamplingMethod",
     "SlotState",
+    "SpeedFloor",
     "Split",
     "TaskKind",
     "UploadState",

@@ -1,0 +1,151 @@
+"""Grouped counts, medians, shares, histograms and the finish estimate of the campaign
+dashboard. Pure numpy, no Django.
+
+"Groups" are small non-negative ints (a rater's row, or a rater's row times the number
+of days plus the day): ``groups: int (m,)`` beside ``values: (m,)``, ``n_groups`` the
+number of groups. Times are seconds since the Unix epoch, UTC (``float (m,)``).
+Correlations and biases come from :class:`annotation.aggregation.RaterAgreement`, the
+export's code, fed with group ids in place of rater ids.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from annotation.aggregation import RaterAgreement, group_order
+
+DAY_S = 86_400.0
+HOUR_S = 3_600.0
+# Pair means and single scores: 0-5 in bins 0.25 wide, the last one closed (5.0 counts).
+SCORE_EDGES = np.linspace(0.0, 5.0, 21)
+# Per-pair sample SDs: scores within 0-5 give at most 5 / sqrt(2) (two ratings 0 and 5).
+SD_EDGES = np.linspace(0.0, 4.0, 17)
+
+
+def histogram(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Counts of ``values: float (m,)`` in the bins of ``edges: float (b + 1,)``, the
+    last bin closed as numpy's; NaN and values outside the edges are left out. int64 (b,)."""
+    values = np.asarray(values, dtype=np.float64)
+    return np.histogram(values[~np.isnan(values)], bins=edges)[0].astype(np.int64)
+
+
+def group_histograms(groups: np.ndarray, values: np.ndarray, n_groups: int, edges: np.ndarray) -> np.ndarray:
+    """One histogram per group, as :func:`histogram`: int64 (n_groups, b)."""
+    values = np.asarray(values, dtype=np.float64)
+    bins = edges.shape[0] - 1
+    at = np.searchsorted(edges, values, side="right") - 1
+    at[values == edges[-1]] = bins - 1
+    keep = (at >= 0) & (at < bins) & ~np.isnan(values)
+    flat = np.asarray(groups, dtype=np.int64)[keep] * bins + at[keep]
+    return np.bincount(flat, minlength=n_groups * bins).reshape(n_groups, bins)
+
+
+def day_start(epoch_s: float) -> float:
+    """The UTC midnight at or before ``epoch_s``."""
+    return math.floor(epoch_s / DAY_S) * DAY_S
+
+
+def daily_counts(epoch_s: np.ndarray, first_day_s: float, last_day_s: float) -> np.ndarray:
+    """Events per UTC day from midnight ``first_day_s`` to midnight ``last_day_s``
+    inclusive, every day present (zeros too); events outside are left out. int64 (days,)."""
+    days = round((last_day_s - first_day_s) / DAY_S) + 1
+    index = np.floor((np.asarray(epoch_s, dtype=np.float64) - first_day_s) / DAY_S).astype(np.int64)
+    keep = (index >= 0) & (index < days)
+    return np.bincount(index[keep], minlength=days)
+
+
+def hourly_counts(epoch_s: np.ndarray, day_start_s: float) -> np.ndarray:
+    """Events per UTC hour 0..23 of the day starting at midnight ``day_start_s``. int64 (24,)."""
+    index = np.floor((np.asarray(epoch_s, dtype=np.float64) - day_start_s) / HOUR_S).astype(np.int64)
+    keep = (index >= 0) & (index < 24)
+    return np.bincount(index[keep], minlength=24)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """Events in the 24 hours up to ``now``, that count per hour, and when the remaining
+    work ends at that rate (epoch seconds; None when the rate is 0)."""
+
+    last_24h: int
+    per_hour: float
+    finish_s: float | None
+
+
+def rate_and_finish(epoch_s: np.ndarray, *, now_s: float, remaining: int) -> Rate:
+    """The rate of events over (now - 24 h, now] and the finish time it implies for
+    ``remaining`` more events."""
+    epoch_s = np.asarray(epoch_s, dtype=np.float64)
+    last = int(np.count_nonzero((epoch_s > now_s - DAY_S) & (epoch_s <= now_s)))
+    per_hour = last / 24.0
+    finish = now_s + remaining / per_hour * HOUR_S if per_hour > 0 else None
+    return Rate(last_24h=last, per_hour=per_hour, finish_s=finish)
+
+
+def group_shares(groups: np.ndarray, hits: np.ndarray, n_groups: int) -> np.ndarray:
+    """Share of each group's entries where ``hits: bool (m,)`` is true; NaN for an empty
+    group. float64 (n_groups,)."""
+    groups = np.asarray(groups, dtype=np.int64)
+    total = np.bincount(groups, minlength=n_groups)
+    hit = np.bincount(groups, weights=np.asarray(hits, dtype=np.float64), minlength=n_groups)
+    out = np.full(n_groups, np.nan)
+    out[total > 0] = hit[total > 0] / total[total > 0]
+    return out
+
+
+def group_latest(groups: np.ndarray, epoch_s: np.ndarray, n_groups: int) -> np.ndarray:
+    """Latest time of each group, NaN for an empty group. float64 (n_groups,)."""
+    out = np.full(n_groups, -np.inf)
+    np.maximum.at(out, np.asarray(groups, dtype=np.int64), np.asarray(epoch_s, dtype=np.float64))
+    out[np.isinf(out)] = np.nan
+    return out
+
+
+@dataclass(frozen=True)
+class GroupAgreement:
+    """Per group: Pearson r of scores with the others' means, mean bias (score - others'
+    mean), and the ratings compared (those with other ratings). float64/int64 (n_groups,)."""
+
+    correlation: np.ndarray
+    bias: np.ndarray
+    compared: np.ndarray
+
+
+def group_agreement(groups: np.ndarray, scores: np.ndarray, others: np.ndarray, n_groups: int) -> GroupAgreement:
+    """Leave-one-out agreement per group, by the export's :class:`RaterAgreement` (one
+    implementation): ``others: float (m,)`` the mean of the pair's other ratings, NaN
+    where there is none."""
+    accumulator = RaterAgreement()
+    groups = np.asarray(groups, dtype=np.int64)
+    accumulator.add(groups, scores, others, np.zeros(groups.shape[0], dtype=np.int64))
+    correlation = np.full(n_groups, np.nan)
+    bias = np.full(n_groups, np.nan)
+    compared = np.zeros(n_groups, dtype=np.int64)
+    for summary in accumulator.summaries():
+        correlation[summary.rater] = summary.loo_correlation
+        bias[summary.rater] = summary.mean_bias
+        compared[summary.rater] = summary.compared
+    return GroupAgreement(correlation=correlation, bias=bias, compared=compared)
+
+
+def largest_differences(groups: np.ndarray, differences: np.ndarray, n_groups: int, k: int) -> list[np.ndarray]:
+    """Per group the positions (into the input) of its ``k`` entries with the largest
+    ``|differences|``, largest first, ties in input order; NaN differences never count.
+    A list of n_groups int64 arrays of at most k positions."""
+    size = np.abs(np.asarray(differences, dtype=np.float64))
+    valid = np.flatnonzero(~np.isnan(size))
+    groups = np.asarray(groups, dtype=np.int64)[valid]
+    order = valid[group_order(groups, n_groups)]
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(groups, minlength=n_groups))))
+    out = []
+    for group in range(n_groups):
+        members = order[bounds[group] : bounds[group + 1]]
+        if members.shape[0] > k:
+            # Keep every entry as large as the k-th, so ties are settled by input order below.
+            kth = -np.partition(-size[members], k - 1)[k - 1]
+            members = members[size[members] >= kth]
+        ranked = members[np.lexsort((members, -size[members]))]
+        out.append(ranked[:k])
+    return out

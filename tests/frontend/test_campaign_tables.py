@@ -1,0 +1,109 @@
+"""What the campaign pages make of a snapshot's numbers (frontend/campaign_pages.py): pure,
+no database. The numbers are d1's hand-worked campaign (tests/annotation/dashboard_data.py)
+run through the real snapshot code."""
+
+import csv
+import io
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+
+from annotation.dashboard.snapshot import campaign_numbers
+from frontend import campaign_pages as pages
+from tests.annotation import dashboard_data as hand
+from tests.annotation.test_dashboard_snapshot import hand_inputs
+
+NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return campaign_numbers(hand_inputs())
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0 s ago"),
+        (42, "42 s ago"),
+        (119, "119 s ago"),
+        (300, "5 min ago"),
+        (3 * 3600, "3 h ago"),
+        (3 * 86400, "3 days ago"),
+    ],
+)
+def test_age_is_said_in_a_unit_a_person_reads(seconds, text):
+    assert pages.age_text(NOW - timedelta(seconds=seconds), NOW) == text
+
+
+def test_a_refresh_is_done_pending_or_stuck():
+    snapshot = SimpleNamespace(made_at=NOW - timedelta(minutes=10), refresh_seconds=1.5)
+    assert pages.refresh_state(snapshot, now=NOW, asked_at=None) is None
+    assert pages.refresh_state(snapshot, now=NOW, asked_at=NOW - timedelta(minutes=11)) == "done"
+    assert pages.refresh_state(snapshot, now=NOW, asked_at=NOW - timedelta(seconds=30)) == "pending"
+    assert pages.refresh_state(None, now=NOW, asked_at=NOW - timedelta(seconds=30)) == "pending"
+    assert pages.refresh_state(snapshot, now=NOW, asked_at=NOW - timedelta(minutes=3)) == "stuck"
+    status = pages.snapshot_status(snapshot, now=NOW)
+    assert (status.made_text, status.age) == ("2026-03-02 11:50 UTC", "10 min ago")
+
+
+def test_kinds_come_in_the_cxc_order_as_the_snapshot_spells_them(data):
+    assert pages.kinds_of(data) == ["sts", "sis", "sits"]
+
+
+def test_rater_table_lists_most_active_first_with_formatted_numbers(data):
+    table = pages.rater_table(data)
+    labels = [column.label for column in table["columns"]]
+    assert labels[:3] == ["Rater", "STS today", "STS total"]
+    assert "LOO r" in labels and "Faster than floor" in labels and "Last active (UTC)" in labels
+    names = [row["cells"][0]["text"] for row in table["rows"]]
+    assert names == ["a", "b", "c", "d"], "a has 4 ratings, b and c 3, d none"
+    by_label = dict(zip(labels, table["rows"][0]["cells"], strict=True))
+    assert by_label["LOO r"] == {"text": f"{hand.LOO['A']:.2f}", "sort": pytest.approx(hand.LOO["A"])}
+    assert by_label["Bias"]["text"] == "-1.00"
+    assert by_label["Faster than floor"]["text"] == "75%"
+    assert by_label["Median s / item"]["text"] == "2.2", "2.25 s, to one decimal"
+    quiet = dict(zip(labels, table["rows"][3]["cells"], strict=True))
+    assert quiet["LOO r"] == {"text": "—", "sort": ""}, "no shared pairs: no number, sorted last"
+    assert quiet["Skips"]["text"] == "2"
+
+
+def test_raters_csv_has_a_header_and_one_row_per_rater_with_raw_numbers(data):
+    rows = list(csv.DictReader(io.StringIO(pages.raters_csv(data))))
+    assert [row["username"] for row in rows] == ["a", "b", "c", "d"]
+    a, d = rows[0], rows[3]
+    assert a["rater_id"] == "11"
+    assert float(a["loo_correlation"]) == pytest.approx(hand.LOO["A"], abs=1e-4)
+    assert float(a["bias"]) == pytest.approx(-1.0)
+    assert float(a["fast_share"]) == pytest.approx(0.75)
+    assert (a["sts_total"], a["sis_total"], a["total_all"]) == ("4", "0", "4")
+    assert d["loo_correlation"] == "" and d["median_seconds"] == ""
+    assert pages.raters_csv_name("coco", NOW) == "coco-raters-20260302-1200.csv"
+
+
+def test_dashboard_tables_hold_the_chart_numbers(data):
+    context = pages.dashboard_context(data)
+    sts = context["by_kind"][0]
+    assert (sts["kind_label"], sts["pairs_waiting"], sts["percent_done"]) == ("STS", 1, 55.6)
+    [mean_table] = context["mean_tables"]
+    assert mean_table["headers"] == ["bin", "c2c_cocaption"]
+    assert len(mean_table["rows"]) == 20
+    assert {i: row[1] for i, row in enumerate(mean_table["rows"]) if row[1]} == hand.MEAN_BINS
+    assert mean_table["rows"][8][0] == "2.00 to 2.25"
+    assert context["sd_table"]["headers"][:2] == ["bin", "STS"]
+    assert context["per_day_table"]["rows"] == [["2026-03-01", 3], ["2026-03-02", 7]]
+    assert context["finish"]["when"] == "2026-03-03 15:25 UTC", "192/7 = 27.4 hours after noon on day 2"
+    assert context["charts"]["kinds"][0] == {"kind": "sts", "label": "STS"}
+
+
+def test_rater_context_shapes_one_rater_and_refuses_an_unknown_one(data):
+    context = pages.rater_context(data, 11)
+    assert context["summary"]["username"] == "a"
+    assert context["histogram_table"]["headers"] == ["score", "this rater", "share", "everyone", "share"]
+    assert sum(row[1] for row in context["histogram_table"]["rows"]) == 4
+    assert sum(row[3] for row in context["histogram_table"]["rows"]) == 10
+    assert len(context["detail"]["largest_differences"]) == 3
+    assert pages.rater_context(data, 999) is None
+    rows = pages.difference_rows(context["detail"]["largest_differences"], {})
+    assert rows[0]["items"] == [] and rows[0]["difference_text"].startswith(("+", "-"))
