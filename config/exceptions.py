@@ -1,7 +1,8 @@
 """API errors always carry a readable ``detail``; domain errors become 4xx, never 500.
 Unmatched paths and server errors get friendly pages (JSON under /api/), never a traceback."""
 
-from django.http import JsonResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, JsonResponse
 from django.views import defaults
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -13,9 +14,21 @@ def api_exception_handler(exc, context):
     if isinstance(exc, DomainError):
         return Response({"detail": str(exc), "code": exc.code}, status=exc.http_status)
     response = exception_handler(exc, context)
-    if response is not None and isinstance(response.data, dict) and "detail" not in response.data:
-        response.data = {"detail": _flatten(response.data), "errors": response.data}
+    if response is not None and isinstance(response.data, dict):
+        if "detail" not in response.data:
+            response.data = {"detail": _flatten(response.data), "errors": response.data}
+        response.data.setdefault("code", _code(exc))
     return response
+
+
+def _code(exc) -> str:
+    """DRF's own name for the error (not_authenticated, permission_denied, invalid ...);
+    Django's Http404 and PermissionDenied, which DRF answers too, named as DRF names them."""
+    if isinstance(exc, Http404):
+        return "not_found"
+    if isinstance(exc, PermissionDenied):
+        return "permission_denied"
+    return exc.default_code
 
 
 def _flatten(errors: dict) -> str:

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from annotation.apis.fields import StaleRunField
 from annotation.roles import IsAdmin
 from annotation.uploads import upload_store
+from config.openapi import error_response
 from sampling import selectors, strategies
 from sampling.batch_run import BATCH_RUNS
 from sampling.models import SamplingBatch
@@ -78,6 +79,9 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
         return data
 
 
+NO_SPLIT = error_response("No dataset or split of that name.")
+
+
 def _created(batch: SamplingBatch) -> Response:
     # Read after the commit, so an in-process (eager) run shows its outcome.
     batch = selectors.sampling_batch_get(batch_id=batch.pk)
@@ -115,7 +119,7 @@ class SamplingBatchListApi(APIView):
     def get(self, request):
         return Response(SamplingBatchSerializer(selectors.sampling_batch_list()[:200], many=True).data)
 
-    @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer})
+    @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer, 404: NO_SPLIT})
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -158,7 +162,7 @@ class SamplingBatchUploadApi(APIView):
         class Meta:
             ref_name = "PairListUpload"
 
-    @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer})
+    @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer, 404: NO_SPLIT})
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -200,7 +204,13 @@ class SamplingBatchStartApi(APIView):
 
     permission_classes = [IsAdmin]
 
-    @extend_schema(request=None, responses={202: SamplingBatchSerializer})
+    @extend_schema(
+        request=None,
+        responses={
+            202: SamplingBatchSerializer,
+            409: error_response("The batch is running or has succeeded already."),
+        },
+    )
     def post(self, request, batch_id: int):
         batch = sampling_batch_start(batch=selectors.sampling_batch_get(batch_id=batch_id))
         batch = selectors.sampling_batch_get(batch_id=batch.pk)
