@@ -44,7 +44,8 @@ def _flatten(errors: dict) -> str:
 
 
 def _is_api(request) -> bool:
-    return request.path.startswith("/api/")
+    # Image files are served under /media/images/ through the API (the schema lists them).
+    return request.path.startswith(("/api/", "/media/images/"))
 
 
 def page_not_found(request, exception):

@@ -31,6 +31,21 @@ def error_response(description: str) -> OpenApiResponse:
 
 
 class ProjectAutoSchema(AutoSchema):
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        # DRF refuses "" for a CharField without allow_blank, and whitespace only too when
+        # it trims; drf-spectacular says neither, so a schema-valid body could be refused.
+        if (
+            direction == "request"
+            and isinstance(field, serializers.CharField)
+            and not field.allow_blank
+            and schema.get("type") == "string"
+        ):
+            schema.setdefault("minLength", 1)
+            if field.trim_whitespace:
+                schema.setdefault("pattern", r"\S")
+        return schema
+
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)
         if direction != "response":

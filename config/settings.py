@@ -195,6 +195,9 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # The API takes JSON bodies (null, nested objects); only the upload endpoints take
+    # multipart forms, and they say so themselves. Anything else is refused with 415.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "config.openapi.ProjectAutoSchema",
     "EXCEPTION_HANDLER": "config.exceptions.api_exception_handler",
 }
@@ -208,6 +211,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # A PATCH body is parsed by the same serializer as the rest, its required fields
+    # required (PATCH /api/sampling/batches/<id>/ needs its priority), not as all optional.
+    "COMPONENT_SPLIT_PATCH": False,
     "ENUM_NAME_OVERRIDES": {
         "TaskKindEnum": "annotation.models.TaskKind",
         "FlagReasonEnum": "annotation.models.FlagReason",

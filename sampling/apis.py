@@ -4,7 +4,7 @@ from dataclasses import asdict
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -17,6 +17,7 @@ from sampling.batch_run import BATCH_RUNS
 from sampling.models import SamplingBatch
 from sampling.pairlist import MERGE_REPEATS, REPEATS
 from sampling.services import (
+    PRIORITY_LIMIT,
     sampling_batch_create,
     sampling_batch_create_from_upload,
     sampling_batch_set_priority,
@@ -77,6 +78,9 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
         else:
             data["upload_repeats"] = None
         return data
+
+
+NO_SPLIT = error_response("No dataset or split of that name.")
 
 
 NO_SPLIT = error_response("No dataset or split of that name.")
@@ -144,7 +148,8 @@ class SamplingBatchUploadApi(APIView):
     """Create a batch from a CSV pair list shaped like the CxC files (started unless start=false)."""
 
     permission_classes = [IsAdmin]
-    parser_classes = [MultiPartParser, FormParser]
+    # Files travel in multipart forms only (an urlencoded form cannot carry them).
+    parser_classes = [MultiPartParser]
 
     class InputSerializer(serializers.Serializer):
         dataset = serializers.CharField()
@@ -185,7 +190,11 @@ class SamplingBatchDetailApi(APIView):
     permission_classes = [IsAdmin]
 
     class PriorityInputSerializer(serializers.Serializer):
-        priority = serializers.IntegerField(help_text="Higher batches are rated first; reorders queued pairs.")
+        priority = serializers.IntegerField(
+            min_value=-PRIORITY_LIMIT,
+            max_value=PRIORITY_LIMIT,
+            help_text="Higher batches are rated first; reorders queued pairs.",
+        )
 
     @extend_schema(responses=SamplingBatchSerializer)
     def get(self, request, batch_id: int):

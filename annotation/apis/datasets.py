@@ -2,7 +2,7 @@
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -32,7 +32,8 @@ class ImportKarpathyApi(APIView):
     """Start a Karpathy JSON import as a background job (admins)."""
 
     permission_classes = [IsAdmin]
-    parser_classes = [MultiPartParser, FormParser]
+    # Files travel in multipart forms only (an urlencoded form cannot carry them).
+    parser_classes = [MultiPartParser]
 
     class ImportKarpathyInputSerializer(serializers.Serializer):
         file = serializers.FileField()
@@ -56,7 +57,8 @@ class ImportEmbeddingsApi(APIView):
     """Start an embeddings import as a background job (admins)."""
 
     permission_classes = [IsAdmin]
-    parser_classes = [MultiPartParser, FormParser]
+    # Files travel in multipart forms only (an urlencoded form cannot carry them).
+    parser_classes = [MultiPartParser]
 
     class ImportEmbeddingsInputSerializer(serializers.Serializer):
         dataset = serializers.CharField()

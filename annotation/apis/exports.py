@@ -152,7 +152,9 @@ class ExportFileDownloadApi(APIView):
 
     @extend_schema(
         responses={
+            # manifest.json and agreement.json are JSON objects; the rest are files as such.
             **{(200, media): OpenApiTypes.BINARY for media in dict.fromkeys(export.MEDIA_TYPES.values())},
+            (200, "application/json"): OpenApiTypes.OBJECT,
             409: error_response("The export has not succeeded (yet); its files are not ready."),
         }
     )
