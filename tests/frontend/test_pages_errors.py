@@ -61,7 +61,8 @@ def test_rate_page_names_the_unknown_dataset(client_all_roles):
 )
 def test_api_and_image_paths_with_unknown_names_are_json_404s(client_all_roles, method, path, named):
     DatasetFactory(name="known", image_url_prefix="", images_root="/nonexistent")
-    response = getattr(client_all_roles, method)(path)
+    # The API takes JSON bodies only (a form body is refused with 415 before any lookup).
+    response = getattr(client_all_roles, method)(path, content_type="application/json")
     assert response.status_code == 404, response.content[:300]
     detail = response.json()["detail"]
     assert named in detail

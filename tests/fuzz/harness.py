@@ -23,10 +23,10 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import requests
 import schemathesis
+from django.apps import apps
 from django.core.wsgi import get_wsgi_application
 from django.db import connections
 from hypothesis import strategies as st
-from schemathesis.config import FuzzConfig
 from schemathesis.engine import events, from_schema
 
 from tests.fuzz.world import ROLE_ACCOUNTS, World
@@ -78,10 +78,22 @@ def serving() -> Iterator[str]:
 def token_obtain(base_url: str, role: str) -> str:
     """The role's API token, through POST /api/auth/token/ as any client gets it."""
     username, password = ROLE_ACCOUNTS[role]
+    _login_lockouts_reset()
     response = requests.post(base_url + TOKEN_PATH, json={"username": username, "password": password}, timeout=30)
     if response.status_code != 200:
         raise RuntimeError(f"{role}: POST {TOKEN_PATH} answered {response.status_code}: {response.text}")
     return response.json()["token"]
+
+
+def _login_lockouts_reset() -> None:
+    """With login throttling (django-axes), the fuzzed wrong passwords lock out 127.0.0.1
+    within a few requests, and the run's own logins (a new token after the fuzzer revoked
+    one) would be refused with it. So lockouts are cleared just before each of those; the
+    fuzzed logins still meet the lockout and its documented answer."""
+    if apps.is_installed("axes"):
+        from axes.utils import reset
+
+        reset()
 
 
 @dataclass
@@ -92,6 +104,8 @@ class RoleReport:
     failures: Counter = field(default_factory=Counter)  # check name -> failing responses
     operations: set = field(default_factory=set)  # operations that got at least one response
     operations_total: int = 0
+    rounds: int = 0  # make fuzz: engine runs, one seed each
+    phases: dict = field(default_factory=dict)  # phase -> outcome (skipped: why)
     statuses: Counter = field(default_factory=Counter)
     errors: list = field(default_factory=list)  # engine errors (e.g. a strategy it could not build)
     examples: dict = field(default_factory=dict)  # (check, operation, status) -> one reproduction
@@ -105,6 +119,7 @@ class RoleReport:
             "operations_covered": len(self.operations),
             "operations_total": self.operations_total,
             "engine_errors": len(self.errors),
+            "phases": self.phases,
         }
 
 
@@ -127,10 +142,13 @@ SEMANTIC_400 = {
 POSITIVE_EXPECTED = ["2xx", "3xx", 401, 403, 404, 409, 429]
 
 
-def fuzz_config(*, max_examples: int, seed: int, deterministic: bool):
-    """Every phase and every check. Shrinking stays on, so a failure reported is a small one."""
+def fuzz_config(*, max_examples: int, seed: int, deterministic: bool, max_seconds: int | None = None):
+    """Every phase and every check, ``max_examples`` per operation and phase; the run stops
+    after ``max_seconds`` if given. Shrinking stays on, so a failure reported is a small one."""
+    limits = {} if max_seconds is None else {"max-time": max_seconds}
     return schemathesis.Config.from_dict(
         {
+            **limits,
             "seed": seed,
             # Nothing carried between runs: a run's outcome depends on its seed alone.
             "cache": {"enabled": False},
@@ -154,22 +172,24 @@ def fuzz_config(*, max_examples: int, seed: int, deterministic: bool):
     )
 
 
-def role_fuzz(*, role: str, world: World, config, base_url: str, max_seconds: int | None = None) -> RoleReport:
-    """Fuzz every operation of the schema with the role's token; returns the figures.
-    Without ``max_seconds``: every phase, within the configured examples per operation;
-    with it: schemathesis's fuzz mode, which keeps generating until the time is up."""
+def role_fuzz(*, role: str, world: World, config, base_url: str, report: RoleReport | None = None) -> RoleReport:
+    """Fuzz every operation of the schema with the role's token, every phase within the
+    configured examples per operation (and max-time, if set); returns the figures, added
+    to ``report`` when one is given."""
     token = token_obtain(base_url, role)
     schema = schemathesis.openapi.from_url(
         base_url + SCHEMA_PATH, config=config, headers={"Authorization": f"Token {token}"}
     )
     _register_auth(schema, base_url, role)
     _register_real_values(schema, world)
-    report = RoleReport(role=role, operations_total=len(list(schema.get_all_operations())))
-    engine = from_schema(schema)
-    stream = engine.execute() if max_seconds is None else engine.fuzz(FuzzConfig(max_time=max_seconds))
-    for event in stream:
-        if isinstance(event, events.ScenarioFinished | events.FuzzScenarioFinished):
+    if report is None:
+        report = RoleReport(role=role, operations_total=len(list(schema.get_all_operations())))
+    for event in from_schema(schema).execute():
+        if isinstance(event, events.ScenarioFinished):
             _tally(report, event.recorder)
+        elif isinstance(event, events.PhaseFinished):
+            skipped = event.phase.skip_reason
+            report.phases[event.phase.name.value] = f"skipped: {skipped.value}" if skipped else event.status.value
         elif isinstance(event, events.NonFatalError):
             report.errors.append(f"{event.label}: {event.info.format()}")
         elif isinstance(event, events.FatalError):
