@@ -8,9 +8,10 @@ from django.urls import path, reverse
 
 from annotation.admin_pairs import FlagAdmin, PairAdmin, RatingAdmin, RatingSlotAdmin  # noqa: F401 (registers)
 from annotation.admin_runs import RunAdminMixin
+from annotation.errors import DomainError
 from annotation.jobs import JOB_RUNS, import_job_start
 from annotation.models import Caption, Dataset, EmbeddingSpace, Image, Job, Modality, Qualification, Split
-from annotation.uploads import upload_store
+from annotation.uploads import upload_discard, upload_store
 
 
 class KarpathyImportForm(forms.Form):
@@ -39,6 +40,23 @@ def _start_job(request, kind: str, params: dict) -> Job:
     return job
 
 
+def _store_uploads(form, params: dict, files: dict[str, tuple[str, str]]) -> bool:
+    """Store the form's files, their paths into ``params`` (param -> (form field, suffix)).
+    A file that cannot be stored (its name is too long) becomes an error on its field,
+    and the files stored before it are removed: False then."""
+    stored: list[str] = []
+    for param, (field, suffix) in files.items():
+        try:
+            params[param] = upload_store(form.cleaned_data[field], suffix_hint=suffix)
+        except DomainError as exc:
+            for path in stored:
+                upload_discard(path)
+            form.add_error(field, str(exc))
+            return False
+        stored.append(params[param])
+    return True
+
+
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
     list_display = ["name", "images_root", "image_url_prefix", "created_at"]
@@ -60,38 +78,31 @@ class DatasetAdmin(admin.ModelAdmin):
         form = KarpathyImportForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
-            _start_job(
-                request,
-                Job.Kind.IMPORT_KARPATHY,
-                {
-                    "path": upload_store(data["file"], suffix_hint=".json"),
-                    "name": data["name"],
-                    "images_root": data["images_root"],
-                    "image_url_prefix": data["image_url_prefix"],
-                    "splits": [s.strip() for s in data["splits"].split(",") if s.strip()],
-                    "key_prefix": data["key_prefix"],
-                },
-            )
-            return redirect(reverse("admin:annotation_job_changelist"))
+            params = {
+                "name": data["name"],
+                "images_root": data["images_root"],
+                "image_url_prefix": data["image_url_prefix"],
+                "splits": [s.strip() for s in data["splits"].split(",") if s.strip()],
+                "key_prefix": data["key_prefix"],
+            }
+            if _store_uploads(form, params, {"path": ("file", ".json")}):
+                _start_job(request, Job.Kind.IMPORT_KARPATHY, params)
+                return redirect(reverse("admin:annotation_job_changelist"))
         return self._form_page(request, form, "Import Karpathy JSON")
 
     def import_embeddings(self, request):
         form = EmbeddingImportForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
-            _start_job(
-                request,
-                Job.Kind.IMPORT_EMBEDDINGS,
-                {
-                    "dataset": data["dataset"].name,
-                    "space": data["space"],
-                    "modality": data["modality"],
-                    "model_name": data["model_name"],
-                    "vectors_path": upload_store(data["vectors"], suffix_hint=".npy"),
-                    "ids_path": upload_store(data["ids"], suffix_hint=".txt"),
-                },
-            )
-            return redirect(reverse("admin:annotation_job_changelist"))
+            params = {
+                "dataset": data["dataset"].name,
+                "space": data["space"],
+                "modality": data["modality"],
+                "model_name": data["model_name"],
+            }
+            if _store_uploads(form, params, {"vectors_path": ("vectors", ".npy"), "ids_path": ("ids", ".txt")}):
+                _start_job(request, Job.Kind.IMPORT_EMBEDDINGS, params)
+                return redirect(reverse("admin:annotation_job_changelist"))
         return self._form_page(request, form, "Import embeddings")
 
     def _form_page(self, request, form, title):

@@ -188,6 +188,8 @@ def run_succeed(kind: RunKind, run_id: int, *, message: str, **results) -> None:
 def run_fail(kind: RunKind, run_id: int, message: str) -> bool:
     """Mark a running row failed; False if it is no longer running (a row whose work
     committed stays succeeded even if something after the commit failed)."""
+    # A message quoting bad input verbatim must still store: PostgreSQL text holds no NUL.
+    message = message.replace("\x00", "\\x00")
     return bool(
         kind.model.objects.filter(pk=run_id, status=JobStatus.RUNNING).update(
             status=JobStatus.FAILED, error=message, progress_message="failed", finished_at=timezone.now()

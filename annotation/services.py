@@ -17,7 +17,7 @@ from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
 from annotation.errors import DatasetImportError, NotFound
-from annotation.karpathy import KarpathyError, parse_karpathy
+from annotation.karpathy import FieldLimits, KarpathyError, parse_karpathy
 from annotation.models import (
     Caption,
     Dataset,
@@ -77,7 +77,9 @@ def dataset_import_karpathy(
         raise DatasetImportError("give either an images root folder or an image URL prefix, not both")
     progress(0, 0, "reading JSON")
     try:
-        records = parse_karpathy(path, splits=list(splits) if splits else None, key_prefix=key_prefix)
+        records = parse_karpathy(
+            path, splits=list(splits) if splits else None, key_prefix=key_prefix, limits=karpathy_limits()
+        )
     except KarpathyError as exc:
         raise DatasetImportError(str(exc)) from exc
 
@@ -104,6 +106,17 @@ def dataset_import_karpathy(
         splits=counts,
         images=len(records),
         captions=sum(len(r.captions) for r in records),
+    )
+
+
+def karpathy_limits() -> FieldLimits:
+    """The longest values a Karpathy import stores: the settings' caption and file name
+    limits, and what the key and split name columns hold."""
+    return FieldLimits(
+        caption_chars=settings.UPLOAD_MAX_CAPTION_CHARS,
+        filename_chars=settings.UPLOAD_MAX_FILENAME_CHARS,
+        key_chars=min(Image._meta.get_field("key").max_length, Caption._meta.get_field("key").max_length),
+        split_chars=Split._meta.get_field("name").max_length,
     )
 
 

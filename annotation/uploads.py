@@ -24,12 +24,26 @@ def _uploads_root() -> Path:
 
 
 def upload_store(uploaded_file, *, suffix_hint: str = "") -> str:
-    """Store a file sent with a request (admin form, API). Returns its stored path."""
-    target = _new_folder() / Path(uploaded_file.name or f"upload{suffix_hint}").name
+    """Store a file sent with a request (admin form, API). Returns its stored path.
+    Raises DomainError for a file name longer than UPLOAD_MAX_FILENAME_CHARS."""
+    name = Path(uploaded_file.name or f"upload{suffix_hint}").name
+    _check_file_name(name)
+    target = _new_folder() / name
     with target.open("wb") as out:
         for chunk in uploaded_file.chunks():
             out.write(chunk)
     return str(target)
+
+
+def _check_file_name(name: str) -> None:
+    # Django cuts uploaded names to 255 characters, but file systems count bytes: 255
+    # characters outside ASCII do not fit, and writing the file answered a 500.
+    limit = settings.UPLOAD_MAX_FILENAME_CHARS
+    if len(name) > limit or len(name.encode()) > 255:
+        raise DomainError(
+            f"uploaded file name {name[:40]!r}... is {len(name):,} characters ({len(name.encode()):,} bytes); "
+            f"the limit is UPLOAD_MAX_FILENAME_CHARS={limit} characters and 255 bytes"
+        )
 
 
 def upload_store_path(path: str | Path) -> str:

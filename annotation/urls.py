@@ -1,5 +1,6 @@
 from django.urls import path
 
+import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
 from annotation.apis import accounts, datasets, exports, images, jobs, rating
 
 urlpatterns = [
@@ -7,18 +8,16 @@ urlpatterns = [
     path("datasets/", datasets.DatasetListApi.as_view(), name="dataset-list"),
     path("imports/karpathy/", datasets.ImportKarpathyApi.as_view(), name="import-karpathy"),
     path("imports/embeddings/", datasets.ImportEmbeddingsApi.as_view(), name="import-embeddings"),
-    path("jobs/<int:job_id>/", jobs.JobDetailApi.as_view(), name="job-detail"),
+    path("jobs/<id:job_id>/", jobs.JobDetailApi.as_view(), name="job-detail"),
     path("exports/", exports.ExportListApi.as_view(), name="export-list"),
-    path("exports/<int:job_id>/", exports.ExportDetailApi.as_view(), name="export-detail"),
-    path("exports/<int:job_id>/files/", exports.ExportFileListApi.as_view(), name="export-files"),
-    path("exports/<int:job_id>/files/<str:name>", exports.ExportFileDownloadApi.as_view(), name="export-file"),
+    path("exports/<id:job_id>/", exports.ExportDetailApi.as_view(), name="export-detail"),
+    path("exports/<id:job_id>/files/", exports.ExportFileListApi.as_view(), name="export-files"),
+    path("exports/<id:job_id>/files/<str:name>", exports.ExportFileDownloadApi.as_view(), name="export-file"),
     path("rate/<slug:dataset>/claim/", rating.RatingClaimApi.as_view(), name="rate-claim"),
-    path(
-        "rate/<slug:dataset>/slots/<int:slot_id>/heartbeat/", rating.SlotHeartbeatApi.as_view(), name="rate-heartbeat"
-    ),
-    path("rate/<slug:dataset>/slots/<int:slot_id>/submit/", rating.RatingSubmitApi.as_view(), name="rate-submit"),
-    path("rate/<slug:dataset>/slots/<int:slot_id>/skip/", rating.SlotSkipApi.as_view(), name="rate-skip"),
-    path("rate/<slug:dataset>/slots/<int:slot_id>/flag/", rating.SlotFlagApi.as_view(), name="rate-flag"),
+    path("rate/<slug:dataset>/slots/<id:slot_id>/heartbeat/", rating.SlotHeartbeatApi.as_view(), name="rate-heartbeat"),
+    path("rate/<slug:dataset>/slots/<id:slot_id>/submit/", rating.RatingSubmitApi.as_view(), name="rate-submit"),
+    path("rate/<slug:dataset>/slots/<id:slot_id>/skip/", rating.SlotSkipApi.as_view(), name="rate-skip"),
+    path("rate/<slug:dataset>/slots/<id:slot_id>/flag/", rating.SlotFlagApi.as_view(), name="rate-flag"),
     path("rate/<slug:dataset>/progress/", rating.RaterProgressApi.as_view(), name="rate-progress"),
     path("rate/<slug:dataset>/ratings/", rating.RaterRatingListApi.as_view(), name="rate-ratings"),
     path("raters/<str:username>/qualifications/", rating.RaterQualificationsApi.as_view(), name="rater-qualifications"),

@@ -59,9 +59,12 @@ class ProjectAutoSchema(AutoSchema):
         answers = []
         takes_body = self.method in UNSAFE_METHODS and self.get_request_serializer() is not None
         parameters = self._get_parameters()
-        if takes_body or any(p["in"] == "query" for p in parameters):
-            answers.append((400, "The body or a query parameter is malformed or invalid (see errors)."))
+        # config/middleware.py refuses a control character anywhere in the path or the
+        # query before any view runs, so a path parameter can give a 400 too.
+        if takes_body or any(p["in"] in ("query", "path") for p in parameters):
+            answers.append((400, "The body or a parameter is malformed or invalid (see errors)."))
         if takes_body:
+            answers.append((413, "The body is larger than the server accepts."))
             answers.append((415, "The body's Content-Type is not one this operation accepts."))
         perms = self.view.get_permissions()
         authenticators = self.view.get_authenticators()

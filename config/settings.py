@@ -49,6 +49,8 @@ if not SECRET_KEY:
         raise ImproperlyConfigured("SECRET_KEY must be set when RUN_MODE=services and DEBUG is off")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+# JSON under /api/, the project's 403 page elsewhere.
+CSRF_FAILURE_VIEW = "config.exceptions.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -68,6 +70,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything reads the path or the query (sessions, views, the database).
+    "config.middleware.RefuseControlCharactersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -182,6 +186,21 @@ CELERY_BEAT_SCHEDULE: dict = {
     "sampling-fail-orphaned": {"task": "sampling.tasks.fail_orphaned_batches", "schedule": ORPHAN_CHECK_SECONDS},
 }
 
+# Per-field limits on imported data (characters). A caption far above any real one (COCO's
+# longest are a few hundred characters) is refused, not stored: one 150 MB "caption"
+# would otherwise fill rows, pages and exports. File names: a Karpathy entry's filename
+# and filepath, and the stored name of an uploaded file; file systems and the key
+# column hold at most 255.
+UPLOAD_MAX_CAPTION_CHARS = env.int("UPLOAD_MAX_CAPTION_CHARS", default=2000)
+if UPLOAD_MAX_CAPTION_CHARS < 1:
+    raise ImproperlyConfigured(f"UPLOAD_MAX_CAPTION_CHARS must be at least 1, got {UPLOAD_MAX_CAPTION_CHARS}")
+UPLOAD_MAX_FILENAME_CHARS = env.int("UPLOAD_MAX_FILENAME_CHARS", default=255)
+if not 1 <= UPLOAD_MAX_FILENAME_CHARS <= 255:
+    raise ImproperlyConfigured(
+        f"UPLOAD_MAX_FILENAME_CHARS must be from 1 to 255 (what file systems and the key column hold), "
+        f"got {UPLOAD_MAX_FILENAME_CHARS}"
+    )
+
 # Nearest-neighbour search for sampling, as JSON, e.g. {"kind": "hnsw", "exact_max": 50000}.
 # Keys and defaults: sampling.index.IndexConfig (exact search up to 20,000 items, then IVF).
 SAMPLING_INDEX = env.json("SAMPLING_INDEX", default={})
@@ -214,6 +233,8 @@ SPECTACULAR_SETTINGS = {
     # A PATCH body is parsed by the same serializer as the rest, its required fields
     # required (PATCH /api/sampling/batches/<id>/ needs its priority), not as all optional.
     "COMPONENT_SPLIT_PATCH": False,
+    # <id:...> (config/converters.py): a whole number of at most 64 bits.
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "format": "int64", "minimum": 0, "maximum": 2**63 - 1}},
     "ENUM_NAME_OVERRIDES": {
         "TaskKindEnum": "annotation.models.TaskKind",
         "FlagReasonEnum": "annotation.models.FlagReason",

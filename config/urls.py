@@ -21,5 +21,7 @@ urlpatterns = [
     path("", include("frontend.urls")),
 ]
 
+handler400 = "config.exceptions.bad_request"
+handler403 = "config.exceptions.permission_denied"
 handler404 = "config.exceptions.page_not_found"
 handler500 = "config.exceptions.server_error"

@@ -230,14 +230,14 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             split = data["split"]
-            stored = upload_store(data["file"], suffix_hint=".csv")
             batch = self._create(
                 request,
                 form,
+                # Stored inside the service call, so a file name too long to store is a form error.
                 lambda: sampling_batch_create_from_upload(
                     dataset_name=split.dataset.name,
                     split_name=split.name,
-                    path=stored,
+                    path=upload_store(data["file"], suffix_hint=".csv"),
                     ratings_per_pair=data["ratings_per_pair"],
                     priority=data["priority"],
                     repeats=data["repeats"] or MERGE_REPEATS,

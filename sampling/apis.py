@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.apis.fields import StaleRunField
+from annotation.inputs import BIGINT_MAX
 from annotation.roles import IsAdmin
 from annotation.uploads import upload_store
 from config.openapi import error_response
@@ -107,7 +108,7 @@ class SamplingBatchListApi(APIView):
         k = serializers.IntegerField(default=5)
         spaces = serializers.ListField(child=serializers.CharField(), default=list)
         ratings_per_pair = serializers.IntegerField(default=5)
-        seed = serializers.IntegerField(default=0)
+        seed = serializers.IntegerField(default=0, max_value=BIGINT_MAX)
         priority = serializers.IntegerField(default=0)
         cocaption = serializers.ChoiceField(
             choices=strategies.COCAPTION_MODES,

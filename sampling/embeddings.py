@@ -6,11 +6,14 @@ with mmap, plus a keys file with one item key per line in row order.
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from annotation.inputs import nul_problem
 
 # Rows processed at a time while validating and normalizing: keeps memory flat for
 # files much larger than RAM would comfortably hold twice.
@@ -46,22 +49,34 @@ def load_vectors(path: str | os.PathLike) -> np.ndarray:
 
 
 def read_ids(path: str | os.PathLike) -> list[str]:
-    """Read one id per line. Raises EmbeddingError on a blank line or a duplicate id,
-    naming the line numbers (1-based)."""
+    """Read one id per line (UTF-8 text). Raises EmbeddingError naming the file and the
+    line (1-based) of a blank line, a duplicate id or an id with a NUL character, and
+    the byte offset of a byte that is not UTF-8."""
     path = Path(path)
     if not path.is_file():
         raise EmbeddingError(f"{path}: ids file not found")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_no = data.count(b"\n", 0, exc.start) + 1
+        raise EmbeddingError(
+            f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} at byte offset {exc.start:,} (line {line_no})"
+        ) from None
     ids: list[str] = []
     first_line: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            key = line.rstrip("\r\n").strip()
-            if not key:
-                raise EmbeddingError(f"{path}: line {line_no} is empty; every row needs an id")
-            if key in first_line:
-                raise EmbeddingError(f"{path}: duplicate id {key!r} on lines {first_line[key]} and {line_no}")
-            first_line[key] = line_no
-            ids.append(key)
+    # newline=None splits lines as text mode does (\n, \r\n or \r).
+    for line_no, line in enumerate(io.StringIO(text, newline=None), start=1):
+        key = line.rstrip("\r\n").strip()
+        if not key:
+            raise EmbeddingError(f"{path}: line {line_no} is empty; every row needs an id")
+        problem = nul_problem(key)
+        if problem:
+            raise EmbeddingError(f"{path}: the id on line {line_no} {problem}")
+        if key in first_line:
+            raise EmbeddingError(f"{path}: duplicate id {key!r} on lines {first_line[key]} and {line_no}")
+        first_line[key] = line_no
+        ids.append(key)
     if not ids:
         raise EmbeddingError(f"{path}: no ids")
     return ids

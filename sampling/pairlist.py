@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from annotation.cxc import ITEM_COLUMNS, METHOD_COLUMN, SCORE_COLUMN, SITS
+from annotation.inputs import nul_problem
 
 IGNORED_COLUMNS = (SCORE_COLUMN,)
 UPLOADED = "uploaded"
@@ -69,6 +70,7 @@ def read_pair_list(path: str | os.PathLike, *, repeats: str = MERGE_REPEATS) -> 
             header = next(reader, None)
             if header is None:
                 raise PairListFormatError(f"{path.name}: the file is empty; expected a CSV header line")
+            _check_no_nul(path.name, 1, [str(n + 1) for n in range(len(header))], header)
             kind, columns = _kind_of(path.name, [name.strip() for name in header])
             rows, merged = _rows(path.name, kind, columns, reader, refuse_repeats=repeats == REFUSE_REPEATS)
     except FileNotFoundError:
@@ -82,6 +84,14 @@ def read_pair_list(path: str | os.PathLike, *, repeats: str = MERGE_REPEATS) -> 
     if not rows:
         raise PairListFormatError(f"{path.name}: no pairs below the header")
     return PairList(kind=kind, rows=tuple(rows), merged=merged)
+
+
+def _check_no_nul(name: str, line: int, columns: list[str], values: list[str]) -> None:
+    """Python's csv module reads NUL characters; PostgreSQL cannot compare text with one."""
+    for column, value in zip(columns, values, strict=True):
+        problem = nul_problem(value)
+        if problem:
+            raise PairListFormatError(f"{name}: line {line}, column {column}: {problem}")
 
 
 def _kind_of(name: str, header: list[str]) -> tuple[str, dict[str, int]]:
@@ -118,6 +128,7 @@ def _rows(name: str, kind: str, columns: dict[str, int], reader, *, refuse_repea
             continue
         if len(values) != len(columns):
             raise PairListFormatError(f"{name}: line {line} has {len(values)} fields, the header {len(columns)}")
+        _check_no_nul(name, line, list(columns), values)
         key_a = values[columns[first]].strip()
         key_b = values[columns[second]].strip()
         method = values[columns[METHOD_COLUMN]].strip() or UPLOADED

@@ -10,6 +10,7 @@ from pathlib import Path
 from django.db import transaction
 
 from annotation.errors import DomainError, NotFound
+from annotation.inputs import BIGINT_MAX
 from annotation.models import EmbeddingSpace, JobStatus, Pair
 from annotation.pairs import pairs_set_priority
 from annotation.uploads import upload_discard
@@ -174,8 +175,10 @@ def _check_settings(*, k: int, ratings_per_pair: int, seed: int) -> None:
         raise SamplingInputError(f"k={k} is more neighbours per item than sampling supports (at most 1000)")
     if not isinstance(ratings_per_pair, int) or not 1 <= ratings_per_pair <= 100:
         raise SamplingInputError(f"ratings per pair must be between 1 and 100; got {ratings_per_pair!r}")
-    if not isinstance(seed, int) or seed < 0:
-        raise SamplingInputError(f"seed must be a whole number, 0 or more; got {seed!r}")
+    if not isinstance(seed, int) or not 0 <= seed <= BIGINT_MAX:
+        raise SamplingInputError(
+            f"seed must be a whole number, 0 or more and at most {BIGINT_MAX:,} (64 bits); got {seed!r}"
+        )
 
 
 def _check_methods(methods: Mapping[str, int | None]) -> dict[str, int | None]:

@@ -90,3 +90,16 @@ def test_faiss_cpu_variant_lines_stay_out_of_the_output():
     assert done.returncode == 0, done.stderr
     assert "loaded" in done.stdout
     assert "AVX" not in done.stderr and "Could not load library" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("UPLOAD_MAX_FILENAME_CHARS", "300", "UPLOAD_MAX_FILENAME_CHARS must be from 1 to 255"),
+        ("UPLOAD_MAX_CAPTION_CHARS", "0", "UPLOAD_MAX_CAPTION_CHARS must be at least 1, got 0"),
+    ],
+)
+def test_an_impossible_field_limit_is_refused_at_start(tmp_path, variable, value, message):
+    result = run_python("", VAR_DIR=str(tmp_path), CELERY_BROKER_URL="", REDIS_URL="", **{variable: value})
+    assert result.returncode != 0
+    assert message in result.stderr

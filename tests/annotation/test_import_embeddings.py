@@ -67,6 +67,7 @@ def test_several_caption_spaces_allowed(tmp_path, items):
         ("int_dtype", "expected floating point"),
         ("count_mismatch", "has 3 rows but .*ids.txt has 2 ids"),
         ("duplicate_id", "duplicate id .* on lines 1 and 3"),
+        ("nul_id", r"ids.txt: the id on line 2 has a NUL character \(U\+0000\) at character 4"),
     ],
 )
 def test_bad_input_names_the_problem_and_writes_nothing(tmp_path, items, settings, case, message):
@@ -89,6 +90,8 @@ def test_bad_input_names_the_problem_and_writes_nothing(tmp_path, items, setting
         keys = keys[:2]
     elif case == "duplicate_id":
         keys[2] = keys[0]
+    elif case == "nul_id":
+        keys[1] = keys[1][:3] + "\x00" + keys[1][3:]
     v, i = write_inputs(tmp_path, vectors, keys)
     with pytest.raises(DatasetImportError, match=message):
         embedding_space_import(dataset_name="coco", space_name="s", modality="image", vectors_path=v, ids_path=i)

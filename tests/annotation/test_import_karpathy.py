@@ -143,3 +143,69 @@ def test_command_fails_with_the_message(tmp_path):
         call_command("import_karpathy", str(path), "--name", "coco", "--image-url-prefix", "https://x/")
     assert Job.objects.get().status == JobStatus.FAILED
     assert Dataset.objects.count() == 0
+
+
+def test_a_filepath_leaving_the_images_root_is_refused_and_the_file_outside_never_opened(tmp_path):
+    root = tmp_path / "data" / "coco" / "imgs"
+    root.mkdir(parents=True)
+    outside = image_entry(1, sentids=(1,), filepath="secret")
+    make_image_files(tmp_path, [outside])  # tmp_path/secret/COCO_val2014_000000000001.jpg exists, outside root
+    entries = [image_entry(2, sentids=(2,), filepath=""), {**outside, "filepath": "../../../secret"}]
+    make_image_files(root, entries[:1])
+    path = write_json(tmp_path, {"images": entries})
+    before = table_counts()
+    with pytest.raises(
+        DatasetImportError,
+        match=r"images\[1\] \(COCO_val2014_000000000001.jpg\): field 'filepath' '../../../secret' leaves the images",
+    ):
+        dataset_import_karpathy(path=path, name="coco", images_root=str(root))
+    assert table_counts() == before
+
+
+def karpathy_with_one_long_caption(tmp_path, chars: int):
+    """A Karpathy file whose images[1].sentences[1].raw has ``chars`` characters, written
+    without building the string in memory twice."""
+    entries = [image_entry(1, sentids=(1, 2)), image_entry(2, sentids=(3, 4))]
+    entries[1]["sentences"][1]["raw"] = "@LONG@"
+    before, after = json.dumps({"images": entries}).split('"@LONG@"')
+    path = tmp_path / "dataset_coco.json"
+    with path.open("w") as handle:
+        handle.write(before + '"')
+        block = "a" * 1_000_000
+        for _ in range(chars // len(block)):
+            handle.write(block)
+        handle.write("a" * (chars % len(block)) + '"' + after)
+    return path
+
+
+def test_a_150_mb_caption_is_refused_naming_the_entry_and_the_limit(tmp_path, settings):
+    assert settings.UPLOAD_MAX_CAPTION_CHARS == 2000  # the documented default applies
+    path = karpathy_with_one_long_caption(tmp_path, 150_000_000)
+    before = table_counts()
+    with pytest.raises(DatasetImportError) as info:
+        dataset_import_karpathy(path=path, name="coco", image_url_prefix="https://x/")
+    assert str(info.value) == (
+        f"{path}: images[1] (COCO_val2014_000000000002.jpg) sentences[1].raw: "
+        "150,000,000 characters, more than UPLOAD_MAX_CAPTION_CHARS=2000"
+    )
+    assert table_counts() == before
+
+
+def test_the_caption_and_file_name_limits_are_settings(tmp_path, settings):
+    settings.UPLOAD_MAX_CAPTION_CHARS = 12
+    settings.UPLOAD_MAX_FILENAME_CHARS = 29
+    entry = image_entry(1, sentids=(1,))
+    entry["sentences"][0]["raw"] = "x" * 13
+    with pytest.raises(DatasetImportError, match=r"sentences\[0\].raw: 13 characters, more than .*_CHARS=12"):
+        dataset_import_karpathy(path=write_json(tmp_path, {"images": [entry]}), name="coco", image_url_prefix="x/")
+    long_name = image_entry(1, sentids=(1,), filename="COCO_val2014_0000000000001.jpg")
+    with pytest.raises(
+        DatasetImportError, match=r"images\[0\].filename: 30 characters, more than UPLOAD_MAX_FILENAME_CHARS=29"
+    ):
+        dataset_import_karpathy(path=write_json(tmp_path, {"images": [long_name]}), name="coco", image_url_prefix="x/")
+    entry["sentences"][0]["raw"] = "x" * 12
+    summary = dataset_import_karpathy(
+        path=write_json(tmp_path, {"images": [entry]}), name="coco", image_url_prefix="x/"
+    )
+    assert summary.captions == 1
+    assert Caption.objects.get().text == "x" * 12

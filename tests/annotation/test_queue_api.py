@@ -178,6 +178,23 @@ def test_slot_of_another_dataset_or_not_held(split, clock):
     assert RatingSlot.objects.get(pk=slot_id).rater_id != bob_user.pk
 
 
+@pytest.mark.parametrize("slot_id", [2**63, 2**63 - 1, 10**30])
+def test_a_slot_id_beyond_64_bits_is_a_404_like_any_unknown_slot(split, clock, slot_id):
+    _, client = rater_client()
+    api_claim(client, split.dataset)
+    answers = {
+        "submit": client.post(rate_url(split.dataset, "submit", slot_id), submit_kwargs("big"), format="json"),
+        "heartbeat": client.post(rate_url(split.dataset, "heartbeat", slot_id)),
+        "skip": client.post(rate_url(split.dataset, "skip", slot_id)),
+        "flag": client.post(rate_url(split.dataset, "flag", slot_id), {"reason": "broken_image"}, format="json"),
+    }
+    for action, response in answers.items():
+        assert response.status_code == 404, (action, response.content)
+        assert response.json()["code"] == "not_found"
+        assert str(slot_id) in response.json()["detail"]
+    assert Rating.objects.count() == 0 and Flag.objects.count() == 0 and PairSkip.objects.count() == 0
+
+
 def test_skip_and_flag(split, clock):
     user, client = rater_client()
     first = api_claim(client, split.dataset).json()
@@ -252,6 +269,9 @@ def test_openapi_schema_lists_the_rater_api_without_warnings(split):
     }
     assert submit_body["properties"]["score"]["maximum"] == 5
     assert "items" in schema["components"]["schemas"]["Assignment"]["properties"]
+    submit_params = schema["paths"]["/api/rate/{dataset}/slots/{slot_id}/submit/"]["post"]["parameters"]
+    [slot_param] = [param for param in submit_params if param["name"] == "slot_id"]
+    assert slot_param["schema"] == {"type": "integer", "format": "int64", "minimum": 0, "maximum": 2**63 - 1}
     served = client_for(UserFactory()).get("/api/schema/", {"format": "json"})
     assert served.status_code == 200
 

@@ -1,6 +1,7 @@
 """Admins create, upload, start and watch sampling batches in the Django admin."""
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation.models import Pair
 from sampling.models import SamplingBatch
@@ -120,3 +121,16 @@ def test_an_admin_uploads_a_pair_list(admin_client, small, django_capture_on_com
         )
     assert "1 id(s) are not items of split" in response.content.decode()
     assert SamplingBatch.objects.count() == 1
+
+
+def test_a_pair_list_whose_file_name_is_too_long_to_store_is_a_form_error(admin_client, small, settings):
+    settings.UPLOAD_MAX_FILENAME_CHARS = 20
+    upload = SimpleUploadedFile("sts_val_" + "x" * 20 + ".csv", b"caption1,caption2,sampling_method\na,b,\n")
+    response = admin_client.post(
+        UPLOAD_URL, {"split": small.split.pk, "file": upload, "ratings_per_pair": 5, "priority": 0}
+    )
+    assert response.status_code == 200
+    assert "is 32 characters (32 bytes); the limit is UPLOAD_MAX_FILENAME_CHARS=20" in response.content.decode()
+    assert SamplingBatch.objects.count() == 0
+    uploads = settings.DATA_DIR / "uploads"
+    assert not uploads.exists() or not any(uploads.iterdir())

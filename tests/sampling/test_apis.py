@@ -71,6 +71,10 @@ def test_a_batch_created_without_start_waits_until_started(admin_api, small, dja
         ({"methods": {"i2i_csim": None}, "k": 1, "spaces": ["img"]}, "space 'img' holds image embeddings"),
         ({"methods": {"i2i_csim": None}}, "k=5 but split"),
         ({"methods": {"c2i_intrasim": None}}, "c2i_intrasim derives pairs from rated SIS and STS pivots"),
+        (
+            {"methods": {"c2c_cocaption": None}, "seed": 2**63},
+            "seed: Ensure this value is less than or equal to 9223372036854775807.",
+        ),
     ],
 )
 def test_bad_input_is_a_400_naming_the_problem_and_creates_nothing(admin_api, small, payload, message):
@@ -124,6 +128,27 @@ def test_an_admin_uploads_a_pair_list(admin_api, small, tmp_path, django_capture
         )
     assert response.status_code == 400
     assert "missing the sampling_method column" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("image1,image2,sampling_method\n{a},{b}\x00,i2i_csim\n", "line 2, column image2: has a NUL character"),
+        ("image1,image2,sampling_\x00method\n{a},{b},i2i_csim\n", "line 1, column 3: has a NUL character"),
+    ],
+)
+def test_a_nul_character_in_a_pair_list_is_a_400_naming_line_and_column(admin_api, small, tmp_path, text, message):
+    path = tmp_path / "sis_val.csv"
+    path.write_text(text.format(a=small.image_key(0), b=small.image_key(2)), encoding="utf-8")
+    with path.open("rb") as handle:
+        response = admin_api.post(
+            "/api/sampling/batches/upload/",
+            {"dataset": small.dataset.name, "split": "val", "file": handle},
+            format="multipart",
+        )
+    assert response.status_code == 400, response.content
+    assert response.json()["detail"].startswith(f"sis_val.csv: {message} (U+0000)")
+    assert SamplingBatch.objects.count() == 0
 
 
 def test_only_admins_may_sample(small):
