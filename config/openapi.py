@@ -10,6 +10,8 @@ from rest_framework import permissions, serializers
 from rest_framework.authentication import SessionAuthentication
 
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+# config/middleware.py refuses C0 control characters and DEL anywhere in the path or the query.
+NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -45,6 +47,15 @@ class ProjectAutoSchema(AutoSchema):
             if field.trim_whitespace:
                 schema.setdefault("pattern", r"\S")
         return schema
+
+    def _get_parameters(self):
+        parameters = super()._get_parameters()
+        for parameter in parameters:
+            schema = parameter.get("schema", {})
+            free_text = schema.get("type") == "string" and "pattern" not in schema and "enum" not in schema
+            if parameter["in"] in ("path", "query") and free_text:
+                schema["pattern"] = NO_CONTROL_CHARACTERS
+        return parameters
 
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)
