@@ -36,9 +36,9 @@ TOKEN_PATH = "/api/auth/token/"
 
 
 def wsgi_app():
-    """The project's WSGI app, closing this thread's database connections after each
-    request as a server process's request cycle would: the engine's worker threads end
-    without closing theirs, and an open connection keeps the test database from being dropped."""
+    """The project's WSGI app, closing the serving thread's database connections after
+    each request, as a server process's request cycle would: the thread ends without
+    closing them, and an open connection keeps the test database from being dropped."""
     django_app = get_wsgi_application()
 
     def app(environ, start_response):

@@ -34,9 +34,9 @@ class World:
 
 
 def world_build() -> World:
-    """Load the demo, rate three pairs fully (raters 2-5 plus rater 1 on one of them, so
-    rater 1 has ratings to list) and run one export to the end. The rows are committed:
-    the fuzz engine calls the app from its own threads, on their own connections."""
+    """Load the demo, have raters 1-5 rate three pairs fully (so the export has complete
+    pairs and rater 1 has ratings to list) and run one export to the end. The rows are
+    committed: the app is served from another thread, on its own connection."""
     call_command("load_demo", force=True, stdout=io.StringIO())
     dataset = Dataset.objects.get(name="demo")
     raters = [rater(f"rater{n}") for n in range(1, 6)]
