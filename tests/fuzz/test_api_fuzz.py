@@ -13,9 +13,8 @@ pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(tran
 # About a minute per role on a busy 2-core machine.
 MAX_EXAMPLES = 8
 SEED = 13
-# A run that has not finished by then is cut off (and fails: operations left uncovered),
-# rather than holding CI up; each request has its own 60 s limit (harness.fuzz_config).
-MAX_SECONDS_PER_ROLE = 240
+# No time limit for the run: with one, schemathesis spends all of it. Each request has
+# its own 60 s limit (harness.fuzz_config).
 
 
 @pytest.fixture
@@ -25,7 +24,7 @@ def world():
 
 @pytest.mark.parametrize("role", sorted(ROLE_ACCOUNTS))
 def test_api_fuzz(role, world):
-    config = fuzz_config(max_examples=MAX_EXAMPLES, seed=SEED, deterministic=True, max_seconds=MAX_SECONDS_PER_ROLE)
+    config = fuzz_config(max_examples=MAX_EXAMPLES, seed=SEED, deterministic=True)
     with serving() as base_url:
         report = role_fuzz(role=role, world=world, config=config, base_url=base_url)
     print(role, report.summary(), dict(report.statuses), sorted(report.examples), report.errors[:3], sep="\n")
