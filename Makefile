@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-dashboard
+.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-dashboard
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,13 @@ embed-demo:
 	env -u DATABASE_URL RUN_MODE=embedded VAR_DIR=var/embed-demo $(EMBED_VENV)/bin/python manage.py import_karpathy demo/dataset.json --name demo --images-root demo
 	env -u DATABASE_URL RUN_MODE=embedded VAR_DIR=var/embed-demo $(EMBED_VENV)/bin/python manage.py embed --dataset demo --space minilm --encoder minilm --out-dir demo/embeddings
 	env -u DATABASE_URL RUN_MODE=embedded VAR_DIR=var/embed-demo $(EMBED_VENV)/bin/python manage.py embed --dataset demo --space efficientnet_lite0 --encoder efficientnet-lite0 --out-dir demo/embeddings
+
+# Schemathesis against the API over its OpenAPI schema, FUZZ_MINUTES per role (admin,
+# researcher, rater), PostgreSQL in its own database cxc_fuzz; FUZZ_SEED=N repeats a run.
+# Last line: one JSON object with per-role requests, 5xx, violations, operations covered.
+FUZZ_MINUTES ?= 10
+fuzz: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && FUZZ_MINUTES=$(FUZZ_MINUTES) $(PY) scripts/fuzz.py
 
 bench-import: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_import.py

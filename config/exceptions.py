@@ -87,7 +87,8 @@ def refused_request(exc: Exception) -> tuple[int, str, str]:
 
 
 def _is_api(request) -> bool:
-    return request.path.startswith("/api/")
+    # Image files are served under /media/images/ through the API (the schema lists them).
+    return request.path.startswith(("/api/", "/media/images/"))
 
 
 def error_response(request, *, status: int, detail: str, code: str, template: str):

@@ -330,7 +330,10 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # The API takes JSON bodies (null, nested objects); only the upload endpoints take
+    # multipart forms, and they say so themselves. Anything else is refused with 415.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "config.openapi.ProjectAutoSchema",
     "EXCEPTION_HANDLER": "config.exceptions.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {
@@ -343,6 +346,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # A PATCH body is parsed by the same serializer as the rest, its required fields
+    # required (PATCH /api/sampling/batches/<id>/ needs its priority), not as all optional.
+    "COMPONENT_SPLIT_PATCH": False,
     # <id:...> (config/converters.py): a whole number of at most 64 bits.
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "format": "int64", "minimum": 0, "maximum": 2**63 - 1}},
     "ENUM_NAME_OVERRIDES": {

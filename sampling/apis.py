@@ -4,7 +4,6 @@ from dataclasses import asdict
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -13,11 +12,13 @@ from annotation.inputs import BIGINT_MAX
 from annotation.roles import IsAdmin
 from annotation.upload_limits import LimitedMultiPartParser
 from annotation.uploads import PAIR_LIST, upload_store
+from config.openapi import error_response
 from sampling import selectors, strategies
 from sampling.batch_run import BATCH_RUNS
 from sampling.models import SamplingBatch
 from sampling.pairlist import MERGE_REPEATS, REPEATS
 from sampling.services import (
+    PRIORITY_LIMIT,
     sampling_batch_create,
     sampling_batch_create_from_upload,
     sampling_batch_set_priority,
@@ -82,6 +83,12 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
         return data
 
 
+NO_SPLIT = error_response("No dataset or split of that name.")
+
+
+NO_SPLIT = error_response("No dataset or split of that name.")
+
+
 def _created(batch: SamplingBatch) -> Response:
     # Read after the commit, so an in-process (eager) run shows its outcome.
     batch = selectors.sampling_batch_get(batch_id=batch.pk)
@@ -119,7 +126,7 @@ class SamplingBatchListApi(APIView):
     def get(self, request):
         return Response(SamplingBatchSerializer(selectors.sampling_batch_list()[:200], many=True).data)
 
-    @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer})
+    @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer, 404: NO_SPLIT})
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -145,7 +152,8 @@ class SamplingBatchUploadApi(APIView):
     start=false). A file over UPLOAD_MAX_PAIRLIST_BYTES is refused with 413."""
 
     permission_classes = [IsAdmin]
-    parser_classes = [LimitedMultiPartParser, FormParser]
+    # Files travel in multipart forms only (an urlencoded form cannot carry them).
+    parser_classes = [LimitedMultiPartParser]
     upload_kinds = {"file": PAIR_LIST}
 
     class InputSerializer(serializers.Serializer):
@@ -164,7 +172,7 @@ class SamplingBatchUploadApi(APIView):
         class Meta:
             ref_name = "PairListUpload"
 
-    @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer})
+    @extend_schema(request=InputSerializer, responses={201: SamplingBatchSerializer, 404: NO_SPLIT})
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -187,7 +195,11 @@ class SamplingBatchDetailApi(APIView):
     permission_classes = [IsAdmin]
 
     class PriorityInputSerializer(serializers.Serializer):
-        priority = serializers.IntegerField(help_text="Higher batches are rated first; reorders queued pairs.")
+        priority = serializers.IntegerField(
+            min_value=-PRIORITY_LIMIT,
+            max_value=PRIORITY_LIMIT,
+            help_text="Higher batches are rated first; reorders queued pairs.",
+        )
 
     @extend_schema(responses=SamplingBatchSerializer)
     def get(self, request, batch_id: int):
@@ -206,7 +218,13 @@ class SamplingBatchStartApi(APIView):
 
     permission_classes = [IsAdmin]
 
-    @extend_schema(request=None, responses={202: SamplingBatchSerializer})
+    @extend_schema(
+        request=None,
+        responses={
+            202: SamplingBatchSerializer,
+            409: error_response("The batch is running or has succeeded already."),
+        },
+    )
     def post(self, request, batch_id: int):
         batch = sampling_batch_start(batch=selectors.sampling_batch_get(batch_id=batch_id))
         batch = selectors.sampling_batch_get(batch_id=batch.pk)

@@ -2,7 +2,6 @@
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -34,7 +33,8 @@ class ImportKarpathyApi(APIView):
     UPLOAD_MAX_KARPATHY_BYTES is refused with 413."""
 
     permission_classes = [IsAdmin]
-    parser_classes = [LimitedMultiPartParser, FormParser]
+    # Files travel in multipart forms only (an urlencoded form cannot carry them).
+    parser_classes = [LimitedMultiPartParser]
     upload_kinds = {"file": KARPATHY}
 
     class ImportKarpathyInputSerializer(serializers.Serializer):
@@ -60,7 +60,8 @@ class ImportEmbeddingsApi(APIView):
     UPLOAD_MAX_EMBEDDINGS_BYTES is refused with 413."""
 
     permission_classes = [IsAdmin]
-    parser_classes = [LimitedMultiPartParser, FormParser]
+    # Files travel in multipart forms only (an urlencoded form cannot carry them).
+    parser_classes = [LimitedMultiPartParser]
     upload_kinds = {"vectors": EMBEDDINGS, "ids": EMBEDDINGS}
 
     class ImportEmbeddingsInputSerializer(serializers.Serializer):

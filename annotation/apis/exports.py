@@ -5,6 +5,7 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -14,6 +15,7 @@ from annotation.export import FORMATS
 from annotation.jobs import JOB_RUNS
 from annotation.models import Job
 from annotation.roles import IsResearcher
+from config.openapi import error_response
 
 
 class ExportFileSerializer(serializers.Serializer):
@@ -106,7 +108,10 @@ class ExportListApi(APIView):
         jobs = selectors.export_job_list(dataset_name=request.query_params.get("dataset") or None)
         return Response(ExportJobSerializer(jobs, many=True, context={"request": request}).data)
 
-    @extend_schema(request=ExportRequestSerializer, responses={202: ExportJobSerializer})
+    @extend_schema(
+        request=ExportRequestSerializer,
+        responses={202: ExportJobSerializer, 404: error_response("No dataset of that name.")},
+    )
     def post(self, request):
         data = ExportRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -137,11 +142,22 @@ class ExportFileListApi(APIView):
 
 
 class ExportFileDownloadApi(APIView):
-    """Download one file of a finished export."""
+    """Download one file of a finished export: CSV, JSON, JSONL (as NDJSON) or Parquet."""
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
+    def perform_content_negotiation(self, request, force=False):
+        # The file is the answer whatever the Accept header says; errors are JSON.
+        return (JSONRenderer(), JSONRenderer.media_type)
+
+    @extend_schema(
+        responses={
+            # manifest.json and agreement.json are JSON objects; the rest are files as such.
+            **{(200, media): OpenApiTypes.BINARY for media in dict.fromkeys(export.MEDIA_TYPES.values())},
+            (200, "application/json"): OpenApiTypes.OBJECT,
+            409: error_response("The export has not succeeded (yet); its files are not ready."),
+        }
+    )
     def get(self, request, job_id: int, name: str):
         path = export.export_file_path(job=selectors.export_job_get(job_id=job_id), name=name)
-        return FileResponse(path.open("rb"), as_attachment=True, filename=name)
+        return FileResponse(path.open("rb"), as_attachment=True, filename=name, content_type=export.media_type(name))

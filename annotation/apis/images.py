@@ -1,16 +1,25 @@
 """Image files of datasets kept on this server."""
 
-import mimetypes
-
 from django.http import FileResponse
 from django.utils.cache import get_conditional_response
 from django.utils.http import http_date
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
 from annotation import selectors
+
+# What an image file is sent as, by suffix. A dataset may name files of other kinds; they
+# go out as application/octet-stream, which the schema lists too.
+IMAGE_MEDIA_TYPES = {
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".png": "image/png",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+OTHER_FILE = "application/octet-stream"
 
 
 class ImageFileApi(APIView):
@@ -21,7 +30,13 @@ class ImageFileApi(APIView):
         # The file is the answer whatever the Accept header says; errors are JSON.
         return (JSONRenderer(), JSONRenderer.media_type)
 
-    @extend_schema(responses={(200, "image/*"): OpenApiTypes.BINARY})
+    @extend_schema(
+        responses={
+            **{(200, media): OpenApiTypes.BINARY for media in dict.fromkeys([*IMAGE_MEDIA_TYPES.values(), OTHER_FILE])},
+            304: OpenApiResponse(description="Not modified since the If-None-Match / If-Modified-Since given."),
+            412: OpenApiResponse(description="The If-Match / If-Unmodified-Since given does not hold."),
+        }
+    )
     def get(self, request, dataset: str, key: str):
         path = selectors.image_file_get(dataset=dataset, key=key)
         stat = path.stat()
@@ -29,7 +44,7 @@ class ImageFileApi(APIView):
         last_modified = int(stat.st_mtime)
         not_modified = get_conditional_response(request._request, etag=etag, last_modified=last_modified)
         if not_modified is None:
-            content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+            content_type = IMAGE_MEDIA_TYPES.get(path.suffix.lower(), OTHER_FILE)
             response = FileResponse(path.open("rb"), content_type=content_type)
         else:
             response = not_modified

@@ -15,6 +15,11 @@ from annotation import accounts, queue, selectors
 from annotation.apis.fields import StrictFloatField, StrictIntegerField
 from annotation.models import FlagReason, Modality, TaskKind
 from annotation.roles import IsAdmin, IsRater
+from config.openapi import error_response
+
+# The slot actions refuse with 409 a slot the rater held until another rater took it, or
+# one they already rated (annotation/queue/slots.py not_held_error).
+SLOT_TAKEN = error_response("Your lease expired and another rater took the slot, or you already rated it.")
 
 
 class ItemSerializer(serializers.Serializer):
@@ -59,7 +64,14 @@ class RatingClaimApi(APIView):
             choices=TaskKind.choices, required=False, allow_null=True, default=None, help_text="Only this task kind."
         )
 
-    @extend_schema(request=RatingClaimInputSerializer, responses={200: AssignmentSerializer, 204: None})
+    @extend_schema(
+        request=RatingClaimInputSerializer,
+        responses={
+            200: AssignmentSerializer,
+            204: None,
+            409: error_response("Another claim of yours is in progress; try again."),
+        },
+    )
     def post(self, request, dataset: str):
         data = self.RatingClaimInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -80,7 +92,7 @@ class SlotHeartbeatApi(APIView):
 
     permission_classes = [IsRater]
 
-    @extend_schema(request=None, responses={200: LeaseSerializer})
+    @extend_schema(request=None, responses={200: LeaseSerializer, 409: SLOT_TAKEN})
     def post(self, request, dataset: str, slot_id: int):
         expires = queue.slot_heartbeat(rater=request.user, dataset=dataset, slot_id=slot_id)
         return Response(LeaseSerializer({"slot_id": slot_id, "lease_expires_at": expires}).data)
@@ -123,7 +135,11 @@ class RatingSubmitApi(APIView):
 
     @extend_schema(
         request=RatingSubmitInputSerializer,
-        responses={201: RatingSubmitAndNextOutputSerializer, 200: RatingSubmitAndNextOutputSerializer},
+        responses={
+            201: RatingSubmitAndNextOutputSerializer,
+            200: RatingSubmitAndNextOutputSerializer,
+            409: error_response("Your lease expired and another rater took the slot, or you rated this pair already."),
+        },
     )
     def post(self, request, dataset: str, slot_id: int):
         data = self.RatingSubmitInputSerializer(data=request.data)
@@ -150,7 +166,7 @@ class SlotSkipApi(APIView):
         slot_id = serializers.IntegerField()
         pair_id = serializers.IntegerField()
 
-    @extend_schema(request=None, responses={200: SlotSkipOutputSerializer})
+    @extend_schema(request=None, responses={200: SlotSkipOutputSerializer, 409: SLOT_TAKEN})
     def post(self, request, dataset: str, slot_id: int):
         pair_id = queue.slot_skip(rater=request.user, dataset=dataset, slot_id=slot_id)
         return Response(self.SlotSkipOutputSerializer({"slot_id": slot_id, "pair_id": pair_id}).data)
@@ -173,7 +189,7 @@ class SlotFlagApi(APIView):
         note = serializers.CharField()
         created_at = serializers.DateTimeField()
 
-    @extend_schema(request=SlotFlagInputSerializer, responses={201: SlotFlagOutputSerializer})
+    @extend_schema(request=SlotFlagInputSerializer, responses={201: SlotFlagOutputSerializer, 409: SLOT_TAKEN})
     def post(self, request, dataset: str, slot_id: int):
         data = self.SlotFlagInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

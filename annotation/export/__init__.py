@@ -20,7 +20,7 @@ from importlib import import_module
 # (formats, writers, parquet, blocks) does not load the Django-facing ones.
 _HOMES = {
     "formats": ("AGREEMENT", "FORMATS", "MANIFEST", "TASKS", "ExportBlock", "ExportError", "ExportFormatError",
-                "file_names", "file_stem", "parse_formats"),
+                "MEDIA_TYPES", "file_names", "file_stem", "media_type", "parse_formats"),
     "jobs": ("export_file_path", "export_files", "export_job_create", "export_job_start", "run_export_params"),
     "manifest": ("code_version", "sha256_file"),
     "plan": ("ExportPlan", "export_plan"),

@@ -29,6 +29,14 @@ AGREEMENT = "agreement.json"
 RAW_COLUMNS = ("score", "rater_id", "time_on_item_ms")
 STATS_COLUMNS = ("mean", "median", "std", "count", "ci95_low", "ci95_high", "positive", "batch_id")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# What a download of each kind of file is sent as. JSONL has no registered type; NDJSON's
+# is the common one for one JSON value per line. Parquet's was registered with IANA in 2024.
+MEDIA_TYPES = {
+    ".csv": "text/csv",
+    ".json": "application/json",
+    ".jsonl": "application/x-ndjson",
+    ".parquet": "application/vnd.apache.parquet",
+}
 
 
 class ExportError(DomainError):
@@ -75,6 +83,15 @@ def file_names(task: str, split: str, formats: list[str]) -> list[str]:
     if "parquet" in formats:
         names += [f"{stem}.parquet", f"{stem}_raw.parquet"]
     return names
+
+
+def media_type(name: str) -> str:
+    """The media type a file of an export is downloaded as. Every name an export writes
+    ends in a suffix of MEDIA_TYPES; anything else is a programming error."""
+    suffix = name[name.rfind(".") :] if "." in name else ""
+    if suffix not in MEDIA_TYPES:
+        raise ExportFormatError(f"no media type for export file {name!r}")
+    return MEDIA_TYPES[suffix]
 
 
 def format_score(value: float) -> str:
