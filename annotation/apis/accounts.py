@@ -12,6 +12,7 @@ from annotation import selectors
 from annotation.accounts import InvalidCredentials, token_issue, token_revoke, tokens_revoke_all
 from annotation.errors import DomainError
 from annotation.roles import IsAdmin
+from config.openapi import error_response
 
 
 class NotATokenRequest(DomainError):
@@ -48,7 +49,14 @@ class TokenApi(APIView):
             return []
         return super().get_authenticators()
 
-    @extend_schema(request=TokenInputSerializer, responses={200: TokenOutputSerializer}, auth=[])
+    @extend_schema(
+        request=TokenInputSerializer,
+        responses={
+            200: TokenOutputSerializer,
+            429: error_response("Too many wrong passwords for this username from this address (Retry-After)."),
+        },
+        auth=[],
+    )
     def post(self, request):
         data = self.TokenInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
