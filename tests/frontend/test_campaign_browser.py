@@ -5,13 +5,14 @@ be fetched from another host, and each page is photographed at 1280 px and at a 
 
 import pytest
 
+from annotation.management.commands.load_demo import DEMO_ACCOUNTS
 from tests.frontend.campaign_setup import rate_campaign
 from tests.frontend.rating_setup import rater
 from tests.frontend.test_pages_browser import only_the_live_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PASSWORDS = {"admin": "demo-admin", "researcher": "demo-researcher", "rater1": "demo-rater"}
+PASSWORDS = {username: password for username, password, _ in DEMO_ACCOUNTS}
 TABLET = {"width": 820, "height": 1180}
 
 

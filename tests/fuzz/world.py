@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.db import transaction
 
 from annotation import export
+from annotation.management.commands.load_demo import DEMO_ACCOUNTS
 from annotation.models import Dataset, Job, Pair, RatingSlot
 from annotation.tasks import run_export_job
 from sampling.models import SamplingBatch
@@ -19,10 +20,10 @@ from tests.frontend.rating_setup import rater
 from tests.rating_support import rate_pair
 
 # The demo accounts (annotation/management/commands/load_demo.py), one per role.
+_DEMO_PASSWORDS = {username: password for username, password, _ in DEMO_ACCOUNTS}
 ROLE_ACCOUNTS = {
-    "admin": ("admin", "demo-admin"),
-    "researcher": ("researcher", "demo-researcher"),
-    "rater": ("rater1", "demo-rater"),
+    role: (username, _DEMO_PASSWORDS[username])
+    for role, username in (("admin", "admin"), ("researcher", "researcher"), ("rater", "rater1"))
 }
 
 
