@@ -1,8 +1,14 @@
 import logging
+from datetime import datetime
 
 from celery import shared_task
 
-from annotation.dashboard.services import campaign_refresh_all, campaign_snapshot_refresh
+from annotation.accounts import tokens_prune_expired
+from annotation.dashboard.services import (
+    campaign_refresh_all,
+    campaign_snapshot_refresh,
+    campaign_snapshot_refresh_requested,
+)
 from annotation.errors import NotFound
 from annotation.jobs import job_run, jobs_fail_orphaned
 from annotation.models import Dataset
@@ -61,14 +67,23 @@ def prune_uploads() -> dict:
 
 
 @shared_task(acks_late=True)
-def refresh_campaign_snapshot(dataset_id: int) -> None:
-    """Compute a dataset's dashboard snapshot by id. Idempotent: a repeat stores a newer
-    snapshot of the same numbers."""
+def prune_expired_tokens() -> int:
+    """Beat: delete expired API tokens. Idempotent."""
+    return tokens_prune_expired()
+
+
+@shared_task(acks_late=True)
+def refresh_campaign_snapshot(dataset_id: int, requested_at: str | None = None) -> None:
+    """Compute a dataset's dashboard snapshot by id; with ``requested_at`` (ISO time of the
+    request) only when no snapshot was made since. Idempotent."""
     dataset = Dataset.objects.filter(pk=dataset_id).first()
     if dataset is None:
         logger.warning("dataset #%s no longer exists; no snapshot", dataset_id)
         return
-    campaign_snapshot_refresh(dataset)
+    if requested_at is None:
+        campaign_snapshot_refresh(dataset)
+    else:
+        campaign_snapshot_refresh_requested(dataset, requested_at=datetime.fromisoformat(requested_at))
 
 
 @shared_task(acks_late=True)

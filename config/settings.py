@@ -301,6 +301,14 @@ UPLOAD_PRUNE_SECONDS = env.int("UPLOAD_PRUNE_SECONDS", default=3600)
 if UPLOAD_PRUNE_SECONDS < 1:
     raise ImproperlyConfigured(f"UPLOAD_PRUNE_SECONDS must be at least 1, got {UPLOAD_PRUNE_SECONDS}")
 CELERY_BEAT_SCHEDULE["uploads-prune"] = {"task": "annotation.tasks.prune_uploads", "schedule": UPLOAD_PRUNE_SECONDS}
+# Expired API tokens authenticate no one; the beat deletes their rows this often.
+API_TOKEN_PRUNE_SECONDS = env.int("API_TOKEN_PRUNE_SECONDS", default=3600)
+if API_TOKEN_PRUNE_SECONDS < 1:
+    raise ImproperlyConfigured(f"API_TOKEN_PRUNE_SECONDS must be at least 1, got {API_TOKEN_PRUNE_SECONDS}")
+CELERY_BEAT_SCHEDULE["tokens-prune-expired"] = {
+    "task": "annotation.tasks.prune_expired_tokens",
+    "schedule": API_TOKEN_PRUNE_SECONDS,
+}
 
 # Per-field limits on imported data (characters). A caption far above any real one (COCO's
 # longest are a few hundred characters) is refused, not stored: one 150 MB "caption"

@@ -1,6 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
 from frontend import campaign, views
 
 urlpatterns = [
@@ -10,7 +11,7 @@ urlpatterns = [
     path("campaigns/", campaign.campaign_index, name="campaign-index"),
     path("campaigns/<slug:dataset>/", campaign.campaign_dashboard, name="campaign-dashboard"),
     path("campaigns/<slug:dataset>/raters/", campaign.campaign_raters, name="campaign-raters"),
-    path("campaigns/<slug:dataset>/raters/<int:rater_id>/", campaign.campaign_rater, name="campaign-rater"),
+    path("campaigns/<slug:dataset>/raters/<id:rater_id>/", campaign.campaign_rater, name="campaign-rater"),
     path("campaigns/<slug:dataset>/refresh/", campaign.campaign_refresh, name="campaign-refresh"),
     path("login/", auth_views.LoginView.as_view(template_name="frontend/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -86,9 +86,6 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
 NO_SPLIT = error_response("No dataset or split of that name.")
 
 
-NO_SPLIT = error_response("No dataset or split of that name.")
-
-
 def _created(batch: SamplingBatch) -> Response:
     # Read after the commit, so an in-process (eager) run shows its outcome.
     batch = selectors.sampling_batch_get(batch_id=batch.pk)

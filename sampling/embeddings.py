@@ -6,9 +6,9 @@ with mmap, plus a keys file with one item key per line in row order.
 
 from __future__ import annotations
 
-import io
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -49,25 +49,17 @@ def load_vectors(path: str | os.PathLike) -> np.ndarray:
 
 
 def read_ids(path: str | os.PathLike) -> list[str]:
-    """Read one id per line (UTF-8 text). Raises EmbeddingError naming the file and the
-    line (1-based) of a blank line, a duplicate id or an id with a NUL character, and
-    the byte offset of a byte that is not UTF-8."""
+    """Read one id per line (UTF-8 text; lines end in \\n, \\r\\n or \\r). Raises
+    EmbeddingError naming the file and the line (1-based) of a blank line, a duplicate id
+    or an id with a NUL character, and the byte offset of a byte that is not UTF-8.
+
+    Streams the file a line at a time: an ids file may be as large as its upload limit."""
     path = Path(path)
     if not path.is_file():
         raise EmbeddingError(f"{path}: ids file not found")
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line_no = data.count(b"\n", 0, exc.start) + 1
-        raise EmbeddingError(
-            f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} at byte offset {exc.start:,} (line {line_no})"
-        ) from None
     ids: list[str] = []
     first_line: dict[str, int] = {}
-    # newline=None splits lines as text mode does (\n, \r\n or \r).
-    for line_no, line in enumerate(io.StringIO(text, newline=None), start=1):
-        key = line.rstrip("\r\n").strip()
+    for line_no, key in enumerate(_id_lines(path), start=1):
         if not key:
             raise EmbeddingError(f"{path}: line {line_no} is empty; every row needs an id")
         problem = nul_problem(key)
@@ -80,6 +72,25 @@ def read_ids(path: str | os.PathLike) -> list[str]:
     if not ids:
         raise EmbeddingError(f"{path}: no ids")
     return ids
+
+
+def _id_lines(path: Path) -> Iterator[str]:
+    """The file's lines, stripped, split at \\n, \\r\\n and a lone \\r as text mode does."""
+    offset = 0
+    with path.open("rb") as stream:
+        for newline_count, raw in enumerate(stream):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                at = offset + exc.start
+                raise EmbeddingError(
+                    f"{path}: not UTF-8 text: byte 0x{raw[exc.start]:02x} at byte offset {at:,} "
+                    f"(line {newline_count + 1})"
+                ) from None
+            offset += len(raw)
+            text = text.removesuffix("\n").removesuffix("\r")
+            for part in text.split("\r"):
+                yield part.strip()
 
 
 def check_rows_match_ids(vectors: np.ndarray, ids: list[str], vectors_name: str, ids_name: str) -> None:

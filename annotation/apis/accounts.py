@@ -67,7 +67,10 @@ class TokenApi(APIView):
             raise ValidationError({"password": [str(exc)]}) from None
         return Response(self.TokenOutputSerializer(issued).data)
 
-    @extend_schema(request=None, responses={204: None})
+    @extend_schema(
+        request=None,
+        responses={204: None, 400: error_response("Authenticated by a session, not a token: nothing to revoke here.")},
+    )
     def delete(self, request):
         if not isinstance(request.auth, AuthToken):
             raise NotATokenRequest(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import datetime
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef
@@ -38,12 +39,23 @@ def campaign_snapshot_refresh(dataset: Dataset) -> CampaignSnapshot:
     return snapshot
 
 
+def campaign_snapshot_refresh_requested(dataset: Dataset, *, requested_at: datetime) -> CampaignSnapshot | None:
+    """The refresh a request made at ``requested_at`` asked for, unless a snapshot made
+    since then exists already: None then. Repeated clicks and beat ticks that queued up
+    behind one refresh are answered by it instead of each reading every rating again."""
+    if CampaignSnapshot.objects.filter(dataset=dataset, made_at__gte=requested_at).exists():
+        logger.info("campaign snapshot of %s is newer than its request (%s); not refreshed", dataset.name, requested_at)
+        return None
+    return campaign_snapshot_refresh(dataset)
+
+
 def campaign_refresh_request(dataset: Dataset) -> None:
     """Queue a refresh of ``dataset``'s snapshot once the current transaction commits (in
     the embedded mode the task runs in-process then)."""
     from annotation.tasks import refresh_campaign_snapshot  # tasks import this module
 
-    transaction.on_commit(lambda: refresh_campaign_snapshot.delay(dataset.pk))
+    requested_at = timezone.now().isoformat()
+    transaction.on_commit(lambda: refresh_campaign_snapshot.delay(dataset.pk, requested_at))
 
 
 def campaign_refresh_all() -> list[int]:

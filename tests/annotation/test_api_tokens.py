@@ -16,6 +16,7 @@ from django.utils.dateparse import parse_datetime
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
+from annotation.tasks import prune_expired_tokens
 from tests.annotation import queue_support
 from tests.annotation.queue_support import api_claim, client_for
 from tests.factories import UserFactory
@@ -65,6 +66,17 @@ def test_an_expired_token_is_refused_with_401(split):
     assert refused["WWW-Authenticate"] == "Token"
     issue()  # a new token tidies the expired row away
     assert AuthToken.objects.filter(user=user).count() == 1
+
+
+def test_the_beat_deletes_expired_tokens_of_every_user_and_keeps_live_ones(settings):
+    rita, otto = UserFactory(username="rita"), UserFactory(username="otto")
+    issue("rita"), issue("otto"), issue("otto")
+    AuthToken.objects.filter(user=otto).update(expiry=timezone.now() - timedelta(seconds=1))
+    assert prune_expired_tokens() == 2
+    assert list(AuthToken.objects.values_list("user", flat=True)) == [rita.pk]
+    assert prune_expired_tokens() == 0
+    entry = settings.CELERY_BEAT_SCHEDULE["tokens-prune-expired"]
+    assert entry == {"task": "annotation.tasks.prune_expired_tokens", "schedule": settings.API_TOKEN_PRUNE_SECONDS}
 
 
 def test_a_token_of_the_same_prefix_but_another_secret_is_refused(split):

@@ -171,6 +171,19 @@ def test_the_task_refreshes_by_id_and_a_gone_dataset_is_logged(campaign, caplog)
     assert CampaignSnapshot.objects.count() == 1
 
 
+def test_requests_queued_behind_a_refresh_are_answered_by_it(campaign):
+    """Repeated clicks (or beat ticks) queue one task each; only a request made after the
+    newest snapshot reads the ratings again."""
+    dataset, *_ = campaign
+    asked = (hand.NOW - timedelta(seconds=5)).isoformat()
+    refresh_campaign_snapshot(dataset.pk, asked)
+    refresh_campaign_snapshot(dataset.pk, asked)
+    refresh_campaign_snapshot(dataset.pk, hand.NOW.isoformat())
+    assert CampaignSnapshot.objects.filter(dataset=dataset).count() == 1
+    refresh_campaign_snapshot(dataset.pk, (hand.NOW + timedelta(seconds=1)).isoformat())
+    assert CampaignSnapshot.objects.filter(dataset=dataset).count() == 2
+
+
 def test_beat_refreshes_every_dashboard_refresh_seconds(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["dashboard-refresh"]
     assert entry == {
