@@ -109,6 +109,22 @@ def test_admin_sees_every_campaign_page_with_charts_at_desktop_and_tablet_width(
     assert errors == [] and tablet_errors == []
 
 
+def test_researcher_sees_every_campaign_page_at_desktop_and_tablet_width(
+    browser, page, live_server, rated_demo, screenshot_dir
+):
+    left_the_server = only_the_live_server(page, live_server)
+    errors = watch_errors(page)
+    log_in(page, live_server, "researcher")
+    visit_every_page(page, live_server, screenshot_dir, "researcher", "1280")
+    tablet = browser.new_context(viewport=TABLET).new_page()
+    tablet_left = only_the_live_server(tablet, live_server)
+    log_in(tablet, live_server, "researcher")
+    visit_every_page(tablet, live_server, screenshot_dir, "researcher", "820")
+    tablet.context.close()
+    assert left_the_server == [] and tablet_left == []
+    assert errors == []
+
+
 def test_rater_table_sorts_by_mouse_and_keyboard(page, live_server, rated_demo):
     log_in(page, live_server, "admin")
     page.goto(f"{live_server.url}/campaigns/demo/raters/")
