@@ -254,7 +254,9 @@ class RaterRatingListApi(APIView):
         parameters=[RaterRatingListParamsSerializer], responses={200: RaterRatingListOutputSerializer(many=True)}
     )
     def get(self, request, dataset: str):
-        params = self.RaterRatingListParamsSerializer(data=request.query_params)
+        # A plain dict, not the QueryDict: DRF reads an empty form value of an optional
+        # field as "left out", while the schema (and a client) means an integer.
+        params = self.RaterRatingListParamsSerializer(data=request.query_params.dict())
         params.is_valid(raise_exception=True)
         ratings = selectors.rater_rating_list(
             rater=request.user,

@@ -241,6 +241,10 @@ def test_progress_and_own_ratings(split, clock):
     assert [r["kind"] for r in ratings] == ["SIS"]
     assert Rating.objects.get(pk=ratings[0]["id"]).rater_id == user.id
     assert client.get(rate_url(split.dataset, "ratings"), {"limit": 0}).status_code == 400
+    # An empty value is not an integer, as the schema says (not "leave it out").
+    empty = client.get(rate_url(split.dataset, "ratings"), {"limit": "", "before": 1})
+    assert empty.status_code == 400
+    assert empty.json()["errors"] == {"limit": ["A valid integer is required."]}
 
 
 def test_openapi_schema_lists_the_rater_api_without_warnings(split):
