@@ -49,8 +49,18 @@ def _minutes() -> float:
     return minutes
 
 
+def _roles() -> list[str]:
+    """FUZZ_ROLES: a comma-separated subset of ROLES (default: all), e.g. to rerun one."""
+    roles = [r.strip() for r in os.environ.get("FUZZ_ROLES", ",".join(ROLES)).split(",") if r.strip()]
+    unknown = sorted(set(roles) - set(ROLES))
+    if unknown or not roles:
+        raise SystemExit(f"FUZZ_ROLES must name some of {', '.join(ROLES)}; got {os.environ.get('FUZZ_ROLES')!r}")
+    return roles
+
+
 def main() -> int:
     minutes = _minutes()
+    roles = _roles()
     seed = int(os.environ["FUZZ_SEED"]) if os.environ.get("FUZZ_SEED") else random.SystemRandom().getrandbits(32)
     scratch = tempfile.mkdtemp(prefix="cxc-fuzz-")
     setup_django(
@@ -75,7 +85,7 @@ def main() -> int:
     failed = False
     try:
         with serving() as base_url:
-            for role in ROLES:
+            for role in roles:
                 report = _role_rounds(role, world, base_url, seconds=minutes * 60, seed=seed)
                 summaries[role] = report.summary() | {"rounds": report.rounds}
                 for text in [*report.examples.values(), *report.errors]:
