@@ -23,6 +23,16 @@ _env_file = BASE_DIR / ".env"
 if _env_file.exists():
     environ.Env.read_env(str(_env_file))
 
+
+def _int_at_least(name: str, default: int, *, minimum: int) -> int:
+    """An integer setting from the environment; a value below ``minimum`` stops start-up
+    with a message naming the variable."""
+    value = env.int(name, default=default)
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
 DATABASE_URL = env.str("DATABASE_URL", default="")
 RUN_MODE = env.str("RUN_MODE", default="services" if DATABASE_URL else "embedded")
 if RUN_MODE not in ("embedded", "services"):
@@ -143,12 +153,8 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
-AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=10)
-if AXES_FAILURE_LIMIT < 1:
-    raise ImproperlyConfigured(f"AXES_FAILURE_LIMIT must be at least 1, got {AXES_FAILURE_LIMIT}")
-AXES_COOLOFF_MINUTES = env.int("AXES_COOLOFF_MINUTES", default=15)
-if AXES_COOLOFF_MINUTES < 1:
-    raise ImproperlyConfigured(f"AXES_COOLOFF_MINUTES must be at least 1, got {AXES_COOLOFF_MINUTES}")
+AXES_FAILURE_LIMIT = _int_at_least("AXES_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_MINUTES = _int_at_least("AXES_COOLOFF_MINUTES", 15, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=AXES_COOLOFF_MINUTES)
 # Per username and address together: guesses at someone's password from one address
 # lock out that address for that account only, so nobody can lock all raters out.
@@ -168,9 +174,7 @@ if CLIENT_IP_HEADER:
     AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_ip"
 
 # API tokens (django-rest-knox): stored as SHA-512 digests, each with its expiry.
-API_TOKEN_TTL_HOURS = env.int("API_TOKEN_TTL_HOURS", default=30 * 24)
-if API_TOKEN_TTL_HOURS < 1:
-    raise ImproperlyConfigured(f"API_TOKEN_TTL_HOURS must be at least 1, got {API_TOKEN_TTL_HOURS}")
+API_TOKEN_TTL_HOURS = _int_at_least("API_TOKEN_TTL_HOURS", 30 * 24, minimum=1)
 REST_KNOX = {
     "TOKEN_TTL": timedelta(hours=API_TOKEN_TTL_HOURS),
     "AUTH_HEADER_PREFIX": "Token",
@@ -245,9 +249,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Rating queue. A claimed slot is leased for LEASE_TTL_SECONDS and renewed by the rating
 # page's heartbeat; an expired lease is claimable again at once (no cron needed). Beat
 # only tidies up: it returns expired leases to the open queue and recounts open pairs.
-LEASE_TTL_SECONDS = env.int("LEASE_TTL_SECONDS", default=600)
-if LEASE_TTL_SECONDS < 10:
-    raise ImproperlyConfigured(f"LEASE_TTL_SECONDS must be at least 10, got {LEASE_TTL_SECONDS}")
+LEASE_TTL_SECONDS = _int_at_least("LEASE_TTL_SECONDS", 600, minimum=10)
 # The queue's hot statements run as server-side prepared statements (planned once per
 # connection). Turn off behind a transaction-mode pooler such as PgBouncer's.
 DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=True)
@@ -256,9 +258,7 @@ QUEUE_RECOUNT_SECONDS = env.int("QUEUE_RECOUNT_SECONDS", default=3600)
 ORPHAN_CHECK_SECONDS = env.int("ORPHAN_CHECK_SECONDS", default=60)
 # The campaign dashboard's numbers are recomputed this often (seconds) for every dataset
 # with ratings; pages read the newest snapshot and also offer a refresh on demand.
-DASHBOARD_REFRESH_SECONDS = env.int("DASHBOARD_REFRESH_SECONDS", default=300)
-if DASHBOARD_REFRESH_SECONDS < 10:
-    raise ImproperlyConfigured(f"DASHBOARD_REFRESH_SECONDS must be at least 10, got {DASHBOARD_REFRESH_SECONDS}")
+DASHBOARD_REFRESH_SECONDS = _int_at_least("DASHBOARD_REFRESH_SECONDS", 300, minimum=10)
 CELERY_BEAT_SCHEDULE: dict = {
     "queue-release-expired-leases": {
         "task": "annotation.tasks.release_expired_leases",
@@ -297,14 +297,10 @@ UPLOAD_MAX_PAIRLIST_BYTES = _bytes_setting("UPLOAD_MAX_PAIRLIST_BYTES", 64 * 2**
 UPLOAD_KEEP_FAILED_DAYS = env.int("UPLOAD_KEEP_FAILED_DAYS", default=7)
 if UPLOAD_KEEP_FAILED_DAYS < 0:
     raise ImproperlyConfigured(f"UPLOAD_KEEP_FAILED_DAYS must be 0 or more, got {UPLOAD_KEEP_FAILED_DAYS}")
-UPLOAD_PRUNE_SECONDS = env.int("UPLOAD_PRUNE_SECONDS", default=3600)
-if UPLOAD_PRUNE_SECONDS < 1:
-    raise ImproperlyConfigured(f"UPLOAD_PRUNE_SECONDS must be at least 1, got {UPLOAD_PRUNE_SECONDS}")
+UPLOAD_PRUNE_SECONDS = _int_at_least("UPLOAD_PRUNE_SECONDS", 3600, minimum=1)
 CELERY_BEAT_SCHEDULE["uploads-prune"] = {"task": "annotation.tasks.prune_uploads", "schedule": UPLOAD_PRUNE_SECONDS}
 # Expired API tokens authenticate no one; the beat deletes their rows this often.
-API_TOKEN_PRUNE_SECONDS = env.int("API_TOKEN_PRUNE_SECONDS", default=3600)
-if API_TOKEN_PRUNE_SECONDS < 1:
-    raise ImproperlyConfigured(f"API_TOKEN_PRUNE_SECONDS must be at least 1, got {API_TOKEN_PRUNE_SECONDS}")
+API_TOKEN_PRUNE_SECONDS = _int_at_least("API_TOKEN_PRUNE_SECONDS", 3600, minimum=1)
 CELERY_BEAT_SCHEDULE["tokens-prune-expired"] = {
     "task": "annotation.tasks.prune_expired_tokens",
     "schedule": API_TOKEN_PRUNE_SECONDS,
@@ -315,9 +311,7 @@ CELERY_BEAT_SCHEDULE["tokens-prune-expired"] = {
 # would otherwise fill rows, pages and exports. File names: a Karpathy entry's filename
 # and filepath, and the stored name of an uploaded file; file systems and the key
 # column hold at most 255.
-UPLOAD_MAX_CAPTION_CHARS = env.int("UPLOAD_MAX_CAPTION_CHARS", default=2000)
-if UPLOAD_MAX_CAPTION_CHARS < 1:
-    raise ImproperlyConfigured(f"UPLOAD_MAX_CAPTION_CHARS must be at least 1, got {UPLOAD_MAX_CAPTION_CHARS}")
+UPLOAD_MAX_CAPTION_CHARS = _int_at_least("UPLOAD_MAX_CAPTION_CHARS", 2000, minimum=1)
 UPLOAD_MAX_FILENAME_CHARS = env.int("UPLOAD_MAX_FILENAME_CHARS", default=255)
 if not 1 <= UPLOAD_MAX_FILENAME_CHARS <= 255:
     raise ImproperlyConfigured(
