@@ -22,9 +22,7 @@ Prints the figures as one JSON object on the last line: {"refresh_s",
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
-import queue
 import subprocess
 import sys
 import time
@@ -39,29 +37,10 @@ REQUESTS = 200
 WARM_UP = 5
 
 
-def _load_in_child(database_url: str, results) -> None:
-    from bench_export import load
-
-    setup_django(database_url)
-    start = time.perf_counter()
-    totals = load(raters=RATERS, spread_days=SPREAD_DAYS)
-    results.put({**totals, "load_seconds": round(time.perf_counter() - start, 1)})
-
-
 def generate(database_url: str) -> dict:
-    context = multiprocessing.get_context("spawn")
-    results = context.Queue()
-    loader = context.Process(target=_load_in_child, args=(database_url, results))
-    loader.start()
-    while True:
-        try:
-            totals = results.get(timeout=5)
-            break
-        except queue.Empty:
-            if not loader.is_alive():
-                raise SystemExit(f"data generation failed (exit code {loader.exitcode})") from None
-    loader.join()
-    return totals
+    from bench_export import load_in_child
+
+    return load_in_child(database_url, raters=RATERS, spread_days=SPREAD_DAYS)
 
 
 def refresh_child() -> None:

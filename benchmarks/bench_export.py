@@ -322,20 +322,20 @@ def run_export(database_url: str, out: Path, *splits: str) -> dict:
     }
 
 
-def _load_in_child(database_url: str, results) -> None:
+def _load_in_child(database_url: str, results, options: dict) -> None:
     setup_django(database_url)
     start = time.perf_counter()
-    totals = load()
+    totals = load(**options)
     results.put({**totals, "load_seconds": round(time.perf_counter() - start, 1)})
 
 
-def main() -> None:
-    database_url = fresh_database(DATABASE)
-    # Generation runs in its own process: this one stays small, so the export child it
-    # starts (whose peak memory is measured from its first page) inherits nothing big.
+def load_in_child(database_url: str, **options) -> dict:
+    """``load(**options)`` in a spawned process of its own, so the caller stays small and
+    a child it starts later (whose peak memory is measured) inherits nothing big. Returns
+    the counts and ``load_seconds``."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
-    loader = context.Process(target=_load_in_child, args=(database_url, results))
+    loader = context.Process(target=_load_in_child, args=(database_url, results, options))
     loader.start()
     while True:
         try:
@@ -345,6 +345,13 @@ def main() -> None:
             if not loader.is_alive():
                 raise SystemExit(f"data generation failed (exit code {loader.exitcode})") from None
     loader.join()
+    return totals
+
+
+def main() -> None:
+    database_url = fresh_database(DATABASE)
+    # The export child (its peak memory is measured from its first page) inherits nothing big.
+    totals = load_in_child(database_url)
     load_seconds = totals["load_seconds"]
     print(f"loaded {totals['pairs']} pairs and {totals['ratings']} ratings with COPY in {load_seconds} s")
     with tempfile.TemporaryDirectory(prefix="bench-export-") as folder:
