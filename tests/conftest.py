@@ -45,3 +45,15 @@ def _data_dir(settings, tmp_path):
     """Each test writes embeddings, uploads and exports under its own temporary folder."""
     settings.DATA_DIR = tmp_path / "data"
     settings.EXPORT_DIR = tmp_path / "exports"
+
+
+@pytest.fixture
+def admin_api():
+    """An API client signed in as an admin (a new user in the admin group)."""
+    from rest_framework.test import APIClient
+
+    from tests.factories import UserFactory
+
+    client = APIClient()
+    client.force_authenticate(UserFactory(roles=["admin"]))
+    return client

@@ -13,7 +13,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from annotation.models import Job, JobStatus, UploadState
 from annotation.services import job_create
@@ -21,16 +20,8 @@ from annotation.tasks import prune_uploads
 from annotation.upload_cleanup import uploads_prune
 from annotation.uploads import KARPATHY, upload_store, uploads_root
 from tests.annotation.test_karpathy import image_entry
-from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_api():
-    client = APIClient()
-    client.force_authenticate(UserFactory(roles=["admin"]))
-    return client
 
 
 def stored_names() -> list[str]:

@@ -33,13 +33,6 @@ def temp_dir(settings, tmp_path) -> Path:
     return folder
 
 
-@pytest.fixture
-def admin_api():
-    client = APIClient()
-    client.force_authenticate(UserFactory(roles=["admin"]))
-    return client
-
-
 def karpathy_bytes(n_images: int = 1) -> bytes:
     return json.dumps({"images": [image_entry(i + 1, sentids=(i + 1,)) for i in range(n_images)]}).encode()
 

@@ -9,13 +9,6 @@ from tests.factories import UserFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def admin_api():
-    client = APIClient()
-    client.force_authenticate(UserFactory(roles=["admin"]))
-    return client
-
-
 def test_an_admin_creates_a_batch_that_runs_and_reports_its_progress(
     admin_api, small, django_capture_on_commit_callbacks
 ):

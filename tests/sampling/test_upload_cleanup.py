@@ -10,31 +10,19 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from annotation.models import Job, JobStatus, UploadState
 from annotation.services import job_create
 from annotation.upload_cleanup import uploads_prune
-from annotation.uploads import KARPATHY, upload_store, uploads_root
+from annotation.uploads import KARPATHY, upload_store
 from sampling.models import SamplingBatch
 from sampling.services import sampling_batch_start
+from tests.annotation.test_upload_cleanup import stored_names
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
 UPLOAD_URL = "/api/sampling/batches/upload/"
-
-
-@pytest.fixture
-def admin_api():
-    client = APIClient()
-    client.force_authenticate(UserFactory(roles=["admin"]))
-    return client
-
-
-def stored_names() -> list[str]:
-    root = uploads_root()
-    return sorted(p.name for p in root.rglob("*") if p.is_file()) if root.exists() else []
 
 
 def sis_list(small, *rows: tuple[int, int]) -> bytes:
