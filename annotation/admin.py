@@ -24,7 +24,7 @@ from annotation.models import (
     TaskKind,
 )
 from annotation.upload_limits import limited_upload_view, upload_form_is_valid
-from annotation.uploads import EMBEDDINGS, KARPATHY, UploadKind, upload_discard, upload_store
+from annotation.uploads import EMBEDDINGS, KARPATHY, UploadKind, upload_store_all
 
 
 class KarpathyImportForm(forms.Form):
@@ -54,20 +54,16 @@ def _start_job(request, kind: str, params: dict) -> Job:
 
 
 def _store_uploads(form, params: dict, files: dict[str, tuple[str, UploadKind, str]]) -> bool:
-    """Store the form's files, their paths into ``params`` (param -> (form field, upload
-    kind, suffix)), all or none. A file that cannot be stored (too large, its name too
-    long) becomes an error on its field, and the files stored before it are removed:
-    False then."""
-    stored: list[str] = []
-    for param, (field, kind, suffix) in files.items():
-        try:
-            params[param] = upload_store(form.cleaned_data[field], kind=kind, suffix_hint=suffix)
-        except DomainError as exc:
-            for path in stored:
-                upload_discard(path)
-            form.add_error(field, str(exc))
-            return False
-        stored.append(params[param])
+    """Store the form's files, all or none (``upload_store_all``), their paths into
+    ``params`` (param -> (form field, upload kind, suffix)). A file that cannot be stored
+    (too large, its name too long) becomes an error on its field: False then."""
+    uploads = {field: (form.cleaned_data[field], kind, suffix) for field, kind, suffix in files.values()}
+    try:
+        stored = upload_store_all(uploads)
+    except DomainError as exc:
+        form.add_error(exc.field, str(exc))
+        return False
+    params.update({param: stored[field] for param, (field, _, _) in files.items()})
     return True
 
 

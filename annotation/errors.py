@@ -8,6 +8,9 @@ class DomainError(Exception):
     http_status = 400
     # Extra response headers (e.g. Retry-After); set per instance by subclasses.
     headers: dict[str, str] | None = None
+    # The input the error is about, when the code that raised it knows (a form shows the
+    # error on that field); None: the request as a whole.
+    field: str | None = None
 
 
 class DatasetImportError(DomainError):

@@ -125,14 +125,18 @@ def _write_bounded(uploaded_file, target: Path, *, kind: UploadKind, name: str) 
 
 def upload_store_all(files: Mapping[str, tuple[object, UploadKind, str]]) -> dict[str, str]:
     """Store several files of one request: {key: (uploaded file, kind, suffix hint)} ->
-    {key: stored path}. All or none: when one is refused the others are removed."""
+    {key: stored path}. All or none: when one is refused the others are removed, and the
+    DomainError's ``field`` is the refused file's key."""
     stored: dict[str, str] = {}
+    key = None
     try:
         for key, (uploaded_file, kind, suffix_hint) in files.items():
             stored[key] = upload_store(uploaded_file, kind=kind, suffix_hint=suffix_hint)
-    except BaseException:
+    except BaseException as exc:
         for path in stored.values():
             upload_discard(path)
+        if isinstance(exc, DomainError):
+            exc.field = key
         raise
     return stored
 
