@@ -4,8 +4,9 @@
 Invariants live in the database (unique and check constraints), not in ``save()``:
 - item keys are unique per dataset, and every caption belongs to exactly one image;
 - a pair is stored once, unordered, per kind;
-- a pair has ``ratings_required`` slots; a rating fills exactly one slot, so a pair can
-  never collect more ratings than slots; one rater rates a pair at most once.
+- a pair has ``ratings_required`` slots plus one top-up slot per excluded rating; a
+  rating fills exactly one slot, so a pair never collects more valid ratings than
+  ``ratings_required``; one rater rates a pair at most once.
 """
 
 from annotation.models.dashboard import DEFAULT_SPEED_FLOORS, CampaignSnapshot, SpeedFloor
@@ -20,11 +21,31 @@ from annotation.models.items import (
     Split,
     TaskKind,
 )
-from annotation.models.pairs import Pair, Rating, RatingSlot, SlotState
+from annotation.models.pairs import Pair, Rating, RatingSlot, RatingStatus, SlotState
+from annotation.models.quality import (
+    DEFAULT_GOLD_ONE_IN,
+    DEFAULT_PAUSE_MAX_ERROR,
+    DEFAULT_PAUSE_WINDOW,
+    DEFAULT_PROMOTE_MAX_SD,
+    ExclusionState,
+    GoldLease,
+    GoldLeaseState,
+    GoldPair,
+    GoldPurpose,
+    GoldRating,
+    GoldSource,
+    QualitySettings,
+    RaterPause,
+    RatingExclusion,
+)
 from annotation.models.queue import Flag, FlagReason, PairSkip, Qualification, QueueCounter
 from annotation.models.runs import BackgroundRun, Job, JobStatus, UploadState, upload_state_constraints
 
 __all__ = [
+    "DEFAULT_GOLD_ONE_IN",
+    "DEFAULT_PAUSE_MAX_ERROR",
+    "DEFAULT_PAUSE_WINDOW",
+    "DEFAULT_PROMOTE_MAX_SD",
     "DEFAULT_SPEED_FLOORS",
     "METHOD_KIND",
     "BackgroundRun",
@@ -32,8 +53,15 @@ __all__ = [
     "Caption",
     "Dataset",
     "EmbeddingSpace",
+    "ExclusionState",
     "Flag",
     "FlagReason",
+    "GoldLease",
+    "GoldLeaseState",
+    "GoldPair",
+    "GoldPurpose",
+    "GoldRating",
+    "GoldSource",
     "Image",
     "Job",
     "JobStatus",
@@ -41,9 +69,13 @@ __all__ = [
     "Pair",
     "PairSkip",
     "Qualification",
+    "QualitySettings",
     "QueueCounter",
+    "RaterPause",
     "Rating",
+    "RatingExclusion",
     "RatingSlot",
+    "RatingStatus",
     "SamplingMethod",
     "SlotState",
     "SpeedFloor",

@@ -156,7 +156,9 @@ class RatingSlot(models.Model):
         db_constraint=False,
         help_text="Copied from the pair for the claim index.",
     )
-    index = models.PositiveSmallIntegerField(help_text="0 .. ratings_required-1")
+    index = models.PositiveSmallIntegerField(
+        help_text="0 .. ratings_required-1, then one more for each top-up slot an exclusion opened."
+    )
     state = models.CharField(max_length=10, choices=SlotState.choices, default=SlotState.OPEN)
     kind = models.CharField(
         max_length=4, choices=TaskKind.choices, help_text="Copied from the pair for the claim index."
@@ -237,9 +239,20 @@ class RatingSlot(models.Model):
         return f"slot {self.index} of pair {self.pair_id} ({self.state})"
 
 
+class RatingStatus(models.TextChoices):
+    """Only valid ratings count toward a pair's N, its score and the exports. An excluded
+    rating was removed by an admin's exclusion; a superseded one was restored by undoing
+    an exclusion after top-up ratings had already given its pair N valid ratings."""
+
+    VALID = "valid", "valid"
+    EXCLUDED = "excluded", "excluded"
+    SUPERSEDED = "superseded", "superseded"
+
+
 class Rating(models.Model):
     """One rater's judgment of one pair. ``slot`` is one-to-one, so a pair can never
-    hold more ratings than it has slots; (pair, rater) is unique."""
+    hold more ratings than it has slots; (pair, rater) is unique. A pair's valid ratings
+    number at most ``ratings_required`` (its ``ratings_done``)."""
 
     pair = models.ForeignKey(Pair, on_delete=models.PROTECT, related_name="ratings")
     slot = models.OneToOneField(RatingSlot, on_delete=models.PROTECT, related_name="rating")
@@ -250,6 +263,18 @@ class Rating(models.Model):
     adjustments = models.PositiveIntegerField(default=0, help_text="How many times the rater moved the slider.")
     idempotency_key = models.CharField(max_length=64, help_text="Client-chosen; a repeated submit stores one rating.")
     created_at = models.DateTimeField(auto_now_add=True)
+    below_speed_floor = models.BooleanField(
+        default=False, help_text="Given faster than the kind's speed floor (stored and marked, still counted)."
+    )
+    status = models.CharField(max_length=10, choices=RatingStatus.choices, default=RatingStatus.VALID)
+    exclusion = models.ForeignKey(
+        "annotation.RatingExclusion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="ratings",
+        help_text="The exclusion that excluded this rating (or whose undo superseded it).",
+    )
 
     class Meta:
         constraints = [
@@ -264,8 +289,15 @@ class Rating(models.Model):
                 condition=Q(time_to_first_move_ms__isnull=True) | Q(time_to_first_move_ms__lte=F("time_on_item_ms")),
                 name="rating_first_move_within_time_on_item",
             ),
+            models.CheckConstraint(
+                condition=Q(status=RatingStatus.VALID) | Q(exclusion__isnull=False),
+                name="rating_invalid_has_exclusion",
+            ),
         ]
-        indexes = [models.Index(fields=["rater", "created_at"], name="rating_rater_time_idx")]
+        indexes = [
+            models.Index(fields=["rater", "created_at"], name="rating_rater_time_idx"),
+            models.Index(fields=["exclusion"], condition=Q(exclusion__isnull=False), name="rating_exclusion_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.score:.2f} by {self.rater_id} on pair {self.pair_id}"
