@@ -263,10 +263,15 @@ class Rating(models.Model):
     adjustments = models.PositiveIntegerField(default=0, help_text="How many times the rater moved the slider.")
     idempotency_key = models.CharField(max_length=64, help_text="Client-chosen; a repeated submit stores one rating.")
     created_at = models.DateTimeField(auto_now_add=True)
+    # Database defaults too: the queue's SQL inserts ratings without naming these columns.
     below_speed_floor = models.BooleanField(
-        default=False, help_text="Given faster than the kind's speed floor (stored and marked, still counted)."
+        default=False,
+        db_default=False,
+        help_text="Given faster than the kind's speed floor (stored and marked, still counted).",
     )
-    status = models.CharField(max_length=10, choices=RatingStatus.choices, default=RatingStatus.VALID)
+    status = models.CharField(
+        max_length=10, choices=RatingStatus.choices, default=RatingStatus.VALID, db_default=RatingStatus.VALID
+    )
     exclusion = models.ForeignKey(
         "annotation.RatingExclusion",
         null=True,
