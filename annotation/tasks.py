@@ -10,6 +10,7 @@ from annotation.dashboard.services import (
     campaign_snapshot_refresh_requested,
 )
 from annotation.errors import NotFound
+from annotation.exclusion.services import exclusions_resume, rating_exclusion_run
 from annotation.jobs import job_run, jobs_fail_orphaned
 from annotation.models import Dataset
 from annotation.queue import leases_release_expired, queue_counters_rebuild
@@ -90,3 +91,17 @@ def refresh_campaign_snapshot(dataset_id: int, requested_at: str | None = None) 
 def refresh_campaign_snapshots() -> list[int]:
     """Beat: queue a snapshot refresh of every dataset with ratings. Idempotent."""
     return campaign_refresh_all()
+
+
+@shared_task(acks_late=True)
+def run_rating_exclusion(exclusion_id: int) -> str | None:
+    """Apply or undo an exclusion by id, whichever its state asks. Idempotent: each chunk
+    only touches ratings not yet handled."""
+    exclusion = rating_exclusion_run(exclusion_id=exclusion_id)
+    return exclusion.state if exclusion is not None else None
+
+
+@shared_task(acks_late=True)
+def resume_rating_exclusions() -> list[int]:
+    """Beat: queue every exclusion still applying or undoing. Idempotent."""
+    return exclusions_resume()

@@ -271,6 +271,7 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Jobs and batches whose worker died show as failed even when nobody looks at them.
     "jobs-fail-orphaned": {"task": "annotation.tasks.fail_orphaned_jobs", "schedule": ORPHAN_CHECK_SECONDS},
     "sampling-fail-orphaned": {"task": "sampling.tasks.fail_orphaned_batches", "schedule": ORPHAN_CHECK_SECONDS},
+    "exclusions-resume": {"task": "annotation.tasks.resume_rating_exclusions", "schedule": ORPHAN_CHECK_SECONDS},
     "dashboard-refresh": {
         "task": "annotation.tasks.refresh_campaign_snapshots",
         "schedule": DASHBOARD_REFRESH_SECONDS,

@@ -1,0 +1,161 @@
+"""Excluding a rater's ratings in a dataset, with top-up to N, and undoing it.
+
+An exclusion is recorded first (state ``applying``) and applied by a Celery task queued
+on commit, chunk by chunk (``annotation.exclusion.chunks``); undo likewise (``undoing``).
+Each chunk only touches ratings not yet handled, so a run that stopped half way is
+continued by running it again: ``exclusions_resume`` (beat) queues every exclusion still
+applying or undoing, and two runs of one exclusion at once only share the work.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import F
+
+from annotation.errors import Conflict, DomainError, NotFound
+from annotation.exclusion.chunks import ChunkResult, exclude_chunk, rating_scope, restore_chunk
+from annotation.models import Dataset, ExclusionState, Rating, RatingExclusion, RatingStatus
+from annotation.queue.shapes import service_now
+
+# Pairs per transaction: long enough to be fast, short enough that a submission on one
+# of the pairs waits only milliseconds for the chunk's pair locks.
+CHUNK_PAIRS = 500
+MAX_REASON = 2000
+
+
+class ExclusionInputError(DomainError):
+    code = "exclusion_invalid"
+
+
+def rating_exclusion_create(
+    *,
+    dataset: Dataset,
+    rater,
+    reason: str,
+    created_by,
+    window_start: datetime | None = None,
+    window_end: datetime | None = None,
+    now: datetime | None = None,
+) -> RatingExclusion:
+    """Record the exclusion of ``rater``'s ratings in ``dataset`` (all ratings given before
+    now, or those created in [window_start, window_end)) and queue its application.
+    Raises ExclusionInputError, with nothing written, for an empty or too long reason,
+    a window that is empty or reaches into the future, or no valid rating in scope."""
+    from annotation.tasks import run_rating_exclusion  # tasks import this module
+
+    now = service_now(now)
+    reason = (reason or "").strip()
+    if not reason:
+        raise ExclusionInputError("an exclusion needs a reason (it is kept with the excluded ratings)")
+    if len(reason) > MAX_REASON:
+        raise ExclusionInputError(f"reason must be at most {MAX_REASON} characters")
+    for name, value in (("window_start", window_start), ("window_end", window_end)):
+        if value is not None and value > now:
+            raise ExclusionInputError(f"{name} {value.isoformat()} is in the future")
+    if window_start is not None and window_end is not None and window_start >= window_end:
+        raise ExclusionInputError("window_start must be before window_end")
+    with transaction.atomic():
+        exclusion = RatingExclusion(
+            dataset=dataset,
+            rater=rater,
+            reason=reason,
+            window_start=window_start,
+            window_end=window_end,
+            created_by=created_by,
+            created_at=now,
+        )
+        if not Rating.objects.filter(rating_scope(exclusion), status=RatingStatus.VALID).exists():
+            window = "" if window_start is None and window_end is None else " in that time window"
+            raise ExclusionInputError(f"{rater.get_username()} has no valid ratings in {dataset.name}{window}")
+        exclusion.save()
+        transaction.on_commit(lambda: run_rating_exclusion.delay(exclusion.id))
+    return exclusion
+
+
+def rating_exclusion_undo(
+    *, exclusion_id: int, undone_by, reason: str = "", now: datetime | None = None
+) -> RatingExclusion:
+    """Mark an applied exclusion for undoing and queue it. Raises NotFound or Conflict
+    (still applying, already undone or undoing)."""
+    from annotation.tasks import run_rating_exclusion  # tasks import this module
+
+    now = service_now(now)
+    with transaction.atomic():
+        exclusion = RatingExclusion.objects.select_for_update().filter(pk=exclusion_id).first()
+        if exclusion is None:
+            raise NotFound(f"no exclusion #{exclusion_id}")
+        if exclusion.state != ExclusionState.APPLIED:
+            raise Conflict(f"exclusion #{exclusion_id} is {exclusion.state}; only an applied exclusion can be undone")
+        RatingExclusion.objects.filter(pk=exclusion_id).update(
+            state=ExclusionState.UNDOING, undone_by=undone_by, undone_at=now, undo_reason=(reason or "").strip()
+        )
+        transaction.on_commit(lambda: run_rating_exclusion.delay(exclusion_id))
+    exclusion.refresh_from_db()
+    return exclusion
+
+
+def rating_exclusion_run(*, exclusion_id: int) -> RatingExclusion | None:
+    """Apply or undo an exclusion to the end, chunk by chunk (whichever its state asks);
+    an exclusion already applied or undone is left as it is. Returns it (None if gone)."""
+    exclusion = RatingExclusion.objects.filter(pk=exclusion_id).first()
+    if exclusion is None:
+        return None
+    if exclusion.state == ExclusionState.APPLYING:
+        _run_chunks(exclusion, _pairs_to_exclude, exclude_chunk)
+        _finish(exclusion, ExclusionState.APPLYING, ExclusionState.APPLIED, applied_at=service_now(None))
+    elif exclusion.state == ExclusionState.UNDOING:
+        _run_chunks(exclusion, _pairs_to_restore, restore_chunk)
+        _finish(exclusion, ExclusionState.UNDOING, ExclusionState.UNDONE)
+    exclusion.refresh_from_db()
+    return exclusion
+
+
+def exclusions_resume() -> list[int]:
+    """Queue every exclusion still applying or undoing (beat; a run that died is
+    continued, a live one only shares its work). Returns their ids."""
+    from annotation.tasks import run_rating_exclusion  # tasks import this module
+
+    ids = list(
+        RatingExclusion.objects.filter(state__in=[ExclusionState.APPLYING, ExclusionState.UNDOING]).values_list(
+            "id", flat=True
+        )
+    )
+    for exclusion_id in ids:
+        run_rating_exclusion.delay(exclusion_id)
+    return ids
+
+
+def _pairs_to_exclude(exclusion: RatingExclusion, after: int) -> list[int]:
+    return list(
+        Rating.objects.filter(rating_scope(exclusion), status=RatingStatus.VALID, pair_id__gt=after)
+        .order_by("pair_id")
+        .values_list("pair_id", flat=True)[:CHUNK_PAIRS]
+    )
+
+
+def _pairs_to_restore(exclusion: RatingExclusion, after: int) -> list[int]:
+    return list(
+        Rating.objects.filter(exclusion=exclusion, status=RatingStatus.EXCLUDED, pair_id__gt=after)
+        .order_by("pair_id")
+        .values_list("pair_id", flat=True)[:CHUNK_PAIRS]
+    )
+
+
+def _run_chunks(exclusion: RatingExclusion, next_pairs, write_chunk) -> None:
+    after = 0
+    while pair_ids := next_pairs(exclusion, after):
+        with transaction.atomic():
+            result: ChunkResult = write_chunk(exclusion=exclusion, pair_ids=pair_ids)
+            RatingExclusion.objects.filter(pk=exclusion.pk).update(
+                ratings_excluded=F("ratings_excluded") + result.excluded,
+                slots_reopened=F("slots_reopened") + result.reopened,
+                ratings_restored=F("ratings_restored") + result.restored,
+                ratings_superseded=F("ratings_superseded") + result.superseded,
+            )
+        after = pair_ids[-1]
+
+
+def _finish(exclusion: RatingExclusion, from_state: str, to_state: str, **fields) -> None:
+    RatingExclusion.objects.filter(pk=exclusion.pk, state=from_state).update(state=to_state, **fields)
