@@ -1,13 +1,24 @@
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
-from annotation.apis import accounts, datasets, exports, images, jobs, rating
+from annotation.apis import accounts, datasets, exclusions, exports, images, jobs, rating
 
 urlpatterns = [
     path("auth/token/", accounts.TokenApi.as_view(), name="auth-token"),
     path("auth/tokens/", accounts.TokenSetApi.as_view(), name="auth-tokens"),
     path("users/<str:username>/tokens/", accounts.UserTokensApi.as_view(), name="user-tokens"),
     path("datasets/", datasets.DatasetListApi.as_view(), name="dataset-list"),
+    path("datasets/<slug:dataset>/exclusions/", exclusions.ExclusionListApi.as_view(), name="exclusion-list"),
+    path(
+        "datasets/<slug:dataset>/exclusions/<id:exclusion_id>/",
+        exclusions.ExclusionDetailApi.as_view(),
+        name="exclusion-detail",
+    ),
+    path(
+        "datasets/<slug:dataset>/exclusions/<id:exclusion_id>/undo/",
+        exclusions.ExclusionUndoApi.as_view(),
+        name="exclusion-undo",
+    ),
     path("imports/karpathy/", datasets.ImportKarpathyApi.as_view(), name="import-karpathy"),
     path("imports/embeddings/", datasets.ImportEmbeddingsApi.as_view(), name="import-embeddings"),
     path("jobs/<id:job_id>/", jobs.JobDetailApi.as_view(), name="job-detail"),
