@@ -1,0 +1,145 @@
+"""Raters claiming and submitting while an admin excludes and restores raters, through
+the services in threads; used by the PostgreSQL test and, in a subprocess, by the
+embedded SQLite one (``python manage.py shell -c "...; print(race_json(...))"``)."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from annotation.errors import DomainError
+from annotation.exclusion.chunks import rating_scope
+from annotation.exclusion.services import (
+    ExclusionInputError,
+    rating_exclusion_create,
+    rating_exclusion_run,
+    rating_exclusion_undo,
+)
+from annotation.models import ExclusionState, Pair, Rating, RatingExclusion, RatingStatus, TaskKind
+from annotation.queue import rating_submit, slot_claim
+from tests.annotation.exclusion_support import pair_problems
+from tests.annotation.queue_support import queue_pairs, submit_kwargs
+from tests.factories import SplitFactory, UserFactory
+
+
+class _Race:
+    def __init__(self, *, raters: int, pairs: int, per_pair: int, rounds: int, seed: int):
+        split = SplitFactory()
+        self.dataset = split.dataset
+        queue_pairs(split=split, kind=TaskKind.SIS, n_pairs=pairs, ratings_per_pair=per_pair)
+        self.raters = [UserFactory(roles=["rater"], qualified_for=["SIS"], password=None) for _ in range(raters)]
+        self.admin = UserFactory(roles=["admin"], password=None)
+        self.rounds, self.seed = rounds, seed
+        self.lock = threading.Lock()
+        self.acknowledged: list[int] = []
+        self.errors: list[str] = []
+        self.exclusions = 0
+        self.undone = 0
+        self.excluder_done = threading.Event()
+
+    def rate(self, user, number: int) -> None:
+        rng = random.Random(self.seed * 1000 + number)
+        try:
+            while True:
+                assignment = slot_claim(rater=user, dataset=self.dataset.name)
+                if assignment is None:
+                    if self.excluder_done.is_set():
+                        return
+                    time.sleep(0.01)
+                    continue
+                time.sleep(rng.random() * 0.004)
+                key = f"{user.id}-{assignment.slot_id}"
+                result = rating_submit(
+                    rater=user, dataset=self.dataset.name, slot_id=assignment.slot_id, **submit_kwargs(key, 2.5)
+                )
+                with self.lock:
+                    self.acknowledged.append(result.rating_id)
+        except DomainError as error:
+            with self.lock:
+                self.errors.append(f"rater {number}: {error}")
+        finally:
+            connection.close()
+
+    def exclude_and_restore(self) -> None:
+        rng = random.Random(self.seed)
+        users = get_user_model().objects
+        try:
+            for round_number in range(self.rounds):
+                time.sleep(rng.random() * 0.05)
+                candidates = sorted(
+                    set(
+                        Rating.objects.filter(pair__dataset=self.dataset, status=RatingStatus.VALID).values_list(
+                            "rater_id", flat=True
+                        )
+                    )
+                )
+                if not candidates:
+                    continue
+                victim = users.get(pk=rng.choice(candidates))
+                try:
+                    exclusion = rating_exclusion_create(
+                        dataset=self.dataset, rater=victim, reason=f"round {round_number}", created_by=self.admin
+                    )
+                except ExclusionInputError:
+                    continue
+                rating_exclusion_run(exclusion_id=exclusion.id)
+                self.exclusions += 1
+                time.sleep(rng.random() * 0.05)
+                if rng.random() < 0.6:
+                    rating_exclusion_undo(exclusion_id=exclusion.id, undone_by=self.admin, reason="restored")
+                    rating_exclusion_run(exclusion_id=exclusion.id)
+                    self.undone += 1
+        except DomainError as error:
+            self.errors.append(f"excluder: {error}")
+        finally:
+            self.excluder_done.set()
+            connection.close()
+
+    def run(self, timeout: float) -> dict:
+        threads = [threading.Thread(target=self.rate, args=(user, n)) for n, user in enumerate(self.raters)]
+        threads.append(threading.Thread(target=self.exclude_and_restore))
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(max(0.0, timeout - (time.monotonic() - started)))
+        return self.report(hung=sum(thread.is_alive() for thread in threads), seconds=time.monotonic() - started)
+
+    def report(self, *, hung: int, seconds: float) -> dict:
+        stored = set(Rating.objects.filter(id__in=self.acknowledged).values_list("id", flat=True))
+        in_force = RatingExclusion.objects.filter(dataset=self.dataset, state=ExclusionState.APPLIED)
+        valid_from_excluded = sum(
+            Rating.objects.filter(rating_scope(e), status=RatingStatus.VALID).count() for e in in_force
+        )
+        pairs = Pair.objects.filter(dataset=self.dataset)
+        return {
+            "seconds": round(seconds, 2),
+            "hung_threads": hung,
+            "errors": self.errors[:10],
+            "acknowledged": len(self.acknowledged),
+            "acknowledged_missing": len(set(self.acknowledged) - stored),
+            "exclusions": self.exclusions,
+            "undone": self.undone,
+            "ratings_excluded": Rating.objects.filter(pair__dataset=self.dataset, status=RatingStatus.EXCLUDED).count(),
+            "ratings_superseded": Rating.objects.filter(
+                pair__dataset=self.dataset, status=RatingStatus.SUPERSEDED
+            ).count(),
+            "pairs": pairs.count(),
+            "pairs_incomplete": sum(1 for p in pairs if p.ratings_done != p.ratings_required),
+            "valid_from_excluded": valid_from_excluded,
+            "problems": pair_problems(self.dataset.id)[:10],
+        }
+
+
+def race(*, raters: int, pairs: int, per_pair: int, rounds: int, seed: int = 7, timeout: float = 180) -> dict:
+    """Run the race to the end and return what it left (see ``_Race.report``)."""
+    return _Race(raters=raters, pairs=pairs, per_pair=per_pair, rounds=rounds, seed=seed).run(timeout)
+
+
+def race_json(**kwargs) -> str:
+    return "RACE " + json.dumps(race(**kwargs))
