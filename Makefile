@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-dashboard
+.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-dashboard bench-exclusion
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -64,6 +64,11 @@ bench-dashboard: $(STAMP)
 # 10k and 1M open slots; BENCH_SECONDS per phase (default 30), BENCH_SIZES=10k,1m.
 bench-queue: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_queue.py
+
+# Exclude a rater with 10,000 ratings (CxC scale, own database cxc_bench_exclusion) while
+# 16 raters claim and submit; BENCH_BEFORE_SECONDS of load before it (default 8).
+bench-exclusion: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_exclusion.py
 
 # 50 submissions in headless Chromium against gunicorn + PostgreSQL: submit -> next pair ready.
 bench-ui: $(STAMP)

@@ -11,7 +11,7 @@ from django.db.models import Avg, Count, F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
 from annotation.errors import NotFound
-from annotation.models import METHOD_KIND, Caption, EmbeddingSpace, Image, Pair, Split, TaskKind
+from annotation.models import METHOD_KIND, Caption, EmbeddingSpace, Image, Pair, RatingStatus, Split, TaskKind
 from frontend.selectors import worked_example_pairs
 from sampling import strategies
 from sampling.embeddings import open_space
@@ -161,7 +161,8 @@ def _pair_rows(pairs, rows_a, rows_b) -> np.ndarray:
 
 
 def pivots(*, split: Split, items: SplitItems) -> strategies.Pivots:
-    """The split's fully rated SIS and STS pairs with their mean score, in pair id order."""
+    """The split's fully rated SIS and STS pairs with the mean of their valid ratings,
+    in pair id order."""
     rated = (
         Pair.objects.filter(
             split=split,
@@ -169,7 +170,7 @@ def pivots(*, split: Split, items: SplitItems) -> strategies.Pivots:
             ratings_done__gte=F("ratings_required"),
             retired_at__isnull=True,
         )
-        .annotate(score=Avg("ratings__score"))
+        .annotate(score=Avg("ratings__score", filter=Q(ratings__status=RatingStatus.VALID)))
         .order_by("id")
         .values_list("kind", "image_a_id", "image_b_id", "caption_a_id", "caption_b_id", "score")
     )

@@ -25,6 +25,7 @@ from annotation.models import (
     PairSkip,
     Rating,
     RatingSlot,
+    RatingStatus,
     SamplingMethod,
     SlotState,
     SpeedFloor,
@@ -75,9 +76,10 @@ def _int8(name) -> Cast:
 
 
 def rating_table(dataset: Dataset) -> RatingTable:
-    """Every rating of the dataset, ordered by pair id then rating id."""
+    """Every valid rating of the dataset (excluded and superseded ones count nowhere),
+    ordered by pair id then rating id."""
     queryset = (
-        Rating.objects.filter(pair__dataset=dataset)
+        Rating.objects.filter(pair__dataset=dataset, status=RatingStatus.VALID)
         .order_by()
         .values_list(
             _int8("pair_id"),

@@ -18,9 +18,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Max, Q
 
+from annotation.exclusion import statements
 from annotation.models import (
     Pair,
     QueueCounter,
@@ -30,6 +31,7 @@ from annotation.models import (
     RatingStatus,
     SlotState,
 )
+from annotation.sql import execute
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,19 @@ def exclude_chunk(*, exclusion: RatingExclusion, pair_ids: Sequence[int]) -> Chu
     """Exclude the in-scope valid ratings of ``pair_ids`` and open one top-up slot for
     each on a pair still in the queue. Ratings already excluded are left alone, so a
     chunk run twice (a resumed exclusion) changes nothing the second time."""
+    if connection.vendor == "postgresql":
+        with transaction.atomic(), connection.cursor() as cursor:
+            values = {
+                "pairs": list(pair_ids),
+                "exclusion": exclusion.id,
+                "rater": exclusion.rater_id,
+                "window_start": exclusion.window_start,
+                "window_end": exclusion.window_end or exclusion.created_at,
+                "dataset": exclusion.dataset_id,
+            }
+            execute(cursor, statements.exclude_chunk(), values)
+            excluded, reopened = cursor.fetchone()
+        return ChunkResult(excluded=excluded, reopened=reopened)
     with transaction.atomic():
         pairs = _lock_pairs(pair_ids)
         ratings = list(

@@ -144,17 +144,23 @@ def _pairs_to_restore(exclusion: RatingExclusion, after: int) -> list[int]:
 
 
 def _run_chunks(exclusion: RatingExclusion, next_pairs, write_chunk) -> None:
-    after = 0
-    while pair_ids := next_pairs(exclusion, after):
-        with transaction.atomic():
-            result: ChunkResult = write_chunk(exclusion=exclusion, pair_ids=pair_ids)
-            RatingExclusion.objects.filter(pk=exclusion.pk).update(
-                ratings_excluded=F("ratings_excluded") + result.excluded,
-                slots_reopened=F("slots_reopened") + result.reopened,
-                ratings_restored=F("ratings_restored") + result.restored,
-                ratings_superseded=F("ratings_superseded") + result.superseded,
-            )
-        after = pair_ids[-1]
+    """Pass over the pairs in id order until a pass finds nothing more to do. A second
+    pass is needed: a submission whose clock read a time before the exclusion may commit
+    while a chunk waits for its pair (the chunk's snapshot does not see that rating)."""
+    while True:
+        after, chunks = 0, 0
+        while pair_ids := next_pairs(exclusion, after):
+            with transaction.atomic():
+                result: ChunkResult = write_chunk(exclusion=exclusion, pair_ids=pair_ids)
+                RatingExclusion.objects.filter(pk=exclusion.pk).update(
+                    ratings_excluded=F("ratings_excluded") + result.excluded,
+                    slots_reopened=F("slots_reopened") + result.reopened,
+                    ratings_restored=F("ratings_restored") + result.restored,
+                    ratings_superseded=F("ratings_superseded") + result.superseded,
+                )
+            after, chunks = pair_ids[-1], chunks + 1
+        if chunks == 0:
+            return
 
 
 def _finish(exclusion: RatingExclusion, from_state: str, to_state: str, **fields) -> None:

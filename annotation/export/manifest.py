@@ -19,6 +19,7 @@ from annotation.aggregation import CONFIDENCE, POSITIVE_THRESHOLDS
 from annotation.export.blocks import ExportAgreement, ExportCounts
 from annotation.export.formats import TASKS
 from annotation.export.plan import ExportPlan, incomplete_counts, retired_counts, sampling_batches
+from annotation.models import RatingExclusion
 
 FORMAT_NAME = "cxc-annotate export"
 FORMAT_VERSION = 1
@@ -97,10 +98,11 @@ def manifest_payload(
     ratings: int,
     files: list[dict],
     not_written: list[dict],
+    exclusions: list[dict],
 ) -> dict:
     """The content of ``manifest.json`` for an export of ``pairs`` pairs and ``ratings``
     ratings whose files (with checksums) are ``files``; ``not_written``: the splits and
-    tasks that got no files, with the reason."""
+    tasks that got no files, with the reason; ``exclusions``: ``exclusion_entries``."""
     split_names = [split.name for split in plan.splits]
     by_split = {
         split: {
@@ -127,6 +129,8 @@ def manifest_payload(
             "interval": f"{CONFIDENCE:.0%} Student t interval of the mean",
             "rater_id": "HMAC-SHA256 pseudonym of the rater, stable across exports of this dataset",
             "exported_pairs": "complete pairs only: every required rating present",
+            "valid_ratings": "ratings an admin excluded, or restored after a top-up had replaced them "
+            "(superseded), are in no file; each pair holds exactly its required number of valid ratings",
             "pair_order": "each pair's items in the order it was sampled or uploaded",
         },
         "totals": {"pairs": pairs, "ratings": ratings},
@@ -137,7 +141,31 @@ def manifest_payload(
         "agreement": agreement.by_task(TASKS),
         "files": files,
         "not_written": not_written,
+        "exclusions": exclusions,
     }
+
+
+def exclusion_entries(plan: ExportPlan, pseudonyms) -> list[dict]:
+    """The dataset's exclusions, oldest first: the rater's pseudonym (``pseudonyms``: a
+    callable covering a set of rater ids, returning the mapping), how many ratings it
+    excluded, why, its window and what became of it (undone: restored or superseded)."""
+    rows = list(RatingExclusion.objects.filter(dataset=plan.dataset).order_by("created_at", "id"))
+    names = pseudonyms({row.rater_id for row in rows})
+    return [
+        {
+            "rater_id": names[row.rater_id],
+            "ratings_excluded": row.ratings_excluded,
+            "reason": row.reason,
+            "window_start": row.window_start.isoformat() if row.window_start else None,
+            "window_end": row.window_end.isoformat() if row.window_end else None,
+            "created_at": row.created_at.isoformat(),
+            "state": row.state,
+            "undone_at": row.undone_at.isoformat() if row.undone_at else None,
+            "ratings_restored": row.ratings_restored,
+            "ratings_superseded": row.ratings_superseded,
+        }
+        for row in rows
+    ]
 
 
 def _batch_entries(plan: ExportPlan, counts: ExportCounts) -> list[dict]:

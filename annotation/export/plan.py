@@ -12,7 +12,7 @@ from django.db.models import Case, Count, F, Q, QuerySet, Sum, When
 
 from annotation.errors import NotFound
 from annotation.export.formats import FORMATS, MANIFEST, ExportError, ExportFormatError, file_stem, parse_formats
-from annotation.models import Dataset, Pair, Rating, Split
+from annotation.models import Dataset, Pair, Rating, RatingStatus, Split
 from sampling.models import SamplingBatch
 
 # Rows fetched per round trip from the server-side cursor.
@@ -128,7 +128,7 @@ def sampling_batches(plan: ExportPlan) -> QuerySet[SamplingBatch]:
 
 
 def rating_rows(dataset: Dataset, split: Split, task: str) -> Iterator[tuple]:
-    """Ratings of the complete pairs of one split and task, ordered by pair, as tuples
+    """Valid ratings of the complete pairs of one split and task, ordered by pair, as tuples
     (pair id, ratings required, batch id, method, item1 key, item2 key, rater id, score,
     time on item ms), from a server-side cursor on PostgreSQL. The items come in the
     order the pair was sampled or uploaded in (stored lower id first, ``swapped``)."""
@@ -136,6 +136,7 @@ def rating_rows(dataset: Dataset, split: Split, task: str) -> Iterator[tuple]:
     swapped = Q(pair__swapped=True)
     return (
         Rating.objects.filter(
+            status=RatingStatus.VALID,
             pair__dataset=dataset,
             pair__split=split,
             pair__kind=task,

@@ -21,7 +21,14 @@ from django.utils.crypto import salted_hmac
 
 from annotation.export.blocks import ExportAgreement, ExportCounts, block_build, cut_blocks
 from annotation.export.formats import AGREEMENT, FORMATS, MANIFEST, TASKS, ExportError
-from annotation.export.manifest import agreement_payload, files_checksum, json_write, manifest_payload, sha256_file
+from annotation.export.manifest import (
+    agreement_payload,
+    exclusion_entries,
+    files_checksum,
+    json_write,
+    manifest_payload,
+    sha256_file,
+)
 from annotation.export.plan import ExportPlan, complete_pair_counts, destination_check, export_plan, rating_rows
 from annotation.export.staging import publish, staging_create
 from annotation.export.writers import open_writers
@@ -163,6 +170,7 @@ class _ExportRun:
             ratings=self.ratings,
             files=self.files,
             not_written=self.not_written,
+            exclusions=exclusion_entries(self.plan, self.pseudonyms.cover),
         )
         json_write(self.folder / MANIFEST, manifest)
         self.progress(self.pairs, total, "done")
