@@ -46,6 +46,26 @@ def rating_exclusion_create(
     from annotation.tasks import run_rating_exclusion  # tasks import this module
 
     now = service_now(now)
+    with transaction.atomic():
+        exclusion = rating_exclusion_check(
+            dataset=dataset,
+            rater=rater,
+            reason=reason,
+            window_start=window_start,
+            window_end=window_end,
+            now=now,
+        )
+        exclusion.created_by = created_by
+        exclusion.save()
+        transaction.on_commit(lambda: run_rating_exclusion.delay(exclusion.id))
+    return exclusion
+
+
+def rating_exclusion_check(
+    *, dataset: Dataset, rater, reason: str, window_start: datetime | None, window_end: datetime | None, now: datetime
+) -> RatingExclusion:
+    """The unsaved exclusion these values make, or ExclusionInputError naming what is
+    wrong with them (forms call this to show the error beside the fields)."""
     reason = (reason or "").strip()
     if not reason:
         raise ExclusionInputError("an exclusion needs a reason (it is kept with the excluded ratings)")
@@ -56,21 +76,12 @@ def rating_exclusion_create(
             raise ExclusionInputError(f"{name} {value.isoformat()} is in the future")
     if window_start is not None and window_end is not None and window_start >= window_end:
         raise ExclusionInputError("window_start must be before window_end")
-    with transaction.atomic():
-        exclusion = RatingExclusion(
-            dataset=dataset,
-            rater=rater,
-            reason=reason,
-            window_start=window_start,
-            window_end=window_end,
-            created_by=created_by,
-            created_at=now,
-        )
-        if not Rating.objects.filter(rating_scope(exclusion), status=RatingStatus.VALID).exists():
-            window = "" if window_start is None and window_end is None else " in that time window"
-            raise ExclusionInputError(f"{rater.get_username()} has no valid ratings in {dataset.name}{window}")
-        exclusion.save()
-        transaction.on_commit(lambda: run_rating_exclusion.delay(exclusion.id))
+    exclusion = RatingExclusion(
+        dataset=dataset, rater=rater, reason=reason, window_start=window_start, window_end=window_end, created_at=now
+    )
+    if not Rating.objects.filter(rating_scope(exclusion), status=RatingStatus.VALID).exists():
+        window = "" if window_start is None and window_end is None else " in that time window"
+        raise ExclusionInputError(f"{rater.get_username()} has no valid ratings in {dataset.name}{window}")
     return exclusion
 
 
