@@ -10,6 +10,7 @@ from annotation.admin_accounts import AccountUserAdmin  # noqa: F401 (registers)
 from annotation.admin_exclusions import RatingExclusionAdmin  # noqa: F401 (registers)
 from annotation.admin_pairs import FlagAdmin, PairAdmin, RatingAdmin, RatingSlotAdmin  # noqa: F401 (registers)
 from annotation.admin_runs import RunAdminMixin
+from annotation.dashboard.services import speed_floor_marks_refresh
 from annotation.errors import DomainError
 from annotation.jobs import JOB_RUNS, import_job_start
 from annotation.models import (
@@ -83,6 +84,17 @@ class DatasetAdmin(admin.ModelAdmin):
     inlines = [SpeedFloorInline]
     search_fields = ["name"]
     change_list_template = "admin/annotation/dataset/change_list.html"
+
+    def save_formset(self, request, form, formset, change):
+        super().save_formset(request, form, formset, change)
+        if formset.model is not SpeedFloor:
+            return
+        # Ratings carry the mark of the floor they were given under; a new floor re-marks them.
+        changed = {floor.kind for floor in [*formset.new_objects, *(obj for obj, _ in formset.changed_objects)]}
+        changed |= {floor.kind for floor in formset.deleted_objects}
+        for kind in sorted(changed):
+            marked = speed_floor_marks_refresh(dataset_id=form.instance.pk, kind=kind)
+            self.message_user(request, f"{kind}: {marked} rating(s) now marked faster than the speed floor.")
 
     def get_urls(self):
         return [

@@ -15,6 +15,7 @@ from functools import cache
 from django.db import connection
 
 from annotation.models import (
+    DEFAULT_SPEED_FLOORS,
     Caption,
     Dataset,
     Image,
@@ -25,6 +26,7 @@ from annotation.models import (
     Rating,
     RatingSlot,
     SlotState,
+    SpeedFloor,
 )
 from annotation.sql import Statement
 
@@ -63,6 +65,7 @@ TABLES = {
     "skip": PairSkip,
     "qualification": Qualification,
     "counter": QueueCounter,
+    "floor": SpeedFloor,
 }
 
 
@@ -207,13 +210,25 @@ def lock_pair_and_slot() -> Statement:
 
 
 # The rating row of a submission, from the updated slot ``s`` (both submit statements).
+# below_speed_floor: faster than the dataset's floor for the kind, or the default floor.
 _INSERT_RATING_SQL = """INSERT INTO {rating} (
         {rating.pair}, {rating.slot}, {rating.rater}, {rating.score}, {rating.time_on_item_ms},
-        {rating.time_to_first_move_ms}, {rating.adjustments}, {rating.idempotency_key}, {rating.created_at}
+        {rating.time_to_first_move_ms}, {rating.adjustments}, {rating.idempotency_key}, {rating.created_at},
+        {rating.below_speed_floor}
     )
     SELECT s.{slot.pair}, s.{slot.id}, %(rater)s, %(score)s, %(time_on_item_ms)s, %(time_to_first_move_ms)s,
-           %(adjustments)s, %(key)s, %(now)s
+           %(adjustments)s, %(key)s, %(now)s,
+           %(time_on_item_ms)s < 1000 * COALESCE(
+               (SELECT f.{floor.seconds} FROM {floor} f
+                WHERE f.{floor.dataset} = s.{slot.dataset} AND f.{floor.kind} = s.{slot.kind}),
+               CASE s.{slot.kind} {default_floors} END
+           )
     FROM s"""
+
+
+def _default_floors() -> str:
+    return " ".join(f"WHEN '{kind}' THEN {float(seconds)!r}" for kind, seconds in DEFAULT_SPEED_FLOORS.items())
+
 
 _RATING_PARAMS = (
     ("score", "double precision"),
@@ -233,7 +248,7 @@ WITH s AS (
         {slot.state} = {state_done}, {slot.rater} = %(rater)s, {slot.lease_expires_at} = NULL,
         {slot.pair_done} = %(done)s, {slot.pair_complete} = %(complete)s
     WHERE {slot.id} = %(slot)s
-    RETURNING {slot.id}, {slot.pair}
+    RETURNING {slot.id}, {slot.pair}, {slot.dataset}, {slot.kind}
 ),
 r AS (
     {insert_rating}
@@ -258,7 +273,7 @@ SELECT {rating.id} FROM r
 @cache
 def submit() -> Statement:
     """The write of a submission whose rows are locked; returns the rating id."""
-    sql = _render(_SUBMIT_SQL, insert_rating=_render(_INSERT_RATING_SQL))
+    sql = _render(_SUBMIT_SQL, insert_rating=_render(_INSERT_RATING_SQL, default_floors=_default_floors()))
     params = (
         ("rater", "bigint"),
         ("slot", "bigint"),
@@ -269,7 +284,7 @@ def submit() -> Statement:
         ("complete", "boolean"),
         *_RATING_PARAMS,
     )
-    return Statement("queue_submit_v1", sql, params)
+    return Statement("queue_submit_v2", sql, params)
 
 
 # The common case in one statement and one round trip: the pair row is locked first (in
@@ -294,7 +309,7 @@ s AS (
     WHERE sl.{slot.id} = %(slot)s AND sl.{slot.pair} = p.{pair.id}
       AND ((sl.{slot.state} = {state_leased} AND sl.{slot.rater} = %(rater)s)
            OR (sl.{slot.state} = {state_open} AND sl.{slot.previous_rater} = %(rater)s))
-    RETURNING sl.{slot.id}, sl.{slot.pair}
+    RETURNING sl.{slot.id}, sl.{slot.pair}, sl.{slot.dataset}, sl.{slot.kind}
 ),
 r AS (
     {insert_rating}
@@ -323,9 +338,9 @@ SELECT {rating.id}, {rating.pair} FROM r
 def submit_fast() -> Statement:
     """Lock, check and write a submission at once; returns (rating id, pair id), or no
     row when the rater does not simply hold the slot (then nothing was written)."""
-    sql = _render(_SUBMIT_FAST_SQL, insert_rating=_render(_INSERT_RATING_SQL))
+    sql = _render(_SUBMIT_FAST_SQL, insert_rating=_render(_INSERT_RATING_SQL, default_floors=_default_floors()))
     params = (("slot", "bigint"), ("dataset_name", "text"), ("rater", "bigint"), *_RATING_PARAMS)
-    return Statement("queue_submit_fast_v1", sql, params)
+    return Statement("queue_submit_fast_v2", sql, params)
 
 
 def all_statements() -> tuple[Statement, ...]:

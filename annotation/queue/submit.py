@@ -14,7 +14,7 @@ from django.db.models import F
 
 from annotation.cxc import SCORE_MAX, SCORE_MIN
 from annotation.errors import Conflict, DomainError
-from annotation.models import Pair, QueueCounter, Rating, RatingSlot, SlotState
+from annotation.models import DEFAULT_SPEED_FLOORS, Pair, QueueCounter, Rating, RatingSlot, SlotState, SpeedFloor
 from annotation.queue import statements
 from annotation.queue.claim import slot_claim
 from annotation.queue.shapes import (
@@ -189,6 +189,7 @@ def _submit_portable(params: Mapping) -> int:
         time_to_first_move_ms=params["time_to_first_move_ms"],
         adjustments=params["adjustments"],
         idempotency_key=params["key"],
+        below_speed_floor=params["time_on_item_ms"] < 1000 * speed_floor_seconds(params["dataset"], params["kind"]),
     )
     # created_at is auto_now_add; the service clock decides it, as on PostgreSQL.
     Rating.objects.filter(pk=rating.pk).update(created_at=params["now"])
@@ -199,6 +200,12 @@ def _submit_portable(params: Mapping) -> int:
             pairs_open=F("pairs_open") - 1
         )
     return rating.pk
+
+
+def speed_floor_seconds(dataset_id: int, kind: str) -> float:
+    """The kind's speed floor in a dataset: its own setting, else the default."""
+    own = SpeedFloor.objects.filter(dataset_id=dataset_id, kind=kind).values_list("seconds", flat=True).first()
+    return float(own) if own is not None else float(DEFAULT_SPEED_FLOORS[kind])
 
 
 def _replayed(view: SlotView, rater, idempotency_key: str) -> SubmitResult | None:
