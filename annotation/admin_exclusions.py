@@ -1,6 +1,6 @@
-"""Exclusions in the admin: exclude a rater's ratings (the add form calls the service,
-never ``save()``), read each exclusion's record, undo selected ones; and a user action
-that opens the exclusion form for a rater."""
+"""Exclusions and pauses in the admin: exclude a rater's ratings (the add form calls the
+service, never ``save()``), read each exclusion's record, undo selected ones; a user
+action that opens the exclusion form for a rater; pause raters and lift pauses."""
 
 from django import forms
 from django.contrib import admin, messages
@@ -18,7 +18,8 @@ from annotation.exclusion.services import (
     rating_exclusion_create,
     rating_exclusion_undo,
 )
-from annotation.models import ExclusionState, RatingExclusion
+from annotation.gold.pause import is_paused, rater_pause, rater_pause_lift
+from annotation.models import ExclusionState, RaterPause, RatingExclusion
 
 User = get_user_model()
 
@@ -144,3 +145,60 @@ class ExclusionUserAdmin(AccountUserAdmin):
 
 admin.site.unregister(User)
 admin.site.register(User, ExclusionUserAdmin)
+
+
+class PauseForm(forms.ModelForm):
+    class Meta:
+        model = RaterPause
+        fields = ["rater", "dataset", "reason"]
+
+    def _post_clean(self):
+        # rater_pause writes the row; the model's full_clean would ask for created_at.
+        data = self.cleaned_data
+        if not self.errors and is_paused(rater=data["rater"], dataset_id=data["dataset"].pk):
+            self.add_error(None, ValidationError(f"{data['rater']} is already paused in {data['dataset']}"))
+
+
+@admin.register(RaterPause)
+class RaterPauseAdmin(admin.ModelAdmin):
+    """Pause a rater in a dataset (they claim nothing until lifted) and lift pauses."""
+
+    form = PauseForm
+
+    list_display = ["rater", "dataset", "active", "automatic", "reason", "created_by", "created_at", "lifted_by"]
+    list_filter = ["dataset", "automatic", ("lifted_at", admin.EmptyFieldListFilter)]
+    search_fields = ["rater__username", "reason"]
+    autocomplete_fields = ["rater"]
+    fields = ["rater", "dataset", "reason"]
+    actions = ["lift_pauses"]
+
+    @admin.display(boolean=True, description="active")
+    def active(self, pause: RaterPause) -> bool:
+        return pause.lifted_at is None
+
+    def get_readonly_fields(self, request, obj=None):
+        return (
+            [] if obj is None else ["rater", "dataset", "reason", "automatic", "created_at", "lifted_at", "lift_note"]
+        )
+
+    def get_fields(self, request, obj=None):
+        return self.fields if obj is None else self.get_readonly_fields(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # lifted pauses stay as the record
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return
+        created = rater_pause(
+            rater=obj.rater, dataset=obj.dataset, reason=form.cleaned_data["reason"], created_by=request.user
+        )
+        obj.pk = created.pk
+
+    @admin.action(description="Lift the selected pauses (the raters may rate again)")
+    def lift_pauses(self, request, queryset):
+        lifted = 0
+        for pause in queryset.filter(lifted_at__isnull=True):
+            rater_pause_lift(pause_id=pause.pk, lifted_by=request.user, note="lifted in the admin")
+            lifted += 1
+        self.message_user(request, f"Lifted {lifted} pause(s).", messages.SUCCESS)

@@ -1,7 +1,7 @@
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
-from annotation.apis import accounts, datasets, exclusions, exports, images, jobs, rating
+from annotation.apis import accounts, datasets, exclusions, exports, images, jobs, pauses, rating
 
 urlpatterns = [
     path("auth/token/", accounts.TokenApi.as_view(), name="auth-token"),
@@ -19,6 +19,8 @@ urlpatterns = [
         exclusions.ExclusionUndoApi.as_view(),
         name="exclusion-undo",
     ),
+    path("datasets/<slug:dataset>/pauses/", pauses.PauseListApi.as_view(), name="pause-list"),
+    path("datasets/<slug:dataset>/pauses/<id:pause_id>/lift/", pauses.PauseLiftApi.as_view(), name="pause-lift"),
     path("imports/karpathy/", datasets.ImportKarpathyApi.as_view(), name="import-karpathy"),
     path("imports/embeddings/", datasets.ImportEmbeddingsApi.as_view(), name="import-embeddings"),
     path("jobs/<id:job_id>/", jobs.JobDetailApi.as_view(), name="job-detail"),

@@ -7,6 +7,7 @@ from frontend import campaign, views
 urlpatterns = [
     path("", views.home, name="home"),
     path("rate/", views.rate_home, name="rate-home"),
+    path("rate/<slug:dataset>/paused/", views.rate_paused, name="rate-paused"),
     path("rate/<slug:dataset>/<slug:kind>/", views.rate_page, name="rate-page"),
     path("campaigns/", campaign.campaign_index, name="campaign-index"),
     path("campaigns/<slug:dataset>/", campaign.campaign_dashboard, name="campaign-dashboard"),

@@ -1,10 +1,11 @@
 """Pages. Views only gather what the template needs from selectors."""
 
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from annotation.errors import NotFound
+from annotation.gold.pause import active_pause
 from annotation.models import FlagReason, TaskKind
 from annotation.roles import RATER, has_role
 from annotation.selectors import dataset_get, qualification_kinds
@@ -49,6 +50,8 @@ def rate_page(request, dataset: str, kind: str):
             {"title": "No such dataset", "text": f"There is no dataset named {dataset!r}."},
             status=404,
         )
+    if active_pause(rater=request.user, dataset_id=dataset_obj.pk) is not None:
+        return redirect("rate-paused", dataset=dataset_obj.name)
     kinds = qualification_kinds(rater=request.user) if has_role(request.user, RATER) else []
     if kind not in kinds:
         return render(
@@ -89,3 +92,22 @@ def rate_page(request, dataset: str, kind: str):
             "config": config,
         },
     )
+
+
+@login_required
+def rate_paused(request, dataset: str):
+    """The page of a rater an admin (or the gold rule) paused in a dataset; once the pause
+    is lifted it sends them back to their tasks."""
+    try:
+        dataset_obj = dataset_get(name=dataset)
+    except NotFound:
+        return render(
+            request,
+            "frontend/message.html",
+            {"title": "No such dataset", "text": f"There is no dataset named {dataset!r}."},
+            status=404,
+        )
+    pause = active_pause(rater=request.user, dataset_id=dataset_obj.pk)
+    if pause is None:
+        return redirect("rate-home")
+    return render(request, "frontend/paused.html", {"dataset": dataset_obj, "pause": pause})

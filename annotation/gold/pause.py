@@ -6,15 +6,25 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
-from annotation.errors import Forbidden
+from annotation.errors import Conflict, DomainError, Forbidden, NotFound
 from annotation.models import GoldPurpose, GoldRating, QualitySettings, RaterPause
+
+
+class PauseInputError(DomainError):
+    code = "pause_invalid"
 
 
 class RaterPaused(Forbidden):
     """The rater is paused in this dataset and may claim nothing until an admin lifts it."""
 
     code = "rater_paused"
+
+
+def is_paused(*, rater, dataset_id: int) -> bool:
+    """The rater has an active pause in the dataset."""
+    return RaterPause.objects.filter(rater=rater, dataset_id=dataset_id, lifted_at__isnull=True).exists()
 
 
 def paused_error(*, username: str, dataset: str) -> RaterPaused:
@@ -52,3 +62,42 @@ def pause_if_gold_error_high(*, rater_id: int, dataset_id: int, now: datetime) -
             )
     except IntegrityError:  # already paused (pause_one_active)
         return None
+
+
+MAX_PAUSE_TEXT = 2000
+
+
+def rater_pause(*, rater, dataset, reason: str, created_by, now: datetime | None = None) -> RaterPause:
+    """An admin pauses a rater in a dataset: they claim nothing there until the pause is
+    lifted (a rating already being given is still accepted). Raises Conflict when they
+    are paused already, DomainError for an empty reason."""
+    reason = (reason or "").strip()
+    if not reason or len(reason) > MAX_PAUSE_TEXT:
+        raise PauseInputError(f"a pause needs a reason of 1 to {MAX_PAUSE_TEXT} characters")
+    try:
+        with transaction.atomic():
+            return RaterPause.objects.create(
+                rater=rater, dataset=dataset, reason=reason, created_by=created_by, created_at=now or timezone.now()
+            )
+    except IntegrityError:
+        raise Conflict(f"{rater.get_username()} is already paused in {dataset.name}") from None
+
+
+def rater_pause_lift(*, pause_id: int, lifted_by, note: str = "", now: datetime | None = None) -> RaterPause:
+    """Lift an active pause; the rater may claim again. Raises NotFound or Conflict
+    (already lifted)."""
+    if len(note or "") > MAX_PAUSE_TEXT:
+        raise PauseInputError(f"a note must be at most {MAX_PAUSE_TEXT} characters")
+    with transaction.atomic():
+        pause = RaterPause.objects.select_for_update().filter(pk=pause_id).first()
+        if pause is None:
+            raise NotFound(f"no pause #{pause_id}")
+        if pause.lifted_at is not None:
+            raise Conflict(f"pause #{pause_id} was already lifted at {pause.lifted_at.isoformat()}")
+        pause.lifted_at, pause.lifted_by, pause.lift_note = now or timezone.now(), lifted_by, (note or "").strip()
+        pause.save(update_fields=["lifted_at", "lifted_by", "lift_note"])
+    return pause
+
+
+def active_pause(*, rater, dataset_id: int) -> RaterPause | None:
+    return RaterPause.objects.filter(rater=rater, dataset_id=dataset_id, lifted_at__isnull=True).first()

@@ -11,6 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef, Q
 
 from annotation.errors import Conflict, Forbidden, NotFound
+from annotation.gold.pause import is_paused, paused_error
 from annotation.models import Dataset, PairSkip, Qualification, RatingSlot, SlotState
 from annotation.queue import statements
 from annotation.queue.shapes import Assignment, assignment_of, check_kind, lease_ttl, service_now
@@ -25,8 +26,9 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
     (``kind`` narrows it to one kind), never on a pair they rated, hold or skipped: the
     highest batch priority first, then an expired lease, then a kind at random (so every
     kind advances), within a kind the pair closest to completion. Returns None
-    when nothing is left for the rater. Raises NotFound for an unknown dataset and
-    Forbidden when the rater lacks the qualification.
+    when nothing is left for the rater. Raises NotFound for an unknown dataset,
+    RaterPaused (a Forbidden) while the rater is paused in the dataset, and Forbidden when
+    the rater lacks the qualification.
     """
     check_kind(kind)
     now = service_now(now)
@@ -62,8 +64,11 @@ def qualified_kinds(rater) -> list[str]:
 def _explain_nothing_claimed(*, rater, dataset: str, kind: str | None) -> None:
     """Raise if the claim found nothing because of the request itself; return if the
     queue simply has nothing left for this rater."""
-    if Dataset.objects.filter(name=dataset).values_list("id", flat=True).first() is None:
+    dataset_id = Dataset.objects.filter(name=dataset).values_list("id", flat=True).first()
+    if dataset_id is None:
         raise NotFound(f"no dataset named {dataset!r}")
+    if is_paused(rater=rater, dataset_id=dataset_id):
+        raise paused_error(username=rater.get_username(), dataset=dataset)
     kinds = qualified_kinds(rater)
     if not kinds:
         raise Forbidden(f"{rater.get_username()} has no task qualifications yet; an admin grants STS, SIS or SITS")
@@ -101,7 +106,7 @@ def _not_touched_by(rater) -> Q:
 
 def _claim_portable(*, rater, dataset: str, kind: str | None, now: datetime, expires: datetime) -> Assignment | None:
     dataset_id = Dataset.objects.filter(name=dataset).values_list("id", flat=True).first()
-    if dataset_id is None:
+    if dataset_id is None or is_paused(rater=rater, dataset_id=dataset_id):
         return None
     kinds = [k for k in qualified_kinds(rater) if kind is None or k == kind]
     if not kinds:

@@ -23,6 +23,7 @@ from annotation.models import (
     PairSkip,
     Qualification,
     QueueCounter,
+    RaterPause,
     Rating,
     RatingSlot,
     SlotState,
@@ -66,6 +67,7 @@ TABLES = {
     "qualification": Qualification,
     "counter": QueueCounter,
     "floor": SpeedFloor,
+    "pause": RaterPause,
 }
 
 
@@ -77,6 +79,8 @@ def _render(sql: str, **fragments: str) -> str:
     return sql.format(**tables, **states, **fragments)
 
 
+# ``ds`` is empty for a rater an admin (or the gold rule) paused in the dataset: such a
+# rater is served nothing, and the caller says why.
 # Candidates: the rater's own lease (held), the head of the open queue for each kind the
 # rater may rate (fresh), and the oldest expired lease in reach (stale). ``pick`` takes
 # the held one, else the highest batch priority, an expired lease before fresh work, and
@@ -86,7 +90,11 @@ def _render(sql: str, **fragments: str) -> str:
 # touches it); the rest skip rows other claims hold.
 _CLAIM_SQL = """
 WITH ds AS (
-    SELECT {dataset.id} FROM {dataset} WHERE {dataset.name} = %(dataset)s
+    SELECT d.{dataset.id} FROM {dataset} d WHERE d.{dataset.name} = %(dataset)s
+      AND NOT EXISTS (
+          SELECT 1 FROM {pause} rp
+          WHERE rp.{pause.rater} = %(rater)s AND rp.{pause.dataset} = d.{dataset.id} AND rp.{pause.lifted_at} IS NULL
+      )
 ),
 kinds AS (
     SELECT q.{qualification.kind} FROM {qualification} q
@@ -180,7 +188,7 @@ def claim() -> Statement:
         ("now", "timestamptz"),
         ("expires", "timestamptz"),
     )
-    return Statement("queue_claim_v1", sql, params)
+    return Statement("queue_claim_v2", sql, params)
 
 
 # The pair row is locked inside the materialized CTE, before the outer query's row lock

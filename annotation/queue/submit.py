@@ -14,6 +14,7 @@ from django.db.models import F
 
 from annotation.cxc import SCORE_MAX, SCORE_MIN
 from annotation.errors import Conflict, DomainError
+from annotation.gold.pause import RaterPaused
 from annotation.models import DEFAULT_SPEED_FLOORS, Pair, QueueCounter, Rating, RatingSlot, SlotState, SpeedFloor
 from annotation.queue import statements
 from annotation.queue.claim import slot_claim
@@ -35,10 +36,14 @@ def rating_submit_and_claim_next(
     *, rater, dataset: str, slot_id: int, next_kind: str, **submission
 ) -> tuple[SubmitResult, Assignment | None]:
     """Store a rating, then claim the rater's next pair of ``next_kind`` (None when none
-    is left), so the rating page shows it without another round trip. The rating commits
-    first; the claim is its own short transaction, and a failed claim never loses it."""
+    is left, or when the rater is paused: the page's next claim then says so), so the
+    rating page shows it without another round trip. The rating commits first; the claim
+    is its own short transaction, and a failed claim never loses it."""
     result = rating_submit(rater=rater, dataset=dataset, slot_id=slot_id, **submission)
-    return result, slot_claim(rater=rater, dataset=dataset, kind=next_kind)
+    try:
+        return result, slot_claim(rater=rater, dataset=dataset, kind=next_kind)
+    except RaterPaused:
+        return result, None
 
 
 def rating_submit(

@@ -199,6 +199,11 @@ function handleAuth(answer) {
     document.getElementById("login-again").hidden = false;
     return true;
   }
+  if (answer.status === 403 && answer.body?.code === "rater_paused") {
+    // The server shows the pause page in place of the rating page.
+    window.location.reload();
+    return true;
+  }
   if (answer.status === 403) {
     showState("Not qualified for this task", answer.body?.detail || "Ask an admin to qualify you for this task kind.");
     return true;
@@ -262,9 +267,10 @@ async function submit() {
   if (handleAuth(answer)) return;
   if (answer.status === 201 || answer.status === 200) {
     refreshProgress();
-    // The submit claimed the next pair too (claim_next_kind): null when none is left.
+    // The submit claimed the next pair too (claim_next_kind): null when none is left or
+    // the rater was paused meanwhile; a claim then tells which.
     if (answer.body.next) await render(answer.body.next);
-    else showNoWork();
+    else await claimNext();
   } else {
     showNotice(answer.body?.detail || `Your rating was not stored (${answer.status}).`, "error");
     await claimNext();
