@@ -30,9 +30,16 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
     RaterPaused (a Forbidden) while the rater is paused in the dataset, and Forbidden when
     the rater lacks the qualification.
     """
+    from annotation.gold.serving import gold_claim  # gold.serving imports the queue's shapes
+
     check_kind(kind)
     now = service_now(now)
     expires = now + lease_ttl()
+    # A gold pair now and then, looking like any other (annotation.gold.serving).
+    kinds = None if statements.use_postgres_sql() else qualified_kinds(rater)
+    gold = gold_claim(rater=rater, dataset=dataset, kinds=kinds, kind=kind, now=now, expires=expires)
+    if gold is not None:
+        return gold
     # A unique violation means a concurrent claim by the same rater won the race for
     # the same pair or lease; the next attempt sees its result.
     for attempt in range(3):

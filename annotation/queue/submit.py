@@ -13,7 +13,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
 from annotation.cxc import SCORE_MAX, SCORE_MIN
-from annotation.errors import Conflict, DomainError
+from annotation.errors import Conflict, DomainError, NotFound
 from annotation.gold.pause import RaterPaused
 from annotation.models import DEFAULT_SPEED_FLOORS, Pair, QueueCounter, Rating, RatingSlot, SlotState, SpeedFloor
 from annotation.queue import statements
@@ -93,6 +93,13 @@ def rating_submit(
                     rating_id=stored[0], pair_id=stored[1], slot_id=slot_id, created_at=now, replayed=False
                 )
         return _submit_stepwise(rater=rater, dataset=dataset, slot_id=slot_id, rating=rating)
+    except NotFound:
+        from annotation.gold.serving import gold_submit  # gold.serving imports the queue's shapes
+
+        gold = gold_submit(rater=rater, dataset=dataset, lease_id=slot_id, rating=rating, now=now)
+        if gold is None:
+            raise
+        return gold
     except IntegrityError:
         raise _submit_conflict(rater=rater, slot_id=slot_id, idempotency_key=idempotency_key) from None
 

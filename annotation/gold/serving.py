@@ -1,0 +1,280 @@
+"""Gold pairs in the queue: leased, renewed, rated, skipped and flagged through the same
+services and URLs as any slot, with the same answers and error texts, so neither the
+page nor the API tells them apart. A gold lease's id comes from the slots' sequence and a
+gold rating's from the ratings' (``annotation.gold.ids``); a gold rating never touches a
+pair, a slot, a rating or a counter of the dataset.
+
+The queue calls ``gold_claim`` before its ordinary claim, and the ``gold_*`` actions when
+a slot id it was given is no slot (so ordinary work pays one extra statement per claim
+and nothing per submission).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from datetime import datetime
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef
+
+from annotation.errors import Conflict, Forbidden, NotFound
+from annotation.gold import serving_sql
+from annotation.gold.ids import ids_reserve
+from annotation.gold.pause import is_paused, pause_if_gold_error_high
+from annotation.models import (
+    DEFAULT_GOLD_ONE_IN,
+    Dataset,
+    Flag,
+    GoldLease,
+    GoldLeaseState,
+    GoldPair,
+    GoldPurpose,
+    GoldRating,
+    QualitySettings,
+    Rating,
+    RatingSlot,
+    SlotState,
+)
+from annotation.queue.shapes import Assignment, SubmitResult, assignment_of
+from annotation.sql import execute
+
+
+def gold_claim(*, rater, dataset: str, kinds: list[str] | None, kind: str | None, now, expires) -> Assignment | None:
+    """The rater's gold lease (renewed), or with probability 1/gold_one_in a new one, or
+    None. ``kinds``: the rater's qualified kinds (portable path only)."""
+    if connection.vendor == "postgresql":
+        values = {
+            "dataset": dataset,
+            "rater": rater.pk,
+            "kind": kind,
+            "now": now,
+            "expires": expires,
+            "slot_table": connection.ops.quote_name(RatingSlot._meta.db_table),
+            "slot_pk": RatingSlot._meta.pk.column,
+        }
+        with transaction.atomic(), connection.cursor() as cursor:
+            execute(cursor, serving_sql.gold_claim(), values)
+            row = cursor.fetchone()
+        return _assignment(row) if row is not None else None
+    return _gold_claim_portable(rater=rater, dataset=dataset, kinds=kinds or [], kind=kind, now=now, expires=expires)
+
+
+def _assignment(row) -> Assignment:
+    (lease_id, pair_id, lease_expires_at, resumed, pair_kind, name, images_root, url_prefix, *rest) = row
+    return assignment_of(
+        slot_id=lease_id,
+        pair_id=pair_id,
+        lease_expires_at=lease_expires_at,
+        resumed=resumed,
+        kind=pair_kind,
+        dataset=name,
+        images_root=images_root,
+        image_url_prefix=url_prefix,
+        caption_texts=rest[0:2],
+        images=(rest[2:6], rest[6:10]),
+    )
+
+
+def _gold_claim_portable(*, rater, dataset: str, kinds: list[str], kind: str | None, now, expires):
+    kinds = [k for k in kinds if kind is None or k == kind]
+    ds = Dataset.objects.filter(name=dataset).first()
+    if ds is None or not kinds or is_paused(rater=rater, dataset_id=ds.pk):
+        return None
+    with transaction.atomic():
+        held = (
+            GoldLease.objects.select_for_update()
+            .filter(rater=rater, dataset=ds, state=GoldLeaseState.LEASED, kind__in=kinds)
+            .order_by("leased_at")
+            .first()
+        )
+        if held is not None:
+            GoldLease.objects.filter(pk=held.pk).update(lease_expires_at=expires)
+            return _lease_assignment(held.pk, resumed=True)
+        if RatingSlot.objects.filter(rater=rater, dataset=ds, state=SlotState.LEASED, kind__in=kinds).exists():
+            return None
+        one_in = QualitySettings.objects.filter(dataset=ds).values_list("gold_one_in", flat=True).first()
+        one_in = DEFAULT_GOLD_ONE_IN if one_in is None else one_in
+        if one_in <= 0 or random.random() * one_in >= 1:
+            return None
+        met = GoldLease.objects.filter(gold_pair_id=OuterRef("pk"), rater=rater)
+        eligible = list(
+            GoldPair.objects.filter(dataset=ds, active=True, kind__in=kinds)
+            .filter(~Exists(met))
+            .values_list("pk", "kind")
+        )
+        if not eligible:
+            return None
+        pair_id, pair_kind = random.choice(eligible)
+        (lease_id,) = ids_reserve(RatingSlot, 1)
+        try:
+            with transaction.atomic():
+                GoldLease.objects.create(
+                    id=lease_id,
+                    gold_pair_id=pair_id,
+                    rater=rater,
+                    dataset=ds,
+                    kind=pair_kind,
+                    leased_at=now,
+                    lease_expires_at=expires,
+                )
+        except IntegrityError:  # a concurrent claim of the same rater leased one first
+            return None
+        return _lease_assignment(lease_id, resumed=False)
+
+
+def _lease_assignment(lease_id: int, *, resumed: bool) -> Assignment:
+    lease = GoldLease.objects.select_related(
+        "gold_pair__dataset",
+        "gold_pair__caption_a",
+        "gold_pair__caption_b",
+        "gold_pair__image_a",
+        "gold_pair__image_b",
+    ).get(pk=lease_id)
+    pair = lease.gold_pair
+    images = [
+        (img.key, img.file_path, img.width, img.height) if img is not None else (None, None, None, None)
+        for img in (pair.image_a, pair.image_b)
+    ]
+    return assignment_of(
+        slot_id=lease.pk,
+        pair_id=pair.pk,
+        lease_expires_at=lease.lease_expires_at,
+        resumed=resumed,
+        kind=pair.kind,
+        dataset=pair.dataset.name,
+        images_root=pair.dataset.images_root,
+        image_url_prefix=pair.dataset.image_url_prefix,
+        caption_texts=[c.text if c is not None else None for c in (pair.caption_a, pair.caption_b)],
+        images=images,
+    )
+
+
+# --- actions on a gold lease ------------------------------------------------------------
+
+
+def _locked_lease(*, lease_id: int, dataset: str) -> GoldLease | None:
+    """The lease, locked, or None when ``lease_id`` is no gold lease; NotFound (as for a
+    slot) when it is one of another dataset."""
+    lease = GoldLease.objects.select_for_update().select_related("dataset").filter(pk=lease_id).first()
+    if lease is not None and lease.dataset.name != dataset:
+        raise NotFound(f"rating slot #{lease_id} is not in dataset {dataset!r}")
+    return lease
+
+
+def _not_held(lease: GoldLease, rater) -> Exception:
+    """The error a slot in the same position answers (annotation.queue.slots.not_held_error)."""
+    slot = f"rating slot #{lease.pk}"
+    if lease.rater_id == rater.pk and lease.state == GoldLeaseState.DONE:
+        return Conflict(f"{slot} is already rated by you")
+    if lease.rater_id == rater.pk:
+        return Forbidden(f"you do not hold {slot}; claim a pair first")
+    return Forbidden(f"you do not hold {slot}: it belongs to another rater")
+
+
+def gold_submit(*, rater, dataset: str, lease_id: int, rating: Mapping, now: datetime) -> SubmitResult | None:
+    """Store the rater's score on a gold lease they hold (None: no such gold lease).
+    ``rating``: the values as ``rating_submit`` names them (score, time_on_item_ms,
+    time_to_first_move_ms, adjustments, key)."""
+    from annotation.queue.submit import speed_floor_seconds  # the queue imports this module
+
+    try:
+        with transaction.atomic():
+            lease = _locked_lease(lease_id=lease_id, dataset=dataset)
+            if lease is None:
+                return None
+            if lease.rater_id != rater.pk or lease.state != GoldLeaseState.LEASED:
+                replay = _replayed(lease, rater, rating["key"])
+                if replay is not None:
+                    return replay
+                raise _not_held(lease, rater)
+            (rating_id,) = ids_reserve(Rating, 1)
+            gold = GoldPair.objects.get(pk=lease.gold_pair_id)
+            GoldRating.objects.create(
+                id=rating_id,
+                gold_pair=gold,
+                lease=lease,
+                rater=rater,
+                dataset_id=lease.dataset_id,
+                purpose=GoldPurpose.QUEUE,
+                score=rating["score"],
+                gold_score=gold.gold_score,
+                time_on_item_ms=rating["time_on_item_ms"],
+                time_to_first_move_ms=rating["time_to_first_move_ms"],
+                adjustments=rating["adjustments"],
+                idempotency_key=rating["key"],
+                below_speed_floor=rating["time_on_item_ms"] < 1000 * speed_floor_seconds(lease.dataset_id, gold.kind),
+                created_at=now,
+            )
+            GoldLease.objects.filter(pk=lease.pk).update(state=GoldLeaseState.DONE)
+            pause_if_gold_error_high(rater_id=rater.pk, dataset_id=lease.dataset_id, now=now)
+    except IntegrityError:
+        raise Conflict(
+            f"idempotency key {rating['key']!r} was already used for another rating slot; use a new key for each item"
+        ) from None
+    return SubmitResult(rating_id=rating_id, pair_id=gold.pk, slot_id=lease_id, created_at=now, replayed=False)
+
+
+def _replayed(lease: GoldLease, rater, key: str) -> SubmitResult | None:
+    if lease.rater_id != rater.pk or lease.state != GoldLeaseState.DONE:
+        return None
+    stored = GoldRating.objects.filter(lease=lease).values("id", "idempotency_key", "created_at").first()
+    if stored is None or stored["idempotency_key"] != key:
+        return None
+    return SubmitResult(
+        rating_id=stored["id"],
+        pair_id=lease.gold_pair_id,
+        slot_id=lease.pk,
+        created_at=stored["created_at"],
+        replayed=True,
+    )
+
+
+def gold_heartbeat(*, rater, dataset: str, lease_id: int, expires: datetime) -> datetime | None:
+    with transaction.atomic():
+        lease = _locked_lease(lease_id=lease_id, dataset=dataset)
+        if lease is None:
+            return None
+        if lease.rater_id != rater.pk or lease.state != GoldLeaseState.LEASED:
+            raise _not_held(lease, rater)
+        GoldLease.objects.filter(pk=lease.pk).update(lease_expires_at=expires)
+    return expires
+
+
+def gold_skip(*, rater, dataset: str, lease_id: int) -> int | None:
+    """Skip a held gold lease (never served again); returns the gold pair id."""
+    with transaction.atomic():
+        lease = _locked_lease(lease_id=lease_id, dataset=dataset)
+        if lease is None:
+            return None
+        if lease.rater_id == rater.pk and lease.state == GoldLeaseState.SKIPPED:
+            return lease.gold_pair_id
+        if lease.rater_id != rater.pk or lease.state != GoldLeaseState.LEASED:
+            raise _not_held(lease, rater)
+        GoldLease.objects.filter(pk=lease.pk).update(state=GoldLeaseState.SKIPPED)
+    return lease.gold_pair_id
+
+
+def gold_flag(*, rater, dataset: str, lease_id: int, reason: str, note: str, now: datetime) -> Flag | None:
+    """Record a flag on a gold lease the rater holds or rated; a held one is skipped. The
+    answer looks like a slot's flag (an id from the flags' sequence, once)."""
+    with transaction.atomic():
+        lease = _locked_lease(lease_id=lease_id, dataset=dataset)
+        if lease is None:
+            return None
+        if lease.rater_id != rater.pk:
+            raise _not_held(lease, rater)
+        if lease.flag_id is None:
+            (lease.flag_id,) = ids_reserve(Flag, 1)
+            lease.flag_reason, lease.flag_note = reason, note.strip()
+        if lease.state == GoldLeaseState.LEASED:
+            lease.state = GoldLeaseState.SKIPPED
+        lease.save(update_fields=["flag_id", "flag_reason", "flag_note", "state"])
+    return Flag(
+        id=lease.flag_id,
+        pair_id=lease.gold_pair_id,
+        rater=rater,
+        reason=lease.flag_reason,
+        note=lease.flag_note,
+        created_at=now,
+    )
