@@ -1,7 +1,7 @@
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
-from annotation.apis import accounts, datasets, exclusions, exports, images, jobs, pauses, rating
+from annotation.apis import accounts, datasets, exclusions, exports, gold, images, jobs, pauses, rating
 
 urlpatterns = [
     path("auth/token/", accounts.TokenApi.as_view(), name="auth-token"),
@@ -21,6 +21,9 @@ urlpatterns = [
     ),
     path("datasets/<slug:dataset>/pauses/", pauses.PauseListApi.as_view(), name="pause-list"),
     path("datasets/<slug:dataset>/pauses/<id:pause_id>/lift/", pauses.PauseLiftApi.as_view(), name="pause-lift"),
+    path("datasets/<slug:dataset>/gold/", gold.GoldListApi.as_view(), name="gold-list"),
+    path("datasets/<slug:dataset>/gold/promote/", gold.GoldPromoteApi.as_view(), name="gold-promote"),
+    path("datasets/<slug:dataset>/quality/", gold.QualitySettingsApi.as_view(), name="quality-settings"),
     path("imports/karpathy/", datasets.ImportKarpathyApi.as_view(), name="import-karpathy"),
     path("imports/embeddings/", datasets.ImportEmbeddingsApi.as_view(), name="import-embeddings"),
     path("jobs/<id:job_id>/", jobs.JobDetailApi.as_view(), name="job-detail"),

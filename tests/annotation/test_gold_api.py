@@ -1,0 +1,64 @@
+"""The gold pairs and quality settings API (admins only)."""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from annotation.models import GoldPair, QualitySettings
+from tests.annotation.queue_support import client_for
+from tests.factories import ImageFactory, SplitFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def split():
+    return SplitFactory()
+
+
+def gold_csv(split, rows=3, score="2.5") -> SimpleUploadedFile:
+    images = [ImageFactory(split=split, dataset=split.dataset) for _ in range(rows + 1)]
+    lines = ["image1,image2,gold_score,explanation"]
+    lines += [f"{images[i].key},{images[i + 1].key},{score},why {i}" for i in range(rows)]
+    return SimpleUploadedFile("gold.csv", ("\n".join(lines) + "\n").encode(), content_type="text/csv")
+
+
+def test_upload_list_and_filter(admin_api, split):
+    base = f"/api/datasets/{split.dataset.name}/gold/"
+    answer = admin_api.post(base, {"file": gold_csv(split)}, format="multipart")
+    assert answer.status_code == 201 and answer.json() == {"created": 3}
+    listed = admin_api.get(base).json()
+    assert [row["explanation"] for row in listed] == ["why 0", "why 1", "why 2"]
+    assert listed[0]["kind"] == "SIS" and listed[0]["ratings"] == 0 and listed[0]["item1"].endswith(".jpg")
+    assert admin_api.get(base + "?kind=STS").json() == []
+    assert len(admin_api.get(base + "?active=true").json()) == 3
+    assert admin_api.get(base + "?active=maybe").status_code == 400
+
+
+def test_a_bad_file_names_the_problem_and_adds_nothing(admin_api, split):
+    answer = admin_api.post(
+        f"/api/datasets/{split.dataset.name}/gold/", {"file": gold_csv(split, score="9")}, format="multipart"
+    )
+    assert answer.status_code == 400
+    assert answer.json()["detail"] == "gold.csv: line 2, column gold_score: 9 is not between 0 and 5"
+    assert not GoldPair.objects.exists()
+
+
+def test_quality_settings_default_then_set(admin_api, split):
+    url = f"/api/datasets/{split.dataset.name}/quality/"
+    assert admin_api.get(url).json() == {
+        "gold_one_in": 20,
+        "auto_pause": False,
+        "pause_window": 5,
+        "pause_max_error": 1.0,
+    }
+    payload = {"gold_one_in": 10, "auto_pause": True, "pause_window": 4, "pause_max_error": 0.8}
+    assert admin_api.put(url, payload, format="json").json() == payload
+    assert QualitySettings.objects.get(dataset=split.dataset).gold_one_in == 10
+    assert admin_api.put(url, {**payload, "pause_window": 0}, format="json").status_code == 400
+
+
+@pytest.mark.parametrize("role", ["rater", "researcher"])
+def test_only_admins(split, role):
+    client = client_for(UserFactory(roles=[role]))
+    assert client.get(f"/api/datasets/{split.dataset.name}/gold/").status_code == 403
+    assert client.get(f"/api/datasets/{split.dataset.name}/quality/").status_code == 403
