@@ -21,6 +21,7 @@ from django.utils.crypto import salted_hmac
 
 from annotation.export.blocks import ExportAgreement, ExportCounts, block_build, cut_blocks
 from annotation.export.formats import AGREEMENT, FORMATS, MANIFEST, TASKS, ExportError
+from annotation.export.gold import write_gold_file
 from annotation.export.manifest import (
     agreement_payload,
     exclusion_entries,
@@ -159,6 +160,9 @@ class _ExportRun:
                         f"but only {streamed} have their ratings; the pair counters are inconsistent "
                         "(or ratings were removed during the export)"
                     )
+            gold = write_gold_file(self.folder, self.plan.dataset, split, self.pseudonyms.cover)
+            if gold is not None:
+                self.files.append(gold)
         json_write(self.folder / AGREEMENT, agreement_payload(self.agreement, self.pseudonyms.names))
         self.files.append({"name": AGREEMENT, "rows": None, "split": None, "task": None})
         files_checksum(self.folder, self.files)

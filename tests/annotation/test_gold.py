@@ -182,3 +182,37 @@ def test_promote_makes_gold_of_agreed_complete_pairs(clock):
     gold = GoldPair.objects.get()
     assert (gold.source_pair_id, gold.gold_score, gold.source) == (pairs[0].id, 3.0, "promoted")
     assert gold_pairs_promote(dataset=split.dataset, kind="SIS", max_sd=0.5) == 0, "already gold"
+
+
+def test_gold_ratings_are_exported_only_in_the_audit_file(clock, campaign, tmp_path):
+    import csv
+    import json
+
+    from annotation.export import dataset_export
+
+    set_rate(campaign, 1)
+    users = [rater(["SIS"]) for _ in range(3)]
+    for number, user in enumerate(users):
+        for step in range(8):  # six gold pairs first, then ordinary ones
+            assignment = claim(user, campaign)
+            submit(user, campaign, assignment.slot_id, f"{number}-{step}", score=1.5)
+    out = tmp_path / "export"
+    dataset_export(dataset_name=campaign.name, out_dir=out, formats=["cxc"])
+    split = campaign.splits.get().name
+    with (out / f"gold_{split}.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 18 == GoldRating.objects.count()
+    assert set(rows[0]) == {
+        "kind", "item1", "item2", "gold_score", "rater_id", "score", "abs_error",
+        "purpose", "attempt", "time_on_item_ms", "below_speed_floor", "created_at",
+    }  # fmt: skip
+    for row in rows:
+        assert float(row["abs_error"]) == pytest.approx(abs(1.5 - float(row["gold_score"])))
+    gold_keys = {(row["item1"], row["item2"]) for row in rows}
+    with (out / f"sis_{split}_raw.csv").open(newline="") as handle:
+        raw = list(csv.DictReader(handle))
+    assert len(raw) == 3 * 2  # the two ordinary pairs each rater completed: 2 pairs x 3 ratings
+    assert not gold_keys & {(row["image1"], row["image2"]) for row in raw}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert f"gold_{split}.csv" in {entry["name"] for entry in manifest["files"]}
+    assert manifest["totals"]["ratings"] == 6
