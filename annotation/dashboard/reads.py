@@ -21,8 +21,11 @@ from annotation.models import (
     DEFAULT_SPEED_FLOORS,
     Dataset,
     Flag,
+    GoldPurpose,
+    GoldRating,
     Pair,
     PairSkip,
+    RaterPause,
     Rating,
     RatingSlot,
     RatingStatus,
@@ -156,6 +159,38 @@ def _per_rater(queryset) -> tuple[dict[int, int], dict[int, float]]:
     return counts, latest
 
 
+def quality_inputs(dataset: Dataset) -> dict:
+    """The quality-control columns of CampaignInputs: queue gold ratings as rater ids and
+    differences from the reference, excluded and superseded counts and active pauses
+    per rater."""
+    gold = GoldRating.objects.filter(dataset=dataset, purpose=GoldPurpose.QUEUE)
+    gold_rows = np.array(list(gold.values_list("rater_id", "score", "gold_score")), dtype=np.float64).reshape(-1, 3)
+    invalid: dict[int, dict[str, int]] = {}
+    for rater, status, n in (
+        Rating.objects.filter(pair__dataset=dataset)
+        .exclude(status=RatingStatus.VALID)
+        .order_by()
+        .values_list("rater_id", "status")
+        .annotate(n=Count("id"))
+    ):
+        invalid.setdefault(rater, {})[status] = n
+    paused = {
+        pause.rater_id: {
+            "pause_id": pause.id,
+            "reason": pause.reason,
+            "automatic": pause.automatic,
+            "since": pause.created_at.isoformat(),
+        }
+        for pause in RaterPause.objects.filter(dataset=dataset, lifted_at__isnull=True)
+    }
+    return {
+        "gold_rater": gold_rows[:, 0].astype(np.int64),
+        "gold_difference": gold_rows[:, 1] - gold_rows[:, 2],
+        "invalid": invalid,
+        "paused": paused,
+    }
+
+
 def campaign_inputs(dataset: Dataset, *, now: datetime) -> CampaignInputs:
     """Everything a snapshot of ``dataset`` at ``now`` is computed from. Call inside one
     transaction that sees a single state of the database (see the refresh service)."""
@@ -176,7 +211,14 @@ def campaign_inputs(dataset: Dataset, *, now: datetime) -> CampaignInputs:
     skips, last_skip = _per_rater(PairSkip.objects.filter(pair__dataset=dataset).exclude(Exists(flagged_by_rater)))
     flags, last_flag = _per_rater(Flag.objects.filter(pair__dataset=dataset))
     last_passed = {rater: max(last_skip.get(rater, 0.0), last_flag.get(rater, 0.0)) for rater in {*skips, *flags}}
-    rater_ids = {*np.unique(ratings.rater).tolist(), *skips, *flags}
+    quality = quality_inputs(dataset)
+    rater_ids = {
+        *np.unique(ratings.rater).tolist(),
+        *skips,
+        *flags,
+        *quality["gold_rater"].tolist(),
+        *quality["paused"],
+    }
     usernames = dict(get_user_model().objects.filter(pk__in=rater_ids).values_list("pk", "username"))
     batches = SamplingBatch.objects.filter(dataset=dataset).select_related("split").order_by("id")
     return CampaignInputs(
@@ -192,6 +234,7 @@ def campaign_inputs(dataset: Dataset, *, now: datetime) -> CampaignInputs:
         last_passed=last_passed,
         speed_floors=speed_floors(dataset),
         now_s=now.timestamp(),
+        **quality,
     )
 
 

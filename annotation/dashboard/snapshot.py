@@ -8,7 +8,7 @@ Kinds are written lowercase (``sts``, ``sis``, ``sits``: cxc.FILE_PREFIX), times
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
@@ -41,6 +41,12 @@ class CampaignInputs:
     last_passed: dict[int, float]
     speed_floors: dict[str, float]
     now_s: float
+    # Quality control (issue #15): queue gold ratings as (rater id, score - reference);
+    # per rater the count of excluded and superseded ratings, and the active pause.
+    gold_rater: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    gold_difference: np.ndarray = field(default_factory=lambda: np.empty(0))
+    invalid: dict[int, dict[str, int]] = field(default_factory=dict)
+    paused: dict[int, dict] = field(default_factory=dict)
 
 
 def number(value: float) -> float | None:
@@ -63,7 +69,8 @@ def campaign_numbers(inputs: CampaignInputs) -> dict:
     """The snapshot's ``data`` dict."""
     rows = pair_rows(inputs.pairs, inputs.ratings)
     agreement = complete_agreement(inputs.pairs, inputs.ratings, rows)
-    raters = np.union1d(dense_unique(inputs.ratings.rater)[0], np.array(sorted(inputs.usernames), dtype=np.int64))
+    known = np.array(sorted({*inputs.usernames, *inputs.gold_rater.tolist()}), dtype=np.int64)
+    raters = np.union1d(dense_unique(inputs.ratings.rater)[0], known)
     return {
         "speed_floors": {FILE_PREFIX[kind]: float(inputs.speed_floors[kind]) for kind in KINDS},
         "progress": progress(inputs, rows),
@@ -155,6 +162,9 @@ def rater_rows(inputs: CampaignInputs, rows: np.ndarray, agreement: CompleteAgre
     pooled = {summary.rater: summary for summary in agreement.pooled.summaries()}
     per_kind = agreement.export.raters(KINDS)
     by_kind = {kind: {summary.rater: summary for summary in summaries} for kind, summaries in per_kind.items()}
+    gold_n, gold_mae, gold_bias = stats.gold_errors(
+        np.searchsorted(raters, inputs.gold_rater), inputs.gold_difference, n
+    )
     out = []
     for row, rater in enumerate(raters.tolist()):
         summary = pooled.get(rater)
@@ -176,6 +186,12 @@ def rater_rows(inputs: CampaignInputs, rows: np.ndarray, agreement: CompleteAgre
                 "skips": int(inputs.skips.get(rater, 0)),
                 "flags": int(inputs.flags.get(rater, 0)),
                 "last_active": iso(last),
+                "gold_items": int(gold_n[row]),
+                "gold_error": number(gold_mae[row]),
+                "gold_bias": number(gold_bias[row]),
+                "excluded": inputs.invalid.get(rater, {}).get("excluded", 0),
+                "superseded": inputs.invalid.get(rater, {}).get("superseded", 0),
+                "paused": inputs.paused.get(rater),
                 "by_kind": {
                     FILE_PREFIX[kind]: {
                         "loo_correlation": number(found[rater].loo_correlation),

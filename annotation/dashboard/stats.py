@@ -149,3 +149,18 @@ def largest_differences(groups: np.ndarray, differences: np.ndarray, n_groups: i
         ranked = members[np.lexsort((members, -size[members]))]
         out.append(ranked[:k])
     return out
+
+
+def gold_errors(groups: np.ndarray, differences: np.ndarray, n_groups: int) -> tuple[np.ndarray, ...]:
+    """Per group of gold ratings, ``differences: float (m,)`` = score - reference: how
+    many (int64), the mean absolute error and the signed bias (mean difference; positive
+    rates higher than the reference), NaN for a group without gold ratings. Each (n_groups,)."""
+    groups = np.asarray(groups, dtype=np.int64)
+    differences = np.asarray(differences, dtype=np.float64)
+    count = np.bincount(groups, minlength=n_groups)
+    absolute = np.bincount(groups, weights=np.abs(differences), minlength=n_groups)
+    signed = np.bincount(groups, weights=differences, minlength=n_groups)
+    mae, bias = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
+    seen = count > 0
+    mae[seen], bias[seen] = absolute[seen] / count[seen], signed[seen] / count[seen]
+    return count.astype(np.int64), mae, bias
