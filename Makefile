@@ -61,7 +61,8 @@ bench-export: $(STAMP)
 bench-dashboard: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_dashboard.py
 # Rating queue over HTTP (gunicorn + PostgreSQL, port 8121, own database cxc_bench_queue):
-# 10k and 1M open slots; BENCH_SECONDS per phase (default 30), BENCH_SIZES=10k,1m.
+# 10k open slots, the same with gold pairs on (1 in 20), 1M open slots; BENCH_SECONDS per
+# phase (default 30), BENCH_SIZES=10k,10k_gold,1m.
 bench-queue: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_queue.py
 

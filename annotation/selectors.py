@@ -15,6 +15,10 @@ from annotation.models import (
     Caption,
     Dataset,
     EmbeddingSpace,
+    GoldLease,
+    GoldLeaseState,
+    GoldPurpose,
+    GoldRating,
     Image,
     Job,
     PairSkip,
@@ -158,11 +162,22 @@ def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: dateti
     tz = tz or timezone.get_default_timezone()
     day_start = datetime.combine(now.astimezone(tz).date(), time.min, tzinfo=tz)
     kinds = sorted(Qualification.objects.filter(rater=rater).values_list("kind", flat=True))
-    ratings_today = Rating.objects.filter(rater=rater, created_at__gte=day_start, pair__dataset=ds).count()
+    # Gold ratings count like any other: nothing on the page tells a gold pair apart.
+    ratings_today = (
+        Rating.objects.filter(rater=rater, created_at__gte=day_start, pair__dataset=ds).count()
+        + GoldRating.objects.filter(
+            rater=rater, created_at__gte=day_start, dataset=ds, purpose=GoldPurpose.QUEUE
+        ).count()
+    )
     left = rater_pairs_left(rater=rater, kinds=kinds, dataset_id=ds.id)
     pairs_left_by_kind = {kind: left.get((ds.id, kind), 0) for kind in kinds}
     held = (
         RatingSlot.objects.filter(rater=rater, dataset=ds, state=SlotState.LEASED)
+        .order_by("leased_at")
+        .values("id", "lease_expires_at")
+        .first()
+    ) or (
+        GoldLease.objects.filter(rater=rater, dataset=ds, state=GoldLeaseState.LEASED)
         .order_by("leased_at")
         .values("id", "lease_expires_at")
         .first()

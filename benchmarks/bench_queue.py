@@ -15,12 +15,13 @@ size's samples, so that both sizes see the same background load of a shared mach
   from the scheduled start so a slow server is not hidden by a late sender.
 
 The last line of output is one JSON object:
-``{"10k": {"cycles_per_s", "p50_ms", "p95_ms", "p99_ms"}, "1m": {...}}``.
+``{"10k": {"cycles_per_s", "p50_ms", "p95_ms", "p99_ms"}, "10k_gold": {...}, "1m": {...}}``;
+``10k_gold`` is the 10k queue with gold pairs on (1 in 20 items, 2,000 gold pairs).
 The load generator runs on the same cores as the server and the database; figures are
 only comparable between runs on an otherwise idle machine.
 
 Environment: DATABASE_URL (server, user; the database name is replaced), BENCH_SIZES
-(default "10k,1m"), BENCH_SECONDS (per phase and size, default 30), BENCH_ROUNDS
+(default "10k,10k_gold,1m"), BENCH_SECONDS (per phase and size, default 30), BENCH_ROUNDS
 (default 3), GUNICORN_WORKERS / GUNICORN_THREADS (defaults from config/gunicorn.conf.py).
 """
 
@@ -46,7 +47,10 @@ from _common import drop_database, fresh_database, stop_server
 REPO = Path(__file__).resolve().parent.parent
 DB_PREFIX = "cxc_bench_queue"
 FIRST_PORT = 8121
-SIZES = {"10k": 10_000, "1m": 1_000_000}
+SIZES = {"10k": 10_000, "10k_gold": 10_000, "1m": 1_000_000}
+# With gold on: one in GOLD_ONE_IN items a gold pair, out of GOLD_PAIRS (never one twice to a rater).
+GOLD_ONE_IN = 20
+GOLD_PAIRS = 2_000
 RATINGS_PER_PAIR = 5
 CLOSED_LOOP_RATERS = 16
 OPEN_LOOP_RATE = 50.0
@@ -188,6 +192,46 @@ def fill(database: str, open_slots: int, n_raters: int) -> tuple[int, list[str]]
         cur.execute("VACUUM ANALYZE")
     conn.close()
     return n_pairs, tokens
+
+
+def add_gold(database: str) -> None:
+    """GOLD_PAIRS gold SIS pairs over images of their own (ids from the pairs' sequence,
+    as the upload takes them) and the dataset's gold rate set to 1 in GOLD_ONE_IN."""
+    conn = psycopg2.connect(server_dsn(database))
+    with conn, conn.cursor() as cur:
+        cur.execute("SELECT id FROM annotation_dataset WHERE name = 'bench'")
+        (dataset,) = cur.fetchone()
+        cur.execute("SELECT id FROM annotation_split WHERE dataset_id = %s", [dataset])
+        (split,) = cur.fetchone()
+        cur.execute(
+            """
+            INSERT INTO annotation_image (dataset_id, split_id, key, file_path, cocoid, width, height)
+            SELECT %(d)s, %(s)s, 'gold_' || g || '.jpg', 'gold/' || g || '.jpg', NULL, 640, 480
+            FROM generate_series(1, %(n)s) g
+            """,
+            {"d": dataset, "s": split, "n": images_for_pairs(GOLD_PAIRS)},
+        )
+        cur.execute(
+            r"""
+            INSERT INTO annotation_goldpair (id, dataset_id, split_id, kind, image_a_id, image_b_id, swapped,
+                                             gold_score, explanation, source, active, created_at)
+            SELECT nextval(pg_get_serial_sequence('annotation_pair', 'id')), %(d)s, %(s)s, 'SIS', a.id, b.id, false,
+                   2.5, '', 'upload', true, now()
+            FROM annotation_image a JOIN annotation_image b ON a.id < b.id
+            WHERE a.key LIKE 'gold\_%%' AND b.key LIKE 'gold\_%%'
+            ORDER BY a.id, b.id LIMIT %(n)s
+            """,
+            {"d": dataset, "s": split, "n": GOLD_PAIRS},
+        )
+        cur.execute(
+            "INSERT INTO annotation_qualitysettings "
+            "(dataset_id, gold_one_in, auto_pause, pause_window, pause_max_error) VALUES (%s, %s, false, 5, 1.0)",
+            [dataset, GOLD_ONE_IN],
+        )
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute("VACUUM ANALYZE")
+    conn.close()
 
 
 # --- server ----------------------------------------------------------------------------
@@ -438,7 +482,7 @@ async def measure(targets: list[Target], seconds: float, rounds: int) -> None:
 def main() -> int:
     seconds = float(os.environ.get("BENCH_SECONDS", 30))
     rounds = int(os.environ.get("BENCH_ROUNDS", 3))
-    names = [s.strip() for s in os.environ.get("BENCH_SIZES", "10k,1m").split(",") if s.strip()]
+    names = [s.strip() for s in os.environ.get("BENCH_SIZES", "10k,10k_gold,1m").split(",") if s.strip()]
     unknown = [s for s in names if s not in SIZES]
     if unknown or not names:
         raise SystemExit(f"BENCH_SIZES: unknown size(s) {unknown}; use {', '.join(SIZES)}")
@@ -459,6 +503,8 @@ def main() -> int:
                 migrate(target.database)
                 n_pairs, target.tokens = fill(target.database, target.open_slots, closed_raters + OPEN_LOOP_RATERS)
                 target.idle_raters = deque(target.tokens[closed_raters:])
+                if target.name.endswith("_gold"):
+                    add_gold(target.database)
                 log(
                     f"{target.name}: {target.open_slots:,} open slots ({n_pairs:,} pairs), "
                     f"{len(target.tokens):,} raters, fresh database {target.database} ready in "

@@ -125,7 +125,7 @@ class GoldPromoteApi(APIView):
     @extend_schema(
         request=GoldPromoteSerializer,
         responses={
-            201: serializers.DictField(child=serializers.IntegerField()),
+            201: GoldCreatedSerializer,
             404: error_response("No such dataset."),
         },
     )
