@@ -194,13 +194,22 @@ def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: dateti
     )
 
 
-def rater_rating_list(*, rater, dataset: str, before_id: int | None = None, limit: int = 50) -> QuerySet[Rating]:
-    """The rater's own ratings on a dataset, newest first (``before_id`` pages back)."""
+def rater_rating_list(*, rater, dataset: str, before_id: int | None = None, limit: int = 50) -> list[dict]:
+    """The rater's own ratings on a dataset, newest first (``before_id`` pages back), gold
+    ratings among them like any other (their ids come from the same sequence): dicts of
+    id, pair_id, kind, score, time_on_item_ms, time_to_first_move_ms, adjustments,
+    created_at."""
     ds = dataset_get(name=dataset)
-    ratings = Rating.objects.filter(rater=rater, pair__dataset=ds).select_related("pair").order_by("-id")
+    fields = ("id", "score", "time_on_item_ms", "time_to_first_move_ms", "adjustments", "created_at")
+    ratings = Rating.objects.filter(rater=rater, pair__dataset=ds)
+    gold = GoldRating.objects.filter(rater=rater, dataset=ds, purpose=GoldPurpose.QUEUE)
     if before_id is not None:
-        ratings = ratings.filter(id__lt=before_id)
-    return ratings[:limit]
+        ratings, gold = ratings.filter(id__lt=before_id), gold.filter(id__lt=before_id)
+    rows = [
+        *ratings.order_by("-id").values(*fields, "pair_id", kind=F("pair__kind"))[:limit],
+        *gold.order_by("-id").values(*fields, kind=F("gold_pair__kind"), pair_id=F("gold_pair_id"))[:limit],
+    ]
+    return sorted(rows, key=lambda row: -row["id"])[:limit]
 
 
 def image_file_get(*, dataset: str, key: str) -> Path:

@@ -243,7 +243,7 @@ class RaterRatingListApi(APIView):
     class RaterRatingListOutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         pair_id = serializers.IntegerField()
-        kind = serializers.CharField(source="pair.kind")
+        kind = serializers.CharField()
         score = serializers.FloatField()
         time_on_item_ms = serializers.IntegerField()
         time_to_first_move_ms = serializers.IntegerField(allow_null=True)

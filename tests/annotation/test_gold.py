@@ -216,3 +216,23 @@ def test_gold_ratings_are_exported_only_in_the_audit_file(clock, campaign, tmp_p
     manifest = json.loads((out / "manifest.json").read_text())
     assert f"gold_{split}.csv" in {entry["name"] for entry in manifest["files"]}
     assert manifest["totals"]["ratings"] == 6
+
+
+def test_the_raters_own_list_and_progress_count_gold_like_any_rating(clock, campaign):
+    from tests.annotation.queue_support import client_for
+
+    set_rate(campaign, 2)
+    user = rater(["SIS"])
+    client = client_for(user)
+    base = f"/api/rate/{campaign.name}"
+    for step in range(10):
+        assignment = claim(user, campaign)
+        submit(user, campaign, assignment.slot_id, f"k{step}")
+    listed = client.get(f"{base}/ratings/?limit=20").json()
+    gold_ids = set(GoldRating.objects.values_list("id", flat=True))
+    assert len(listed) == 10 and gold_ids and gold_ids < {row["id"] for row in listed}
+    assert [row["id"] for row in listed] == sorted((row["id"] for row in listed), reverse=True)
+    assert len({frozenset(row) for row in listed}) == 1, "gold and ordinary rows have the same fields"
+    assert client.get(f"{base}/progress/").json()["ratings_today"] == 10
+    older = client.get(f"{base}/ratings/?limit=3&before={listed[2]['id']}").json()
+    assert [row["id"] for row in older] == [row["id"] for row in listed[3:6]]
