@@ -7,8 +7,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from annotation.admin_accounts import AccountUserAdmin  # noqa: F401 (registers)
-from annotation.admin_exclusions import RatingExclusionAdmin  # noqa: F401 (registers)
 from annotation.admin_pairs import FlagAdmin, PairAdmin, RatingAdmin, RatingSlotAdmin  # noqa: F401 (registers)
+from annotation.admin_quality import QualitySettingsInline, RatingExclusionAdmin  # noqa: F401 (registers)
 from annotation.admin_runs import RunAdminMixin
 from annotation.dashboard.services import speed_floor_marks_refresh
 from annotation.errors import DomainError
@@ -81,7 +81,7 @@ class SpeedFloorInline(admin.TabularInline):
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
     list_display = ["name", "images_root", "image_url_prefix", "created_at"]
-    inlines = [SpeedFloorInline]
+    inlines = [SpeedFloorInline, QualitySettingsInline]
     search_fields = ["name"]
     change_list_template = "admin/annotation/dataset/change_list.html"
 

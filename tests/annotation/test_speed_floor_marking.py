@@ -53,6 +53,8 @@ def test_changing_the_floor_in_the_admin_marks_the_ratings_anew(admin_client, cl
         "images_root": dataset.images_root,
         "image_url_prefix": dataset.image_url_prefix,
         "speed_floors-TOTAL_FORMS": "1",
+        "quality_settings-TOTAL_FORMS": "0",
+        "quality_settings-INITIAL_FORMS": "0",
         "speed_floors-INITIAL_FORMS": "0",
         "speed_floors-MIN_NUM_FORMS": "0",
         "speed_floors-MAX_NUM_FORMS": "3",

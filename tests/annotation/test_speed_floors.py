@@ -21,6 +21,8 @@ def test_the_dataset_admin_page_edits_speed_floors_inline(admin_client):
         "images_root": "",
         "image_url_prefix": dataset.image_url_prefix,
         "speed_floors-TOTAL_FORMS": "1",
+        "quality_settings-TOTAL_FORMS": "0",
+        "quality_settings-INITIAL_FORMS": "0",
         "speed_floors-INITIAL_FORMS": "0",
         "speed_floors-MIN_NUM_FORMS": "0",
         "speed_floors-MAX_NUM_FORMS": "3",

@@ -1,4 +1,5 @@
-"""Exclusions and pauses in the admin: exclude a rater's ratings (the add form calls the
+"""Quality control in the admin: gold pairs (retire, serve again), quality settings (an
+inline of the dataset page), exclusions and pauses: exclude a rater's ratings (the add form calls the
 service, never ``save()``), read each exclusion's record, undo selected ones; a user
 action that opens the exclusion form for a rater; pause raters and lift pauses."""
 
@@ -19,7 +20,7 @@ from annotation.exclusion.services import (
     rating_exclusion_undo,
 )
 from annotation.gold.pause import is_paused, rater_pause, rater_pause_lift
-from annotation.models import ExclusionState, RaterPause, RatingExclusion
+from annotation.models import ExclusionState, GoldPair, QualitySettings, RaterPause, RatingExclusion
 
 User = get_user_model()
 
@@ -190,10 +191,11 @@ class RaterPauseAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if change:
             return
+        data = form.cleaned_data
         created = rater_pause(
-            rater=obj.rater, dataset=obj.dataset, reason=form.cleaned_data["reason"], created_by=request.user
+            rater=data["rater"], dataset=data["dataset"], reason=data["reason"], created_by=request.user
         )
-        obj.pk = created.pk
+        obj.pk, obj.rater, obj.dataset = created.pk, created.rater, created.dataset
 
     @admin.action(description="Lift the selected pauses (the raters may rate again)")
     def lift_pauses(self, request, queryset):
@@ -202,3 +204,33 @@ class RaterPauseAdmin(admin.ModelAdmin):
             rater_pause_lift(pause_id=pause.pk, lifted_by=request.user, note="lifted in the admin")
             lifted += 1
         self.message_user(request, f"Lifted {lifted} pause(s).", messages.SUCCESS)
+
+
+@admin.register(GoldPair)
+class GoldPairAdmin(admin.ModelAdmin):
+    """Gold pairs: added by upload or promotion (API), retired or brought back here."""
+
+    list_display = ["id", "dataset", "kind", "split", "gold_score", "source", "active", "explanation"]
+    list_filter = ["dataset", "kind", "source", "active"]
+    search_fields = ["explanation", "caption_a__key", "caption_b__key", "image_a__key", "image_b__key"]
+    actions = ["retire", "activate"]
+    readonly_fields = [field.name for field in GoldPair._meta.fields if field.name not in ("active", "explanation")]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # ids come from the pairs' sequence: gold pairs are added by upload or promotion
+
+    @admin.action(description="Retire the selected gold pairs (no longer served; their ratings stay)")
+    def retire(self, request, queryset):
+        self.message_user(request, f"Retired {queryset.update(active=False)} gold pair(s).", messages.SUCCESS)
+
+    @admin.action(description="Serve the selected gold pairs again")
+    def activate(self, request, queryset):
+        self.message_user(request, f"{queryset.update(active=True)} gold pair(s) served again.", messages.SUCCESS)
+
+
+class QualitySettingsInline(admin.StackedInline):
+    """The dataset's gold rate and automatic pause (defaults while there is no row)."""
+
+    model = QualitySettings
+    can_delete = False
+    verbose_name = "quality control"
