@@ -55,7 +55,7 @@ class QualitySettings(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"quality settings of {self.dataset_id}"
+        return f"gold rate and pauses of {self.dataset}"
 
 
 class GoldSource(models.TextChoices):
