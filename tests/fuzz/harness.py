@@ -138,6 +138,11 @@ SEMANTIC_400 = {
     ("GET", "/api/rate/{dataset}/progress/"): "tz must be an IANA time zone name",
     ("POST", "/api/rate/{dataset}/slots/{slot_id}/flag/"): "reason other needs a note",
     ("POST", "/api/rate/{dataset}/slots/{slot_id}/submit/"): "the first move cannot come after the time on item",
+    ("POST", "/api/datasets/{dataset}/gold/"): "the file must be a gold pair list of the dataset's items",
+    ("POST", "/api/datasets/{dataset}/pauses/"): "the reason must be text without NUL characters",
+    ("POST", "/api/datasets/{dataset}/pauses/{pause_id}/lift/"): "the note must be text without NUL characters",
+    ("POST", "/api/datasets/{dataset}/exclusions/"): "the rater must have valid ratings in the window",
+    ("POST", "/api/datasets/{dataset}/exclusions/{exclusion_id}/undo/"): "the reason must be text without NUL",
 }
 POSITIVE_EXPECTED = ["2xx", "3xx", 401, 403, 404, 409, 429]
 
