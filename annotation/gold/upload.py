@@ -12,7 +12,7 @@ import numpy as np
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from annotation.cxc import ITEM_COLUMNS, SCORE_MAX, SCORE_MIN, SITS
+from annotation.cxc import ITEM_COLUMNS, METHOD_COLUMN, SCORE_COLUMN, SCORE_MAX, SCORE_MIN, SITS
 from annotation.errors import DomainError
 from annotation.gold.ids import ids_reserve
 from annotation.inputs import nul_problem
@@ -73,11 +73,14 @@ def _header(name: str, header: list[str]) -> tuple[str, dict[str, int]]:
     expected = " or ".join(",".join(cols) for cols in ITEM_COLUMNS.values())
     if len(kinds) != 1 or SCORE not in header:
         raise GoldInputError(f"{name}: the header must name one pair of id columns ({expected}) and {SCORE}")
-    allowed = {*ITEM_COLUMNS[kinds[0]], SCORE, EXPLANATION}
+    # A CxC-shaped pair list with a gold_score column added is fine: its method and
+    # agg_score columns are not the reference and are left unread.
+    allowed = {*ITEM_COLUMNS[kinds[0]], SCORE, EXPLANATION, METHOD_COLUMN, SCORE_COLUMN}
     unexpected = [column for column in header if column not in allowed]
     if unexpected or len(set(header)) != len(header):
         raise GoldInputError(
-            f"{name}: columns must be {','.join(ITEM_COLUMNS[kinds[0]])},{SCORE} and optionally {EXPLANATION}; "
+            f"{name}: columns must be {','.join(ITEM_COLUMNS[kinds[0]])},{SCORE} and optionally {EXPLANATION} "
+            f"(and a pair list's {METHOD_COLUMN},{SCORE_COLUMN}, not read); "
             f"got {','.join(header)}"
         )
     return kinds[0], {column: header.index(column) for column in header}

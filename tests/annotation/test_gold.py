@@ -57,11 +57,21 @@ def test_upload_stores_canonical_pairs_with_ids_from_the_pairs_sequence(campaign
     assert min(g.id for g in gold) > max(Pair.objects.values_list("id", flat=True))
 
 
+def test_a_cxc_file_with_a_gold_score_column_is_a_gold_file(tmp_path):
+    split = SplitFactory()
+    a, b = ImageFactory(split=split, dataset=split.dataset), ImageFactory(split=split, dataset=split.dataset)
+    path = tmp_path / "sis_val_gold.csv"
+    path.write_text(f"image1,image2,agg_score,sampling_method,gold_score\n{a.key},{b.key},2.2,i2i_csim,2.5\n")
+    assert gold_pairs_upload(dataset=split.dataset, path=path) == 1
+    assert GoldPair.objects.get().gold_score == 2.5
+
+
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
         (["image1,image2"], "the header must name one pair of id columns"),
         (["image1,image2,gold_score,extra", "a,b,1,x"], "columns must be image1,image2,gold_score"),
+        (["image1,image2,agg_score,sampling_method", "{a},{b},2,i2i_csim"], "the header must name .* and gold_score"),
         (["image1,image2,gold_score", "nope.jpg,{b},2"], "line 2, column image1: no image 'nope.jpg'"),
         (["image1,image2,gold_score", "{a},{b},7"], "line 2, column gold_score: 7 is not between 0 and 5"),
         (["image1,image2,gold_score", "{a},{b},nan"], "line 2, column gold_score: nan is not between 0 and 5"),
