@@ -44,12 +44,7 @@ def rate_page(request, dataset: str, kind: str):
     try:
         dataset_obj = dataset_get(name=dataset)
     except NotFound:
-        return render(
-            request,
-            "frontend/message.html",
-            {"title": "No such dataset", "text": f"There is no dataset named {dataset!r}."},
-            status=404,
-        )
+        return _no_such_dataset(request, dataset)
     if active_pause(rater=request.user, dataset_id=dataset_obj.pk) is not None:
         return redirect("rate-paused", dataset=dataset_obj.name)
     kinds = qualification_kinds(rater=request.user) if has_role(request.user, RATER) else []
@@ -94,6 +89,15 @@ def rate_page(request, dataset: str, kind: str):
     )
 
 
+def _no_such_dataset(request, dataset: str):
+    return render(
+        request,
+        "frontend/message.html",
+        {"title": "No such dataset", "text": f"There is no dataset named {dataset!r}."},
+        status=404,
+    )
+
+
 @login_required
 def rate_paused(request, dataset: str):
     """The page of a rater an admin (or the gold rule) paused in a dataset; once the pause
@@ -101,12 +105,7 @@ def rate_paused(request, dataset: str):
     try:
         dataset_obj = dataset_get(name=dataset)
     except NotFound:
-        return render(
-            request,
-            "frontend/message.html",
-            {"title": "No such dataset", "text": f"There is no dataset named {dataset!r}."},
-            status=404,
-        )
+        return _no_such_dataset(request, dataset)
     pause = active_pause(rater=request.user, dataset_id=dataset_obj.pk)
     if pause is None:
         return redirect("rate-home")

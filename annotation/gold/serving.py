@@ -43,6 +43,8 @@ from annotation.sql import execute
 def gold_claim(*, rater, dataset: str, kinds: list[str] | None, kind: str | None, now, expires) -> Assignment | None:
     """The rater's gold lease (renewed), or with probability 1/gold_one_in a new one, or
     None. ``kinds``: the rater's qualified kinds (portable path only)."""
+    from annotation.queue.claim import assignment_from_row  # the queue imports this module
+
     if connection.vendor == "postgresql":
         values = {
             "dataset": dataset,
@@ -56,24 +58,8 @@ def gold_claim(*, rater, dataset: str, kinds: list[str] | None, kind: str | None
         with transaction.atomic(), connection.cursor() as cursor:
             execute(cursor, serving_sql.gold_claim(), values)
             row = cursor.fetchone()
-        return _assignment(row) if row is not None else None
+        return assignment_from_row(row) if row is not None else None
     return _gold_claim_portable(rater=rater, dataset=dataset, kinds=kinds or [], kind=kind, now=now, expires=expires)
-
-
-def _assignment(row) -> Assignment:
-    (lease_id, pair_id, lease_expires_at, resumed, pair_kind, name, images_root, url_prefix, *rest) = row
-    return assignment_of(
-        slot_id=lease_id,
-        pair_id=pair_id,
-        lease_expires_at=lease_expires_at,
-        resumed=resumed,
-        kind=pair_kind,
-        dataset=name,
-        images_root=images_root,
-        image_url_prefix=url_prefix,
-        caption_texts=rest[0:2],
-        images=(rest[2:6], rest[6:10]),
-    )
 
 
 def _gold_claim_portable(*, rater, dataset: str, kinds: list[str], kind: str | None, now, expires):

@@ -14,6 +14,37 @@ from annotation import cxc
 from annotation.models.items import Caption, Dataset, Image, SamplingMethod, Split, TaskKind
 
 
+def items_match_kind() -> Q:
+    """The items a pair of each kind has (the others NULL), in canonical order: STS two
+    captions, SIS two images (lower id first), SITS a caption and an image. Gold pairs
+    share the rule."""
+    return (
+        Q(
+            kind=TaskKind.STS,
+            caption_a__isnull=False,
+            caption_b__isnull=False,
+            image_a__isnull=True,
+            image_b__isnull=True,
+            caption_a__lt=F("caption_b"),
+        )
+        | Q(
+            kind=TaskKind.SIS,
+            image_a__isnull=False,
+            image_b__isnull=False,
+            caption_a__isnull=True,
+            caption_b__isnull=True,
+            image_a__lt=F("image_b"),
+        )
+        | Q(
+            kind=TaskKind.SITS,
+            caption_a__isnull=False,
+            image_a__isnull=False,
+            caption_b__isnull=True,
+            image_b__isnull=True,
+        )
+    )
+
+
 class Pair(models.Model):
     """One unordered pair to rate. STS: caption_a < caption_b; SIS: image_a < image_b;
     SITS: caption_a with image_a. Unused item columns are NULL (checked). ``swapped``
@@ -64,31 +95,7 @@ class Pair(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=(
-                    Q(
-                        kind=TaskKind.STS,
-                        caption_a__isnull=False,
-                        caption_b__isnull=False,
-                        image_a__isnull=True,
-                        image_b__isnull=True,
-                        caption_a__lt=F("caption_b"),
-                    )
-                    | Q(
-                        kind=TaskKind.SIS,
-                        image_a__isnull=False,
-                        image_b__isnull=False,
-                        caption_a__isnull=True,
-                        caption_b__isnull=True,
-                        image_a__lt=F("image_b"),
-                    )
-                    | Q(
-                        kind=TaskKind.SITS,
-                        caption_a__isnull=False,
-                        image_a__isnull=False,
-                        caption_b__isnull=True,
-                        image_b__isnull=True,
-                    )
-                ),
+                condition=items_match_kind(),
                 name="pair_items_match_kind",
                 violation_error_message="Pair items do not match its kind, or are not in canonical order.",
             ),

@@ -15,7 +15,7 @@ from django.db.models import F, Q
 
 from annotation import cxc
 from annotation.models.items import Caption, Dataset, Image, Split, TaskKind
-from annotation.models.pairs import Pair
+from annotation.models.pairs import Pair, items_match_kind
 from annotation.models.queue import FlagReason
 
 # Defaults of a dataset without a QualitySettings row.
@@ -95,31 +95,7 @@ class GoldPair(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=(
-                    Q(
-                        kind=TaskKind.STS,
-                        caption_a__isnull=False,
-                        caption_b__isnull=False,
-                        image_a__isnull=True,
-                        image_b__isnull=True,
-                        caption_a__lt=F("caption_b"),
-                    )
-                    | Q(
-                        kind=TaskKind.SIS,
-                        image_a__isnull=False,
-                        image_b__isnull=False,
-                        caption_a__isnull=True,
-                        caption_b__isnull=True,
-                        image_a__lt=F("image_b"),
-                    )
-                    | Q(
-                        kind=TaskKind.SITS,
-                        caption_a__isnull=False,
-                        image_a__isnull=False,
-                        caption_b__isnull=True,
-                        image_b__isnull=True,
-                    )
-                ),
+                condition=items_match_kind(),
                 name="gold_items_match_kind",
                 violation_error_message="Gold pair items do not match its kind, or are not in canonical order.",
             ),

@@ -88,8 +88,13 @@ def _claim_postgres(*, rater, dataset: str, kind: str | None, now: datetime, exp
         values = {"dataset": dataset, "rater": rater.pk, "kind": kind, "now": now, "expires": expires}
         execute(cursor, statements.claim(), values, prefix=statements.ASYNC_COMMIT)
         row = cursor.fetchone()
-    if row is None:
-        return None
+    return assignment_from_row(row) if row is not None else None
+
+
+def assignment_from_row(row) -> Assignment:
+    """The assignment of a claim statement's row (slot, pair, expiry, resumed, kind,
+    dataset, images root, URL prefix, both captions, both images' key, path and size);
+    the gold claim answers in the same columns."""
     (slot_id, pair_id, lease_expires_at, resumed, pair_kind, name, images_root, url_prefix, *rest) = row
     return assignment_of(
         slot_id=slot_id,
