@@ -7,6 +7,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
+from django.db.models import Count, Q
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
@@ -210,7 +211,18 @@ class RaterPauseAdmin(admin.ModelAdmin):
 class GoldPairAdmin(admin.ModelAdmin):
     """Gold pairs: added by upload or promotion (API), retired or brought back here."""
 
-    list_display = ["id", "dataset", "kind", "split", "gold_score", "source", "active", "explanation"]
+    list_display = [
+        "id",
+        "dataset",
+        "kind",
+        "split",
+        "gold_score",
+        "source",
+        "active",
+        "ratings",
+        "flags",
+        "explanation",
+    ]
     list_filter = ["dataset", "kind", "source", "active"]
     search_fields = ["explanation", "caption_a__key", "caption_b__key", "image_a__key", "image_b__key"]
     actions = ["retire", "activate"]
@@ -218,6 +230,18 @@ class GoldPairAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False  # ids come from the pairs' sequence: gold pairs are added by upload or promotion
+
+    def get_queryset(self, request):
+        flagged = Count("leases", filter=~Q(leases__flag_reason=""), distinct=True)
+        return super().get_queryset(request).annotate(rated=Count("ratings", distinct=True), flagged=flagged)
+
+    @admin.display(description="ratings", ordering="rated")
+    def ratings(self, gold: GoldPair) -> int:
+        return gold.rated
+
+    @admin.display(description="flags (raters' reports)", ordering="flagged")
+    def flags(self, gold: GoldPair) -> int:
+        return gold.flagged
 
     @admin.action(description="Retire the selected gold pairs (no longer served; their ratings stay)")
     def retire(self, request, queryset):

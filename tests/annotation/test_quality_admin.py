@@ -3,7 +3,7 @@
 import pytest
 
 from annotation.gold.upload import gold_pairs_upload
-from annotation.models import GoldPair, RaterPause
+from annotation.models import GoldLease, GoldPair, RaterPause
 from tests.annotation.queue_support import rater
 from tests.factories import ImageFactory, SplitFactory
 
@@ -16,8 +16,13 @@ def test_gold_pairs_are_retired_and_served_again(admin_client, tmp_path):
     (tmp_path / "g.csv").write_text(f"image1,image2,gold_score\n{a.key},{b.key},3\n")
     gold_pairs_upload(dataset=split.dataset, path=tmp_path / "g.csv")
     gold = GoldPair.objects.get()
+    lease = GoldLease.objects.create(
+        id=9_000_001, gold_pair=gold, rater=rater(), dataset=split.dataset, kind="SIS", state="skipped",
+        leased_at=gold.created_at, flag_reason="broken_image",
+    )  # fmt: skip
     listing = admin_client.get("/admin/annotation/goldpair/")
     assert listing.status_code == 200 and "Add gold pair" not in listing.content.decode()
+    assert '<td class="field-flags">1</td>' in listing.content.decode(), lease
     admin_client.post("/admin/annotation/goldpair/", {"action": "retire", "_selected_action": [gold.pk]})
     assert GoldPair.objects.get().active is False
     admin_client.post("/admin/annotation/goldpair/", {"action": "activate", "_selected_action": [gold.pk]})
