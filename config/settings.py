@@ -175,6 +175,8 @@ if CLIENT_IP_HEADER:
 
 # API tokens (django-rest-knox): stored as SHA-512 digests, each with its expiry.
 API_TOKEN_TTL_HOURS = _int_at_least("API_TOKEN_TTL_HOURS", 30 * 24, minimum=1)
+# How long a rater's invitation link (set your password) stays valid.
+INVITATION_TTL_HOURS = _int_at_least("INVITATION_TTL_HOURS", 7 * 24, minimum=1)
 REST_KNOX = {
     "TOKEN_TTL": timedelta(hours=API_TOKEN_TTL_HOURS),
     "AUTH_HEADER_PREFIX": "Token",

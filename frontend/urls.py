@@ -14,6 +14,7 @@ urlpatterns = [
     path("campaigns/<slug:dataset>/raters/", campaign.campaign_raters, name="campaign-raters"),
     path("campaigns/<slug:dataset>/raters/<id:rater_id>/", campaign.campaign_rater, name="campaign-rater"),
     path("campaigns/<slug:dataset>/refresh/", campaign.campaign_refresh, name="campaign-refresh"),
+    path("invite/<str:token>/", views.invitation, name="invitation"),
     path("login/", auth_views.LoginView.as_view(template_name="frontend/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

@@ -1,12 +1,16 @@
 """Pages. Views only gather what the template needs from selectors."""
 
+from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import SetPasswordForm
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
+from annotation.accounts import WeakPassword
 from annotation.errors import NotFound
 from annotation.gold.pause import active_pause
 from annotation.models import FlagReason, TaskKind
+from annotation.onboarding import InvitationInvalid, invitation_accept, invitation_get
 from annotation.roles import RATER, has_role
 from annotation.selectors import dataset_get, qualification_kinds
 from frontend.instructions import INSTRUCTIONS, levels_for
@@ -110,3 +114,24 @@ def rate_paused(request, dataset: str):
     if pause is None:
         return redirect("rate-home")
     return render(request, "frontend/paused.html", {"dataset": dataset_obj, "pause": pause})
+
+
+def invitation(request, token: str):
+    """A new rater sets their password from their invitation link, then is signed in
+    and taken to their tasks. An unknown, used or expired link says so."""
+    try:
+        invited = invitation_get(token=token).user
+    except InvitationInvalid as problem:
+        return render(request, "frontend/invitation.html", {"problem": str(problem)}, status=404)
+    form = SetPasswordForm(invited, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            user = invitation_accept(token=token, password=form.cleaned_data["new_password1"])
+        except InvitationInvalid as problem:
+            return render(request, "frontend/invitation.html", {"problem": str(problem)}, status=404)
+        except WeakPassword as weak:
+            form.add_error("new_password1", str(weak))
+        else:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            return redirect("rate-home")
+    return render(request, "frontend/invitation.html", {"invited": invited, "form": form})

@@ -21,6 +21,7 @@ from annotation.models.items import (
     Split,
     TaskKind,
 )
+from annotation.models.onboarding import Invitation
 from annotation.models.pairs import Pair, Rating, RatingSlot, RatingStatus, SlotState
 from annotation.models.quality import (
     DEFAULT_GOLD_ONE_IN,
@@ -63,6 +64,7 @@ __all__ = [
     "GoldRating",
     "GoldSource",
     "Image",
+    "Invitation",
     "Job",
     "JobStatus",
     "Modality",

@@ -1,0 +1,186 @@
+"""Raters in bulk (issue #16): a CSV of username, email and kinds becomes accounts in the
+rater group, qualified for their kinds, each with a one-time invitation link to set a
+password. No password is ever made, printed or stored in clear; only the SHA-256 of an
+invitation's token is stored. All or nothing: one bad row refuses the file."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.accounts import password_check
+from annotation.errors import DomainError
+from annotation.inputs import nul_problem
+from annotation.models import Invitation, Qualification, TaskKind
+from annotation.roles import RATER
+
+COLUMNS = ("username", "email", "kinds")
+MAX_ROWS = 10_000
+
+
+class RaterListError(DomainError):
+    code = "rater_list_invalid"
+
+
+class InvitationInvalid(DomainError):
+    code = "invitation_invalid"
+    http_status = 404
+
+
+@dataclass(frozen=True)
+class RaterRow:
+    line: int
+    username: str
+    email: str
+    kinds: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Invited:
+    """A new rater and their invitation token (shown once: only its digest is stored)."""
+
+    username: str
+    kinds: tuple[str, ...]
+    token: str
+    expires_at: datetime
+
+
+def rater_list_read(path: Path) -> list[RaterRow]:
+    """The rows of a rater CSV (header ``username,email,kinds``; kinds separated by
+    spaces, ``|`` or ``;``). Raises RaterListError naming the line and column."""
+    name = Path(path).name
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            rows = list(csv.reader(handle))
+    except UnicodeDecodeError as exc:
+        raise RaterListError(f"{name}: not UTF-8 text ({exc})") from exc
+    except csv.Error as exc:
+        raise RaterListError(f"{name}: not a readable CSV file ({exc})") from exc
+    if not rows or [column.strip() for column in rows[0]] != list(COLUMNS):
+        raise RaterListError(f"{name}: the header must be exactly {','.join(COLUMNS)}")
+    if len(rows) - 1 > MAX_ROWS:
+        raise RaterListError(f"{name}: at most {MAX_ROWS} raters per file")
+    parsed, seen = [], {}
+    for line, values in enumerate(rows[1:], start=2):
+        if not any(value.strip() for value in values):
+            continue
+        parsed.append(_row(name, line, values, seen))
+    if not parsed:
+        raise RaterListError(f"{name}: no raters below the header")
+    return parsed
+
+
+def _row(name: str, line: int, values: list[str], seen: dict[str, int]) -> RaterRow:
+    if len(values) != len(COLUMNS):
+        raise RaterListError(f"{name}: line {line} has {len(values)} fields, the header {len(COLUMNS)}")
+    for column, value in zip(COLUMNS, values, strict=True):
+        if problem := nul_problem(value):
+            raise RaterListError(f"{name}: line {line}, column {column}: {problem}")
+    username, email, kinds_text = (value.strip() for value in values)
+    where = f"{name}: line {line}"
+    try:
+        UnicodeUsernameValidator()(username)
+    except ValidationError:
+        raise RaterListError(f"{where}, column username: {username!r} is not a valid username") from None
+    if not username or len(username) > 150:
+        raise RaterListError(f"{where}, column username: a username has 1 to 150 characters")
+    if username.lower() in seen:
+        raise RaterListError(f"{where}: username {username!r} repeats line {seen[username.lower()]}")
+    seen[username.lower()] = line
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            raise RaterListError(f"{where}, column email: {email!r} is not an e-mail address") from None
+    kinds = tuple(sorted({kind.upper() for kind in re.split(r"[\s|;]+", kinds_text) if kind}))
+    unknown = [kind for kind in kinds if kind not in TaskKind.values]
+    if unknown or not kinds:
+        raise RaterListError(
+            f"{where}, column kinds: {', '.join(unknown) or 'none given'}; use one or more of "
+            f"{', '.join(TaskKind.values)}"
+        )
+    return RaterRow(line=line, username=username, email=email, kinds=kinds)
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def raters_add(*, rows: list[RaterRow], created_by=None, now: datetime | None = None) -> list[Invited]:
+    """Create the raters of ``rows`` with their qualifications and invitations, all or
+    none. Raises RaterListError when a username is taken (naming its line)."""
+    now = now or timezone.now()
+    users = get_user_model()
+    taken = {
+        name.lower()
+        for name in users.objects.filter(username__in=[row.username for row in rows]).values_list("username", flat=True)
+    }
+    clash = next((row for row in rows if row.username.lower() in taken), None)
+    if clash is not None:
+        raise RaterListError(f"line {clash.line}: a user named {clash.username!r} exists already")
+    expires = now + timedelta(hours=settings.INVITATION_TTL_HOURS)
+    invited = []
+    with transaction.atomic():
+        group, _ = Group.objects.get_or_create(name=RATER)
+        for row in rows:
+            user = users(username=row.username, email=row.email)
+            user.set_unusable_password()
+            user.save()
+            user.groups.add(group)
+            Qualification.objects.bulk_create([Qualification(rater=user, kind=kind) for kind in row.kinds])
+            token = secrets.token_urlsafe(32)
+            Invitation.objects.create(
+                user=user, token_digest=_digest(token), created_by=created_by, created_at=now, expires_at=expires
+            )
+            invited.append(Invited(username=row.username, kinds=row.kinds, token=token, expires_at=expires))
+    return invited
+
+
+def invitation_get(*, token: str, now: datetime | None = None) -> Invitation:
+    """The open invitation of ``token``; InvitationInvalid for an unknown, used or
+    expired one (saying which, never whose)."""
+    invitation = Invitation.objects.select_related("user").filter(token_digest=_digest(token)).first()
+    if invitation is None:
+        raise InvitationInvalid("this invitation link is not known; ask the admin who sent it for a new one")
+    if invitation.used_at is not None:
+        raise InvitationInvalid("this invitation link was used already; log in with the password you set")
+    if invitation.expires_at <= (now or timezone.now()):
+        raise InvitationInvalid("this invitation link has expired; ask the admin who sent it for a new one")
+    return invitation
+
+
+def invitation_accept(*, token: str, password: str, now: datetime | None = None):
+    """Set the invited rater's password (Django's validators apply) and close the
+    invitation; returns the user. Raises InvitationInvalid or WeakPassword."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        invitation = invitation_get(token=token, now=now)
+        # Two tabs sending the form at once: the second finds the invitation used.
+        still_open = (
+            Invitation.objects.select_for_update()
+            .filter(pk=invitation.pk, used_at__isnull=True)
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if still_open is None:
+            raise InvitationInvalid("this invitation link was used already; log in with the password you set")
+        user = invitation.user
+        password_check(password=password, user=user)
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        Invitation.objects.filter(pk=invitation.pk).update(used_at=now)
+    return user
