@@ -1,7 +1,7 @@
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
-from annotation.apis import accounts, datasets, exclusions, exports, gold, images, jobs, pauses, rating
+from annotation.apis import accounts, datasets, exclusions, exports, gold, images, jobs, pauses, quiz, rating
 
 urlpatterns = [
     path("auth/token/", accounts.TokenApi.as_view(), name="auth-token"),
@@ -36,6 +36,8 @@ urlpatterns = [
     path("rate/<slug:dataset>/slots/<id:slot_id>/submit/", rating.RatingSubmitApi.as_view(), name="rate-submit"),
     path("rate/<slug:dataset>/slots/<id:slot_id>/skip/", rating.SlotSkipApi.as_view(), name="rate-skip"),
     path("rate/<slug:dataset>/slots/<id:slot_id>/flag/", rating.SlotFlagApi.as_view(), name="rate-flag"),
+    path("rate/<slug:dataset>/quiz/<slug:kind>/", quiz.QuizStateApi.as_view(), name="quiz-state"),
+    path("rate/<slug:dataset>/quiz/<slug:kind>/answer/", quiz.QuizAnswerApi.as_view(), name="quiz-answer"),
     path("rate/<slug:dataset>/progress/", rating.RaterProgressApi.as_view(), name="rate-progress"),
     path("rate/<slug:dataset>/ratings/", rating.RaterRatingListApi.as_view(), name="rate-ratings"),
     path("raters/<str:username>/qualifications/", rating.RaterQualificationsApi.as_view(), name="rater-qualifications"),

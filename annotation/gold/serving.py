@@ -85,7 +85,7 @@ def _gold_claim_portable(*, rater, dataset: str, kinds: list[str], kind: str | N
             return None
         met = GoldLease.objects.filter(gold_pair_id=OuterRef("pk"), rater=rater)
         eligible = list(
-            GoldPair.objects.filter(dataset=ds, active=True, kind__in=kinds)
+            GoldPair.objects.filter(dataset=ds, active=True, in_quiz=False, kind__in=kinds)
             .filter(~Exists(met))
             .values_list("pk", "kind")
         )
@@ -117,15 +117,21 @@ def _lease_assignment(lease_id: int, *, resumed: bool) -> Assignment:
         "gold_pair__image_a",
         "gold_pair__image_b",
     ).get(pk=lease_id)
-    pair = lease.gold_pair
+    return gold_pair_assignment(
+        lease.gold_pair, slot_id=lease.pk, lease_expires_at=lease.lease_expires_at, resumed=resumed
+    )
+
+
+def gold_pair_assignment(pair: GoldPair, *, slot_id: int, lease_expires_at: datetime, resumed: bool) -> Assignment:
+    """A gold pair as the rating page shows it (its dataset, captions and images joined)."""
     images = [
         (img.key, img.file_path, img.width, img.height) if img is not None else (None, None, None, None)
         for img in (pair.image_a, pair.image_b)
     ]
     return assignment_of(
-        slot_id=lease.pk,
+        slot_id=slot_id,
         pair_id=pair.pk,
-        lease_expires_at=lease.lease_expires_at,
+        lease_expires_at=lease_expires_at,
         resumed=resumed,
         kind=pair.kind,
         dataset=pair.dataset.name,

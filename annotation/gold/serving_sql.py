@@ -22,7 +22,7 @@ from annotation.sql import Statement
 # ``held``: the rater's gold lease (resumed, renewed). Otherwise, when the rater holds no
 # ordinary slot of these kinds either (``busy``: that one is resumed first), with
 # probability 1 / gold_one_in (``due``), a random active gold pair of a kind they may
-# rate that they never met is leased to them. No row: serve an ordinary pair.
+# rate that they never met, and not one of the quiz's, is leased to them. No row: serve an ordinary pair.
 _GOLD_CLAIM_SQL = """
 WITH ds AS (
     SELECT d.{dataset.id}, COALESCE(q.{settings.gold_one_in}, {default_one_in}) AS one_in
@@ -59,7 +59,7 @@ due AS (
 pick AS (
     SELECT gp.{gold.id}, gp.{gold.kind}, gp.{gold.dataset}
     FROM {gold} gp JOIN due ON gp.{gold.dataset} = due.{dataset.id}
-    WHERE gp.{gold.active} AND gp.{gold.kind} IN (SELECT {qualification.kind} FROM kinds)
+    WHERE gp.{gold.active} AND NOT gp.{gold.in_quiz} AND gp.{gold.kind} IN (SELECT {qualification.kind} FROM kinds)
       AND NOT EXISTS (
           SELECT 1 FROM {lease} l WHERE l.{lease.gold_pair} = gp.{gold.id} AND l.{lease.rater} = %(rater)s
       )
@@ -119,4 +119,4 @@ def gold_claim() -> Statement:
         ("slot_table", "text"),
         ("slot_pk", "text"),
     )
-    return Statement("gold_claim_v1", sql, params)
+    return Statement("gold_claim_v2", sql, params)

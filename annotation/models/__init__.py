@@ -21,13 +21,14 @@ from annotation.models.items import (
     Split,
     TaskKind,
 )
-from annotation.models.onboarding import Invitation
+from annotation.models.onboarding import QUIZ_ATTEMPTS, CampaignLink, Invitation, Participant, QuizAttempt
 from annotation.models.pairs import Pair, Rating, RatingSlot, RatingStatus, SlotState
 from annotation.models.quality import (
     DEFAULT_GOLD_ONE_IN,
     DEFAULT_PAUSE_MAX_ERROR,
     DEFAULT_PAUSE_WINDOW,
     DEFAULT_PROMOTE_MAX_SD,
+    DEFAULT_QUIZ_MAX_ERROR,
     ExclusionState,
     GoldLease,
     GoldLeaseState,
@@ -47,9 +48,12 @@ __all__ = [
     "DEFAULT_PAUSE_MAX_ERROR",
     "DEFAULT_PAUSE_WINDOW",
     "DEFAULT_PROMOTE_MAX_SD",
+    "DEFAULT_QUIZ_MAX_ERROR",
     "DEFAULT_SPEED_FLOORS",
     "METHOD_KIND",
+    "QUIZ_ATTEMPTS",
     "BackgroundRun",
+    "CampaignLink",
     "CampaignSnapshot",
     "Caption",
     "Dataset",
@@ -70,9 +74,11 @@ __all__ = [
     "Modality",
     "Pair",
     "PairSkip",
+    "Participant",
     "Qualification",
     "QualitySettings",
     "QueueCounter",
+    "QuizAttempt",
     "RaterPause",
     "Rating",
     "RatingExclusion",

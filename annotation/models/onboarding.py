@@ -4,6 +4,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from annotation.models.items import TaskKind
+
 
 class Invitation(models.Model):
     """A one-time link for ``user`` to set a password. Only the SHA-256 of its token is
@@ -26,3 +28,112 @@ class Invitation(models.Model):
     def __str__(self) -> str:
         state = "used" if self.used_at else "open"
         return f"invitation of {self.user_id} ({state})"
+
+
+QUIZ_ATTEMPTS = 2
+
+
+class QuizAttempt(models.Model):
+    """One pass of a rater through the qualification quiz of a dataset's task kind: the
+    quiz's gold pairs in ``order`` (a list of gold pair ids, shuffled anew per attempt).
+    The answers are GoldRating rows (purpose ``quiz``, this ``number``), never ratings of
+    the dataset. Finished when every item is answered; passed when the mean absolute
+    error is below the dataset's ``quiz_max_error``, which grants the kind."""
+
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="quiz_attempts")
+    dataset = models.ForeignKey("annotation.Dataset", on_delete=models.CASCADE, related_name="quiz_attempts")
+    kind = models.CharField(max_length=4, choices=TaskKind.choices)
+    number = models.PositiveSmallIntegerField(help_text=f"1 to {QUIZ_ATTEMPTS}.")
+    order = models.JSONField(help_text="The gold pair ids of this attempt, in the order they are asked.")
+    answered = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    mean_error = models.FloatField(null=True, blank=True)
+    threshold = models.FloatField(null=True, blank=True, help_text="The dataset's quiz_max_error when finished.")
+    passed = models.BooleanField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["rater", "dataset", "kind", "number"], name="quiz_attempt_unique"),
+            models.CheckConstraint(
+                condition=Q(number__gte=1) & Q(number__lte=QUIZ_ATTEMPTS), name="quiz_attempt_number_in_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(finished_at__isnull=True, passed__isnull=True)
+                | Q(finished_at__isnull=False, passed__isnull=False, mean_error__isnull=False),
+                name="quiz_attempt_result_when_finished",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        state = "open" if self.finished_at is None else ("passed" if self.passed else "failed")
+        return f"{self.kind} quiz attempt {self.number} of {self.rater_id} ({state})"
+
+
+class CampaignLink(models.Model):
+    """An entry link for a crowd platform (Prolific, or any platform that appends a
+    participant id to a URL): whoever opens ``/join/<token>/?<id_param>=...`` becomes
+    (or resumes) the rater of that external id, rates up to ``quota`` items of ``kinds``
+    in ``dataset`` and is shown ``completion_code``. The token is shown to admins again,
+    so it is stored as is: it lets a visitor in as a participant, never as anyone else."""
+
+    dataset = models.ForeignKey("annotation.Dataset", on_delete=models.CASCADE, related_name="campaign_links")
+    name = models.CharField(max_length=200, help_text="For the admins, e.g. 'Prolific pilot, 20 people'.")
+    token = models.CharField(max_length=64, unique=True)
+    kinds = models.JSONField(help_text='Task kinds the participants rate, e.g. ["STS"].')
+    quota = models.PositiveIntegerField(help_text="Items (pairs) each participant rates before the completion code.")
+    completion_code = models.CharField(max_length=100)
+    return_url = models.URLField(
+        max_length=1000,
+        blank=True,
+        help_text="Where the completion page sends the participant; empty: Prolific's completion URL with the code.",
+    )
+    id_param = models.CharField(
+        max_length=50,
+        default="PROLIFIC_PID",
+        help_text="The query parameter carrying the participant's platform id (PROLIFIC_PID, workerId, ...).",
+    )
+    max_participants = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Once this many have started, new participants are turned away."
+    )
+    expires_at = models.DateTimeField(null=True, blank=True)
+    active = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(quota__gte=1), name="campaign_link_quota_positive"),
+            models.CheckConstraint(condition=~Q(completion_code=""), name="campaign_link_has_code"),
+            models.CheckConstraint(condition=~Q(id_param=""), name="campaign_link_has_id_param"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.dataset_id})"
+
+
+class Participant(models.Model):
+    """A crowd participant's run through one campaign link. One external id is one rater
+    (``user``) however often the link is opened; external ids stay in this table and in
+    the user name, while exports carry the usual pseudonyms."""
+
+    link = models.ForeignKey(CampaignLink, on_delete=models.CASCADE, related_name="participants")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="participations")
+    external_id = models.CharField(max_length=64)
+    study_id = models.CharField(max_length=64, blank=True)
+    session_id = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    items_done = models.PositiveIntegerField(default=0, help_text="Items rated when the completion code was shown.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["link", "external_id"], name="participant_once_per_link"),
+            models.UniqueConstraint(fields=["link", "user"], name="participant_user_once_per_link"),
+        ]
+        indexes = [models.Index(fields=["user", "finished_at"], name="participant_user_idx")]
+
+    def __str__(self) -> str:
+        return f"participant {self.user_id} of link {self.link_id}"

@@ -23,6 +23,7 @@ DEFAULT_GOLD_ONE_IN = 20
 DEFAULT_PAUSE_WINDOW = 5
 DEFAULT_PAUSE_MAX_ERROR = 1.0
 DEFAULT_PROMOTE_MAX_SD = 0.5
+DEFAULT_QUIZ_MAX_ERROR = 1.0
 
 
 class QualitySettings(models.Model):
@@ -44,6 +45,10 @@ class QualitySettings(models.Model):
     pause_max_error = models.FloatField(
         default=DEFAULT_PAUSE_MAX_ERROR, help_text="Mean absolute error (0-5 scale) above which a rater is paused."
     )
+    quiz_max_error = models.FloatField(
+        default=DEFAULT_QUIZ_MAX_ERROR,
+        help_text="A qualification quiz is passed when the mean absolute error of its answers is below this.",
+    )
 
     class Meta:
         constraints = [
@@ -51,6 +56,10 @@ class QualitySettings(models.Model):
             models.CheckConstraint(
                 condition=Q(pause_max_error__gte=0) & Q(pause_max_error__lte=cxc.SCORE_MAX),
                 name="quality_pause_max_error_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(quiz_max_error__gt=0) & Q(quiz_max_error__lte=cxc.SCORE_MAX),
+                name="quality_quiz_max_error_in_range",
             ),
         ]
 
@@ -87,6 +96,11 @@ class GoldPair(models.Model):
         help_text="The complete pair this gold pair was promoted from.",
     )
     active = models.BooleanField(default=True, help_text="Served to raters; retired gold pairs keep their ratings.")
+    in_quiz = models.BooleanField(
+        default=False,
+        help_text="Asked in the qualification quiz of its kind, with its reference and explanation shown after "
+        "the answer; never served in the queue, where its answer would be known.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
