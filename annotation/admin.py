@@ -7,6 +7,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from annotation.admin_accounts import AccountUserAdmin  # noqa: F401 (registers)
+from annotation.admin_crowd import CampaignLinkAdmin  # noqa: F401 (registers)
 from annotation.admin_pairs import FlagAdmin, PairAdmin, RatingAdmin, RatingSlotAdmin  # noqa: F401 (registers)
 from annotation.admin_quality import QualitySettingsInline, RatingExclusionAdmin  # noqa: F401 (registers)
 from annotation.admin_runs import RunAdminMixin

@@ -22,6 +22,7 @@ from annotation.exclusion.services import (
 )
 from annotation.gold.pause import is_paused, rater_pause, rater_pause_lift
 from annotation.models import ExclusionState, GoldPair, QualitySettings, RaterPause, RatingExclusion
+from annotation.quiz import quiz_set
 
 User = get_user_model()
 
@@ -219,14 +220,17 @@ class GoldPairAdmin(admin.ModelAdmin):
         "gold_score",
         "source",
         "active",
+        "in_quiz",
         "ratings",
         "flags",
         "explanation",
     ]
-    list_filter = ["dataset", "kind", "source", "active"]
+    list_filter = ["dataset", "kind", "source", "active", "in_quiz"]
     search_fields = ["explanation", "caption_a__key", "caption_b__key", "image_a__key", "image_b__key"]
-    actions = ["retire", "activate"]
-    readonly_fields = [field.name for field in GoldPair._meta.fields if field.name not in ("active", "explanation")]
+    actions = ["retire", "activate", "quiz_add", "quiz_remove"]
+    readonly_fields = [
+        field.name for field in GoldPair._meta.fields if field.name not in ("active", "explanation", "in_quiz")
+    ]
 
     def has_add_permission(self, request) -> bool:
         return False  # ids come from the pairs' sequence: gold pairs are added by upload or promotion
@@ -250,6 +254,29 @@ class GoldPairAdmin(admin.ModelAdmin):
     @admin.action(description="Serve the selected gold pairs again")
     def activate(self, request, queryset):
         self.message_user(request, f"{queryset.update(active=True)} gold pair(s) served again.", messages.SUCCESS)
+
+    @admin.action(description="Ask the selected gold pairs in their kind's qualification quiz")
+    def quiz_add(self, request, queryset):
+        changed = sum(
+            quiz_set(dataset_id=dataset_id, gold_pair_ids=ids, in_quiz=True)
+            for dataset_id, ids in _by_dataset(queryset)
+        )
+        self.message_user(request, f"{changed} gold pair(s) put in the quiz (no longer served in the queue).")
+
+    @admin.action(description="Take the selected gold pairs out of the quiz (served in the queue again)")
+    def quiz_remove(self, request, queryset):
+        changed = sum(
+            quiz_set(dataset_id=dataset_id, gold_pair_ids=ids, in_quiz=False)
+            for dataset_id, ids in _by_dataset(queryset)
+        )
+        self.message_user(request, f"{changed} gold pair(s) taken out of the quiz.")
+
+
+def _by_dataset(queryset) -> list[tuple[int, list[int]]]:
+    groups: dict[int, list[int]] = {}
+    for pk, dataset_id in queryset.values_list("pk", "dataset_id"):
+        groups.setdefault(dataset_id, []).append(pk)
+    return list(groups.items())
 
 
 class QualitySettingsInline(admin.StackedInline):

@@ -5,7 +5,9 @@ from rest_framework.permissions import BasePermission
 RATER = "rater"
 ADMIN = "admin"
 RESEARCHER = "researcher"
-ROLES = (RATER, ADMIN, RESEARCHER)
+# Crowd-platform participants (annotation.crowd): raters who came through a campaign link.
+PARTICIPANT = "participant"
+ROLES = (RATER, ADMIN, RESEARCHER, PARTICIPANT)
 
 
 def remember_roles(user, roles) -> None:

@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
-from frontend import campaign, views
+from frontend import campaign, crowd, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -15,6 +15,9 @@ urlpatterns = [
     path("campaigns/<slug:dataset>/raters/<id:rater_id>/", campaign.campaign_rater, name="campaign-rater"),
     path("campaigns/<slug:dataset>/refresh/", campaign.campaign_refresh, name="campaign-refresh"),
     path("invite/<str:token>/", views.invitation, name="invitation"),
+    path("join/<str:token>/", crowd.join, name="join"),
+    path("join/<str:token>/next/", crowd.join_next, name="join-next"),
+    path("join/<str:token>/done/", crowd.join_done, name="join-done"),
     path("login/", auth_views.LoginView.as_view(template_name="frontend/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

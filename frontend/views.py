@@ -7,12 +7,15 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from annotation.accounts import WeakPassword
+from annotation.crowd import Step, participant_next, participation_in
 from annotation.errors import NotFound
 from annotation.gold.pause import active_pause
-from annotation.models import FlagReason, TaskKind
+from annotation.models import QUIZ_ATTEMPTS, FlagReason, QuizAttempt, TaskKind
 from annotation.onboarding import InvitationInvalid, invitation_accept, invitation_get
-from annotation.roles import RATER, has_role
+from annotation.quiz import quiz_offered, quiz_pair_ids
+from annotation.roles import PARTICIPANT, RATER, has_role
 from annotation.selectors import dataset_get, qualification_kinds
+from frontend.crowd import participant_next_url
 from frontend.instructions import INSTRUCTIONS, levels_for
 from frontend.selectors import home_sections, rater_work_list, worked_example_list
 
@@ -51,15 +54,20 @@ def rate_page(request, dataset: str, kind: str):
         return _no_such_dataset(request, dataset)
     if active_pause(rater=request.user, dataset_id=dataset_obj.pk) is not None:
         return redirect("rate-paused", dataset=dataset_obj.name)
-    kinds = qualification_kinds(rater=request.user) if has_role(request.user, RATER) else []
+    participant = (
+        participation_in(user=request.user, dataset_id=dataset_obj.pk) if has_role(request.user, PARTICIPANT) else None
+    )
+    if participant is not None and participant_next(participant)[0] != Step.RATE:
+        return redirect("join-done", token=participant.link.token)
+    is_rater = has_role(request.user, RATER)
+    kinds = qualification_kinds(rater=request.user) if is_rater else []
     if kind not in kinds:
+        if is_rater and quiz_offered(rater=request.user, dataset_id=dataset_obj.pk, kind=kind):
+            return _quiz_page(request, dataset_obj, kind, participant)
         return render(
             request,
             "frontend/message.html",
-            {
-                "title": "Not qualified for this task",
-                "text": f"You are not qualified to rate {TaskKind(kind).label} pairs. Ask an admin to qualify you.",
-            },
+            {"title": "Not qualified for this task", "text": _not_qualified_text(request.user, dataset_obj, kind)},
             status=403,
         )
     config = {
@@ -78,6 +86,8 @@ def rate_page(request, dataset: str, kind: str):
             for other in kinds
             if other != kind
         ],
+        # A crowd participant goes on through their campaign link, never to other tasks.
+        "next_url": participant_next_url(participant) if participant else None,
     }
     return render(
         request,
@@ -91,6 +101,38 @@ def rate_page(request, dataset: str, kind: str):
             "config": config,
         },
     )
+
+
+def _not_qualified_text(user, dataset, kind: str) -> str:
+    failed = QuizAttempt.objects.filter(rater=user, dataset=dataset, kind=kind, passed=False).count()
+    if failed >= QUIZ_ATTEMPTS:
+        return (
+            f"You did not pass the {TaskKind(kind).label} quiz in {QUIZ_ATTEMPTS} attempts, so this task stays closed."
+        )
+    return f"You are not qualified to rate {TaskKind(kind).label} pairs. Ask an admin to qualify you."
+
+
+def _quiz_page(request, dataset, kind: str, participant):
+    """The rating page in quiz mode: the kind's qualification quiz in place of the task."""
+    config = {
+        "dataset": dataset.name,
+        "kind": kind,
+        "user": request.user.username,
+        "levels": levels_for(kind),
+        "quiz_url": reverse("quiz-state", args=[dataset.name, kind.lower()]),
+        "quiz_failed_text": "Both attempts are used, so this task stays closed to you. Thank you for your time.",
+        "next_url": participant_next_url(participant) if participant else None,
+    }
+    context = {
+        "dataset": dataset,
+        "kind": kind,
+        "quiz": True,
+        "quiz_total": len(quiz_pair_ids(dataset_id=dataset.pk, kind=kind)),
+        "instructions": INSTRUCTIONS[kind],
+        "examples": worked_example_list(dataset=dataset, kind=kind),
+        "config": config,
+    }
+    return render(request, "frontend/rate.html", context)
 
 
 def _no_such_dataset(request, dataset: str):

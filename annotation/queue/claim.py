@@ -27,12 +27,16 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
     highest batch priority first, then an expired lease, then a kind at random (so every
     kind advances), within a kind the pair closest to completion. Returns None
     when nothing is left for the rater. Raises NotFound for an unknown dataset,
-    RaterPaused (a Forbidden) while the rater is paused in the dataset, and Forbidden when
-    the rater lacks the qualification.
+    RaterPaused (a Forbidden) while the rater is paused in the dataset, QuotaReached (a
+    Forbidden) for a crowd participant who rated their quota, and Forbidden when the rater
+    lacks the qualification.
     """
-    from annotation.gold.serving import gold_claim  # gold.serving imports the queue's shapes
+    from annotation.crowd import quota_check  # both import the queue's shapes
+    from annotation.gold.serving import gold_claim
 
     check_kind(kind)
+    # A crowd participant at their link's quota gets the completion code, not a pair.
+    quota_check(rater=rater, dataset=dataset)
     now = service_now(now)
     expires = now + lease_ttl()
     # A gold pair now and then, looking like any other (annotation.gold.serving).

@@ -36,13 +36,15 @@ def rating_submit_and_claim_next(
     *, rater, dataset: str, slot_id: int, next_kind: str, **submission
 ) -> tuple[SubmitResult, Assignment | None]:
     """Store a rating, then claim the rater's next pair of ``next_kind`` (None when none
-    is left, or when the rater is paused: the page's next claim then says so), so the
-    rating page shows it without another round trip. The rating commits first; the claim
-    is its own short transaction, and a failed claim never loses it."""
+    is left, when the rater is paused or at their quota: the page's next claim then says
+    which), so the rating page shows it without another round trip. The rating commits
+    first; the claim is its own short transaction, and a failed claim never loses it."""
+    from annotation.crowd import QuotaReached  # annotation.crowd imports the queue's shapes
+
     result = rating_submit(rater=rater, dataset=dataset, slot_id=slot_id, **submission)
     try:
         return result, slot_claim(rater=rater, dataset=dataset, kind=next_kind)
-    except RaterPaused:
+    except (RaterPaused, QuotaReached):
         return result, None
 
 

@@ -8,7 +8,7 @@ function csrfToken() {
   return match ? decodeURIComponent(match[1]) : "";
 }
 
-async function call(method, url, body) {
+export async function call(method, url, body) {
   let response;
   try {
     response = await fetch(url, {

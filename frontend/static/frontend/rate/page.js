@@ -1,5 +1,6 @@
 // The rating page: wires the API, the slider and the session state to the DOM.
 import { NetworkError, rateApi } from "./api.js";
+import { itemNode } from "./items.js";
 import { createSlider } from "./slider.js";
 import { ItemTimer, Outbox, newKey, retryDelay } from "./state.js";
 
@@ -52,6 +53,11 @@ function showNotice(text, kind = "info") {
 }
 
 function showNoWork() {
+  // A crowd participant goes on through their campaign link (next task or their code).
+  if (config.next_url) {
+    window.location.assign(config.next_url);
+    return;
+  }
   showState("No work left", "Every pair of this task is rated or held by someone. Thank you! Check back later.", {
     offerOtherWork: true,
   });
@@ -82,32 +88,6 @@ function showState(title, text, { offerOtherWork = false } = {}) {
   el.state.hidden = false;
   el.state.querySelector("h2").textContent = title;
   el.state.querySelector("p").textContent = text;
-}
-
-function itemNode(item) {
-  const box = document.createElement("figure");
-  box.className = `item ${item.type}`;
-  if (item.type === "caption") {
-    const text = document.createElement("p");
-    text.textContent = item.text;
-    box.append(text);
-  } else {
-    const frame = document.createElement("div");
-    frame.className = "frame";
-    const img = document.createElement("img");
-    img.alt = "Picture to compare";
-    img.decoding = "async";
-    // Known size reserves the box before the file arrives: no layout jump.
-    if (item.width && item.height) {
-      img.width = item.width;
-      img.height = item.height;
-      img.style.aspectRatio = `${item.width} / ${item.height}`;
-    }
-    img.src = item.url;
-    frame.append(img);
-    box.append(frame);
-  }
-  return box;
 }
 
 async function render(next) {
@@ -197,6 +177,11 @@ function handleAuth(answer) {
   if (sessionEnded(answer)) {
     showState("Your session has ended", "Log in again to continue rating. Nothing you submitted is lost.");
     document.getElementById("login-again").hidden = false;
+    return true;
+  }
+  if (answer.status === 403 && answer.body?.code === "quota_reached") {
+    // The participant rated their quota: the campaign link shows the completion code.
+    window.location.assign(config.next_url || window.location.href);
     return true;
   }
   if (answer.status === 403 && answer.body?.code === "rater_paused") {

@@ -1,0 +1,139 @@
+"""Crowd-platform campaign links in the admin: make a link for a dataset and kinds (the
+token is drawn by the service, never typed), copy its study URL, read its participants'
+numbers (started, finished, median time, ratings); and the quiz set of gold pairs."""
+
+from django import forms
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from annotation.crowd import CampaignLinkError, campaign_link_check, link_stats, new_link_token, study_url
+from annotation.models import CampaignLink, Participant, TaskKind
+
+
+class CampaignLinkForm(forms.ModelForm):
+    kinds = forms.MultipleChoiceField(
+        choices=TaskKind.choices, widget=forms.CheckboxSelectMultiple, help_text="The task kinds participants rate."
+    )
+
+    return_url = forms.URLField(
+        required=False,
+        max_length=1000,
+        assume_scheme="https",
+        help_text=CampaignLink._meta.get_field("return_url").help_text,
+    )
+
+    class Meta:
+        model = CampaignLink
+        fields = [
+            "name",
+            "dataset",
+            "kinds",
+            "quota",
+            "completion_code",
+            "return_url",
+            "id_param",
+            "max_participants",
+            "expires_at",
+            "active",
+        ]
+
+    def clean(self):
+        data = super().clean()
+        try:
+            campaign_link_check(
+                kinds=data.get("kinds") or [],
+                quota=data.get("quota"),
+                completion_code=(data.get("completion_code") or "").strip(),
+                return_url=data.get("return_url") or "",
+                id_param=data.get("id_param") or "",
+            )
+        except CampaignLinkError as problem:
+            raise ValidationError(str(problem)) from None
+        return data
+
+
+class ParticipantInline(admin.TabularInline):
+    model = Participant
+    extra = 0
+    can_delete = False
+    fields = ["user", "external_id", "study_id", "started_at", "finished_at", "items_done"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(CampaignLink)
+class CampaignLinkAdmin(admin.ModelAdmin):
+    form = CampaignLinkForm
+    list_display = [
+        "name",
+        "dataset",
+        "kinds_text",
+        "quota",
+        "started",
+        "finished",
+        "median_minutes",
+        "ratings",
+        "active",
+    ]
+    list_filter = ["dataset", "active"]
+    readonly_fields = ["link_for_the_platform", "created_by", "created_at"]
+    inlines = [ParticipantInline]
+
+    def get_fields(self, request, obj=None):
+        fields = list(CampaignLinkForm.Meta.fields)
+        return fields if obj is None else ["link_for_the_platform", *fields, "created_by", "created_at"]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.token = new_link_token()
+            obj.created_by = request.user
+            obj.created_at = timezone.now()
+        obj.kinds = sorted(form.cleaned_data["kinds"])
+        super().save_model(request, obj, form, change)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("dataset")
+
+    @admin.display(description="study URL (paste it into the platform)")
+    def link_for_the_platform(self, link: CampaignLink) -> str:
+        return study_url(link, self._base_url)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        self._base_url = request.build_absolute_uri("/")
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    @admin.display(description="kinds")
+    def kinds_text(self, link: CampaignLink) -> str:
+        return ", ".join(link.kinds)
+
+    def _stats(self, link: CampaignLink):
+        # One computation per row and request: the four columns share it.
+        cache = getattr(self, "_stats_cache", {})
+        if link.pk not in cache:
+            cache[link.pk] = link_stats(link)
+            self._stats_cache = cache
+        return cache[link.pk]
+
+    def changelist_view(self, request, extra_context=None):
+        self._stats_cache = {}
+        return super().changelist_view(request, extra_context)
+
+    @admin.display(description="started")
+    def started(self, link: CampaignLink) -> int:
+        return self._stats(link).started
+
+    @admin.display(description="finished")
+    def finished(self, link: CampaignLink) -> int:
+        return self._stats(link).finished
+
+    @admin.display(description="median minutes")
+    def median_minutes(self, link: CampaignLink) -> str:
+        minutes = self._stats(link).median_minutes
+        return "—" if minutes is None else f"{minutes:.1f}"
+
+    @admin.display(description="ratings")
+    def ratings(self, link: CampaignLink) -> int:
+        return self._stats(link).ratings

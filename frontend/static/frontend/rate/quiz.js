@@ -1,0 +1,175 @@
+// The qualification quiz in the rating page: the same pair, slider and Submit as the task;
+// after each answer the reference level and its explanation, then the next question.
+// A passed attempt reloads the page, which then serves the task itself.
+import { NetworkError, call } from "./api.js";
+import { itemNode } from "./items.js";
+import { createSlider } from "./slider.js";
+import { nearestLevel } from "./scale.js";
+import { ItemTimer, newKey } from "./state.js";
+
+const config = JSON.parse(document.getElementById("rate-config").textContent);
+
+const el = {
+  instructions: document.getElementById("instructions"),
+  pair: document.getElementById("pair"),
+  scale: document.getElementById("scale"),
+  submit: document.getElementById("submit"),
+  progress: document.getElementById("progress"),
+  notice: document.getElementById("notice"),
+  work: document.getElementById("work"),
+  feedback: document.getElementById("quiz-feedback"),
+  next: document.getElementById("quiz-next"),
+  result: document.getElementById("quiz-result"),
+  again: document.getElementById("quiz-again"),
+  proceed: document.getElementById("quiz-proceed"),
+};
+
+let question = null;
+let pending = null;
+let timer = null;
+let busy = false;
+
+const slider = createSlider(el.scale, {
+  kind: config.kind,
+  levels: config.levels,
+  onChange(_value, source) {
+    timer?.moved(source);
+    updateControls();
+  },
+});
+// The quiz is a newcomer's first sight of the task: the instructions start open.
+el.instructions.open = true;
+
+function showNotice(text, kind = "info") {
+  el.notice.hidden = !text;
+  el.notice.textContent = text || "";
+  el.notice.className = `notice ${kind === "error" ? "error" : ""}`;
+}
+
+function updateControls() {
+  el.submit.disabled = question === null || busy || slider.value === null;
+}
+
+function levelText(level) {
+  const entry = config.levels[level];
+  return `${entry.name}: ${entry.detail}`;
+}
+
+/** Show where the rater stands: the next question, or the attempt's result. */
+function show(state) {
+  const place = state.result ? "finished" : `question ${state.answered + 1} of ${state.total}`;
+  el.progress.textContent = `Qualification quiz · attempt ${state.attempt} of ${state.attempts_allowed} · ${place}`;
+  el.feedback.hidden = true;
+  if (state.result) {
+    showResult(state);
+    return;
+  }
+  el.result.hidden = true;
+  el.work.hidden = false;
+  question = state;
+  el.pair.replaceChildren(...state.items.map(itemNode));
+  slider.reset();
+  timer = new ItemTimer();
+  el.submit.hidden = false;
+  updateControls();
+  el.pair.dataset.ready = String(state.gold_pair_id);
+  slider.focus();
+}
+
+function showResult(state) {
+  question = null;
+  el.work.hidden = true;
+  el.result.hidden = false;
+  const { passed } = state.result;
+  el.result.dataset.outcome = passed ? "passed" : "failed";
+  const heading = el.result.querySelector("h2");
+  const text = el.result.querySelector("p");
+  el.again.hidden = true;
+  el.proceed.hidden = !passed;
+  if (passed) {
+    heading.textContent = "You passed the quiz";
+    text.textContent = "Your answers were close to the reference levels. You may now rate pairs of this task.";
+  } else if (state.attempts_left > 0) {
+    heading.textContent = "Not passed this time";
+    text.textContent =
+      "Your answers were too far from the reference levels on average. Read the instructions and the explanations again; you have one more attempt, with the questions in another order.";
+    el.again.hidden = false;
+  } else {
+    heading.textContent = "The quiz was not passed";
+    text.textContent = config.quiz_failed_text;
+    // A crowd participant goes on through their campaign link.
+    el.proceed.hidden = !config.next_url;
+    el.proceed.textContent = "Continue";
+  }
+}
+
+function showFeedback(answer) {
+  el.submit.hidden = true;
+  el.feedback.hidden = false;
+  el.feedback.querySelector(".reference").textContent = `Reference: ${levelText(answer.reference_level)}`;
+  el.feedback.querySelector(".yours").textContent = `Your answer: ${nearestLevel(config.levels, answer.score).name}`;
+  el.feedback.querySelector(".explanation").textContent = answer.explanation;
+  el.feedback.querySelector(".explanation").hidden = !answer.explanation;
+  el.next.textContent = answer.state.result ? "See the result" : "Next question";
+  el.next.focus();
+}
+
+async function request(body, url = config.quiz_url) {
+  for (;;) {
+    try {
+      return await call("POST", url, body);
+    } catch (error) {
+      if (!(error instanceof NetworkError)) throw error;
+      showNotice("No connection. Trying again…", "error");
+      await new Promise((resolve) => window.setTimeout(resolve, 2000));
+    }
+  }
+}
+
+async function load(start = false) {
+  const answer = await request({ start });
+  showNotice("");
+  if (answer.status === 200) show(answer.body);
+  else showNotice(answer.body?.detail || `Could not load the quiz (${answer.status}).`, "error");
+}
+
+async function submit() {
+  if (question === null || slider.value === null || busy) return;
+  busy = true;
+  updateControls();
+  const body = {
+    gold_pair_id: question.gold_pair_id,
+    score: slider.value,
+    idempotency_key: newKey(),
+    ...timer.facts(),
+  };
+  const answer = await request(body, `${config.quiz_url}answer/`);
+  busy = false;
+  if (answer.status === 200 || answer.status === 201) {
+    showNotice("");
+    question = null;
+    pending = answer.body.state;
+    showFeedback(answer.body);
+  } else {
+    showNotice(answer.body?.detail || `Your answer was not stored (${answer.status}).`, "error");
+    await load();
+  }
+  updateControls();
+}
+
+el.submit.addEventListener("click", submit);
+el.next.addEventListener("click", () => pending && show(pending));
+el.again.addEventListener("click", () => load(true));
+el.proceed.addEventListener("click", () => {
+  if (question === null && el.result.dataset.outcome === "failed" && config.next_url) window.location.assign(config.next_url);
+  else window.location.reload();
+});
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Enter" || event.isComposing) return;
+  if (!el.submit.disabled && !el.submit.hidden) {
+    event.preventDefault();
+    submit();
+  }
+});
+
+load();
