@@ -164,3 +164,29 @@ def test_no_quiz_is_a_clear_not_found(newcomer):
     with pytest.raises(NotFound, match="no SIS qualification quiz"):
         quiz_state(rater=newcomer, dataset=split.dataset.name, kind="SIS")
     assert not quiz_offered(rater=newcomer, dataset_id=split.dataset.pk, kind="SIS")
+
+
+def test_the_quiz_api_asks_answers_and_names_a_bad_kind(dataset, newcomer):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(newcomer)
+    state = client.post(f"/api/rate/{dataset.name}/quiz/sis/", {}, format="json").json()
+    assert state["attempt"] == 1 and state["total"] == 4 and len(state["items"]) == 2 and state["result"] is None
+    answer = {
+        "gold_pair_id": state["gold_pair_id"],
+        "score": 1.0,
+        "time_on_item_ms": 2500,
+        "time_to_first_move_ms": 400,
+        "adjustments": 1,
+        "idempotency_key": "first",
+    }
+    stored = client.post(f"/api/rate/{dataset.name}/quiz/sis/answer/", answer, format="json")
+    assert stored.status_code == 201
+    body = stored.json()
+    reference = GoldPair.objects.get(pk=state["gold_pair_id"]).gold_score
+    assert body["reference_score"] == reference and body["explanation"] == f"why {reference}"
+    assert body["state"]["answered"] == 1
+    assert client.post(f"/api/rate/{dataset.name}/quiz/sis/answer/", answer, format="json").status_code == 200
+    missing = client.post(f"/api/rate/{dataset.name}/quiz/xyz/", {}, format="json")
+    assert missing.status_code == 404 and "no task kind 'xyz'" in missing.json()["detail"]

@@ -1,0 +1,244 @@
+"""Campaign links: one external id is one rater, bad links and ids get clear pages with
+nothing made, the quota is held by the claim, the per-link numbers, the admin."""
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.utils import timezone
+
+from annotation.crowd import (
+    CampaignLinkError,
+    QuotaReached,
+    Step,
+    campaign_link_create,
+    link_stats,
+    participant_join,
+    participant_next,
+    study_url,
+)
+from annotation.models import CampaignLink, Participant, Qualification, QualitySettings
+from annotation.queue import rating_submit_and_claim_next, slot_claim
+from tests.annotation.queue_support import queue_pairs
+from tests.factories import SplitFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+PID = "60a1b2c3d4e5f60718293a4b"
+
+
+@pytest.fixture
+def dataset():
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=8, ratings_per_pair=3)
+    QualitySettings.objects.create(dataset=split.dataset, gold_one_in=0)
+    return split.dataset
+
+
+def make_link(dataset, **extra) -> CampaignLink:
+    values = {"name": "pilot", "kinds": ["SIS"], "quota": 2, "completion_code": "DONE-1", **extra}
+    return campaign_link_create(dataset=dataset, **values)
+
+
+def rate(participant, slot):
+    return rating_submit_and_claim_next(
+        rater=participant.user,
+        dataset=participant.link.dataset.name,
+        slot_id=slot.slot_id,
+        next_kind="SIS",
+        score=2.0,
+        time_on_item_ms=3000,
+        time_to_first_move_ms=500,
+        adjustments=1,
+        idempotency_key=f"k{slot.slot_id}",
+    )
+
+
+def test_one_external_id_is_one_rater_however_often_the_link_is_opened(dataset):
+    link = make_link(dataset)
+    first = participant_join(token=link.token, params={"PROLIFIC_PID": PID, "STUDY_ID": "s", "SESSION_ID": "x"})
+    again = participant_join(token=link.token, params={"PROLIFIC_PID": PID, "SESSION_ID": "y"})
+    other = participant_join(token=link.token, params={"PROLIFIC_PID": PID[::-1]})
+    assert first.pk == again.pk and first.user_id == again.user_id and other.user_id != first.user_id
+    assert get_user_model().objects.filter(username=f"prolific-{PID}").count() == 1
+    user = first.user
+    assert not user.has_usable_password()
+    assert set(user.groups.values_list("name", flat=True)) == {"rater", "participant"}
+    # No quiz for SIS in this dataset: the link itself qualifies them.
+    assert list(Qualification.objects.filter(rater=user).values_list("kind", flat=True)) == ["SIS"]
+    # The same person on a second link of the same platform is the same rater.
+    second_link = make_link(dataset, name="second wave")
+    assert participant_join(token=second_link.token, params={"PROLIFIC_PID": PID}).user_id == user.pk
+
+
+def test_the_claim_holds_the_quota_and_the_submit_stops_serving_at_it(dataset):
+    participant = participant_join(token=make_link(dataset).token, params={"PROLIFIC_PID": PID})
+    slot = slot_claim(rater=participant.user, dataset=dataset.name, kind="SIS")
+    _, second = rate(participant, slot)
+    assert second is not None
+    _, third = rate(participant, second)
+    assert third is None, "the quota is two items: the submit serves no third"
+    with pytest.raises(QuotaReached, match="the 2 items"):
+        slot_claim(rater=participant.user, dataset=dataset.name, kind="SIS")
+    assert participant_next(participant) == (Step.DONE, None)
+
+
+def test_a_participant_with_nothing_left_is_done_early_and_one_who_failed_every_quiz_is_screened_out(dataset):
+    participant = participant_join(token=make_link(dataset, quota=100).token, params={"PROLIFIC_PID": PID})
+    assert participant_next(participant) == (Step.RATE, "SIS")
+    pairs_open = dataset.pairs.count()
+    slot = slot_claim(rater=participant.user, dataset=dataset.name, kind="SIS")
+    for _ in range(pairs_open):
+        _, slot = rate(participant, slot)
+        if slot is None:
+            break
+    assert participant_next(participant) == (Step.NO_WORK, None)
+    Qualification.objects.filter(rater=participant.user).delete()
+    assert participant_next(participant) == (Step.SCREENED_OUT, None)
+
+
+@pytest.mark.parametrize(
+    ("change", "query", "status", "text"),
+    [
+        ({}, "", 400, "needs your participant id (PROLIFIC_PID)"),
+        ({}, "PROLIFIC_PID=", 400, "needs your participant id"),
+        ({}, "PROLIFIC_PID=a%20b%3Cscript%3E", 400, "is not valid"),
+        ({}, "PROLIFIC_PID=" + "x" * 65, 400, "is not valid"),
+        ({"active": False}, f"PROLIFIC_PID={PID}", 410, "This study is closed"),
+        ({"expires_at": "past"}, f"PROLIFIC_PID={PID}", 410, "This study is closed"),
+        ({"max_participants": 1}, f"PROLIFIC_PID={PID}", 410, "This study is full"),
+        ({"id_param": "workerId"}, f"PROLIFIC_PID={PID}", 400, "needs your participant id (workerId)"),
+    ],
+)
+def test_bad_links_and_ids_get_a_clear_page_and_nothing_is_made(dataset, change, query, status, text):
+    link = make_link(dataset)
+    if change.get("expires_at") == "past":
+        change = {"expires_at": timezone.now() - timedelta(minutes=1)}
+    if "max_participants" in change:
+        participant_join(token=link.token, params={"PROLIFIC_PID": "someone-else"})
+    CampaignLink.objects.filter(pk=link.pk).update(**change)
+    users_before, participants_before = get_user_model().objects.count(), Participant.objects.count()
+    response = Client().get(f"/join/{link.token}/?{query}")
+    assert response.status_code == status
+    assert text in response.content.decode()
+    assert (get_user_model().objects.count(), Participant.objects.count()) == (users_before, participants_before)
+
+
+def test_an_unknown_link_is_a_404_page_and_a_known_participant_may_come_back_after_closing(dataset):
+    response = Client().get(f"/join/not-a-token/?PROLIFIC_PID={PID}")
+    assert response.status_code == 404 and "This study link is not known" in response.content.decode()
+    link = make_link(dataset)
+    participant_join(token=link.token, params={"PROLIFIC_PID": PID})
+    CampaignLink.objects.filter(pk=link.pk).update(active=False)
+    response = Client().get(f"/join/{link.token}/?PROLIFIC_PID={PID}")
+    assert response.status_code == 302 and response["Location"].endswith(f"/join/{link.token}/next/")
+
+
+def test_the_join_pages_lead_to_the_task_then_to_the_code(dataset):
+    link = make_link(dataset, return_url="https://example.org/back")
+    client = Client()
+    response = client.get(f"/join/{link.token}/?PROLIFIC_PID={PID}", follow=True)
+    assert response.redirect_chain[-1][0] == f"/rate/{dataset.name}/sis/"
+    participant = Participant.objects.get()
+    slot = slot_claim(rater=participant.user, dataset=dataset.name, kind="SIS")
+    _, slot = rate(participant, slot)
+    rate(participant, slot)
+    # The rating page of a participant at their quota sends them to the code.
+    response = client.get(f"/rate/{dataset.name}/sis/", follow=True)
+    page = response.content.decode()
+    assert response.redirect_chain[-1][0] == f"/join/{link.token}/done/"
+    assert "DONE-1" in page and 'content="8;url=https://example.org/back"' in page
+    participant.refresh_from_db()
+    assert participant.items_done == 2 and participant.finished_at is not None
+    # Another signed-in user cannot read this link's code.
+    stranger = Client()
+    stranger.force_login(UserFactory(roles=["rater"]))
+    response = stranger.get(f"/join/{link.token}/done/")
+    assert response.status_code == 403 and "DONE-1" not in response.content.decode()
+
+
+def test_link_numbers_and_the_prolific_url(dataset):
+    link = make_link(dataset)
+    start = timezone.now()
+    early = participant_join(token=link.token, params={"PROLIFIC_PID": PID}, now=start)
+    participant_join(token=link.token, params={"PROLIFIC_PID": "second"}, now=start)
+    slot = slot_claim(rater=early.user, dataset=dataset.name, kind="SIS")
+    rate(early, slot)
+    Participant.objects.filter(pk=early.pk).update(finished_at=start + timedelta(minutes=12))
+    stats = link_stats(link)
+    assert (stats.started, stats.finished, stats.median_minutes, stats.ratings) == (2, 1, 12.0, 1)
+    url = study_url(link, "https://rate.example.org/")
+    assert url == (
+        f"https://rate.example.org/join/{link.token}/"
+        "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"kinds": ["XYZ"]}, "kinds must be one or more"),
+        ({"kinds": []}, "kinds must be one or more"),
+        ({"quota": 0}, "quota must be at least 1"),
+        ({"completion_code": "has space"}, "completion code must be"),
+        ({"return_url": "javascript:alert(1)"}, "return URL must start with http"),
+        ({"id_param": "bad param"}, "id parameter must be"),
+    ],
+)
+def test_a_bad_link_is_refused_naming_the_value(dataset, values, message):
+    with pytest.raises(CampaignLinkError, match=message):
+        make_link(dataset, **values)
+    assert not CampaignLink.objects.exists()
+
+
+def test_the_admin_makes_a_link_and_shows_its_numbers(dataset, admin_client):
+    response = admin_client.post(
+        "/admin/annotation/campaignlink/add/",
+        {
+            "name": "wave 1",
+            "dataset": dataset.pk,
+            "kinds": ["SIS"],
+            "quota": 20,
+            "completion_code": "CODE7",
+            "return_url": "",
+            "id_param": "PROLIFIC_PID",
+            "active": "on",
+            "participants-TOTAL_FORMS": 0,
+            "participants-INITIAL_FORMS": 0,
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    link = CampaignLink.objects.get()
+    assert link.kinds == ["SIS"] and len(link.token) >= 32
+    participant_join(token=link.token, params={"PROLIFIC_PID": PID})
+    listing = admin_client.get("/admin/annotation/campaignlink/").content.decode()
+    assert "wave 1" in listing and "CODE7" not in listing
+    detail = admin_client.get(f"/admin/annotation/campaignlink/{link.pk}/change/").content.decode()
+    assert f"/join/{link.token}/?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}" in detail and PID in detail
+    bad = admin_client.post(
+        "/admin/annotation/campaignlink/add/",
+        {
+            "name": "bad",
+            "dataset": dataset.pk,
+            "kinds": ["SIS"],
+            "quota": 5,
+            "completion_code": "no spaces!",
+            "id_param": "PROLIFIC_PID",
+            "participants-TOTAL_FORMS": 0,
+            "participants-INITIAL_FORMS": 0,
+        },
+    )
+    assert bad.status_code == 200 and "completion code must be" in bad.content.decode()
+    assert CampaignLink.objects.count() == 1
+
+
+def test_the_claim_api_answers_quota_reached_with_its_code(dataset):
+    from rest_framework.test import APIClient
+
+    participant = participant_join(token=make_link(dataset, quota=1).token, params={"PROLIFIC_PID": PID})
+    rate(participant, slot_claim(rater=participant.user, dataset=dataset.name, kind="SIS"))
+    client = APIClient()
+    client.force_authenticate(participant.user)
+    response = client.post(f"/api/rate/{dataset.name}/claim/", {"kind": "SIS"}, format="json")
+    assert response.status_code == 403 and response.json()["code"] == "quota_reached"
