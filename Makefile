@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-dashboard bench-exclusion
+.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-dashboard bench-exclusion bench-join
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -70,6 +70,12 @@ bench-queue: $(STAMP)
 # 16 raters claim and submit; BENCH_BEFORE_SECONDS of load before it (default 8).
 bench-exclusion: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_exclusion.py
+
+# 200 Prolific participants arriving through a campaign link over HTTP (gunicorn +
+# PostgreSQL, own database cxc_bench_join), each rating to the quota; join latency and
+# duplicate raters.
+bench-join: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_join.py
 
 # 50 submissions in headless Chromium against gunicorn + PostgreSQL: submit -> next pair ready.
 bench-ui: $(STAMP)

@@ -23,8 +23,16 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.errors import DomainError, Forbidden
-from annotation.models import CampaignLink, GoldPurpose, GoldRating, Participant, Qualification, Rating, TaskKind
-from annotation.quiz import quiz_pair_ids
+from annotation.models import (
+    CampaignLink,
+    GoldPair,
+    GoldPurpose,
+    GoldRating,
+    Participant,
+    Qualification,
+    Rating,
+    TaskKind,
+)
 from annotation.roles import PARTICIPANT, RATER, has_role
 
 EXTERNAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -162,12 +170,14 @@ def _participant_new(link: CampaignLink, external_id: str, params: Mapping[str, 
     side = {field: (params.get(name) or "")[:64] for field, name in SIDE_PARAMS.items()}
     try:
         with transaction.atomic():
-            # The link's row is the lock that keeps max_participants exact under a rush.
-            locked = CampaignLink.objects.select_for_update().get(pk=link.pk)
-            if locked.max_participants is not None and locked.participants.count() >= locked.max_participants:
-                raise JoinRefused(
-                    "This study is full: every place is taken. Please return it on the platform.", http_status=410
-                )
+            if link.max_participants is not None:
+                # The link's row is the lock that keeps the cap exact under a rush; links
+                # without a cap need no lock (the unique constraints settle races).
+                locked = CampaignLink.objects.select_for_update().get(pk=link.pk)
+                if locked.participants.count() >= locked.max_participants:
+                    raise JoinRefused(
+                        "This study is full: every place is taken. Please return it on the platform.", http_status=410
+                    )
             user = _crowd_user(link, external_id)
             participant = Participant.objects.create(
                 link=link, user=user, external_id=external_id, started_at=now, **side
@@ -184,18 +194,30 @@ def _crowd_user(link: CampaignLink, external_id: str):
     """The one account of an external id on the link's platform, without a password."""
     prefix = PLATFORM_PREFIX.get(link.id_param, link.id_param.lower())
     users = get_user_model()
-    user, created = users.objects.get_or_create(username=f"{prefix}-{external_id}")
-    if created:
-        user.set_unusable_password()
-        user.save(update_fields=["password"])
-        for role in (RATER, PARTICIPANT):
-            user.groups.add(Group.objects.get_or_create(name=role)[0])
+    username = f"{prefix}-{external_id}"
+    user = users.objects.filter(username=username).first()
+    if user is not None:
+        return user
+    user = users(username=username)
+    user.set_unusable_password()
+    with transaction.atomic():
+        user.save()
+    groups = {group.name: group for group in Group.objects.filter(name__in=(RATER, PARTICIPANT))}
+    for role in (RATER, PARTICIPANT):
+        if role not in groups:
+            groups[role], _ = Group.objects.get_or_create(name=role)
+    user.groups.add(*groups.values())
     return user
 
 
 def _grant_kinds_without_quiz(user, link: CampaignLink) -> None:
     """Kinds the dataset has no quiz for are the link's to give; the others need the quiz."""
-    free = [kind for kind in link.kinds if not quiz_pair_ids(dataset_id=link.dataset_id, kind=kind)]
+    with_quiz = set(
+        GoldPair.objects.filter(dataset_id=link.dataset_id, kind__in=link.kinds, in_quiz=True, active=True)
+        .values_list("kind", flat=True)
+        .distinct()
+    )
+    free = [kind for kind in link.kinds if kind not in with_quiz]
     Qualification.objects.bulk_create([Qualification(rater=user, kind=kind) for kind in free], ignore_conflicts=True)
 
 

@@ -29,7 +29,7 @@ def join(request, token: str):
         return _crowd_page(request, "refused", "This link cannot be used", str(refused), status=refused.http_status)
     if request.user.pk != participant.user_id:
         login(request, participant.user, backend="django.contrib.auth.backends.ModelBackend")
-    return redirect("join-next", token=token)
+    return _next_step(participant)
 
 
 def join_next(request, token: str):
@@ -37,10 +37,14 @@ def join_next(request, token: str):
     participant = _own_participation(request, token)
     if participant is None:
         return _not_yours(request)
+    return _next_step(participant)
+
+
+def _next_step(participant: Participant):
     step, kind = participant_next(participant)
     if step == Step.RATE:
         return redirect("rate-page", dataset=participant.link.dataset.name, kind=kind.lower())
-    return redirect("join-done", token=token)
+    return redirect("join-done", token=participant.link.token)
 
 
 def join_done(request, token: str):

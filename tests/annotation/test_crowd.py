@@ -132,7 +132,7 @@ def test_an_unknown_link_is_a_404_page_and_a_known_participant_may_come_back_aft
     participant_join(token=link.token, params={"PROLIFIC_PID": PID})
     CampaignLink.objects.filter(pk=link.pk).update(active=False)
     response = Client().get(f"/join/{link.token}/?PROLIFIC_PID={PID}")
-    assert response.status_code == 302 and response["Location"].endswith(f"/join/{link.token}/next/")
+    assert response.status_code == 302 and response["Location"] == f"/rate/{dataset.name}/sis/"
 
 
 def test_the_join_pages_lead_to_the_task_then_to_the_code(dataset):
