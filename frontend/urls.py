@@ -2,13 +2,14 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
-from frontend import campaign, crowd, views
+from frontend import campaign, crowd, research, views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("rate/", views.rate_home, name="rate-home"),
     path("rate/<slug:dataset>/paused/", views.rate_paused, name="rate-paused"),
     path("rate/<slug:dataset>/<slug:kind>/", views.rate_page, name="rate-page"),
+    path("research/", research.research, name="research"),
     path("campaigns/", campaign.campaign_index, name="campaign-index"),
     path("campaigns/<slug:dataset>/", campaign.campaign_dashboard, name="campaign-dashboard"),
     path("campaigns/<slug:dataset>/raters/", campaign.campaign_raters, name="campaign-raters"),
