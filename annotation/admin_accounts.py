@@ -1,22 +1,136 @@
-"""Accounts in the admin: revoking a user's API tokens. (Single tokens are deleted under
-"Knox > Auth tokens"; lockouts are lifted under "Axes > Access attempts".)"""
+"""Accounts in the admin: raters added in bulk from a CSV (each with an invitation link,
+shown once), new invitation links, the kinds a rater is qualified for (an inline and one
+action per kind), deactivating users, revoking API tokens. (Single tokens are deleted
+under "Knox > Auth tokens"; lockouts are lifted under "Axes > Access attempts".)"""
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 
 from annotation.accounts import tokens_revoke_all
+from annotation.errors import DomainError
+from annotation.models import Qualification, TaskKind
+from annotation.onboarding import invitation_renew, rater_list_read, raters_add
+from annotation.roles import RATER, has_role
+from annotation.upload_limits import limited_upload_view, upload_form_is_valid
+from annotation.uploads import PAIR_LIST, upload_as_temporary_file
 
 User = get_user_model()
 
 
+class RaterListForm(forms.Form):
+    file = forms.FileField(
+        label="Rater list (CSV)",
+        help_text="Header username,email,kinds; kinds such as 'STS SIS'. One bad row refuses the whole file.",
+    )
+
+
+class QualificationInline(admin.TabularInline):
+    """The task kinds this user may be served (only users in the rater group)."""
+
+    model = Qualification
+    fk_name = "rater"
+    extra = 0
+    fields = ["kind", "granted_at"]
+    readonly_fields = ["granted_at"]
+    verbose_name = "qualification (a task kind this rater may rate)"
+
+
+def _qualify_action(kind: str):
+    def qualify(modeladmin, request, queryset):
+        raters = [user for user in queryset if has_role(user, RATER)]
+        Qualification.objects.bulk_create([Qualification(rater=u, kind=kind) for u in raters], ignore_conflicts=True)
+        skipped = queryset.count() - len(raters)
+        note = f"; {skipped} not in the rater group skipped" if skipped else ""
+        modeladmin.message_user(request, f"{len(raters)} rater(s) qualified for {kind}{note}.", messages.SUCCESS)
+
+    qualify.__name__ = f"qualify_{kind.lower()}"
+    return admin.action(description=f"Qualify the selected raters for {TaskKind(kind).label}")(qualify)
+
+
 class AccountUserAdmin(UserAdmin):
-    actions = ["revoke_api_tokens"]
+    actions = [
+        "deactivate",
+        *(_qualify_action(kind) for kind in TaskKind.values),
+        "new_invitations",
+        "revoke_api_tokens",
+    ]
+    list_display = [*UserAdmin.list_display, "is_active", "kinds"]
+    inlines = [*UserAdmin.inlines, QualificationInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("qualifications")
+
+    @admin.display(description="qualified for")
+    def kinds(self, user) -> str:
+        return " ".join(sorted(q.kind for q in user.qualifications.all())) or "—"
+
+    def get_urls(self):
+        view = self.admin_site.admin_view(limited_upload_view(self.add_raters, {"file": PAIR_LIST}))
+        return [path("add-raters/", view, name="auth_user_add_raters"), *super().get_urls()]
+
+    def add_raters(self, request):
+        """Upload a rater list; the result page shows each new rater's invitation link."""
+        form = RaterListForm(request.POST or None, request.FILES or None)
+        invited = None
+        if request.method == "POST" and upload_form_is_valid(request, form):
+            try:
+                with upload_as_temporary_file(form.cleaned_data["file"], default_name="raters.csv") as csv_path:
+                    rows = rater_list_read(csv_path)
+                    invited = raters_add(rows=rows, created_by=request.user)
+            except DomainError as problem:
+                form.add_error("file", str(problem))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Add raters from a CSV file",
+            "form": form,
+            "invited": [_invited_row(request, rater) for rater in invited or []],
+        }
+        return TemplateResponse(request, "admin/auth/user/add_raters.html", context)
+
+    @admin.action(description="Deactivate the selected users (they can no longer sign in; API tokens revoked)")
+    def deactivate(self, request, queryset):
+        users = list(queryset.exclude(pk=request.user.pk))
+        for user in users:
+            tokens_revoke_all(user=user)
+        queryset.filter(pk__in=[user.pk for user in users]).update(is_active=False)
+        note = " (not you: you cannot deactivate yourself)" if len(users) < queryset.count() else ""
+        self.message_user(request, f"Deactivated {len(users)} user(s){note}.", messages.SUCCESS)
+
+    @admin.action(description="Make new invitation links for the selected users without a password")
+    def new_invitations(self, request, queryset):
+        links, refused = [], []
+        for user in queryset:
+            try:
+                links.append(_invited_row(request, invitation_renew(user=user, created_by=request.user)))
+            except DomainError as problem:
+                refused.append(str(problem))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "New invitation links",
+            "invited": links,
+            "refused": refused,
+        }
+        return TemplateResponse(request, "admin/auth/user/add_raters.html", context)
 
     @admin.action(description="Revoke all API tokens of the selected users")
     def revoke_api_tokens(self, request, queryset):
         revoked = sum(tokens_revoke_all(user=user) for user in queryset)
         self.message_user(request, f"Revoked {revoked} API token(s) of {queryset.count()} user(s).", messages.SUCCESS)
+
+
+def _invited_row(request, rater) -> dict:
+    return {
+        "username": rater.username,
+        "kinds": " ".join(rater.kinds),
+        "url": request.build_absolute_uri(reverse("invitation", args=[rater.token])),
+        "expires_at": rater.expires_at,
+    }
 
 
 admin.site.unregister(User)

@@ -150,6 +150,24 @@ def raters_add(*, rows: list[RaterRow], created_by=None, now: datetime | None = 
     return invited
 
 
+def invitation_renew(*, user, created_by=None, now: datetime | None = None) -> Invited:
+    """A new invitation link for a user who has no password yet (their earlier links stop
+    working). Raises RaterListError for a user who set one: they log in, or an admin
+    resets it."""
+    if user.has_usable_password():
+        raise RaterListError(f"{user.get_username()} has set a password already; no invitation is needed")
+    now = now or timezone.now()
+    expires = now + timedelta(hours=settings.INVITATION_TTL_HOURS)
+    token = secrets.token_urlsafe(32)
+    with transaction.atomic():
+        Invitation.objects.filter(user=user, used_at__isnull=True).delete()
+        Invitation.objects.create(
+            user=user, token_digest=_digest(token), created_by=created_by, created_at=now, expires_at=expires
+        )
+    kinds = tuple(sorted(Qualification.objects.filter(rater=user).values_list("kind", flat=True)))
+    return Invited(username=user.get_username(), kinds=kinds, token=token, expires_at=expires)
+
+
 def invitation_get(*, token: str, now: datetime | None = None) -> Invitation:
     """The open invitation of ``token``; InvitationInvalid for an unknown, used or
     expired one (saying which, never whose)."""

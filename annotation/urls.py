@@ -1,7 +1,7 @@
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
-from annotation.apis import accounts, datasets, exclusions, exports, gold, images, jobs, pauses, quiz, rating
+from annotation.apis import accounts, datasets, exclusions, exports, gold, images, jobs, pauses, quiz, raters, rating
 
 urlpatterns = [
     path("auth/token/", accounts.TokenApi.as_view(), name="auth-token"),
@@ -40,6 +40,7 @@ urlpatterns = [
     path("rate/<slug:dataset>/quiz/<slug:kind>/answer/", quiz.QuizAnswerApi.as_view(), name="quiz-answer"),
     path("rate/<slug:dataset>/progress/", rating.RaterProgressApi.as_view(), name="rate-progress"),
     path("rate/<slug:dataset>/ratings/", rating.RaterRatingListApi.as_view(), name="rate-ratings"),
+    path("raters/", raters.RaterBulkAddApi.as_view(), name="rater-bulk-add"),
     path("raters/<str:username>/qualifications/", rating.RaterQualificationsApi.as_view(), name="rater-qualifications"),
 ]
 

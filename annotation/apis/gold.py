@@ -1,8 +1,5 @@
 """Gold pairs and quality settings of a dataset (admins)."""
 
-import tempfile
-from pathlib import Path
-
 from django.db import transaction
 from django.db.models import Count
 from drf_spectacular.utils import extend_schema
@@ -20,7 +17,7 @@ from annotation.models import (
 )
 from annotation.roles import IsAdmin
 from annotation.upload_limits import LimitedMultiPartParser
-from annotation.uploads import PAIR_LIST
+from annotation.uploads import PAIR_LIST, upload_as_temporary_file
 from config.openapi import error_response
 
 LIST_LIMIT = 1000
@@ -103,11 +100,7 @@ class GoldListApi(APIView):
         data.is_valid(raise_exception=True)
         found = selectors.dataset_get(name=dataset)
         upload = data.validated_data["file"]
-        with tempfile.TemporaryDirectory(prefix="gold-") as folder:
-            path = Path(folder) / Path(upload.name or "gold.csv").name
-            with path.open("wb") as handle:
-                for chunk in upload.chunks():
-                    handle.write(chunk)
+        with upload_as_temporary_file(upload, default_name="gold.csv") as path:
             created = gold_pairs_upload(dataset=found, path=path, created_by=request.user)
         return Response({"created": created}, status=status.HTTP_201_CREATED)
 

@@ -40,3 +40,19 @@ def test_the_batch_list_fits_1280_px_and_a_flagged_pair_shows_its_pictures(page,
     assert pictures.count() == 2
     # The pictures really load (the image view serves the demo's files to the admin).
     assert page.evaluate("[...document.querySelectorAll('#result_list figure img')].every(i => i.naturalWidth > 0)")
+
+
+def test_raters_added_from_a_csv_in_the_admin_see_their_links(page, live_server, screenshot_dir, tmp_path):
+    demo_with_pairs(per_kind=1)
+    session_for(page, live_server, username="admin")
+    page.goto(f"{live_server.url}/admin/auth/user/")
+    page.click("text=Add raters from CSV")
+    rater_list = tmp_path / "raters.csv"
+    rater_list.write_text("username,email,kinds\nnew_rater_1,one@example.org,STS SIS\nnew_rater_2,,SITS\n")
+    page.set_input_files("input[name=file]", str(rater_list))
+    page.click("input[type=submit]")
+    page.wait_for_selector("#invited")
+    page.screenshot(path=screenshot_dir / "admin-add-raters.png", full_page=True)
+    links = page.locator("#invited code").all_inner_texts()
+    assert len(links) == 2 and all("/invite/" in link for link in links)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280

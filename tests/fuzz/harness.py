@@ -139,6 +139,7 @@ SEMANTIC_400 = {
     ("POST", "/api/rate/{dataset}/slots/{slot_id}/flag/"): "reason other needs a note",
     ("POST", "/api/rate/{dataset}/slots/{slot_id}/submit/"): "the first move cannot come after the time on item",
     ("POST", "/api/datasets/{dataset}/gold/"): "the file must be a gold pair list of the dataset's items",
+    ("POST", "/api/raters/"): "the file must be a rater list (username,email,kinds) of new user names",
     ("POST", "/api/datasets/{dataset}/pauses/"): "the reason must be text without NUL characters",
     ("POST", "/api/datasets/{dataset}/pauses/{pause_id}/lift/"): "the note must be text without NUL characters",
     ("POST", "/api/datasets/{dataset}/exclusions/"): "the rater must have valid ratings in the window",

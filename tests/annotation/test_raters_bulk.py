@@ -1,0 +1,97 @@
+"""Raters in bulk through the API and the admin; invitation links renewed; deactivate and
+qualify from the user admin."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from rest_framework.test import APIClient
+
+from annotation.models import Invitation, Qualification
+from annotation.onboarding import invitation_get
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+GOOD = b"username,email,kinds\nana,ana@example.org,STS SIS\nbo,,SITS\n"
+
+
+def csv(content: bytes, name: str = "raters.csv") -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, content, content_type="text/csv")
+
+
+@pytest.fixture
+def admin_api():
+    client = APIClient()
+    client.force_authenticate(UserFactory(roles=["admin"]))
+    return client
+
+
+def test_the_api_adds_raters_with_working_invitation_links(admin_api):
+    response = admin_api.post("/api/raters/", {"file": csv(GOOD)}, format="multipart")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert [(row["username"], row["kinds"]) for row in body] == [("ana", ["SIS", "STS"]), ("bo", ["SITS"])]
+    token = body[0]["invitation_url"].rstrip("/").rsplit("/", 1)[1]
+    assert body[0]["invitation_url"].startswith("http://testserver/invite/")
+    assert invitation_get(token=token).user.username == "ana"
+    assert token not in str(list(Invitation.objects.values_list("token_digest", flat=True)))
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"username,email,kinds\nana,,STS\nAna,,SIS\n", "username 'Ana' repeats line 2"),
+        (b"username,email,kinds\nana,,XYZ\n", "column kinds: XYZ"),
+        (b"user,mail\nana,x\n", "the header must be exactly username,email,kinds"),
+    ],
+)
+def test_a_bad_list_is_refused_whole_naming_the_line(admin_api, content, message):
+    users_before = get_user_model().objects.count()
+    response = admin_api.post("/api/raters/", {"file": csv(content)}, format="multipart")
+    assert response.status_code == 400 and message in response.json()["detail"]
+    assert get_user_model().objects.count() == users_before and not Invitation.objects.exists()
+
+
+def test_only_admins_may_add_raters():
+    client = APIClient()
+    assert client.post("/api/raters/", {"file": csv(GOOD)}, format="multipart").status_code == 401
+    client.force_authenticate(UserFactory(roles=["rater"]))
+    assert client.post("/api/raters/", {"file": csv(GOOD)}, format="multipart").status_code == 403
+    assert not get_user_model().objects.filter(username="ana").exists()
+
+
+@pytest.fixture
+def staff():
+    client = Client()
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    return client
+
+
+def test_the_admin_page_adds_raters_and_shows_each_link_once(staff):
+    listing = staff.get("/admin/auth/user/").content.decode()
+    assert "/admin/auth/user/add-raters/" in listing
+    page = staff.post("/admin/auth/user/add-raters/", {"file": csv(GOOD)}).content.decode()
+    assert "Send each rater their link now" in page and page.count("/invite/") == 2
+    assert set(Qualification.objects.filter(rater__username="ana").values_list("kind", flat=True)) == {"STS", "SIS"}
+    again = staff.post("/admin/auth/user/add-raters/", {"file": csv(GOOD)}).content.decode()
+    assert "a user named &#x27;ana&#x27; exists already" in again and "/invite/" not in again
+
+
+def test_user_actions_deactivate_qualify_and_renew_invitations(staff):
+    rater = UserFactory(roles=["rater"])
+    outsider = UserFactory()
+    changelist = "/admin/auth/user/"
+    staff.post(changelist, {"action": "qualify_sits", "_selected_action": [rater.pk, outsider.pk]})
+    assert list(Qualification.objects.values_list("rater_id", "kind")) == [(rater.pk, "SITS")]
+    staff.post(changelist, {"action": "deactivate", "_selected_action": [rater.pk]})
+    rater.refresh_from_db()
+    assert not rater.is_active
+    staff.post("/admin/auth/user/add-raters/", {"file": csv(GOOD)})
+    ana = get_user_model().objects.get(username="ana")
+    page = staff.post(changelist, {"action": "new_invitations", "_selected_action": [ana.pk, rater.pk]})
+    text = page.content.decode()
+    assert text.count("/invite/") == 1 and "has set a password already" in text
+    assert Invitation.objects.filter(user=ana).count() == 1
+    change = staff.get(f"/admin/auth/user/{ana.pk}/change/").content.decode()
+    assert "qualification (a task kind this rater may rate)" in change.lower() or "qualifications" in change.lower()
