@@ -2,11 +2,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
-from frontend import campaign, crowd, research, views
+from frontend import campaign, crowd, rater_pages, research, views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("rate/", views.rate_home, name="rate-home"),
+    path("rate/me/", rater_pages.rater_own_page, name="rater-own"),
     path("rate/<slug:dataset>/paused/", views.rate_paused, name="rate-paused"),
     path("rate/<slug:dataset>/<slug:kind>/", views.rate_page, name="rate-page"),
     path("research/", research.research, name="research"),

@@ -17,6 +17,7 @@ from annotation.roles import PARTICIPANT, RATER, has_role
 from annotation.selectors import dataset_get, qualification_kinds
 from frontend.crowd import participant_next_url
 from frontend.instructions import INSTRUCTIONS, levels_for
+from frontend.rater_pages import quiz_offers
 from frontend.selectors import home_sections, rater_work_list, worked_example_list
 
 
@@ -28,7 +29,8 @@ def home(request):
 
 @login_required
 def rate_home(request):
-    return render(request, "frontend/rate_home.html", {"work": rater_work_list(rater=request.user)})
+    context = {"work": rater_work_list(rater=request.user), "offers": quiz_offers(rater=request.user)}
+    return render(request, "frontend/rate_home.html", context)
 
 
 def rate_api_base(dataset: str) -> str:
