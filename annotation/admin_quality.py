@@ -257,26 +257,23 @@ class GoldPairAdmin(admin.ModelAdmin):
 
     @admin.action(description="Ask the selected gold pairs in their kind's qualification quiz")
     def quiz_add(self, request, queryset):
-        changed = sum(
-            quiz_set(dataset_id=dataset_id, gold_pair_ids=ids, in_quiz=True)
-            for dataset_id, ids in _by_dataset(queryset)
-        )
+        changed = _quiz_set_selected(queryset, in_quiz=True)
         self.message_user(request, f"{changed} gold pair(s) put in the quiz (no longer served in the queue).")
 
     @admin.action(description="Take the selected gold pairs out of the quiz (served in the queue again)")
     def quiz_remove(self, request, queryset):
-        changed = sum(
-            quiz_set(dataset_id=dataset_id, gold_pair_ids=ids, in_quiz=False)
-            for dataset_id, ids in _by_dataset(queryset)
-        )
+        changed = _quiz_set_selected(queryset, in_quiz=False)
         self.message_user(request, f"{changed} gold pair(s) taken out of the quiz.")
 
 
-def _by_dataset(queryset) -> list[tuple[int, list[int]]]:
+def _quiz_set_selected(queryset, *, in_quiz: bool) -> int:
+    """quiz_set for selected gold pairs of any datasets; how many changed."""
     groups: dict[int, list[int]] = {}
     for pk, dataset_id in queryset.values_list("pk", "dataset_id"):
         groups.setdefault(dataset_id, []).append(pk)
-    return list(groups.items())
+    return sum(
+        quiz_set(dataset_id=dataset_id, gold_pair_ids=ids, in_quiz=in_quiz) for dataset_id, ids in groups.items()
+    )
 
 
 class QualitySettingsInline(admin.StackedInline):

@@ -190,3 +190,11 @@ def test_the_quiz_api_asks_answers_and_names_a_bad_kind(dataset, newcomer):
     assert client.post(f"/api/rate/{dataset.name}/quiz/sis/answer/", answer, format="json").status_code == 200
     missing = client.post(f"/api/rate/{dataset.name}/quiz/xyz/", {}, format="json")
     assert missing.status_code == 404 and "no task kind 'xyz'" in missing.json()["detail"]
+
+
+def test_the_gold_pair_admin_puts_pairs_in_the_quiz_and_takes_them_out(dataset, admin_client):
+    ids = list(GoldPair.objects.order_by("pk").values_list("pk", flat=True))
+    admin_client.post("/admin/annotation/goldpair/", {"action": "quiz_remove", "_selected_action": ids[:3]})
+    assert list(GoldPair.objects.filter(in_quiz=True).values_list("pk", flat=True)) == ids[3:]
+    admin_client.post("/admin/annotation/goldpair/", {"action": "quiz_add", "_selected_action": ids[:1]})
+    assert sorted(GoldPair.objects.filter(in_quiz=True).values_list("pk", flat=True)) == [ids[0], ids[3]]

@@ -2,7 +2,8 @@
 for SIS pairs, and optionally a three-question SIS quiz (references 0, 2.5 and 5)."""
 
 from annotation.crowd import campaign_link_create
-from annotation.models import CampaignLink, Dataset, GoldPair, GoldSource, Image, QualitySettings, TaskKind
+from annotation.gold.ids import ids_reserve
+from annotation.models import CampaignLink, Dataset, GoldPair, GoldSource, Image, Pair, QualitySettings, TaskKind
 from annotation.quiz import quiz_set
 
 QUIZ_REFERENCES = (0.0, 2.5, 5.0)
@@ -11,12 +12,13 @@ QUIZ_REFERENCES = (0.0, 2.5, 5.0)
 def sis_quiz(dataset: Dataset) -> list[GoldPair]:
     """Three SIS gold pairs in the quiz, on images the queued demo pairs start from last."""
     images = list(Image.objects.filter(dataset=dataset).order_by("-id")[:6])
+    ids = ids_reserve(Pair, len(QUIZ_REFERENCES))
     made = []
     for index, reference in enumerate(QUIZ_REFERENCES):
         a, b = sorted((images[2 * index], images[2 * index + 1]), key=lambda image: image.pk)
         made.append(
             GoldPair.objects.create(
-                id=GoldPair.objects.count() + 900_000 + index,
+                id=ids[index],
                 dataset=dataset,
                 split=a.split,
                 kind=TaskKind.SIS,

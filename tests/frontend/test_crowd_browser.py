@@ -57,6 +57,7 @@ def test_a_participant_goes_from_the_link_through_the_quiz_and_quota_to_the_code
     assert "Not passed this time" in result.inner_text()
     page.screenshot(path=str(screenshot_dir / "crowd-quiz-failed.png"), full_page=True)
     page.click("#quiz-again")
+    result.wait_for(state="hidden")
     second_order = answer_quiz(page, near=True)
     assert sorted(first_order) == sorted(second_order) and first_order != second_order
     assert "You passed the quiz" in result.inner_text()

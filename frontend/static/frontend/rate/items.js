@@ -1,4 +1,5 @@
-// One side of a pair as the rating page and the quiz show it: a caption or a picture.
+// What the rating page and the quiz both show: one side of a pair (a caption or a
+// picture), and the notice line above the pair.
 
 export function itemNode(item) {
   const box = document.createElement("figure");
@@ -24,4 +25,11 @@ export function itemNode(item) {
     box.append(frame);
   }
   return box;
+}
+
+/** Show ``text`` in the notice line (an empty text hides it); ``kind`` "error" marks it. */
+export function showNoticeIn(notice, text, kind = "info") {
+  notice.hidden = !text;
+  notice.textContent = text || "";
+  notice.className = `notice ${kind === "error" ? "error" : ""}`;
 }

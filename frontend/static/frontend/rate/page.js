@@ -1,6 +1,6 @@
 // The rating page: wires the API, the slider and the session state to the DOM.
 import { NetworkError, rateApi } from "./api.js";
-import { itemNode } from "./items.js";
+import { itemNode, showNoticeIn } from "./items.js";
 import { createSlider } from "./slider.js";
 import { ItemTimer, Outbox, newKey, retryDelay } from "./state.js";
 
@@ -47,9 +47,7 @@ window.localStorage.setItem(seenKey, "1");
 
 // --- rendering -----------------------------------------------------------------------------
 function showNotice(text, kind = "info") {
-  el.notice.hidden = !text;
-  el.notice.textContent = text || "";
-  el.notice.className = `notice ${kind === "error" ? "error" : ""}`;
+  showNoticeIn(el.notice, text, kind);
 }
 
 function showNoWork() {

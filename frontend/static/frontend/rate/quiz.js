@@ -2,7 +2,7 @@
 // after each answer the reference level and its explanation, then the next question.
 // A passed attempt reloads the page, which then serves the task itself.
 import { NetworkError, call } from "./api.js";
-import { itemNode } from "./items.js";
+import { itemNode, showNoticeIn } from "./items.js";
 import { createSlider } from "./slider.js";
 import { nearestLevel } from "./scale.js";
 import { ItemTimer, newKey } from "./state.js";
@@ -41,9 +41,7 @@ const slider = createSlider(el.scale, {
 el.instructions.open = true;
 
 function showNotice(text, kind = "info") {
-  el.notice.hidden = !text;
-  el.notice.textContent = text || "";
-  el.notice.className = `notice ${kind === "error" ? "error" : ""}`;
+  showNoticeIn(el.notice, text, kind);
 }
 
 function updateControls() {
