@@ -242,3 +242,21 @@ def test_the_claim_api_answers_quota_reached_with_its_code(dataset):
     client.force_authenticate(participant.user)
     response = client.post(f"/api/rate/{dataset.name}/claim/", {"kind": "SIS"}, format="json")
     assert response.status_code == 403 and response.json()["code"] == "quota_reached"
+
+
+def test_exports_carry_pseudonyms_never_the_external_ids(dataset, tmp_path):
+    from annotation.export import dataset_export
+
+    link = make_link(dataset, quota=8)
+    pids = [f"pid{n}AAAAAAAAAAAAAAAAAAAAA" for n in range(3)]
+    for pid in pids:
+        participant = participant_join(token=link.token, params={"PROLIFIC_PID": pid})
+        slot = slot_claim(rater=participant.user, dataset=dataset.name, kind="SIS")
+        while slot is not None:
+            _, slot = rate(participant, slot)
+    summary = dataset_export(dataset_name=dataset.name, out_dir=tmp_path / "out", formats=["cxc", "jsonl"])
+    assert summary.ratings > 0
+    written = "".join(
+        path.read_text() for path in (tmp_path / "out").iterdir() if path.suffix in (".csv", ".jsonl", ".json")
+    )
+    assert not any(pid in written for pid in pids) and "prolific" not in written
