@@ -77,8 +77,10 @@ def rating_submit(
         adjustments=adjustments,
         idempotency_key=idempotency_key,
     )
+    clock_given = now is not None
     now = service_now(now)
     rating = {
+        "clock_given": clock_given,
         "rater": rater.pk,
         "score": round(float(score), SCORE_DECIMALS),
         "time_on_item_ms": time_on_item_ms,
@@ -182,9 +184,14 @@ def _submit_stepwise(*, rater, dataset: str, slot_id: int, rating: Mapping) -> S
                 execute(cursor, statements.submit(), params)
                 rating_id = cursor.fetchone()[0]
         else:
+            if not rating["clock_given"]:
+                # SQLite: this transaction holds the write lock since BEGIN IMMEDIATE, however
+                # long it waited for it; the clock read now orders the rating after every
+                # exclusion already made, so no exclusion's run can miss it.
+                params["now"] = service_now(None)
             rating_id = _submit_portable(params)
     return SubmitResult(
-        rating_id=rating_id, pair_id=view.pair_id, slot_id=slot_id, created_at=rating["now"], replayed=False
+        rating_id=rating_id, pair_id=view.pair_id, slot_id=slot_id, created_at=params["now"], replayed=False
     )
 
 

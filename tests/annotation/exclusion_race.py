@@ -46,9 +46,12 @@ class _Race:
         rng = random.Random(self.seed * 1000 + number)
         try:
             while True:
+                # Read before the claim: a rater stops only after a claim that began once
+                # the excluder was done, so the top-up slots of its last run are seen.
+                excluder_was_done = self.excluder_done.is_set()
                 assignment = slot_claim(rater=user, dataset=self.dataset.name)
                 if assignment is None:
-                    if self.excluder_done.is_set():
+                    if excluder_was_done:
                         return
                     time.sleep(0.01)
                     continue
@@ -69,7 +72,11 @@ class _Race:
         rng = random.Random(self.seed)
         users = get_user_model().objects
         try:
-            for round_number in range(self.rounds):
+            # ``rounds`` exclusions made (a round finding no rater to exclude does not
+            # count), within a bounded number of tries.
+            for round_number in range(self.rounds * 5):
+                if self.exclusions >= self.rounds:
+                    break
                 time.sleep(rng.random() * 0.05)
                 candidates = sorted(
                     set(
@@ -110,6 +117,11 @@ class _Race:
             thread.join(max(0.0, timeout - (time.monotonic() - started)))
         return self.report(hung=sum(thread.is_alive() for thread in threads), seconds=time.monotonic() - started)
 
+    def _eligible(self, pair) -> bool:
+        """Whether a rater of the race has no rating on ``pair`` (could be served it)."""
+        rated = set(Rating.objects.filter(pair=pair).values_list("rater_id", flat=True))
+        return any(user.pk not in rated for user in self.raters)
+
     def report(self, *, hung: int, seconds: float) -> dict:
         stored = set(Rating.objects.filter(id__in=self.acknowledged).values_list("id", flat=True))
         in_force = RatingExclusion.objects.filter(dataset=self.dataset, state=ExclusionState.APPLIED)
@@ -130,7 +142,13 @@ class _Race:
                 pair__dataset=self.dataset, status=RatingStatus.SUPERSEDED
             ).count(),
             "pairs": pairs.count(),
-            "pairs_incomplete": sum(1 for p in pairs if p.ratings_done != p.ratings_required),
+            # An incomplete pair is stranded when one of the race's raters could still rate
+            # it (they have no rating on it, valid or not); one every rater has rated waits
+            # for a new rater, which is the exclusion working as meant with few raters.
+            "pairs_incomplete": sum(1 for p in pairs if p.ratings_done != p.ratings_required and self._eligible(p)),
+            "pairs_waiting_for_new_raters": sum(
+                1 for p in pairs if p.ratings_done != p.ratings_required and not self._eligible(p)
+            ),
             "valid_from_excluded": valid_from_excluded,
             "problems": pair_problems(self.dataset.id)[:10],
         }
