@@ -7,7 +7,7 @@ from datetime import datetime, time, tzinfo
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery, Sum
+from django.db.models import Avg, Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
 from annotation.errors import NotFound
@@ -21,11 +21,13 @@ from annotation.models import (
     GoldRating,
     Image,
     Job,
+    Pair,
     PairSkip,
     Qualification,
     QueueCounter,
     Rating,
     RatingSlot,
+    RatingStatus,
     SlotState,
     Split,
 )
@@ -89,6 +91,31 @@ def split_item_keys(*, split: Split) -> tuple[list[str], list[tuple[str, str]]]:
     image_keys = list(Image.objects.filter(split=split).order_by("id").values_list("key", flat=True))
     caption_pairs = list(Caption.objects.filter(image__split=split).order_by("id").values_list("key", "image__key"))
     return image_keys, caption_pairs
+
+
+# Item keys of each kind's pairs, in the CxC files' column order (SITS: caption, image).
+_PAIR_KEYS = {
+    "STS": ("caption_a__key", "caption_b__key"),
+    "SIS": ("image_a__key", "image_b__key"),
+    "SITS": ("caption_a__key", "image_a__key"),
+}
+
+
+def split_rated_pairs(*, split: Split) -> dict[str, tuple[list[str], list[str], list[float]]]:
+    """The split's own ratings, as the exports count them: per kind, (first keys, second
+    keys, mean scores) of every pair with all its valid ratings and not retired, in pair
+    id order. Kinds without such a pair are left out."""
+    out: dict[str, tuple[list[str], list[str], list[float]]] = {}
+    for kind, (first, second) in _PAIR_KEYS.items():
+        rows = list(
+            Pair.objects.filter(split=split, kind=kind, ratings_done=F("ratings_required"), retired_at__isnull=True)
+            .order_by("id")
+            .annotate(mean=Avg("ratings__score", filter=Q(ratings__status=RatingStatus.VALID)))
+            .values_list(first, second, "mean")
+        )
+        if rows:
+            out[kind] = ([r[0] for r in rows], [r[1] for r in rows], [float(r[2]) for r in rows])
+    return out
 
 
 def embedding_space_get(*, dataset: Dataset, name: str) -> EmbeddingSpace:

@@ -156,6 +156,45 @@ def exact_neighbours(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.nda
     return _pad(ids, np.zeros(ids.shape, dtype=np.float32), k)[0]
 
 
+def exact_top_k(queries: np.ndarray, candidates: np.ndarray, k: int, exclude: np.ndarray | None = None) -> np.ndarray:
+    """The ``k`` best-scoring candidates of every query, best first: int64 (q, min(k, n)).
+
+    queries: float (q, d), candidates: float (n, d), scores are dot products (cosines for
+    L2-normalized rows); exclude: int (q,), a candidate to leave out per query (the query
+    itself when both are one space), -1 for none. Within the top k, equal scores keep the
+    lower index first.
+    A block of queries at a time, so memory stays bounded for any size.
+    """
+    x = np.ascontiguousarray(candidates, dtype=np.float32)
+    q, n = queries.shape[0], x.shape[0]
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if exclude is not None and n - 1 < k:
+        raise ValueError(f"k={k} but only {n - 1} other candidates")
+    k = min(k, n)
+    block = max(1, (1 << 26) // max(n, 1))
+    out = np.empty((q, k), dtype=np.int64)
+    for start in range(0, q, block):
+        stop = min(start + block, q)
+        sims = np.asarray(queries[start:stop], dtype=np.float32) @ x.T
+        if exclude is not None:
+            own = np.asarray(exclude[start:stop])
+            keep = own >= 0
+            sims[np.arange(stop - start)[keep], own[keep]] = -np.inf
+        out[start:stop] = top_k_of_scores(sims, k)
+    return out
+
+
+def top_k_of_scores(sims: np.ndarray, k: int) -> np.ndarray:
+    """The columns of the ``k`` highest scores of every row of ``sims`` float (b, n), best
+    first (equal scores: lower column first): int64 (b, k), k <= n."""
+    n = sims.shape[1]
+    top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < n else np.broadcast_to(np.arange(n), sims.shape)
+    top_sims = np.take_along_axis(sims, top, axis=1)
+    order = np.lexsort((top, -top_sims), axis=1)
+    return np.take_along_axis(top, order, axis=1).astype(np.int64)
+
+
 def recall_at_k(found: np.ndarray, truth: np.ndarray) -> float:
     """Mean share of each row's true neighbours that were found. Both int (q, k); -1 is no id."""
     if found.shape != truth.shape:

@@ -25,8 +25,20 @@ from annotation.evaluation.inputs import (
     SplitItems,
     embed_items,
 )
+from annotation.evaluation.intervals import INTERVAL_LEVEL
+from annotation.evaluation.protocols import (
+    AUDITED,
+    COCO_1K,
+    COCO_5K,
+    CXC,
+    PROTOCOLS,
+    TOP_K,
+    calibration_section,
+    coco_1k_section,
+    top_k_section,
+)
 from annotation.evaluation.ranks import RECALL_AT
-from annotation.evaluation.retrieval import intermodal_retrieval, intramodal_positives, intramodal_retrieval
+from annotation.evaluation.retrieval import Intervals, intermodal_retrieval, intramodal_positives, intramodal_retrieval
 from annotation.evaluation.rows import SplitRows, index_rows
 
 Progress = Callable[[str], None]
@@ -40,10 +52,13 @@ def _quiet(message: str) -> None:
 def evaluate(
     *,
     items: SplitItems,
-    ratings: dict[str, RatedPairs],
+    ratings: dict[str, RatedPairs] | None,
     image_space: Space | None,
     caption_space: Space | None,
     joint: bool,
+    audited: dict[str, RatedPairs] | None = None,
+    protocols: tuple[str, ...] = PROTOCOLS,
+    top_k: int = 10,
     restrict_to_split: bool = False,
     samples: int = BOOTSTRAP_SAMPLES,
     seed: int = 0,
@@ -57,36 +72,62 @@ def evaluate(
     must have a vector in each given space; every rated id must be an item of the split
     unless ``restrict_to_split`` (then rows outside it are left out and counted).
     ``queries``: which items of a rated row the bootstrap samples as queries
-    (BOTH_ITEMS, the default, or FIRST_COLUMN). A task that cannot run is listed under
-    ``skipped`` with the reason.
+    (BOTH_ITEMS, the default, or FIRST_COLUMN). ``ratings``: CxC-format ratings (the
+    "cxc" positives); ``audited``: the dataset's own ratings (the "audited" positives).
+    ``protocols``: which of PROTOCOLS run; ``top_k``: the k of the own top-k precision.
+    A task that cannot run is listed under ``skipped`` with the reason.
     """
     _check_spaces(items, image_space, caption_space, joint, samples)
+    _check_protocols(protocols, top_k)
     if queries not in QUERY_RULES:
         raise EvaluationError(f"the bootstrap's queries are {' or '.join(QUERY_RULES)}, got {queries!r}")
     progress("reading vectors")
     images = embed_items(image_space, items.image_keys, IMAGE) if image_space is not None else None
     captions = embed_items(caption_space, items.caption_keys, CAPTION) if caption_space is not None else None
     report = _empty_report(items, joint, samples, seed)
-    report["settings"]["bootstrap_queries"] = queries
+    report["settings"] |= {"bootstrap_queries": queries, "protocols": list(protocols), "top_k": top_k}
     runs = {STS: captions is not None, SIS: images is not None, SITS: joint}
     spaces = {IMAGE: image_space, CAPTION: caption_space}
-    rows = _index_ratings(report["ratings"], ratings, items, spaces, runs, restrict_to_split)
+    sources: dict[str, SplitRows] = {}
+    if ratings is not None:
+        sources[CXC] = _index_ratings(report["ratings"], ratings, items, spaces, runs, restrict_to_split)
+    if audited is not None:
+        report["audited_ratings"] = {}
+        sources[AUDITED] = _index_ratings(report["audited_ratings"], audited, items, spaces, runs, True)
+    positives_from = {name: rows for name, rows in sources.items() if name in protocols}
+    intervals = Intervals(samples=samples, seed=seed)
+    vectors = {IMAGE: images, CAPTION: captions}
+    # Each task's own top-k, taken from its retrieval pass's scores when it has one.
+    tops: dict[str, np.ndarray] | None = {} if TOP_K in protocols else None
     if joint:
-        _intermodal(report, images, captions, items.caption_image, rows, progress)
+        pair = (images, captions)
+        _intermodal(report, pair, items.caption_image, positives_from, protocols, intervals, tops, progress)
     else:
-        for task in ("image_to_text", "text_to_image"):
+        for task in ("image_to_text", "text_to_image", "coco_1k"):
             report["skipped"][task] = UNIMODAL
-    for task, kind, vectors in (("text_to_text", STS, captions), ("image_to_image", SIS, images)):
-        _intramodal(report, task, kind, vectors, rows, progress)
-    for kind, left, right in ((STS, captions, captions), (SIS, images, images), (SITS, captions, images)):
-        if runs[kind]:
-            _correlation(report, kind, left, right, rows, (samples, seed, queries), progress)
-        else:
-            report["skipped"][kind] = UNIMODAL if kind == SITS else f"no {MODALITIES[kind][0]} vectors"
-    if not report["retrieval"] and not report["correlation"]:
+    for task, kind in (("text_to_text", STS), ("image_to_image", SIS)):
+        _intramodal(report, task, kind, vectors[MODALITIES[kind][0]], positives_from, intervals, tops, progress)
+    _correlations(report, vectors, runs, sources, protocols, (samples, seed, queries), progress)
+    if "calibration" in protocols:
+        calibration_section(report, vectors, runs, sources, progress)
+    if TOP_K in protocols:
+        top_k_section(report, vectors, runs, items.caption_image, sources, tops, intervals, progress)
+    if not any(report[part] for part in ("retrieval", "correlation", "calibration", "own_top_k", "coco_1k")):
         reasons = "; ".join(f"{task}: {why}" for task, why in report["skipped"].items())
         raise EvaluationError(f"nothing to evaluate on split {items.name!r} ({reasons})")
     return report
+
+
+def _check_protocols(protocols: tuple[str, ...], top_k: int) -> None:
+    unknown = [name for name in protocols if name not in PROTOCOLS]
+    if unknown or not protocols:
+        raise EvaluationError(
+            f"unknown protocol(s) {', '.join(map(repr, unknown))}; choose from {', '.join(PROTOCOLS)}"
+            if unknown
+            else f"choose at least one protocol: {', '.join(PROTOCOLS)}"
+        )
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
+        raise EvaluationError(f"the own top-k needs k from 1 to 1000, got {top_k!r}")
 
 
 def _check_spaces(
@@ -114,14 +155,18 @@ def _empty_report(items: SplitItems, joint: bool, samples: int, seed: int) -> di
         "items": {"images": len(items.image_keys), "captions": len(items.caption_keys)},
         "ratings": {},
         "retrieval": {},
+        "coco_1k": {},
         "correlation": {},
+        "calibration": {},
+        "own_top_k": {},
         "skipped": {},
         "settings": {
             "positive_at": dict(POSITIVE_THRESHOLDS),
             "recall_at": list(RECALL_AT),
             "samples": samples,
             "seed": seed,
-            "ties": "a candidate tied with the best positive ranks ahead of it",
+            "ties": "a candidate tied with a positive ranks ahead of it",
+            "intervals": f"{100 * INTERVAL_LEVEL:g}% bootstrap over queries, samples and seed as above",
         },
     }
 
@@ -152,37 +197,106 @@ def _index_ratings(
 
 def _intermodal(
     report: dict,
-    images: np.ndarray,
-    captions: np.ndarray,
+    vectors: tuple[np.ndarray, np.ndarray],
     caption_image: np.ndarray,
-    rows: SplitRows,
+    sources: dict[str, SplitRows],
+    protocols: tuple[str, ...],
+    intervals: Intervals,
+    tops: dict | None,
     progress: Progress,
 ) -> None:
-    """Image <-> text retrieval: the original pairs, then with the SITS positives added."""
-    reason = rows.missing(SITS)
-    if reason is not None:
-        report["skipped"]["image_to_text.cxc"] = reason
-        report["skipped"]["text_to_image.cxc"] = reason
-    sits = rows.indexed[SITS] if reason is None else None
-    report["retrieval"].update(intermodal_retrieval(images, captions, caption_image, sits, progress))
+    """Image <-> text retrieval over the split: the original pairs (COCO 5K), then with
+    each source's SITS positives added; and COCO 1K."""
+    images, captions = vectors
+    rated = {}
+    for name, rows in sources.items():
+        reason = rows.missing(SITS)
+        if reason is None:
+            rated[name] = rows.indexed[SITS]
+        else:
+            report["skipped"][f"image_to_text.{name}"] = reason
+            report["skipped"][f"text_to_image.{name}"] = reason
+    n_images, n_captions = images.shape[0], captions.shape[0]
+    tops = _tops(report, tops, ("image_to_text", n_images, n_captions), ("text_to_image", n_captions, n_images))
+    if COCO_5K in protocols or rated:
+        found = intermodal_retrieval(
+            images, captions, caption_image, rated, intervals, progress, with_original=COCO_5K in protocols, tops=tops
+        )
+        report["retrieval"].update(found)
+    if COCO_1K in protocols:
+        coco_1k_section(report, images, captions, caption_image, intervals, progress)
+
+
+def _tops(report: dict, tops: dict | None, *tasks: tuple[str, int, int]) -> dict[str, np.ndarray]:
+    """Arrays for each task's own top-k, added to ``tops`` (None: not asked for) for the
+    retrieval pass to fill; tasks are (name, queries, candidates), and one with fewer
+    than k candidates gets none."""
+    if tops is None:
+        return {}
+    k = report["settings"]["top_k"]
+    for task, queries, candidates in tasks:
+        if k <= candidates:
+            tops[task] = np.full((queries, k), -1, np.int64)
+    return {task: tops[task] for task, _, _ in tasks if task in tops}
 
 
 def _intramodal(
-    report: dict, task: str, kind: str, vectors: np.ndarray | None, rows: SplitRows, progress: Progress
+    report: dict,
+    task: str,
+    kind: str,
+    vectors: np.ndarray | None,
+    sources: dict[str, SplitRows],
+    intervals: Intervals,
+    tops: dict | None,
+    progress: Progress,
 ) -> None:
     if vectors is None:
         report["skipped"][task] = f"no {MODALITIES[kind][0]} vectors"
         return
-    reason = rows.missing(kind)
-    if reason is None:
-        positives = intramodal_positives(rows.indexed[kind], vectors.shape[0], POSITIVE_THRESHOLDS[kind])
-        if positives is None:
-            reason = f"no {kind} pair scores >= {POSITIVE_THRESHOLDS[kind]:g}"
-    if reason is not None:
-        report["skipped"][task] = reason
+    sets = {}
+    for name, rows in sources.items():
+        reason = rows.missing(kind)
+        if reason is None:
+            positives = intramodal_positives(rows.indexed[kind], vectors.shape[0], POSITIVE_THRESHOLDS[kind])
+            if positives is None:
+                reason = f"no {kind} pair scores >= {POSITIVE_THRESHOLDS[kind]:g}"
+            else:
+                sets[name] = positives
+        if reason is not None:
+            report["skipped"][task if name == CXC else f"{task}.{name}"] = reason
+    if not sets and not sources:
+        report["skipped"][task] = "no ratings given"
+    if not sets:
         return
     progress(f"{task.replace('_to_', ' -> ')} retrieval")
-    report["retrieval"][task] = intramodal_retrieval(vectors, positives)
+    top = _tops(report, tops, (task, vectors.shape[0], vectors.shape[0] - 1)).get(task)
+    report["retrieval"][task] = intramodal_retrieval(vectors, sets, intervals, top=top)
+
+
+def _correlations(
+    report: dict,
+    vectors: dict[str, np.ndarray | None],
+    runs: dict[str, bool],
+    sources: dict[str, SplitRows],
+    protocols: tuple[str, ...],
+    bootstrap: tuple[int, int, str],
+    progress: Progress,
+) -> None:
+    """The CxC bootstrap correlation per kind, on the CxC-format ratings when given,
+    else on the dataset's own."""
+    if "correlation" not in protocols:
+        return
+    source = CXC if CXC in sources else AUDITED if AUDITED in sources else None
+    for kind in KINDS:
+        left, right = (vectors[modality] for modality in MODALITIES[kind])
+        if not runs[kind]:
+            report["skipped"][kind] = UNIMODAL if kind == SITS else f"no {MODALITIES[kind][0]} vectors"
+        elif source is None:
+            report["skipped"][kind] = "no ratings given"
+        else:
+            _correlation(report, kind, left, right, sources[source], bootstrap, progress)
+            if kind in report["correlation"]:
+                report["correlation"][kind]["ratings"] = source
 
 
 def _correlation(

@@ -1,45 +1,87 @@
-"""The CxC retrieval tasks over one split's normalized vectors. Pure numpy.
+"""The retrieval tasks over one split's normalized vectors. Pure numpy.
 
-- image->text and text->image, positives: the original pairs ("original"), and the
-  original pairs plus every SITS pair whose mean score reaches the SITS threshold ("cxc");
-- text->text (STS) and image->image (SIS), positives: the pairs whose mean score reaches
-  the task's threshold. Candidates are all other items of the split; the query itself
-  is never a candidate.
+- image->text and text->image over the whole split ("COCO 5K" on the 5K test split),
+  positives: the original pairs ("original"), and the original pairs plus every SITS
+  pair whose mean score reaches the SITS threshold, from the CxC-format ratings ("cxc")
+  and from the dataset's own ratings ("audited");
+- COCO 1K: image->text and text->image within folds of 1,000 images (in split order)
+  and their captions, original positives, averaged over the folds (at most five);
+- text->text (STS) and image->image (SIS), positives: the pairs whose mean score
+  reaches the task's threshold ("cxc", "audited"). Candidates are all other items of
+  the split; the query itself is never a candidate.
 
-Queries are the items with at least one positive (see ``ranks``).
+Each summary gives Recall@1/5/10, the median first-correct rank, R-Precision and mAP@R
+(see ``ranked``) over the queries with positives, and bootstrap intervals of the means.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from annotation.cxc import POSITIVE_THRESHOLDS, SITS
-from annotation.evaluation.ranks import Positives, first_correct_ranks, retrieval_summary
+from annotation.evaluation.intervals import bootstrap_intervals
+from annotation.evaluation.ranked import QueryFigures, positive_ranks, query_figures
+from annotation.evaluation.ranks import Positives
 from annotation.evaluation.rows import IndexedRows, pair_means
+
+ORIGINAL = "original"
+FOLD_IMAGES = 1000
+MAX_FOLDS = 5
+
+
+@dataclass(frozen=True)
+class Intervals:
+    """Bootstrap settings of the intervals: resamples and seed."""
+
+    samples: int
+    seed: int
+
+
+def ranked_summary(
+    figures: QueryFigures, n_candidates: int, n_positives: int, intervals: Intervals, *, extra: Mapping | None = None
+) -> dict:
+    """Means (x 100) of the per-query figures, the median first-correct rank, counts,
+    and ``ci``: the bootstrap interval of each mean."""
+    columns = figures.columns()
+    summary = {
+        "queries": int(figures.queries.size),
+        "candidates": int(n_candidates),
+        "positives": int(n_positives),
+        **(extra or {}),
+    }
+    for name, column in columns.items():
+        summary[name] = float(column.mean()) if column.size else None
+    summary["median_rank"] = float(np.median(figures.first_rank)) if figures.first_rank.size else None
+    if figures.queries.size:
+        summary["ci"] = bootstrap_intervals(columns, samples=intervals.samples, seed=intervals.seed)
+    return summary
+
 
 # --- image <-> text ------------------------------------------------------------------
 
 
 def intermodal_positive_sets(
-    caption_image: np.ndarray, n_images: int, sits: IndexedRows | None
+    caption_image: np.ndarray, n_images: int, rated: Mapping[str, IndexedRows]
 ) -> tuple[list[str], list[Positives], list[Positives]]:
     """(names, image->text sets, text->image sets): "original" from ``caption_image``
-    int64 (n_captions,), and "cxc" adding the SITS positives when ``sits`` rows are given."""
+    int64 (n_captions,), then per name of ``rated`` (SITS rows) the original pairs plus
+    the rated pairs whose mean reaches the SITS threshold."""
     n_captions = len(caption_image)
     caption_ids = np.arange(n_captions)
-    original_t2i = Positives.from_pairs(caption_ids, caption_image, n_captions, n_images)
-    original_i2t = Positives.from_pairs(caption_image, caption_ids, n_images, n_captions)
-    names, sets_i2t, sets_t2i = ["original"], [original_i2t], [original_t2i]
-    if sits is not None:
+    names = [ORIGINAL]
+    sets_t2i = [Positives.from_pairs(caption_ids, caption_image, n_captions, n_images)]
+    sets_i2t = [Positives.from_pairs(caption_image, caption_ids, n_images, n_captions)]
+    for name, sits in rated.items():
         cap, img, mean = pair_means(sits.first, sits.second, sits.scores, n_images, unordered=False)
         good = mean >= POSITIVE_THRESHOLDS[SITS]
         all_caps = np.concatenate([caption_ids, cap[good]])
         all_imgs = np.concatenate([caption_image, img[good]])
         sets_i2t.append(Positives.from_pairs(all_imgs, all_caps, n_images, n_captions))
         sets_t2i.append(Positives.from_pairs(all_caps, all_imgs, n_captions, n_images))
-        names.append("cxc")
+        names.append(name)
     return names, sets_i2t, sets_t2i
 
 
@@ -47,27 +89,71 @@ def intermodal_retrieval(
     images: np.ndarray,
     captions: np.ndarray,
     caption_image: np.ndarray,
-    sits: IndexedRows | None,
+    rated: Mapping[str, IndexedRows],
+    intervals: Intervals,
     progress: Callable[[str], None],
+    *,
+    with_original: bool = True,
+    tops: dict[str, np.ndarray] | None = None,
 ) -> dict[str, dict[str, dict]]:
     """``images`` float32 (n_images, d), ``captions`` float32 (n_captions, d) in one
     space. Returns {"image_to_text": {name: summary}, "text_to_image": {...}} with the
-    names of ``intermodal_positive_sets``."""
+    names of ``intermodal_positive_sets`` ("original" left out without
+    ``with_original``). ``tops``: {task: int64 (q, k) array} to fill with each query's
+    k best candidates from the same scores."""
     n_images, n_captions = images.shape[0], captions.shape[0]
-    names, sets_i2t, sets_t2i = intermodal_positive_sets(caption_image, n_images, sits)
+    names, sets_i2t, sets_t2i = intermodal_positive_sets(caption_image, n_images, rated)
+    if not with_original:
+        names, sets_i2t, sets_t2i = names[1:], sets_i2t[1:], sets_t2i[1:]
+    tops = tops or {}
     progress("image -> text retrieval")
-    image_to_text = _summaries(names, first_correct_ranks(images, captions, sets_i2t), sets_i2t, n_captions)
+    ranks = positive_ranks(images, captions, sets_i2t, top=tops.get("image_to_text"))
+    image_to_text = {
+        name: ranked_summary(query_figures(r, s), n_captions, s.indices.size, intervals)
+        for name, r, s in zip(names, ranks, sets_i2t, strict=True)
+    }
     progress("text -> image retrieval")
-    text_to_image = _summaries(names, first_correct_ranks(captions, images, sets_t2i), sets_t2i, n_images)
+    ranks = positive_ranks(captions, images, sets_t2i, top=tops.get("text_to_image"))
+    text_to_image = {
+        name: ranked_summary(query_figures(r, s), n_images, s.indices.size, intervals)
+        for name, r, s in zip(names, ranks, sets_t2i, strict=True)
+    }
     return {"image_to_text": image_to_text, "text_to_image": text_to_image}
 
 
-def _summaries(
-    names: Sequence[str], ranks: Sequence[np.ndarray], sets: Sequence[Positives], n_candidates: int
-) -> dict[str, dict]:
-    return {
-        name: retrieval_summary(r, n_candidates, s.indices.size) for name, r, s in zip(names, ranks, sets, strict=True)
-    }
+def coco_1k(images: np.ndarray, captions: np.ndarray, caption_image: np.ndarray, intervals: Intervals) -> dict:
+    """Image->text and text->image within each fold of FOLD_IMAGES images (split order)
+    and their captions, original positives; figures are the mean over the folds (equal
+    folds, so the mean over all their queries). Raises ValueError below one fold."""
+    folds = min(MAX_FOLDS, images.shape[0] // FOLD_IMAGES)
+    if folds < 1:
+        raise ValueError(f"COCO 1K needs at least {FOLD_IMAGES} images; the split has {images.shape[0]}")
+    per_direction: dict[str, list[QueryFigures]] = {"image_to_text": [], "text_to_image": []}
+    fold_sizes = []
+    for fold in range(folds):
+        first, stop = fold * FOLD_IMAGES, (fold + 1) * FOLD_IMAGES
+        fold_captions = np.flatnonzero((caption_image >= first) & (caption_image < stop))
+        local_image = caption_image[fold_captions] - first
+        fold_sizes.append(fold_captions.size)
+        _, (i2t,), (t2i,) = intermodal_positive_sets(local_image, FOLD_IMAGES, {})
+        fold_images, fold_caption_vectors = images[first:stop], captions[fold_captions]
+        (ranks,) = positive_ranks(fold_images, fold_caption_vectors, [i2t])
+        per_direction["image_to_text"].append(query_figures(ranks, i2t))
+        (ranks,) = positive_ranks(fold_caption_vectors, fold_images, [t2i])
+        per_direction["text_to_image"].append(query_figures(ranks, t2i))
+    extra = {"folds": folds, "images_per_fold": FOLD_IMAGES}
+    candidates = {"image_to_text": round(float(np.mean(fold_sizes))), "text_to_image": FOLD_IMAGES}
+    out = {}
+    for direction, parts in per_direction.items():
+        joined = QueryFigures(
+            queries=np.concatenate([p.queries for p in parts]),
+            first_rank=np.concatenate([p.first_rank for p in parts]),
+            r_precision=np.concatenate([p.r_precision for p in parts]),
+            map_at_r=np.concatenate([p.map_at_r for p in parts]),
+        )
+        positives = int(sum(fold_sizes))
+        out[direction] = ranked_summary(joined, candidates[direction], positives, intervals, extra=extra)
+    return out
 
 
 # --- text -> text, image -> image ------------------------------------------------------
@@ -85,9 +171,17 @@ def intramodal_positives(rows: IndexedRows, n_items: int, threshold: float) -> P
     )
 
 
-def intramodal_retrieval(vectors: np.ndarray, positives: Positives) -> dict[str, dict]:
+def intramodal_retrieval(
+    vectors: np.ndarray, sets: Mapping[str, Positives], intervals: Intervals, top: np.ndarray | None = None
+) -> dict[str, dict]:
     """``vectors`` float32 (n, d) of one modality; every item is a candidate for the
-    others. Returns {"cxc": summary}, counting each positive pair once."""
+    others. Returns {name: summary} per positive set, counting each positive pair once.
+    ``top`` int64 (n, k), when given, is filled with each item's k best others."""
     n_items = vectors.shape[0]
-    (ranks,) = first_correct_ranks(vectors, vectors, [positives], exclude=np.arange(n_items))
-    return {"cxc": retrieval_summary(ranks, n_items - 1, positives.indices.size // 2)}
+    names = list(sets)
+    positive_sets = [sets[name] for name in names]
+    ranks = positive_ranks(vectors, vectors, positive_sets, exclude=np.arange(n_items), top=top)
+    return {
+        name: ranked_summary(query_figures(r, sets[name]), n_items - 1, sets[name].indices.size // 2, intervals)
+        for name, r in zip(names, ranks, strict=True)
+    }

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 from annotation.cxc import KINDS, POSITIVE_THRESHOLDS, SIS, SITS, STS
+from annotation.evaluation.compare import comparison_rows, format_comparison
 from annotation.evaluation.correlation import BOTH_ITEMS, FIRST_COLUMN
 from annotation.evaluation.ranks import RECALL_AT
 
@@ -18,6 +19,15 @@ def format_report(report: dict) -> str:
     lines = _heading(report) + _retrieval_tables(report["retrieval"])
     if report["correlation"]:
         lines += _correlation_table(report["correlation"], report["settings"])
+    more = [
+        row
+        for row in comparison_rows({"value": report})
+        if (row["section"] != "correlation" and row["metric"] not in ("R@1", "R@5", "R@10", "median_rank"))
+        or row["section"] == "coco_1k"
+    ]
+    if more:
+        lines += ["", "R-Precision and mAP@R, COCO 1K, calibration and own top-k (value [95% bootstrap interval]):"]
+        lines += [format_comparison(more, ["value"])]
     if report["skipped"]:
         lines += ["", "Not evaluated:"]
         lines += [f"  {task}: {why}" for task, why in report["skipped"].items()]

@@ -4,6 +4,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.errors import DomainError
@@ -12,6 +13,7 @@ from annotation.evaluation import (
     BOTH_ITEMS,
     QUERY_RULES,
     EvaluationError,
+    RatedPairs,
     Space,
     SplitItems,
     evaluate,
@@ -19,8 +21,22 @@ from annotation.evaluation import (
     load_space,
     read_ratings_folder,
 )
+from annotation.evaluation.compare import comparison_csv, comparison_rows, format_comparison
+from annotation.evaluation.protocols import PROTOCOLS
 from annotation.models import Modality
-from annotation.selectors import dataset_get, embedding_space_get, split_get, split_item_keys
+from annotation.selectors import dataset_get, embedding_space_get, split_get, split_item_keys, split_rated_pairs
+
+SPACE_PARTS = ("vectors", "ids", "space")
+# Keys of a --model NAME:key=value,... spec.
+MODEL_KEYS = {
+    "image-space",
+    "caption-space",
+    "image-vectors",
+    "image-ids",
+    "caption-vectors",
+    "caption-ids",
+    "spaces",
+}
 
 
 class Command(BaseCommand):
@@ -31,7 +47,30 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--ratings", required=True, help="folder with sts_<split>.csv, sis_<split>.csv ...")
+        parser.add_argument(
+            "--ratings", help="folder with sts_<split>.csv, sis_<split>.csv ... (the CxC-extended positives)"
+        )
+        parser.add_argument(
+            "--audited",
+            action="store_true",
+            help="also use the dataset's own ratings of the split (every fully rated pair, an audit of a "
+            "model's top-k included) as human-audited positives",
+        )
+        parser.add_argument(
+            "--model",
+            action="append",
+            default=[],
+            metavar="NAME:KEY=VALUE,...",
+            help="a model to score, repeatable for a comparison table; keys: image-space, caption-space (stored "
+            "spaces) or image-vectors, image-ids, caption-vectors, caption-ids (files), spaces=joint|unimodal",
+        )
+        parser.add_argument(
+            "--protocols",
+            default=",".join(PROTOCOLS),
+            help=f"comma-separated, from {', '.join(PROTOCOLS)} (default: all)",
+        )
+        parser.add_argument("--top-k", type=int, default=10, help="k of the own top-k precision (10)")
+        parser.add_argument("--csv", help="write the comparison table as CSV to this file")
         parser.add_argument("--dataset", required=True, help="the imported dataset: its items and original pairs")
         parser.add_argument("--split", required=True, help="split of the dataset whose items are evaluated")
         parser.add_argument(
@@ -71,42 +110,88 @@ class Command(BaseCommand):
         try:
             dataset = dataset_get(name=options["dataset"])
             split = split_get(dataset=dataset, name=options["split"])
-            spaces = {m: self._space(dataset, m, options) for m in (Modality.IMAGE, Modality.CAPTION)}
+            models = self._models(dataset, options)
             image_keys, caption_pairs = split_item_keys(split=split)
             items = SplitItems.from_pairs(split.name, image_keys, caption_pairs)
             ratings_split = options["ratings_split"] or options["split"]
-            ratings = read_ratings_folder(options["ratings"], ratings_split)
-            joint = self._joint(options["spaces"], spaces)
-            report = evaluate(
-                items=items,
-                ratings=ratings,
-                image_space=spaces[Modality.IMAGE],
-                caption_space=spaces[Modality.CAPTION],
-                joint=joint,
-                restrict_to_split=options["restrict_to_split"],
-                samples=options["samples"],
-                seed=options["seed"],
-                queries=options["bootstrap_queries"],
-                progress=self._progress,
-            )
+            ratings = read_ratings_folder(options["ratings"], ratings_split) if options["ratings"] else None
+            audited = _audited(split) if options["audited"] else None
+            protocols = tuple(p.strip() for p in options["protocols"].split(",") if p.strip())
+            reports = {}
+            for name, (spaces, joint) in models.items():
+                self._progress(f"model {name}")
+                report = evaluate(
+                    items=items,
+                    ratings=ratings,
+                    audited=audited,
+                    image_space=spaces[Modality.IMAGE],
+                    caption_space=spaces[Modality.CAPTION],
+                    joint=joint,
+                    protocols=protocols,
+                    top_k=options["top_k"],
+                    restrict_to_split=options["restrict_to_split"],
+                    samples=options["samples"],
+                    seed=options["seed"],
+                    queries=options["bootstrap_queries"],
+                    progress=self._progress,
+                )
+                reports[name] = {
+                    "vectors": {m: s.source if s is not None else None for m, s in spaces.items()},
+                    **report,
+                }
         except (DomainError, EvaluationError) as exc:
             raise CommandError(str(exc)) from None
         finally:
             sys.stderr.write("\r" + " " * 60 + "\r")
-        report = {
+        head = {
             "dataset": dataset.name,
-            "ratings_dir": str(Path(options["ratings"]).resolve()),
+            "ratings_dir": str(Path(options["ratings"]).resolve()) if options["ratings"] else None,
             "ratings_split": ratings_split,
-            "vectors": {m: s.source if s is not None else None for m, s in spaces.items()},
-            **report,
+            "audited": bool(options["audited"]),
         }
-        self.stdout.write(format_report(report))
+        rows = comparison_rows(reports)
+        if options["model"]:
+            output = head | {"models": reports, "comparison": rows}
+            for name, report in reports.items():
+                self.stdout.write(f"== model {name}\n" + format_report(head | report) + "\n")
+            self.stdout.write("\nComparison (value [95% bootstrap interval over queries]):")
+            self.stdout.write(format_comparison(rows, list(reports)))
+        else:
+            (output,) = (head | report for report in reports.values())
+            self.stdout.write(format_report(output))
         if options["out"]:
-            _write_json(report, Path(options["out"]))
+            _write_text(json.dumps(output, indent=2, allow_nan=False) + "\n", Path(options["out"]))
             self.stdout.write(f"\nreport written to {options['out']}")
+        if options["csv"]:
+            _write_text(comparison_csv(rows), Path(options["csv"]))
+            self.stdout.write(f"\ncomparison written to {options['csv']}")
+
+    def _models(self, dataset, options) -> dict[str, tuple[dict, bool]]:
+        """name -> (modality -> Space or None, joint) of every model to score: the
+        --model specs, or the one model the single-model options give."""
+        if not options["model"]:
+            spaces = {m: self._space(dataset, m, options) for m in (Modality.IMAGE, Modality.CAPTION)}
+            return {"model": (spaces, self._joint(options["spaces"], spaces))}
+        if any(options[f"{m}_{part}"] for m in (Modality.IMAGE, Modality.CAPTION) for part in SPACE_PARTS):
+            raise CommandError("give models either with --model or with the --image-*/--caption-* options, not both")
+        models = {}
+        for text in options["model"]:
+            name, spec = _parse_model(text)
+            if name in models:
+                raise CommandError(f"--model {name!r} is given twice; give each model a name of its own")
+            fields = {
+                f"{m}_{part}": spec.get(f"{m}-{part}")
+                for m in (Modality.IMAGE, Modality.CAPTION)
+                for part in SPACE_PARTS
+            }
+            spaces = {m: self._space(dataset, m, fields) for m in (Modality.IMAGE, Modality.CAPTION)}
+            if not any(spaces.values()):
+                raise CommandError(f"--model {name!r} names no vectors; give image-space/caption-space or files")
+            models[name] = (spaces, self._joint(spec.get("spaces"), spaces))
+        return models
 
     def _space(self, dataset, modality: str, options) -> Space | None:
-        vectors, ids, stored = (options[f"{modality}_{part}"] for part in ("vectors", "ids", "space"))
+        vectors, ids, stored = (options[f"{modality}_{part}"] for part in SPACE_PARTS)
         if stored:
             if vectors or ids:
                 raise CommandError(f"give --{modality}-space or --{modality}-vectors/--{modality}-ids, not both")
@@ -133,14 +218,42 @@ class Command(BaseCommand):
         sys.stderr.flush()
 
 
-def _write_json(report: dict, path: Path) -> None:
+def _parse_model(text: str) -> tuple[str, dict[str, str]]:
+    """``NAME:key=value,...`` -> (name, {key: value}); CommandError naming what is wrong."""
+    name, sep, rest = text.partition(":")
+    name = name.strip()
+    if not sep or not name:
+        raise CommandError(f"--model {text!r}: expected NAME:key=value,... (e.g. clip:image-space=clip-img)")
+    spec: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = part.partition("=")
+        key = key.strip()
+        if not eq or not value.strip():
+            raise CommandError(f"--model {name!r}: {part!r} is not key=value")
+        if key not in MODEL_KEYS:
+            raise CommandError(f"--model {name!r}: unknown key {key!r}; use {', '.join(sorted(MODEL_KEYS))}")
+        spec[key] = value.strip()
+    if spec.get("spaces") not in (None, "joint", "unimodal"):
+        raise CommandError(f"--model {name!r}: spaces is joint or unimodal, got {spec['spaces']!r}")
+    return name, spec
+
+
+def _audited(split) -> dict[str, RatedPairs]:
+    """The split's own fully rated pairs as rated rows per kind."""
+    source = f"dataset ratings of split {split.name!r}"
+    return {
+        kind: RatedPairs(kind=kind, source=source, first=first, second=second, scores=np.asarray(scores, np.float64))
+        for kind, (first, second, scores) in split_rated_pairs(split=split).items()
+    }
+
+
+def _write_text(text: str, path: Path) -> None:
     """Write atomically: the file appears complete or not at all."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(report, handle, indent=2, allow_nan=False)
-            handle.write("\n")
+            handle.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

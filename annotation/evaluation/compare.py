@@ -1,0 +1,100 @@
+"""Several models' reports as one comparison: flat rows, a text table, CSV. Pure Python.
+
+A row is one figure of one task: section, task, positives (or ratings source), metric,
+then per model its value and, where the figure is a mean over queries, the bootstrap
+interval. Models evaluated on the same split and seed are resampled alike, so their
+intervals compare like with like.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator, Mapping
+
+from annotation.cxc import KINDS
+from annotation.evaluation.ranks import RECALL_AT
+
+RANKED = (*(f"R@{k}" for k in RECALL_AT), "R-Precision", "mAP@R")
+CSV_COLUMNS = ("section", "task", "positives", "metric", "model", "value", "ci_low", "ci_high")
+
+
+def _figures(report: dict) -> Iterator[tuple[tuple[str, str, str, str], float | None, list | None]]:
+    """((section, task, positives, metric), value, interval or None) of every figure."""
+    for task, sets in report.get("retrieval", {}).items():
+        for name, summary in sets.items():
+            yield from _ranked("retrieval", task, name, summary)
+    for task, summary in report.get("coco_1k", {}).items():
+        yield from _ranked("coco_1k", task, "original", summary)
+    for kind in KINDS:
+        entry = report.get("correlation", {}).get(kind)
+        if entry is not None:
+            yield ("correlation", kind, entry.get("ratings", ""), "spearman_mean"), entry["mean"], None
+            yield ("correlation", kind, entry.get("ratings", ""), "spearman_std"), entry["std"], None
+    for source, kinds in report.get("calibration", {}).items():
+        for kind, entry in kinds.items():
+            yield ("calibration", kind, source, "pr_auc"), entry["pr_auc"], None
+            yield ("calibration", kind, source, "spearman"), entry["spearman"], None
+    for task, entry in report.get("own_top_k", {}).items():
+        judged_by = "+".join(entry["judged_by"])
+        metric = f"P@{entry['k']}"
+        yield ("own_top_k", task, judged_by, metric), entry[metric], entry.get("ci", {}).get(metric)
+        yield ("own_top_k", task, judged_by, "precision_judged"), entry["precision_judged"], None
+        yield ("own_top_k", task, judged_by, "unrated"), entry["unrated"], None
+
+
+def _ranked(section: str, task: str, name: str, summary: dict):
+    intervals = summary.get("ci", {})
+    for metric in RANKED:
+        yield (section, task, name, metric), summary[metric], intervals.get(metric)
+    yield (section, task, name, "median_rank"), summary["median_rank"], None
+
+
+def comparison_rows(reports: Mapping[str, dict]) -> list[dict]:
+    """One row per figure any model has: {"section", "task", "positives", "metric",
+    "models": {name: {"value", "ci"}}}, in the order the first model that has it gives."""
+    rows: dict[tuple, dict] = {}
+    for model, report in reports.items():
+        for key, value, interval in _figures(report):
+            row = rows.setdefault(
+                key, {"section": key[0], "task": key[1], "positives": key[2], "metric": key[3], "models": {}}
+            )
+            row["models"][model] = {"value": value, "ci": interval}
+    return list(rows.values())
+
+
+def _cell(entry: dict | None) -> str:
+    if entry is None or entry["value"] is None:
+        return "-"
+    value = entry["value"]
+    text = f"{value:.1f}" if isinstance(value, float) else str(value)
+    if entry["ci"]:
+        text += f" [{entry['ci'][0]:.1f}, {entry['ci'][1]:.1f}]"
+    return text
+
+
+def format_comparison(rows: list[dict], models: list[str]) -> str:
+    """The rows as a text table, one column per model."""
+    head = ["section", "task", "positives", "metric", *models]
+    body = [
+        [r["section"], r["task"], r["positives"], r["metric"], *(_cell(r["models"].get(m)) for m in models)]
+        for r in rows
+    ]
+    table = [head, *body]
+    widths = [max(len(line[i]) for line in table) for i in range(len(head))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in table]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def comparison_csv(rows: list[dict]) -> str:
+    """The rows long-form: one line per (figure, model), CSV_COLUMNS."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in rows:
+        for model, entry in row["models"].items():
+            low, high = entry["ci"] or ("", "")
+            value = "" if entry["value"] is None else entry["value"]
+            writer.writerow([row["section"], row["task"], row["positives"], row["metric"], model, value, low, high])
+    return out.getvalue()

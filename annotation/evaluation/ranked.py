@@ -1,0 +1,130 @@
+"""The rank of every positive, and the per-query figures built on them. Pure numpy.
+
+For a query with R positives, sorted by the model's score (best first), positive j
+(0-based) has rank ``j + 1 + the non-positive candidates scoring at least as high``:
+a candidate tied with a positive ranks ahead of it, so ties count against the model.
+From these ranks, per query:
+
+- first correct rank (Recall@K is the share of queries where it is <= K);
+- R-Precision: the share of positives among the top R;
+- mAP@R (Musgrave et al., used by ECCV Caption): (1/R) * sum over the top R positions
+  holding a positive of the precision at that position.
+
+Scores come from blocked matrix products; the ranks from comparisons, never by sorting
+whole rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from annotation.evaluation.ranks import RECALL_AT, Positives, block_rows_for
+from sampling.index import top_k_of_scores
+
+# Bytes of candidate scores compared against positives at a time.
+COMPARE_BYTES = 64 * 1024 * 1024
+
+
+def positive_ranks(
+    queries: np.ndarray,
+    candidates: np.ndarray,
+    positive_sets: Sequence[Positives],
+    *,
+    exclude: np.ndarray | None = None,
+    block_rows: int | None = None,
+    top: np.ndarray | None = None,
+) -> list[np.ndarray]:
+    """The rank (1-based) of every positive of every query, per positive set.
+
+    ``queries`` float32 (q, d), ``candidates`` float32 (n, d): scores are dot products.
+    ``exclude`` int (q,): a candidate to leave out per query (the query itself in
+    intramodal retrieval), -1 for none. Returns one int64 array per set, aligned with
+    ``positives.indptr``: the segment of query q holds its positives' ranks, ascending.
+    ``top`` int64 (q, k), when given, is filled with each query's k best candidates, best
+    first, from the same scores (a model's own top-k at no second pass).
+    """
+    q, n = queries.shape[0], candidates.shape[0]
+    block_rows = block_rows or block_rows_for(n)
+    out = [np.zeros(p.indices.size, np.int64) for p in positive_sets]
+    for start in range(0, q, block_rows):
+        stop = min(start + block_rows, q)
+        scores = queries[start:stop] @ candidates.T
+        if exclude is not None:
+            own = np.asarray(exclude[start:stop])
+            keep = own >= 0
+            scores[np.arange(stop - start)[keep], own[keep]] = -np.inf
+        if top is not None:
+            top[start:stop] = top_k_of_scores(scores, top.shape[1])
+        for positives, ranks in zip(positive_sets, out, strict=True):
+            lo, hi = positives.indptr[start], positives.indptr[stop]
+            if hi > lo:
+                ranks[lo:hi] = _block_positive_ranks(scores, positives.indptr[start : stop + 1], positives.indices)
+    return out
+
+
+def _block_positive_ranks(scores: np.ndarray, ptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Ranks of the positives of queries of one block, float32 scores (b, n); ``ptr``
+    (b + 1,) the block's slice of indptr."""
+    counts = np.diff(ptr)
+    rows = np.repeat(np.arange(counts.size), counts)
+    values = scores[rows, indices[ptr[0] : ptr[-1]]]
+    # Best first within each query; j is a positive's place among its query's positives.
+    order = np.lexsort((-values, rows))
+    rows, values = rows[order], values[order]
+    segment_start = np.repeat(ptr[:-1] - ptr[0], counts)
+    place = np.arange(rows.size) - segment_start
+    ahead = np.empty(rows.size, np.int64)
+    step = max(1, COMPARE_BYTES // (4 * max(scores.shape[1], 1)))
+    for begin in range(0, rows.size, step):
+        end = begin + step
+        ahead[begin:end] = np.count_nonzero(scores[rows[begin:end]] >= values[begin:end, None], axis=1)
+    # Positives scoring at least as high: up to the end of this value's run of ties.
+    new_run = np.ones(rows.size, bool)
+    new_run[1:] = (rows[1:] != rows[:-1]) | (values[1:] != values[:-1])
+    run_id = np.cumsum(new_run) - 1
+    run_end = np.append(np.flatnonzero(new_run)[1:], rows.size)[run_id]
+    positives_at_least = run_end - segment_start
+    return place + 1 + (ahead - positives_at_least)
+
+
+@dataclass(frozen=True)
+class QueryFigures:
+    """Per-query figures of the queries that have positives: ``first_rank`` int64 (m,),
+    ``r_precision`` and ``map_at_r`` float64 (m,) in 0-1; ``queries`` int64 (m,) their
+    indices."""
+
+    queries: np.ndarray
+    first_rank: np.ndarray
+    r_precision: np.ndarray
+    map_at_r: np.ndarray
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Each figure as a 0-100 per-query column (the mean over queries is the figure)."""
+        cols = {f"R@{k}": 100.0 * (self.first_rank <= k) for k in RECALL_AT}
+        cols["R-Precision"] = 100.0 * self.r_precision
+        cols["mAP@R"] = 100.0 * self.map_at_r
+        return cols
+
+
+def query_figures(ranks: np.ndarray, positives: Positives) -> QueryFigures:
+    """First rank, R-Precision and mAP@R of every query with positives, from the ranks
+    ``positive_ranks`` gives for ``positives``."""
+    counts = positives.counts
+    has = np.flatnonzero(counts > 0)
+    r_of = np.repeat(counts, counts)
+    place = np.arange(ranks.size) - np.repeat(positives.indptr[:-1], counts)
+    within = ranks <= r_of
+    precision_here = np.where(within, (place + 1) / ranks, 0.0)
+    starts = positives.indptr[:-1][has]
+    hits = np.add.reduceat(within.astype(np.float64), starts) if ranks.size else np.zeros(0)
+    precision_sum = np.add.reduceat(precision_here, starts) if ranks.size else np.zeros(0)
+    r = counts[has].astype(np.float64)
+    return QueryFigures(
+        queries=has.astype(np.int64),
+        first_rank=ranks[starts] if ranks.size else np.zeros(0, np.int64),
+        r_precision=hits / r,
+        map_at_r=precision_sum / r,
+    )
