@@ -68,6 +68,7 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
             "upload_removed_at",
             "upload_repeats",
             "cocaption_pairs",
+            "audit",
             "created_at",
             "started_at",
             "finished_at",
@@ -114,6 +115,14 @@ class SamplingBatchListApi(APIView):
             default=strategies.COCAPTION_CYCLE,
             help_text="c2c_cocaption pairs: cycle (each caption in two pairs, as CxC) or all (every pair of a group).",
         )
+        audit = serializers.DictField(
+            required=False,
+            allow_null=True,
+            help_text="With method model_topk: the models audited, "
+            '{"models": [{"name": "clip", "image_space": "clip-img", "caption_space": "clip-txt"}], '
+            '"directions": ["c2i", "i2c", "c2c", "i2i"] (default: every one all models allow), '
+            '"queries": 500 (queries sampled per direction; null: all)}. k is the top-k.',
+        )
         start = serializers.BooleanField(default=True)
 
         class Meta:
@@ -138,6 +147,7 @@ class SamplingBatchListApi(APIView):
             seed=values["seed"],
             priority=values["priority"],
             cocaption=values["cocaption"],
+            audit=values.get("audit"),
             created_by=request.user,
             start=values["start"],
         )

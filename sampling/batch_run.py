@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 from django.db import transaction
 
 from annotation.models import METHOD_KIND, Caption, Dataset, EmbeddingSpace, Image, TaskKind
@@ -26,8 +27,10 @@ from annotation.runs import (
     runs_fail_orphaned,
 )
 from sampling import strategies
+from sampling.audit import audit_retrievals_write, audit_sample
 from sampling.errors import BatchConflict, PairListError, SamplingInputError
 from sampling.index import IndexConfig
+from sampling.model_topk import MODEL_TOPK
 from sampling.models import SamplingBatch
 from sampling.pairlist import UPLOADED, PairListFormatError, read_pair_list
 from sampling.selectors import KEY_CHUNK, pivots, queued_pairs, space_vectors, split_items
@@ -83,11 +86,13 @@ def _run(batch: SamplingBatch, progress: Progress) -> None:
         specs, merged = upload_specs(batch.split, batch.upload_path, repeats=batch.upload_repeats)
         stats: dict = {"pairs_in_file": len(specs), "rows_merged": merged}
         step = 1
+        retrievals = []
     else:
-        specs, stats, step, total_steps = _sample(batch, progress)
+        specs, retrievals, stats, step, total_steps = _sample(batch, progress)
     slots = len(specs) * batch.ratings_per_pair
     progress(step, total_steps, f"writing up to {len(specs)} pairs and {slots} rating slots")
-    planned = {method: 0 for method in batch.methods}
+    # An audit's pairs count under their directions' names (topk_c2i ...), not model_topk.
+    planned = {method: 0 for method in batch.methods if method != MODEL_TOPK}
     for spec in specs:
         planned[spec.sampling_method] = planned.get(spec.sampling_method, 0) + 1
     write_started = time.perf_counter()
@@ -96,6 +101,8 @@ def _run(batch: SamplingBatch, progress: Progress) -> None:
         # Read under the lock: a priority set while the batch sampled applies to its pairs.
         batch.priority = SamplingBatch.objects.values_list("priority", flat=True).get(pk=batch.pk)
         created = {method: 0 for method in planned} | pairs_create_bulk(batch=batch, specs=specs)
+        if retrievals:
+            stats["audit_retrievals"] = audit_retrievals_write(batch=batch, retrievals=retrievals)
         if uploaded:
             # Re-rating lists may hold pairs the dataset already has: those are skipped.
             stats["already_queued"] = len(specs) - sum(created.values())
@@ -122,9 +129,10 @@ def _run(batch: SamplingBatch, progress: Progress) -> None:
     SamplingBatch.objects.filter(pk=batch.pk).update(stats=stats)
 
 
-def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], dict, int, int]:
-    """Sample the batch's methods. Returns (specs, stats, steps done, total steps)."""
-    methods = batch.methods
+def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], list, dict, int, int]:
+    """Sample the batch's methods. Returns (specs, audit retrievals, stats, steps done,
+    total steps)."""
+    methods = {method: budget for method, budget in batch.methods.items() if method != MODEL_TOPK}
     spaces = {space.name: space for space in EmbeddingSpace.objects.filter(dataset=batch.dataset_id)}
     missing = [name for name in batch.spaces if name not in spaces]
     if missing:
@@ -134,7 +142,7 @@ def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], d
         for name in batch.spaces
         if any(strategies.SPACE_MODALITY.get(method) == spaces[name].modality for method in methods)
     ]
-    total_steps = 1 + len(searched) + len(methods) + 1
+    total_steps = 1 + len(searched) + len(batch.methods) + 1
     done = 0
 
     def step(message: str) -> None:
@@ -172,7 +180,19 @@ def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], d
         "index": result.index_kinds,
         "index_config": index.as_dict(),
     }
-    return specs, stats, done + 1, total_steps
+    retrievals = []
+    if MODEL_TOPK in batch.methods:
+        step(f"retrieving the top {batch.k} of {len(batch.audit['models'])} audited model(s)")
+        audit_started = time.perf_counter()
+        # A stream of its own, after every classic method's: adding an audit to a batch
+        # never changes the other methods' pairs.
+        rng = np.random.default_rng([batch.seed, len(strategies.METHODS)])
+        audit_specs, retrievals = audit_sample(batch, items, batch.methods[MODEL_TOPK], rng)
+        # A pair another method of this batch also chose is queued once, under that method.
+        taken = {spec.canonical().identity() for spec in specs}
+        specs += [spec for spec in audit_specs if spec.canonical().identity() not in taken]
+        stats["audit_s"] = round(time.perf_counter() - audit_started, 3)
+    return specs, retrievals, stats, done + 1, total_steps
 
 
 def _specs(pairs: Mapping[str, object], items) -> list[PairSpec]:

@@ -42,6 +42,12 @@ class SamplingBatch(BackgroundRun):
         db_default="cycle",
         help_text="Which co-caption pairs c2c_cocaption draws from.",
     )
+    audit = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='model_topk: the models audited ({"models": [{"name", "image_space", "caption_space"}], '
+        '"directions": [...], "queries": n or null}).',
+    )
     upload_path = models.CharField(max_length=1000, blank=True, help_text="Stored pair list, for uploaded batches.")
     upload_repeats = models.CharField(
         max_length=10,
@@ -70,3 +76,31 @@ class SamplingBatch(BackgroundRun):
 
     def __str__(self) -> str:
         return f"batch #{self.pk} {self.dataset.name}/{self.split.name} ({self.status})"
+
+
+class AuditRetrieval(models.Model):
+    """One retrieval behind a pair of a model_topk batch: which audited model retrieved it,
+    in which direction (the query's modality first), at which rank. A pair several models
+    (or both directions) retrieved is queued once and has one row per retrieval."""
+
+    class Direction(models.TextChoices):
+        C2I = "c2i", "caption -> image"
+        I2C = "i2c", "image -> caption"
+        C2C = "c2c", "caption -> caption"
+        I2I = "i2i", "image -> image"
+
+    pair = models.ForeignKey("annotation.Pair", on_delete=models.CASCADE, related_name="audit_retrievals")
+    batch = models.ForeignKey(SamplingBatch, on_delete=models.CASCADE, related_name="audit_retrievals", db_index=False)
+    model_name = models.CharField(max_length=100)
+    direction = models.CharField(max_length=3, choices=Direction.choices)
+    rank = models.PositiveIntegerField(help_text="1 = the model's best item for the query.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["pair", "model_name", "direction"], name="audit_retrieval_once"),
+            models.CheckConstraint(condition=Q(rank__gte=1), name="audit_retrieval_rank_positive"),
+        ]
+        indexes = [models.Index(fields=["batch", "model_name"], name="audit_batch_model_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.model_name} {self.direction} rank {self.rank} -> pair #{self.pair_id}"

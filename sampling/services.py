@@ -16,8 +16,10 @@ from annotation.pairs import pairs_set_priority
 from annotation.upload_cleanup import run_check_uploads_present
 from annotation.uploads import upload_discard
 from sampling import strategies
+from sampling.audit import audit_check
 from sampling.batch_run import dataset_writes_lock, sampling_batches_fail_orphaned, upload_specs
 from sampling.errors import BatchConflict, PairListError, SamplingInputError
+from sampling.model_topk import MODEL_TOPK
 from sampling.models import SamplingBatch
 from sampling.pairlist import MERGE_REPEATS, REPEATS
 from sampling.selectors import (
@@ -51,6 +53,7 @@ def sampling_batch_create(
     seed: int = 0,
     priority: int = 0,
     cocaption: str = strategies.COCAPTION_CYCLE,
+    audit: Mapping | None = None,
     created_by=None,
     start: bool = False,
 ) -> SamplingBatch:
@@ -63,7 +66,9 @@ def sampling_batch_create(
     Raises SamplingInputError (nothing stored) for: unknown methods, budgets below 1 or
     above what the split can give, k < 1 or k >= the number of images, spaces that are
     unknown, of a modality no chosen method uses, or without a vector for every item of
-    the split, a kNN method without a space, c2i_intrasim without fully rated pivots.
+    the split, a kNN method without a space, c2i_intrasim without fully rated pivots,
+    model_topk without a valid ``audit`` (see ``sampling.audit.audit_check``) or an
+    ``audit`` without model_topk.
     """
     split = split_get(dataset_name=dataset_name, split_name=split_name)
     _check_settings(k=k, ratings_per_pair=ratings_per_pair, seed=seed)
@@ -80,6 +85,11 @@ def sampling_batch_create(
         raise SamplingInputError(
             f"k={k} but split {split} has only {summary.images} images, so at most {summary.images - 1} neighbours"
         )
+    if (MODEL_TOPK in methods) != bool(audit):
+        raise SamplingInputError(
+            f"{MODEL_TOPK} needs an audit configuration" if MODEL_TOPK in methods else f"an audit needs {MODEL_TOPK}"
+        )
+    checked_audit = audit_check(split=split, audit=audit, k=k, budget=methods[MODEL_TOPK]) if audit else {}
     chosen = _choose_spaces(split, summary, methods, spaces)
     items = split_items(split=split) if chosen else None
     for space in chosen:
@@ -97,6 +107,7 @@ def sampling_batch_create(
         seed=seed,
         priority=priority,
         cocaption_pairs=cocaption,
+        audit=checked_audit,
         created_by=created_by,
     )
     return sampling_batch_start(batch=batch) if start else batch
@@ -187,15 +198,14 @@ def _check_settings(*, k: int, ratings_per_pair: int, seed: int) -> None:
 
 
 def _check_methods(methods: Mapping[str, int | None]) -> dict[str, int | None]:
+    known = (*strategies.METHODS, MODEL_TOPK)
     if not methods:
-        raise SamplingInputError(f"choose at least one sampling method: {', '.join(strategies.METHODS)}")
-    unknown = [name for name in methods if name not in strategies.METHODS]
+        raise SamplingInputError(f"choose at least one sampling method: {', '.join(known)}")
+    unknown = [name for name in methods if name not in known]
     if unknown:
-        raise SamplingInputError(
-            f"unknown sampling method(s) {', '.join(map(repr, unknown))}; use {', '.join(strategies.METHODS)}"
-        )
+        raise SamplingInputError(f"unknown sampling method(s) {', '.join(map(repr, unknown))}; use {', '.join(known)}")
     checked: dict[str, int | None] = {}
-    for name in strategies.METHODS:
+    for name in known:
         if name not in methods:
             continue
         budget = methods[name]
@@ -245,7 +255,7 @@ def _check_budgets(summary: SplitSummary, methods, *, k: int, spaces: list[Embed
             f"all its ratings yet ({counts} fully rated)"
         )
     for method, budget in methods.items():
-        if budget is None:
+        if budget is None or method == MODEL_TOPK:
             continue
         n_spaces = sum(1 for s in spaces if s.modality == strategies.SPACE_MODALITY.get(method))
         capacity, exact = summary.capacity(method, k=k, n_spaces=n_spaces, cocaption=cocaption)

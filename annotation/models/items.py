@@ -22,6 +22,10 @@ class SamplingMethod(models.TextChoices):
     C2I_INTRASIM = "c2i_intrasim", "c2i_intrasim: intermodal pairs through rated pivots"
     C2I_ORIGINAL = "c2i_original", "c2i_original: every original image-caption pair"
     UPLOADED = "uploaded", "uploaded: a pair list without a method name"
+    TOPK_C2I = "topk_c2i", "topk_c2i: a model's top-k images for a caption (model_topk audit)"
+    TOPK_I2C = "topk_i2c", "topk_i2c: a model's top-k captions for an image (model_topk audit)"
+    TOPK_C2C = "topk_c2c", "topk_c2c: a model's top-k captions for a caption (model_topk audit)"
+    TOPK_I2I = "topk_i2i", "topk_i2i: a model's top-k images for an image (model_topk audit)"
 
 
 METHOD_KIND = {
@@ -30,6 +34,10 @@ METHOD_KIND = {
     SamplingMethod.C2C_COCAPTION: TaskKind.STS,
     SamplingMethod.C2I_INTRASIM: TaskKind.SITS,
     SamplingMethod.C2I_ORIGINAL: TaskKind.SITS,
+    SamplingMethod.TOPK_C2I: TaskKind.SITS,
+    SamplingMethod.TOPK_I2C: TaskKind.SITS,
+    SamplingMethod.TOPK_C2C: TaskKind.STS,
+    SamplingMethod.TOPK_I2I: TaskKind.SIS,
 }
 
 

@@ -294,5 +294,8 @@ def test_sample_split_needs_a_space_of_the_searched_modality():
 
 def test_method_names_are_the_released_ones():
     from annotation.models import METHOD_KIND
+    from sampling.model_topk import DIRECTION_METHOD
 
-    assert set(strategies.METHODS) == {str(method) for method in METHOD_KIND}
+    # The CxC release's five names, and the audit's one per direction.
+    assert set(strategies.METHODS) | set(DIRECTION_METHOD.values()) == {str(method) for method in METHOD_KIND}
+    assert not set(strategies.METHODS) & set(DIRECTION_METHOD.values())

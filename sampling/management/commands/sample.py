@@ -6,6 +6,7 @@ from annotation.models import JobStatus
 from annotation.uploads import PAIR_LIST, upload_store_path
 from sampling import selectors, strategies
 from sampling.batch_run import sampling_batch_is_stale, sampling_batch_run
+from sampling.model_topk import MODEL_TOPK
 from sampling.models import SamplingBatch
 from sampling.pairlist import MERGE_REPEATS, REPEATS
 from sampling.services import sampling_batch_create, sampling_batch_create_from_upload, sampling_batch_start
@@ -40,7 +41,21 @@ class Command(BaseCommand):
             action="append",
             dest="methods",
             metavar="NAME[=BUDGET]",
-            help=f"repeatable; one of {', '.join(strategies.METHODS)}; no budget: all the method gives",
+            help=f"repeatable; one of {', '.join(strategies.METHODS)}, {MODEL_TOPK}; no budget: all the method gives",
+        )
+        parser.add_argument(
+            "--audit-model",
+            action="append",
+            default=[],
+            metavar="NAME:image-space=S,caption-space=S",
+            help=f"{MODEL_TOPK}: a model to audit, by its stored spaces (repeatable: the models' pairs are pooled)",
+        )
+        parser.add_argument(
+            "--audit-directions",
+            help=f"{MODEL_TOPK}: comma-separated from c2i,i2c,c2c,i2i (default: all the models allow)",
+        )
+        parser.add_argument(
+            "--audit-queries", type=int, help=f"{MODEL_TOPK}: queries sampled per direction (default: every item)"
         )
         parser.add_argument("--k", type=int, default=5, help="neighbours per item (default 5)")
         parser.add_argument(
@@ -115,6 +130,7 @@ class Command(BaseCommand):
             seed=options["seed"],
             priority=options["priority"],
             cocaption=options["cocaption"],
+            audit=_audit(options),
         )
 
     def _run(self, batch: SamplingBatch, *, background: bool) -> None:
@@ -160,3 +176,25 @@ def upload_summary(batch: SamplingBatch) -> list[str]:
     elif queued:
         lines.append(f"already queued: {queued} of the list's {in_file} pairs were queued before and are skipped")
     return lines
+
+
+def _audit(options) -> dict | None:
+    """The audit configuration of the --audit-* options; None without --audit-model."""
+    if not options["audit_model"]:
+        return None
+    models = []
+    for text in options["audit_model"]:
+        name, sep, rest = text.partition(":")
+        if not sep or not name.strip():
+            raise CommandError(f"--audit-model {text!r}: expected NAME:image-space=S,caption-space=S")
+        model = {"name": name.strip()}
+        for part in filter(None, (p.strip() for p in rest.split(","))):
+            key, eq, value = part.partition("=")
+            if key.strip() not in ("image-space", "caption-space") or not eq or not value.strip():
+                raise CommandError(f"--audit-model {name!r}: {part!r} is not image-space=S or caption-space=S")
+            model[key.strip().replace("-", "_")] = value.strip()
+        models.append(model)
+    audit: dict = {"models": models, "queries": options["audit_queries"]}
+    if options["audit_directions"]:
+        audit["directions"] = [d.strip() for d in options["audit_directions"].split(",") if d.strip()]
+    return audit
