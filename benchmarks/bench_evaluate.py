@@ -1,14 +1,18 @@
-"""Evaluate a model at CxC scale: 5,000 images, 25,000 captions, one 512-d joint space,
-ratings generated in the CxC release's shape and counts (44,009 STS, 42,767 SIS,
-44,722 SITS rows).
+"""Evaluate three models at CxC scale with every protocol: 5,000 images, 25,000 captions,
+512-d joint spaces, ratings generated in the CxC release's shape and counts (44,009 STS,
+42,767 SIS, 44,722 SITS rows), and an audit of the first model rated in the database.
 
-Runs ``manage.py evaluate`` as a child process: all four retrieval tasks (image->text and
-text->image with original and CxC positives, text->text, image->image) and the three
-bootstrap correlations (1,000 samples each). Prints its wall time and the child's peak
-memory as one JSON object on the last line: {"seconds": ..., "peak_rss_mib": ...}.
-Generating the data and importing the split into a fresh PostgreSQL database happen
-before, in another child process, and are not counted. The machine's other load makes
-the time noisy; the figure includes the command's start-up and database reads.
+Runs ``manage.py evaluate --model ... --model ... --model ... --audited`` as a child
+process: COCO 5K and COCO 1K, CxC-extended and audited positives for the four retrieval
+tasks (R@1/5/10, median rank, R-Precision, mAP@R, bootstrap intervals), the three
+bootstrap correlations (1,000 samples each), global calibration and the own top-10
+precision, for each model, and the comparison table. Prints its wall time and the
+child's peak memory as one JSON object on the last line: {"seconds", "peak_rss_mib", ...}.
+Generating the data, importing the split into a fresh PostgreSQL database, running the
+audit batch (model_topk, 500 queries per direction, k=10) and storing five ratings per
+audited pair happen before, in another child process, and are not counted. The
+machine's other load makes the time noisy; the figure includes the command's start-up
+and database reads.
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ N_TOPICS = 400
 N_STS_ISIM = 19_009
 N_SIS = 42_767
 N_SITS_INTRASIM = 19_722
+# The models: the true vectors plus noise of these levels (the first is the best).
+MODEL_NOISE = {"model-a": (0.8, 1.2), "model-b": (1.0, 1.6), "model-c": (1.4, 2.2)}
+AUDIT_QUERIES = 500
+AUDIT_K = 10
 
 
 def generate(folder: Path) -> dict:
@@ -60,8 +68,8 @@ def generate(folder: Path) -> dict:
     caption_image = np.repeat(np.arange(N_IMAGES), CAPTIONS_PER_IMAGE)
     n_captions = caption_image.size
     true_captions = noisy(true_images[caption_image], 0.5, 1.5)
-    model_images = noisy(true_images, 0.8, 1.2).astype(np.float32)
-    model_captions = noisy(true_captions, 0.8, 1.2).astype(np.float32)
+    np.save(folder / "true_images.npy", true_images.astype(np.float32))
+    np.save(folder / "true_captions.npy", true_captions.astype(np.float32))
 
     image_keys = [f"COCO_val2014_{100_000 + i:012d}.jpg" for i in range(N_IMAGES)]
     caption_keys = [f"COCO_val2014:sentid:{500_000 + c}" for c in range(n_captions)]
@@ -79,8 +87,9 @@ def generate(folder: Path) -> dict:
             }
         )
     (folder / "dataset_coco.json").write_text(json.dumps({"dataset": "coco", "images": images}))
-    np.save(folder / "images.npy", model_images)
-    np.save(folder / "captions.npy", model_captions)
+    for name, (low, high) in MODEL_NOISE.items():
+        np.save(folder / f"{name}-images.npy", noisy(true_images, low, high).astype(np.float32))
+        np.save(folder / f"{name}-captions.npy", noisy(true_captions, low, high).astype(np.float32))
     (folder / "images.txt").write_text("".join(f"{k}\n" for k in image_keys))
     (folder / "captions.txt").write_text("".join(f"{k}\n" for k in caption_keys))
 
@@ -153,17 +162,103 @@ def _write(path: Path, names: tuple[str, str], first, second, scores, methods) -
 
 
 def prepare(folder: str, database_url: str) -> None:
-    """Generate the data and import the split; runs in a child process so that neither
-    its time nor its memory is counted."""
+    """Generate the data, import the split and model-a's spaces, run an audit of model-a
+    and rate it; runs in a child process so that neither its time nor its memory is
+    counted."""
     folder = Path(folder)
     rows = generate(folder)
-    (folder / "rows.json").write_text(json.dumps(rows))
     setup_django(database_url, DATA_DIR=str(folder / "data"))
-    from annotation.services import dataset_import_karpathy
+    from annotation.services import dataset_import_karpathy, embedding_space_import
 
     dataset_import_karpathy(
         path=folder / "dataset_coco.json", name="coco", image_url_prefix="https://images.example.org/"
     )
+    for modality in ("image", "caption"):
+        embedding_space_import(
+            dataset_name="coco",
+            space_name=f"model-a-{modality}",
+            modality=modality,
+            vectors_path=folder / f"model-a-{modality}s.npy",
+            ids_path=folder / f"{modality}s.txt",
+        )
+    rows["audited_pairs"] = audit_and_rate(folder)
+    (folder / "rows.json").write_text(json.dumps(rows))
+
+
+def audit_and_rate(folder: Path) -> int:
+    """Audit model-a (every direction, AUDIT_QUERIES queries each, top AUDIT_K) and store
+    five ratings per audited pair, scored like the generated human ratings."""
+    import numpy as np
+    from django.contrib.auth import get_user_model
+    from django.db import connection, transaction
+
+    from annotation.models import Pair, Rating, RatingSlot
+    from sampling.batch_run import sampling_batch_run
+    from sampling.selectors import split_items
+    from sampling.services import sampling_batch_create
+
+    audit = {
+        "models": [{"name": "model-a", "image_space": "model-a-image", "caption_space": "model-a-caption"}],
+        "queries": AUDIT_QUERIES,
+    }
+    batch = sampling_batch_create(
+        dataset_name="coco", split_name="val", methods={"model_topk": None}, k=AUDIT_K, audit=audit
+    )
+    batch = sampling_batch_run(batch_id=batch.pk)
+    if batch.status != "succeeded":
+        raise SystemExit(f"audit batch failed: {batch.error}")
+    items = split_items(split=batch.split)
+    image_row = {int(i): r for r, i in enumerate(items.image_ids)}
+    caption_row = {int(c): r for r, c in enumerate(items.caption_ids)}
+    truth = {"image": np.load(folder / "true_images.npy"), "caption": np.load(folder / "true_captions.npy")}
+    pairs = list(
+        Pair.objects.filter(batch=batch).values_list("id", "kind", "caption_a", "caption_b", "image_a", "image_b")
+    )
+
+    def vector(modality, item_id):
+        rows = caption_row if modality == "caption" else image_row
+        return truth[modality][rows[item_id]]
+
+    cosines = np.empty(len(pairs))
+    for n, (_, kind, ca, cb, ia, ib) in enumerate(pairs):
+        if kind == "SITS":
+            cosines[n] = vector("caption", ca) @ vector("image", ia)
+        elif kind == "STS":
+            cosines[n] = vector("caption", ca) @ vector("caption", cb)
+        else:
+            cosines[n] = vector("image", ia) @ vector("image", ib)
+    rng = np.random.default_rng(7)
+    low, high = np.quantile(cosines, [0.1, 0.9])
+    users = get_user_model().objects.bulk_create(
+        [get_user_model()(username=f"bench-rater-{n}", password="!") for n in range(batch.ratings_per_pair)]
+    )
+    with transaction.atomic():
+        slots = RatingSlot.objects.filter(pair__batch=batch).values_list("id", "pair_id", "index")
+        pair_index = {pair_id: n for n, (pair_id, *_) in enumerate(pairs)}
+        ratings = []
+        for slot_id, pair_id, index in slots:
+            score = 5 * (cosines[pair_index[pair_id]] - low) / (high - low) + rng.normal(scale=0.7)
+            ratings.append(
+                Rating(
+                    pair_id=pair_id,
+                    slot_id=slot_id,
+                    rater=users[index],
+                    score=round(float(np.clip(score, 0, 5)), 2),
+                    time_on_item_ms=4000,
+                    idempotency_key=f"bench-{slot_id}",
+                )
+            )
+        with connection.cursor() as cursor:
+            slot_table, pair_table = RatingSlot._meta.db_table, Pair._meta.db_table
+            for index, user in enumerate(users):
+                cursor.execute(
+                    f"UPDATE {slot_table} SET state = 'done', rater_id = %s, pair_done = %s, pair_complete = true "
+                    f"WHERE index = %s AND pair_id IN (SELECT id FROM {pair_table} WHERE batch_id = %s)",
+                    [user.pk, batch.ratings_per_pair, index, batch.pk],
+                )
+        Rating.objects.bulk_create(ratings, batch_size=5000)
+        Pair.objects.filter(batch=batch).update(ratings_done=batch.ratings_per_pair)
+    return len(pairs)
 
 
 def main() -> None:
@@ -178,10 +273,14 @@ def main() -> None:
         rows = json.loads((folder / "rows.json").read_text())
         out = folder / "report.json"
         command = [sys.executable, str(REPO_DIR / "manage.py"), "evaluate", "--ratings", str(folder / "ratings")]
-        command += ["--dataset", "coco", "--split", "val", "--out", str(out)]
-        for modality in ("image", "caption"):
-            command += [f"--{modality}-vectors", str(folder / f"{modality}s.npy")]
-            command += [f"--{modality}-ids", str(folder / f"{modality}s.txt")]
+        command += ["--dataset", "coco", "--split", "val", "--audited", "--out", str(out)]
+        command += ["--csv", str(folder / "comparison.csv")]
+        # model-a from its stored spaces, the others from files.
+        command += ["--model", "model-a:image-space=model-a-image,caption-space=model-a-caption"]
+        for name in list(MODEL_NOISE)[1:]:
+            spec = f"image-vectors={folder / f'{name}-images.npy'},image-ids={folder / 'images.txt'},"
+            spec += f"caption-vectors={folder / f'{name}-captions.npy'},caption-ids={folder / 'captions.txt'}"
+            command += ["--model", f"{name}:{spec}"]
         env = {**os.environ, "DATABASE_URL": database_url, "RUN_MODE": "services", "DATA_DIR": str(folder / "data")}
         with (folder / "stdout.txt").open("w") as stdout, (folder / "stderr.txt").open("w") as stderr:
             start = time.perf_counter()
@@ -198,19 +297,31 @@ def main() -> None:
         peak = round(usage.ru_maxrss / 1024, 1)
         report = json.loads(out.read_text())
         print((folder / "stdout.txt").read_text())
-    retrieval = report["retrieval"]
+    models = report["models"]
+    first = models["model-a"]
     figures = {
         "seconds": seconds,
         "peak_rss_mib": peak,
+        "models": len(models),
         "images": N_IMAGES,
         "captions": N_IMAGES * CAPTIONS_PER_IMAGE,
         "dim": DIM,
-        "rated_rows": rows,
-        "tasks_run": sorted(retrieval) + sorted(report["correlation"]),
-        "skipped": sorted(report["skipped"]),
-        "t2t_queries": retrieval["text_to_text"]["cxc"]["queries"],
-        "i2t_cxc_r1": round(retrieval["image_to_text"]["cxc"]["R@1"], 2),
-        "sts_spearman": round(report["correlation"]["STS"]["mean"], 2),
+        "rated_rows": {k: v for k, v in rows.items() if k != "audited_pairs"},
+        "audited_pairs": rows["audited_pairs"],
+        "sections": sorted(k for k in ("retrieval", "coco_1k", "correlation", "calibration", "own_top_k") if first[k]),
+        "retrieval_sets": {task: sorted(sets) for task, sets in first["retrieval"].items()},
+        "skipped": sorted(first["skipped"]),
+        "comparison_rows": len(report["comparison"]),
+        "i2t_cxc_r1": {name: round(m["retrieval"]["image_to_text"]["cxc"]["R@1"], 2) for name, m in models.items()},
+        "i2t_coco1k_r1": {name: round(m["coco_1k"]["image_to_text"]["R@1"], 2) for name, m in models.items()},
+        "t2i_audited_map_at_r": {
+            name: round(m["retrieval"]["text_to_image"]["audited"]["mAP@R"], 2) for name, m in models.items()
+        },
+        "own_top10_t2i": {
+            name: {key: m["own_top_k"]["text_to_image"][key] for key in ("P@10", "queries_fully_judged", "unrated")}
+            for name, m in models.items()
+        },
+        "sts_spearman": round(first["correlation"]["STS"]["mean"], 2),
         "cpu_count": os.cpu_count(),
     }
     print(json.dumps(figures))

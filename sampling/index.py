@@ -156,6 +156,10 @@ def exact_neighbours(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.nda
     return _pad(ids, np.zeros(ids.shape, dtype=np.float32), k)[0]
 
 
+# Bytes of column ids handed to the FAISS heap at a time (top_k_of_scores).
+HEAP_IDS_BYTES = 8 * 1024 * 1024
+
+
 def exact_top_k(queries: np.ndarray, candidates: np.ndarray, k: int, exclude: np.ndarray | None = None) -> np.ndarray:
     """The ``k`` best-scoring candidates of every query, best first: int64 (q, min(k, n)).
 
@@ -185,14 +189,41 @@ def exact_top_k(queries: np.ndarray, candidates: np.ndarray, k: int, exclude: np
     return out
 
 
+def heap_top(sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` highest scores of every row of ``sims`` float (b, n), k <= n: (columns
+    int64 (b, k), scores float32 (b, k)), highest first (the order of equal scores is
+    FAISS's).
+
+    FAISS's heap picks them (a select over every row with numpy's argpartition costs
+    tens of times more), a few rows at a time so the column ids it needs stay small.
+    """
+    import faiss
+
+    b, n = sims.shape
+    scores = np.ascontiguousarray(sims, dtype=np.float32)
+    rows = max(1, min(b, HEAP_IDS_BYTES // (8 * n)))
+    ids = np.ascontiguousarray(np.broadcast_to(np.arange(n, dtype=np.int64), (rows, n)))
+    top = np.empty((b, k), np.int64)
+    values = np.empty((b, k), np.float32)
+    for start in range(0, b, rows):
+        stop = min(start + rows, b)
+        heap = faiss.ResultHeap(stop - start, k, keep_max=True)
+        heap.add_result(scores[start:stop], ids[: stop - start])
+        heap.finalize()
+        top[start:stop], values[start:stop] = heap.I, heap.D
+    return top, values
+
+
+def ties_by_column(top: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``top`` int64 (b, k) reordered best first, equal scores lower column first."""
+    order = np.lexsort((top, -values), axis=1)
+    return np.take_along_axis(top, order, axis=1)
+
+
 def top_k_of_scores(sims: np.ndarray, k: int) -> np.ndarray:
     """The columns of the ``k`` highest scores of every row of ``sims`` float (b, n), best
-    first (equal scores: lower column first): int64 (b, k), k <= n."""
-    n = sims.shape[1]
-    top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < n else np.broadcast_to(np.arange(n), sims.shape)
-    top_sims = np.take_along_axis(sims, top, axis=1)
-    order = np.lexsort((top, -top_sims), axis=1)
-    return np.take_along_axis(top, order, axis=1).astype(np.int64)
+    first (equal scores within the top k: lower column first): int64 (b, k), k <= n."""
+    return ties_by_column(*heap_top(sims, k))
 
 
 def recall_at_k(found: np.ndarray, truth: np.ndarray) -> float:

@@ -22,10 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from annotation.evaluation.ranks import RECALL_AT, Positives, block_rows_for
-from sampling.index import top_k_of_scores
+from sampling.index import heap_top, ties_by_column
 
 # Bytes of candidate scores compared against positives at a time.
 COMPARE_BYTES = 64 * 1024 * 1024
+# Each query's highest scores kept (from a heap) to rank the positives among them: a
+# positive scoring above the last of them is ranked from them alone, without a pass
+# over every candidate.
+HEAD = 16
 
 
 def positive_ranks(
@@ -56,18 +60,23 @@ def positive_ranks(
             own = np.asarray(exclude[start:stop])
             keep = own >= 0
             scores[np.arange(stop - start)[keep], own[keep]] = -np.inf
+        head = min(n, max(HEAD, top.shape[1] if top is not None else 0))
+        head_ids, head_values = heap_top(scores, head)
         if top is not None:
-            top[start:stop] = top_k_of_scores(scores, top.shape[1])
+            k = top.shape[1]
+            top[start:stop] = ties_by_column(head_ids[:, :k], head_values[:, :k])
         for positives, ranks in zip(positive_sets, out, strict=True):
             lo, hi = positives.indptr[start], positives.indptr[stop]
             if hi > lo:
-                ranks[lo:hi] = _block_positive_ranks(scores, positives.indptr[start : stop + 1], positives.indices)
+                ptr = positives.indptr[start : stop + 1]
+                ranks[lo:hi] = _block_positive_ranks(scores, ptr, positives.indices, head_values)
     return out
 
 
-def _block_positive_ranks(scores: np.ndarray, ptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
+def _block_positive_ranks(scores: np.ndarray, ptr: np.ndarray, indices: np.ndarray, head: np.ndarray) -> np.ndarray:
     """Ranks of the positives of queries of one block, float32 scores (b, n); ``ptr``
-    (b + 1,) the block's slice of indptr."""
+    (b + 1,) the block's slice of indptr; ``head`` float32 (b, h) each query's h highest
+    scores, highest first."""
     counts = np.diff(ptr)
     rows = np.repeat(np.arange(counts.size), counts)
     values = scores[rows, indices[ptr[0] : ptr[-1]]]
@@ -76,11 +85,7 @@ def _block_positive_ranks(scores: np.ndarray, ptr: np.ndarray, indices: np.ndarr
     rows, values = rows[order], values[order]
     segment_start = np.repeat(ptr[:-1] - ptr[0], counts)
     place = np.arange(rows.size) - segment_start
-    ahead = np.empty(rows.size, np.int64)
-    step = max(1, COMPARE_BYTES // (4 * max(scores.shape[1], 1)))
-    for begin in range(0, rows.size, step):
-        end = begin + step
-        ahead[begin:end] = np.count_nonzero(scores[rows[begin:end]] >= values[begin:end, None], axis=1)
+    ahead = _scores_at_least(scores, rows, values, head)
     # Positives scoring at least as high: up to the end of this value's run of ties.
     new_run = np.ones(rows.size, bool)
     new_run[1:] = (rows[1:] != rows[:-1]) | (values[1:] != values[:-1])
@@ -88,6 +93,21 @@ def _block_positive_ranks(scores: np.ndarray, ptr: np.ndarray, indices: np.ndarr
     run_end = np.append(np.flatnonzero(new_run)[1:], rows.size)[run_id]
     positives_at_least = run_end - segment_start
     return place + 1 + (ahead - positives_at_least)
+
+
+def _scores_at_least(scores: np.ndarray, rows: np.ndarray, values: np.ndarray, head: np.ndarray) -> np.ndarray:
+    """How many of row ``rows[i]``'s scores are >= ``values[i]``: counted in the row's
+    head when the value beats the head's last score (or the head is the whole row),
+    else over the whole row."""
+    ahead = np.empty(rows.size, np.int64)
+    in_head = (values > head[rows, -1]) if head.shape[1] < scores.shape[1] else np.ones(rows.size, bool)
+    ahead[in_head] = np.count_nonzero(head[rows[in_head]] >= values[in_head, None], axis=1)
+    far = np.flatnonzero(~in_head)
+    step = max(1, COMPARE_BYTES // (4 * max(scores.shape[1], 1)))
+    for begin in range(0, far.size, step):
+        part = far[begin : begin + step]
+        ahead[part] = np.count_nonzero(scores[rows[part]] >= values[part, None], axis=1)
+    return ahead
 
 
 @dataclass(frozen=True)
