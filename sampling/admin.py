@@ -14,6 +14,7 @@ from annotation.models import EmbeddingSpace, JobStatus, Split
 from annotation.upload_limits import limited_upload_view, upload_form_is_valid
 from annotation.uploads import PAIR_LIST, upload_store
 from sampling import selectors, strategies
+from sampling.admin_audit import audit_view
 from sampling.batch_run import BATCH_RUNS
 from sampling.models import SamplingBatch
 from sampling.pairlist import MERGE_REPEATS, REFUSE_REPEATS
@@ -116,11 +117,18 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
         if obj is None:
             return fields
         hidden = self.SAMPLED_ONLY if obj.source == SamplingBatch.Source.UPLOADED else self.UPLOADED_ONLY
+        if not obj.audit:
+            hidden = (*hidden, "audit")
         return [field for field in fields if field not in hidden]
 
     def get_urls(self):
         return [
             path("create/", self.admin_site.admin_view(self.create_view), name="sampling-batch-create"),
+            path(
+                "audit/",
+                self.admin_site.admin_view(lambda request: audit_view(self, request)),
+                name="sampling-batch-audit",
+            ),
             path(
                 "upload/",
                 self.admin_site.admin_view(limited_upload_view(self.upload_view, {"file": PAIR_LIST})),
@@ -163,6 +171,9 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
         """Dataset / split, and the methods asked for (or the uploaded list's)."""
         label = "uploaded: " if batch.source == SamplingBatch.Source.UPLOADED else ""
         methods = ", ".join(f"{m}={b}" if b is not None else m for m, b in batch.methods.items())
+        if batch.audit:
+            models = ", ".join(model["name"] for model in batch.audit["models"])
+            methods += f" of {models} ({', '.join(batch.audit['directions'])}; top {batch.k})"
         return format_html("{} / {}<br><small>{}{}</small>", batch.dataset.name, batch.split.name, label, methods)
 
     @admin.display(description="pairs queued")

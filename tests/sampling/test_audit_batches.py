@@ -166,3 +166,51 @@ def test_an_audit_through_the_api(joint, admin_api):
         format="json",
     )
     assert bad.status_code == 400 and "needs an audit configuration" in bad.content.decode()
+
+
+AUDIT_URL = "/admin/sampling/samplingbatch/audit/"
+
+
+def test_an_admin_audits_two_models_from_the_admin_page(joint, client, django_capture_on_commit_callbacks):
+    from annotation.models import EmbeddingSpace
+    from tests.factories import UserFactory
+
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    listing = client.get("/admin/sampling/samplingbatch/").content.decode()
+    assert 'href="/admin/sampling/samplingbatch/audit/">Audit models</a>' in listing
+    page = client.get(AUDIT_URL).content.decode()
+    assert "Models to audit" in page and 'name="model_0_image"' in page and 'value="c2i"' in page
+    space = {s.name: s.pk for s in EmbeddingSpace.objects.all()}
+    data = {
+        "split": joint.split.pk,
+        "k": 2,
+        "queries": 6,
+        "directions": ["c2i", "i2c"],
+        "ratings_per_pair": 5,
+        "seed": 0,
+        "priority": 3,
+        "start": "on",
+        "model_0_name": "clip",
+        "model_0_image": space["clip-img"],
+        "model_0_caption": space["clip-txt"],
+        "model_1_name": "other",
+        "model_1_image": space["other-img"],
+        "model_1_caption": space["other-txt"],
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(AUDIT_URL, data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    batch = SamplingBatch.objects.get()
+    assert batch.status == "succeeded", batch.error
+    assert batch.audit == {"models": [CLIP, OTHER], "directions": ["c2i", "i2c"], "queries": 6}
+    assert batch.priority == 3 and set(batch.pairs_per_method) <= {"topk_c2i", "topk_i2c"}
+    detail = client.get(f"/admin/sampling/samplingbatch/{batch.pk}/change/").content.decode()
+    assert "clip-img" in detail
+    retrievals = client.get("/admin/sampling/auditretrieval/").content.decode()
+    assert "clip" in retrievals and "other" in retrievals
+    # A model that cannot be audited in a chosen direction: said on the form, nothing made.
+    bad = dict(data, model_1_caption="", model_1_name="images only")
+    response = client.post(AUDIT_URL, bad)
+    assert response.status_code == 200
+    assert "model &#x27;images only&#x27; cannot be audited c2i" in response.content.decode()
+    assert SamplingBatch.objects.count() == 1
