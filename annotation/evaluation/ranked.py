@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation.evaluation.ranks import RECALL_AT, Positives, block_rows_for
+from annotation.evaluation.ranks import RECALL_AT, Positives, score_blocks
 from sampling.index import heap_top, ties_by_column
 
 # Bytes of candidate scores compared against positives at a time.
@@ -50,16 +50,9 @@ def positive_ranks(
     ``top`` int64 (q, k), when given, is filled with each query's k best candidates, best
     first, from the same scores (a model's own top-k at no second pass).
     """
-    q, n = queries.shape[0], candidates.shape[0]
-    block_rows = block_rows or block_rows_for(n)
+    n = candidates.shape[0]
     out = [np.zeros(p.indices.size, np.int64) for p in positive_sets]
-    for start in range(0, q, block_rows):
-        stop = min(start + block_rows, q)
-        scores = queries[start:stop] @ candidates.T
-        if exclude is not None:
-            own = np.asarray(exclude[start:stop])
-            keep = own >= 0
-            scores[np.arange(stop - start)[keep], own[keep]] = -np.inf
+    for start, stop, scores in score_blocks(queries, candidates, exclude=exclude, block_rows=block_rows):
         head = min(n, max(HEAD, top.shape[1] if top is not None else 0))
         head_ids, head_values = heap_top(scores, head)
         if top is not None:

@@ -8,7 +8,7 @@ sorting whole rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +48,24 @@ def block_rows_for(n_candidates: int) -> int:
     return max(1, BLOCK_BYTES // (4 * max(n_candidates, 1)))
 
 
+def score_blocks(
+    queries: np.ndarray, candidates: np.ndarray, *, exclude: np.ndarray | None = None, block_rows: int | None = None
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """(start, stop, scores float32 (stop - start, n)) for consecutive blocks of queries:
+    dot products with every candidate, ``exclude[i]`` (a candidate per query, -1 for
+    none) set to -inf."""
+    q, n = queries.shape[0], candidates.shape[0]
+    block_rows = block_rows or block_rows_for(n)
+    for start in range(0, q, block_rows):
+        stop = min(start + block_rows, q)
+        scores = queries[start:stop] @ candidates.T
+        if exclude is not None:
+            own = np.asarray(exclude[start:stop])
+            keep = own >= 0
+            scores[np.arange(stop - start)[keep], own[keep]] = -np.inf
+        yield start, stop, scores
+
+
 def first_correct_ranks(
     queries: np.ndarray,
     candidates: np.ndarray,
@@ -64,16 +82,8 @@ def first_correct_ranks(
     Returns one int64 array (q,) per positive set; 0 marks a query without positives.
     A candidate that ties the best positive counts as ranked ahead of it.
     """
-    q, n = queries.shape[0], candidates.shape[0]
-    block_rows = block_rows or block_rows_for(n)
-    ranks = [np.zeros(q, np.int64) for _ in positive_sets]
-    for start in range(0, q, block_rows):
-        stop = min(start + block_rows, q)
-        scores = queries[start:stop] @ candidates.T
-        if exclude is not None:
-            own = np.asarray(exclude[start:stop])
-            keep = own >= 0
-            scores[np.arange(stop - start)[keep], own[keep]] = -np.inf
+    ranks = [np.zeros(queries.shape[0], np.int64) for _ in positive_sets]
+    for start, stop, scores in score_blocks(queries, candidates, exclude=exclude, block_rows=block_rows):
         for positives, out in zip(positive_sets, ranks, strict=True):
             block = _block_ranks(scores, positives, start)
             if block is not None:
