@@ -91,6 +91,26 @@ def own_top_k_by_hand(space: str, keys: list[str], means: dict[frozenset, float]
     return float(np.mean(shares)), len(shares), unrated
 
 
+def worked_examples_in_top_k(caption_keys: list[str]) -> int:
+    """Every queued pair is rated, so an unrated top-k item is a worked example's pair:
+    raters see those solved, so they are never queued. How many top-K items they are."""
+    examples = {
+        frozenset(pair)
+        for pair in WorkedExample.objects.filter(dataset__name="demo", kind="STS").values_list(
+            "caption_a__key", "caption_b__key"
+        )
+    }
+    captions = demo_vectors("minilm")
+    matrix = np.stack([captions[key] for key in caption_keys])
+    scores = matrix @ matrix.T
+    np.fill_diagonal(scores, -np.inf)
+    return sum(
+        frozenset((caption_keys[q], caption_keys[t])) in examples
+        for q in range(len(caption_keys))
+        for t in np.argsort(-scores[q], kind="stable")[:K]
+    )
+
+
 def test_audit_a_model_rate_it_and_evaluate_it_with_the_audited_positives(settings, admin_api, tmp_path):
     settings.RUN_MODE = "embedded"
     call_command("load_demo", stdout=io.StringIO())
@@ -163,19 +183,5 @@ def test_audit_a_model_rate_it_and_evaluate_it_with_the_audited_positives(settin
     # The scripted raters follow the encoders' cosines, so the model agrees with them.
     assert report["calibration"]["audited"]["STS"]["spearman"] > 20
     assert report["audited_ratings"]["STS"]["rows"] == Pair.objects.filter(dataset__name="demo", kind="STS").count()
-    # Every queued pair is rated, so an unrated top-k item is a worked example's pair:
-    # raters see those solved, so they are never queued.
-    examples = set(
-        WorkedExample.objects.filter(dataset__name="demo", kind="STS").values_list("caption_a__key", "caption_b__key")
-    )
-    captions = demo_vectors("minilm")
-    matrix = np.stack([captions[key] for key in caption_keys])
-    scores = matrix @ matrix.T
-    np.fill_diagonal(scores, -np.inf)
-    from_examples = sum(
-        frozenset((caption_keys[q], caption_keys[t])) in {frozenset(e) for e in examples}
-        for q in range(len(caption_keys))
-        for t in np.argsort(-scores[q], kind="stable")[:K]
-    )
-    assert report["own_top_k"]["text_to_text"]["unrated"] == from_examples
+    assert report["own_top_k"]["text_to_text"]["unrated"] == worked_examples_in_top_k(caption_keys)
     assert "== model demo" in text.getvalue()
