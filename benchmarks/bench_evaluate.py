@@ -73,6 +73,18 @@ def generate(folder: Path) -> dict:
 
     image_keys = [f"COCO_val2014_{100_000 + i:012d}.jpg" for i in range(N_IMAGES)]
     caption_keys = [f"COCO_val2014:sentid:{500_000 + c}" for c in range(n_captions)]
+    _write_karpathy(folder / "dataset_coco.json", image_keys)
+    for name, (low, high) in MODEL_NOISE.items():
+        np.save(folder / f"{name}-images.npy", noisy(true_images, low, high).astype(np.float32))
+        np.save(folder / f"{name}-captions.npy", noisy(true_captions, low, high).astype(np.float32))
+    (folder / "images.txt").write_text("".join(f"{k}\n" for k in image_keys))
+    (folder / "captions.txt").write_text("".join(f"{k}\n" for k in caption_keys))
+
+    truth = {"images": true_images, "captions": true_captions, "image_topic": image_topic}
+    return _write_ratings(folder / "ratings", rng, truth, image_keys, caption_keys)
+
+
+def _write_karpathy(path: Path, image_keys: list[str]) -> None:
     images = []
     for i, key in enumerate(image_keys):
         sentids = [500_000 + i * CAPTIONS_PER_IMAGE + j for j in range(CAPTIONS_PER_IMAGE)]
@@ -86,13 +98,17 @@ def generate(folder: Path) -> dict:
                 "sentences": [{"raw": f"Caption {s} of image {i}.", "sentid": s} for s in sentids],
             }
         )
-    (folder / "dataset_coco.json").write_text(json.dumps({"dataset": "coco", "images": images}))
-    for name, (low, high) in MODEL_NOISE.items():
-        np.save(folder / f"{name}-images.npy", noisy(true_images, low, high).astype(np.float32))
-        np.save(folder / f"{name}-captions.npy", noisy(true_captions, low, high).astype(np.float32))
-    (folder / "images.txt").write_text("".join(f"{k}\n" for k in image_keys))
-    (folder / "captions.txt").write_text("".join(f"{k}\n" for k in caption_keys))
+    path.write_text(json.dumps({"dataset": "coco", "images": images}))
 
+
+def _write_ratings(ratings: Path, rng, truth: dict, image_keys: list[str], caption_keys: list[str]) -> dict:
+    """ratings/{sts,sis,sits}_val.csv in the CxC release's shape and counts; returns the
+    rows per kind. Human scores are a noisy increasing function of the true cosine."""
+    import numpy as np
+
+    true_images, true_captions, image_topic = truth["images"], truth["captions"], truth["image_topic"]
+    n_captions = len(caption_keys)
+    caption_image = np.repeat(np.arange(N_IMAGES), CAPTIONS_PER_IMAGE)
     by_topic = [np.flatnonzero(image_topic == t) for t in range(N_TOPICS)]
 
     def same_topic_images(n):
@@ -108,7 +124,6 @@ def generate(folder: Path) -> dict:
         score = 5 * (cos - low) / (high - low) + rng.normal(scale=0.7, size=cos.size)
         return np.round(np.clip(score, 0, 5), 2)
 
-    ratings = folder / "ratings"
     ratings.mkdir()
     # STS: the co-caption pairs (five per image) and caption pairs through similar images.
     first_caption = np.arange(N_IMAGES)[:, None] * CAPTIONS_PER_IMAGE

@@ -173,9 +173,8 @@ def exact_top_k(queries: np.ndarray, candidates: np.ndarray, k: int, exclude: np
     q, n = queries.shape[0], x.shape[0]
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
-    if exclude is not None and n - 1 < k:
-        raise ValueError(f"k={k} but only {n - 1} other candidates")
-    k = min(k, n)
+    if k > n - (exclude is not None):
+        raise ValueError(f"k={k} but only {n - (exclude is not None)} candidates")
     block = max(1, (1 << 26) // max(n, 1))
     out = np.empty((q, k), dtype=np.int64)
     for start in range(0, q, block):
@@ -200,6 +199,10 @@ def heap_top(sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     import faiss
 
     b, n = sims.shape
+    if k > n:
+        raise ValueError(f"the top {k} of {n} columns asked for")
+    if b == 0 or k == 0:
+        return np.empty((b, k), np.int64), np.empty((b, k), np.float32)
     scores = np.ascontiguousarray(sims, dtype=np.float32)
     rows = max(1, min(b, HEAP_IDS_BYTES // (8 * n)))
     ids = np.ascontiguousarray(np.broadcast_to(np.arange(n, dtype=np.int64), (rows, n)))

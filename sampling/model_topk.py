@@ -56,8 +56,7 @@ class AuditedModel:
 @dataclass(frozen=True)
 class AuditPairs:
     """The pairs of one direction: ``pairs`` int64 (m, 2), query first (SITS rows are
-    stored (caption, image) whichever was the query; ``swapped`` bool (m,) marks an
-    intramodal pair whose query has the higher row, so it is stored (b, a) as given);
+    (caption, image) whichever was the query);
     ``retrievals`` int64 (r, 4): (pair index, model index, direction index, best rank),
     one row per model and direction that retrieved the pair, sorted."""
 
@@ -103,6 +102,12 @@ def model_topk(
     unknown = [d for d in directions if d not in DIRECTIONS]
     if unknown or not directions:
         raise ValueError(f"directions are {', '.join(DIRECTIONS)}; got {', '.join(unknown) or 'none'}")
+    for model in models:
+        for side in (model.image, model.caption):
+            if side is not None and side.shape[0] >= KEY_SPAN:
+                raise ValueError(
+                    f"model {model.name!r}: {side.shape[0]:,} rows; an audit takes fewer than {KEY_SPAN:,}"
+                )
     parts = []
     for d_index, direction in enumerate(directions):
         rows = queries[direction]
@@ -145,6 +150,8 @@ def _pool(found, n_directions, budget, rng, queued) -> dict[int, AuditPairs]:
     fresh = np.ones(identity.size, bool)
     for kind, code in KIND_CODE.items():
         have = np.asarray(queued.get(kind, np.empty((0, 2))), np.int64).reshape(-1, 2)
+        if kind != "SITS":
+            have = np.sort(have, axis=1)  # unordered pairs: lower row first, as the keys
         if have.size:
             fresh &= ~np.isin(identity, (code * KEY_SPAN + have[:, 0]) * KEY_SPAN + have[:, 1])
     order = np.lexsort((rng.random(identity.size), found[:, 5]))

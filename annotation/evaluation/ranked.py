@@ -51,13 +51,17 @@ def positive_ranks(
     first, from the same scores (a model's own top-k at no second pass).
     """
     n = candidates.shape[0]
+    if top is not None and top.shape[1] > n:
+        raise ValueError(f"top-{top.shape[1]} asked for, but there are only {n} candidates")
     out = [np.zeros(p.indices.size, np.int64) for p in positive_sets]
     for start, stop, scores in score_blocks(queries, candidates, exclude=exclude, block_rows=block_rows):
+        if np.isnan(scores).any():
+            raise ValueError(f"scores of queries {start}..{stop - 1} hold NaN: vectors must be finite")
         head = min(n, max(HEAD, top.shape[1] if top is not None else 0))
         head_ids, head_values = heap_top(scores, head)
         if top is not None:
-            k = top.shape[1]
-            top[start:stop] = ties_by_column(head_ids[:, :k], head_values[:, :k])
+            # Ordered as exact_top_k orders them: equal scores, lower column first.
+            top[start:stop] = ties_by_column(head_ids, head_values)[:, : top.shape[1]]
         for positives, ranks in zip(positive_sets, out, strict=True):
             lo, hi = positives.indptr[start], positives.indptr[stop]
             if hi > lo:

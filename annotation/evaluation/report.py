@@ -217,8 +217,9 @@ def _intermodal(
             report["skipped"][f"image_to_text.{name}"] = reason
             report["skipped"][f"text_to_image.{name}"] = reason
     n_images, n_captions = images.shape[0], captions.shape[0]
-    tops = _tops(report, tops, ("image_to_text", n_images, n_captions), ("text_to_image", n_captions, n_images))
     if COCO_5K in protocols or rated:
+        # Filled by this pass only; without it the own top-k takes a pass of its own.
+        tops = _tops(report, tops, ("image_to_text", n_images, n_captions), ("text_to_image", n_captions, n_images))
         found = intermodal_retrieval(
             images, captions, caption_image, rated, intervals, progress, with_original=COCO_5K in protocols, tops=tops
         )

@@ -123,8 +123,9 @@ def intermodal_retrieval(
 
 def coco_1k(images: np.ndarray, captions: np.ndarray, caption_image: np.ndarray, intervals: Intervals) -> dict:
     """Image->text and text->image within each fold of FOLD_IMAGES images (split order)
-    and their captions, original positives; figures are the mean over the folds (equal
-    folds, so the mean over all their queries). Raises ValueError below one fold."""
+    and their captions, original positives. Each figure is the mean over the folds of
+    the fold's figure (the median rank too); the intervals resample the folds' queries
+    together. Raises ValueError below one fold."""
     folds = min(MAX_FOLDS, images.shape[0] // FOLD_IMAGES)
     if folds < 1:
         raise ValueError(f"COCO 1K needs at least {FOLD_IMAGES} images; the split has {images.shape[0]}")
@@ -152,7 +153,14 @@ def coco_1k(images: np.ndarray, captions: np.ndarray, caption_image: np.ndarray,
             map_at_r=np.concatenate([p.map_at_r for p in parts]),
         )
         positives = int(sum(fold_sizes))
-        out[direction] = ranked_summary(joined, candidates[direction], positives, intervals, extra=extra)
+        summary = ranked_summary(joined, candidates[direction], positives, intervals, extra=extra)
+        # Folds may differ in size (images with more captions): average the folds' figures.
+        answered = [part for part in parts if part.queries.size]
+        for name in summary.get("ci", {}):
+            summary[name] = float(np.mean([part.columns()[name].mean() for part in answered]))
+        if answered:
+            summary["median_rank"] = float(np.mean([np.median(part.first_rank) for part in answered]))
+        out[direction] = summary
     return out
 
 

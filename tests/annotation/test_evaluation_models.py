@@ -113,3 +113,22 @@ def test_a_model_named_twice_and_unknown_protocols_are_refused(hand_dataset, han
         run(dataset=hand_dataset.name, split="val", model=[model_spec(hand_files, "a"), model_spec(hand_files, "a")])
     with pytest.raises(CommandError, match="unknown protocol"):
         run(dataset=hand_dataset.name, split="val", model=[model_spec(hand_files, "a")], protocols="coco5k,eccv")
+
+
+def test_the_own_top_k_alone_equals_the_one_beside_the_retrieval_pass(hand_dataset, hand_files, tmp_path):
+    reports = {}
+    for protocols in ("topk", "coco5k,topk"):
+        out = tmp_path / f"{protocols}.json"
+        run(
+            dataset=hand_dataset.name,
+            split="val",
+            ratings=str(hand_files["ratings"]),
+            model=[model_spec(hand_files, "m")],
+            protocols=protocols,
+            top_k=2,
+            samples=50,
+            out=str(out),
+        )
+        reports[protocols] = json.loads(out.read_text())["models"]["m"]["own_top_k"]
+    assert reports["topk"] == reports["coco5k,topk"]
+    assert reports["topk"]["image_to_text"]["judged"] > 0

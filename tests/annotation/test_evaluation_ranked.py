@@ -128,3 +128,22 @@ def test_own_top_k_precision_counts_judged_and_unrated():
     assert summary["P@2"] == pytest.approx(25.0)
     low, high = summary["ci"]["P@2"]
     assert 0.0 <= low <= 25.0 <= high <= 50.0
+
+
+def test_the_own_top_k_from_the_ranks_pass_orders_ties_as_the_audit_does():
+    # 30 tied candidates: both pick the lowest columns, in column order.
+    queries, candidates = scores_as_vectors([[0.5] * 30 + [0.1] * 5])
+    top = np.zeros((1, 3), np.int64)
+    positive_ranks(queries, candidates, [Positives.from_pairs([0], [0], 1, 35)], top=top)
+    assert top.tolist() == exact_top_k(queries, candidates, 3).tolist() == [[0, 1, 2]]
+
+
+def test_nan_scores_and_a_top_k_beyond_the_candidates_are_refused():
+    queries, candidates = scores_as_vectors([[np.nan, 0.5]])
+    with pytest.raises(ValueError, match="hold NaN"):
+        positive_ranks(queries, candidates, [Positives.from_pairs([0], [1], 1, 2)])
+    queries, candidates = scores_as_vectors([[0.2, 0.5]])
+    with pytest.raises(ValueError, match="only 2 candidates"):
+        positive_ranks(queries, candidates, [Positives.from_pairs([0], [1], 1, 2)], top=np.zeros((1, 3), np.int64))
+    with pytest.raises(ValueError, match="k=3 but only 2 candidates"):
+        exact_top_k(queries, candidates, 3)

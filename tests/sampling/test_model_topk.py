@@ -96,3 +96,11 @@ def test_a_model_without_the_needed_vectors_and_unknown_directions_are_refused()
         run([AuditedModel("images only", image=IMAGES, caption=None)], ["c2i"])
     with pytest.raises(ValueError, match="directions are"):
         run([GOOD], ["x2y"])
+
+
+def test_items_beyond_the_pair_key_space_are_refused(monkeypatch):
+    import sampling.model_topk as module
+
+    monkeypatch.setattr(module, "KEY_SPAN", 4)
+    with pytest.raises(ValueError, match="4 rows; an audit takes fewer than 4"):
+        run([GOOD], ["c2c"])

@@ -181,6 +181,8 @@ def upload_summary(batch: SamplingBatch) -> list[str]:
 def _audit(options) -> dict | None:
     """The audit configuration of the --audit-* options; None without --audit-model."""
     if not options["audit_model"]:
+        if options["audit_directions"] or options["audit_queries"] is not None:
+            raise CommandError("--audit-directions and --audit-queries need --audit-model (and --method model_topk)")
         return None
     models = []
     for text in options["audit_model"]:
