@@ -185,3 +185,5 @@ def test_audit_a_model_rate_it_and_evaluate_it_with_the_audited_positives(settin
     assert report["audited_ratings"]["STS"]["rows"] == Pair.objects.filter(dataset__name="demo", kind="STS").count()
     assert report["own_top_k"]["text_to_text"]["unrated"] == worked_examples_in_top_k(caption_keys)
     assert "== model demo" in text.getvalue()
+    # The paper-shaped table has a row for the audited positives.
+    assert any(line.startswith("audited ") for line in text.getvalue().splitlines())

@@ -55,14 +55,18 @@ def _retrieval_tables(retrieval: dict) -> list[str]:
             retrieval,
             ("Image -> Text", "image_to_text"),
             ("Text -> Image", "text_to_image"),
-            [("original", "original pairs"), ("cxc", f"CxC (+ SITS >= {POSITIVE_THRESHOLDS[SITS]:g})")],
+            [
+                ("original", "original pairs"),
+                ("cxc", f"CxC (+ SITS >= {POSITIVE_THRESHOLDS[SITS]:g})"),
+                ("audited", f"audited (+ SITS >= {POSITIVE_THRESHOLDS[SITS]:g})"),
+            ],
         )
     if "text_to_text" in retrieval or "image_to_image" in retrieval:
         lines += _retrieval_table(
             retrieval,
             (f"Text -> Text (STS >= {POSITIVE_THRESHOLDS[STS]:g})", "text_to_text"),
             (f"Image -> Image (SIS >= {POSITIVE_THRESHOLDS[SIS]:g})", "image_to_image"),
-            [("cxc", "CxC")],
+            [("cxc", "CxC"), ("audited", "audited")],
         )
     return lines
 
