@@ -260,6 +260,9 @@ def test_friendly_states(page, live_server, demo):
     page.goto(f"{live_server.url}/rate/demo/sits/")
     page.wait_for_function("localStorage.getItem('cxc-outbox:rater3:demo') === '[]'")
     assert Rating.objects.filter(rater=rater("rater3")).count() == 1
+    # The page goes on to claim the next pair: let that request end before the test's
+    # database is emptied (a claim still running deadlocks the TRUNCATE).
+    page.wait_for_selector("#pair[data-ready]")
 
 
 def test_lease_is_renewed_while_the_page_is_open(page, live_server, demo, settings):
