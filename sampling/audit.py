@@ -174,6 +174,10 @@ def audit_sample(
         for pair, model, d_index, rank in result.retrievals.tolist():
             identity = specs[start + pair].canonical().identity()
             retrievals.append((identity, models[model].name, directions[d_index], rank))
+        # Pairs the dataset had already: what this audit's models retrieved is recorded too.
+        for a, b, model, d_index, rank in result.known.tolist():
+            identity = _spec(direction, a, b, items).canonical().identity()
+            retrievals.append((identity, models[model].name, directions[d_index], rank))
     return specs, retrievals
 
 
@@ -187,20 +191,36 @@ def _spec(direction: str, a: int, b: int, items: SplitItems) -> PairSpec:
 
 
 def audit_retrievals_write(*, batch: SamplingBatch, retrievals: Sequence[Retrieval]) -> int:
-    """Record every retrieval behind the batch's new pairs (inside the batch's write
-    transaction); a retrieval of a pair another batch queued first is left out."""
+    """Record every retrieval behind the batch's pairs and behind pairs of the split it
+    found queued already (inside the batch's write transaction). A (pair, model,
+    direction) recorded by an earlier audit keeps its first record; a worked example's
+    pair (never queued) has none. Returns the records offered."""
     if not retrievals:
         return 0
-    pair_of = {
-        (kind, ca, cb, ia, ib): pk
-        for pk, kind, ca, cb, ia, ib in Pair.objects.filter(batch=batch).values_list(
-            "id", "kind", "caption_a_id", "caption_b_id", "image_a_id", "image_b_id"
-        )
-    }
+    pair_of = _pair_ids(batch, {identity for identity, *_ in retrievals})
     rows = [
         AuditRetrieval(pair_id=pair_of[identity], batch=batch, model_name=model, direction=direction, rank=rank)
         for identity, model, direction, rank in retrievals
         if identity in pair_of
     ]
-    AuditRetrieval.objects.bulk_create(rows, batch_size=5000)
+    AuditRetrieval.objects.bulk_create(rows, batch_size=5000, ignore_conflicts=True)
     return len(rows)
+
+
+def _pair_ids(batch: SamplingBatch, identities: set[tuple]) -> dict[tuple, int]:
+    """Pair id of each identity (kind, caption_a, caption_b, image_a, image_b) that the
+    batch's split has, whichever batch queued it."""
+    first_items = {kind: set() for kind in (TaskKind.STS, TaskKind.SIS, TaskKind.SITS)}
+    for kind, caption_a, _, image_a, _ in identities:
+        first_items[kind].add(caption_a if kind != TaskKind.SIS else image_a)
+    out: dict[tuple, int] = {}
+    for kind, firsts in first_items.items():
+        column = "image_a" if kind == TaskKind.SIS else "caption_a"
+        ids = sorted(firsts)
+        for start in range(0, len(ids), 5000):
+            pairs = Pair.objects.filter(split=batch.split_id, kind=kind, **{f"{column}__in": ids[start : start + 5000]})
+            for pk, ca, cb, ia, ib in pairs.values_list("id", "caption_a", "caption_b", "image_a", "image_b"):
+                identity = (kind, ca, cb, ia, ib)
+                if identity in identities:
+                    out[identity] = pk
+    return out

@@ -17,7 +17,7 @@ query first; ties in a random order from the seeded Generator).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -58,10 +58,13 @@ class AuditPairs:
     """The pairs of one direction: ``pairs`` int64 (m, 2), query first (SITS rows are
     (caption, image) whichever was the query);
     ``retrievals`` int64 (r, 4): (pair index, model index, direction index, best rank),
-    one row per model and direction that retrieved the pair, sorted."""
+    one row per model and direction that retrieved the pair, sorted; ``known`` int64
+    (s, 5): the retrievals of this direction of pairs the dataset already has, as (a, b
+    in the queued pairs' order, model index, direction index, best rank)."""
 
     pairs: np.ndarray
     retrievals: np.ndarray
+    known: np.ndarray = field(default_factory=lambda: np.empty((0, 5), np.int64))
 
 
 def query_sample(n: int, size: int | None, rng: np.random.Generator) -> np.ndarray:
@@ -133,13 +136,17 @@ def model_topk(
     return {direction: pooled[d] for d, direction in enumerate(directions)}
 
 
-def _identities(found: np.ndarray) -> np.ndarray:
-    """One int64 key per retrieval's pair: kind, then the pair unordered (SITS as is)."""
+def _canonical(found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each retrieval's pair as stored: SITS as is, STS and SIS lower row first."""
     first, second, kind = found[:, 0], found[:, 1], found[:, 2]
     ordered = kind == KIND_CODE["SITS"]
-    low = np.where(ordered, first, np.minimum(first, second))
-    high = np.where(ordered, second, np.maximum(first, second))
-    return (kind * KEY_SPAN + low) * KEY_SPAN + high
+    return np.where(ordered, first, np.minimum(first, second)), np.where(ordered, second, np.maximum(first, second))
+
+
+def _identities(found: np.ndarray) -> np.ndarray:
+    """One int64 key per retrieval's pair: kind, then the pair as stored."""
+    low, high = _canonical(found)
+    return (found[:, 2] * KEY_SPAN + low) * KEY_SPAN + high
 
 
 def _pool(found, n_directions, budget, rng, queued) -> dict[int, AuditPairs]:
@@ -180,8 +187,22 @@ def _pool(found, n_directions, budget, rng, queued) -> dict[int, AuditPairs]:
         records = which[owner[which] == d]
         rows = member[owner[which] == d]
         retrievals = np.column_stack([local[records], found[rows, 3], found[rows, 4], found[rows, 5]])
-        out[d] = AuditPairs(pairs=found[mine][:, :2].copy(), retrievals=_best_rank_each(retrievals))
+        out[d] = AuditPairs(
+            pairs=found[mine][:, :2].copy(),
+            retrievals=_best_rank_each(retrievals),
+            known=_known(found, fresh, d),
+        )
     return out
+
+
+def _known(found: np.ndarray, fresh: np.ndarray, direction: int) -> np.ndarray:
+    """Direction ``direction``'s retrievals of pairs the dataset has: (a, b as stored,
+    model, direction, best rank), one row per pair and model."""
+    rows = np.flatnonzero(~fresh & (found[:, 4] == direction))
+    low, high = _canonical(found[rows])
+    keyed = np.column_stack([(low * KEY_SPAN + high), found[rows, 3], found[rows, 4], found[rows, 5]])
+    best = _best_rank_each(keyed)
+    return np.column_stack([best[:, 0] // KEY_SPAN, best[:, 0] % KEY_SPAN, best[:, 1:]]).astype(np.int64)
 
 
 def _best_rank_each(retrievals: np.ndarray) -> np.ndarray:

@@ -137,7 +137,9 @@ def test_audit_a_model_rate_it_and_evaluate_it_with_the_audited_positives(settin
     assert batch.status == "succeeded", batch.error
     audited = Pair.objects.filter(batch=batch)
     assert audited.filter(kind="STS").exists() and audited.filter(kind="SIS").exists()
-    assert AuditRetrieval.objects.filter(batch=batch).values("pair").distinct().count() == audited.count()
+    recorded = set(AuditRetrieval.objects.filter(batch=batch).values_list("pair", flat=True))
+    # Every audited pair, and pairs of the demo's first batch the model also retrieved.
+    assert set(audited.values_list("id", flat=True)) < recorded
 
     rate_everything()
     assert all(pair.ratings_done == 5 for pair in Pair.objects.filter(dataset__name="demo"))

@@ -90,17 +90,26 @@ def test_image_queries_and_intramodal_pairs_keep_the_query_first(joint):
 def test_two_models_are_pooled_once_per_pair_and_queued_pairs_are_left_out(joint):
     first = run(create(joint, {"models": [CLIP], "directions": ["c2i"]}, k=1))
     both = run(create(joint, {"models": [CLIP, OTHER], "directions": ["c2i"]}, k=1, seed=1))
-    # clip's 24 rank-1 pairs are queued already: the second batch holds only other's new ones.
+    # clip's 24 rank-1 pairs are queued already: the second batch queues only other's new ones.
     mine = set(Pair.objects.filter(batch=first).values_list("caption_a", "image_a"))
     theirs = set(Pair.objects.filter(batch=both).values_list("caption_a", "image_a"))
     assert not mine & theirs and 0 < len(theirs) <= 24
-    assert set(AuditRetrieval.objects.filter(batch=both).values_list("model_name", flat=True)) == {"other"}
+    # clip's records stay those of the first audit; other's retrievals of clip's pairs are
+    # recorded against those pairs by the second.
+    records = AuditRetrieval.objects.filter(model_name="clip")
+    assert records.count() == 24 and set(records.values_list("batch", flat=True)) == {first.pk}
+    shared = AuditRetrieval.objects.filter(batch=both, pair__batch=first)
+    assert set(shared.values_list("model_name", flat=True)) <= {"other"}
+    assert AuditRetrieval.objects.filter(batch=both, model_name="other").count() == 24
     pooled = run(create(joint, {"models": [CLIP, OTHER], "directions": ["i2c"]}, k=3))
     per_pair = {}
     for pair_id, model in AuditRetrieval.objects.filter(batch=pooled).values_list("pair_id", "model_name"):
         per_pair.setdefault(pair_id, set()).add(model)
-    assert len(per_pair) == Pair.objects.filter(batch=pooled).count()
+    assert set(Pair.objects.filter(batch=pooled).values_list("id", flat=True)) <= set(per_pair)
     assert all(models <= {"clip", "other"} for models in per_pair.values())
+    # i2c retrievals of pairs the c2i audits queued are recorded, in their own direction.
+    earlier = AuditRetrieval.objects.filter(batch=pooled, pair__batch__in=[first, both])
+    assert earlier.exists() and set(earlier.values_list("direction", flat=True)) == {"i2c"}
 
 
 def test_the_budget_keeps_the_best_ranks(joint):

@@ -104,3 +104,12 @@ def test_items_beyond_the_pair_key_space_are_refused(monkeypatch):
     monkeypatch.setattr(module, "KEY_SPAN", 4)
     with pytest.raises(ValueError, match="4 rows; an audit takes fewer than 4"):
         run([GOOD], ["c2c"])
+
+
+def test_retrievals_of_queued_pairs_are_kept_apart_for_the_record():
+    out = run([GOOD], ["c2i"], k=2, queued={"SITS": np.array([[0, 0], [3, 1]])})
+    assert sorted(map(tuple, out["c2i"].known.tolist())) == [(0, 0, 0, 0, 1), (3, 1, 0, 0, 1)]
+    assert not {(0, 0), (3, 1)} & set(map(tuple, out["c2i"].pairs.tolist()))
+    # Intramodal: a queued pair reached from both of its items is one record, its best rank.
+    both = run([GOOD], ["c2c"], k=1, queued={"STS": np.array([[1, 3]])})
+    assert both["c2c"].known.tolist() == [[1, 3, 0, 0, 1]]
