@@ -111,6 +111,18 @@ def worked_examples_in_top_k(caption_keys: list[str]) -> int:
     )
 
 
+def assert_the_export_carries_the_audit(folder) -> None:
+    """The export names the audit: its pairs' method per direction, the batch's models."""
+    call_command("export_dataset", "--dataset", "demo", "--out", str(folder), stdout=io.StringIO())
+    sts_rows = (folder / "sts_demo.csv").read_text().splitlines()
+    assert any(line.endswith(",topk_c2c") for line in sts_rows)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (audit_entry,) = [entry for entry in manifest["batches"] if entry["audit"]]
+    assert audit_entry["audit"]["models"] == [
+        {"name": "demo", "image_space": "efficientnet_lite0", "caption_space": "minilm"}
+    ]
+
+
 def test_audit_a_model_rate_it_and_evaluate_it_with_the_audited_positives(settings, admin_api, tmp_path):
     settings.RUN_MODE = "embedded"
     call_command("load_demo", stdout=io.StringIO())
@@ -186,6 +198,7 @@ def test_audit_a_model_rate_it_and_evaluate_it_with_the_audited_positives(settin
     assert report["calibration"]["audited"]["STS"]["spearman"] > 20
     assert report["audited_ratings"]["STS"]["rows"] == Pair.objects.filter(dataset__name="demo", kind="STS").count()
     assert report["own_top_k"]["text_to_text"]["unrated"] == worked_examples_in_top_k(caption_keys)
+    assert_the_export_carries_the_audit(tmp_path / "export")
     assert "== model demo" in text.getvalue()
     # The paper-shaped table has a row for the audited positives.
     assert any(line.startswith("audited ") for line in text.getvalue().splitlines())

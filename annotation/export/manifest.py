@@ -186,6 +186,8 @@ def _batch_entries(plan: ExportPlan, counts: ExportCounts) -> list[dict]:
             "priority": batch.priority,
             "status": batch.status,
             "pairs_per_method": batch.pairs_per_method,
+            # model_topk: the models, spaces and directions audited.
+            "audit": batch.audit or None,
             "created_at": batch.created_at.isoformat(),
             "exported": counts.of_batch(batch.id),
         }
