@@ -105,7 +105,7 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
     list_display = ["id", "where", *RunAdminMixin.run_columns, "pairs", "rated", "created"]
     list_filter = ["status", "source", "dataset"]
     # Only the priority can change once a batch exists; the rest is its record.
-    readonly_fields = [f.name for f in SamplingBatch._meta.fields if f.name != "priority"]
+    readonly_fields = [*(f.name for f in SamplingBatch._meta.fields if f.name != "priority"), "audit_results"]
     actions = ["start_batches"]
     change_list_template = "admin/sampling/samplingbatch/change_list.html"
     # Settings that mean nothing for the other source of batch.
@@ -118,8 +118,21 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
             return fields
         hidden = self.SAMPLED_ONLY if obj.source == SamplingBatch.Source.UPLOADED else self.UPLOADED_ONLY
         if not obj.audit:
-            hidden = (*hidden, "audit")
+            hidden = (*hidden, "audit", "audit_results")
         return [field for field in fields if field not in hidden]
+
+    @admin.display(description="audit results")
+    def audit_results(self, batch: SamplingBatch) -> str:
+        """Links to the pairs this audit queued and to what its models retrieved."""
+        pairs = reverse("admin:annotation_pair_changelist") + f"?batch__id__exact={batch.pk}"
+        retrievals = reverse("admin:sampling_auditretrieval_changelist") + f"?batch__id__exact={batch.pk}"
+        return format_html(
+            '<a href="{}">{} pairs queued</a> · <a href="{}">{} retrievals recorded</a> (models, directions, ranks)',
+            pairs,
+            sum(batch.pairs_per_method.values()),
+            retrievals,
+            batch.audit_retrievals.count(),
+        )
 
     def get_urls(self):
         return [

@@ -2,7 +2,7 @@
 audit batch, and the read-only list of the retrievals behind audited pairs."""
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.shortcuts import redirect
 from django.urls import reverse
 
@@ -30,7 +30,8 @@ class AuditForm(forms.Form):
         choices=[(d, f"{d}: {' -> '.join(DIRECTION_MODALITIES[d])}") for d in DIRECTIONS],
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="None ticked: every direction all the models have spaces for.",
+        help_text="None ticked: every direction all the models have spaces for (caption -> image and "
+        "image -> caption need an image and a caption space of one dimension).",
     )
     budget = forms.IntegerField(required=False, min_value=1, help_text="Pairs at most, best ranks first; empty: all.")
     ratings_per_pair = forms.IntegerField(initial=5)
@@ -44,7 +45,9 @@ class AuditForm(forms.Form):
         super().__init__(*args, **kwargs)
         spaces = EmbeddingSpace.objects.select_related("dataset").order_by("dataset__name", "name")
         for n in range(AUDIT_FORM_MODELS):
-            self.fields[f"model_{n}_name"] = forms.CharField(required=False, max_length=100, label="name")
+            self.fields[f"model_{n}_name"] = forms.CharField(
+                required=False, max_length=100, label="name", help_text="How the model is named in the records."
+            )
             for modality in ("image", "caption"):
                 self.fields[f"model_{n}_{modality}"] = SpaceField(
                     queryset=spaces.filter(modality=modality), required=False, label=f"{modality} space"
@@ -55,6 +58,17 @@ class AuditForm(forms.Form):
         return [
             tuple(self[f"model_{n}_{part}"] for part in ("name", "image", "caption")) for n in range(AUDIT_FORM_MODELS)
         ]
+
+    def clean(self):
+        data = super().clean()
+        filled = [
+            n for n in range(AUDIT_FORM_MODELS) if any(data.get(f"model_{n}_{p}") for p in ("name", "image", "caption"))
+        ]
+        if not filled:
+            raise forms.ValidationError(
+                "Fill in at least one model: a name and its image space, caption space or both."
+            )
+        return data
 
     def audit(self) -> dict:
         data = self.cleaned_data
@@ -99,6 +113,8 @@ def audit_view(model_admin, request):
             ),
         )
         if batch is not None:
+            directions = ", ".join(batch.audit["directions"])
+            messages.info(request, f"Batch #{batch.pk} audits {directions} with the top {batch.k} of each query.")
             return redirect(reverse("admin:sampling_samplingbatch_changelist"))
     return model_admin._form_page(request, form, "Audit models: rate their own top-k", audit_models=form.model_rows())
 

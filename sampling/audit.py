@@ -129,16 +129,22 @@ def _check_directions(given, models: list[dict], spaces) -> list[str]:
 
 def _check_sizes(items: SplitItems, directions, k: int, queries: int | None, budget: int | None, n_models: int):
     counts = {"image": items.n_images, "caption": len(items.caption_ids)}
+    candidates = {}
     most = 0
     for direction in directions:
         query_side, candidate_side = DIRECTION_MODALITIES[direction]
-        candidates = counts[candidate_side] - (query_side == candidate_side)
-        if k > candidates:
-            raise SamplingInputError(f"k={k} but {direction} has only {candidates} candidates per query in the split")
+        candidates[direction] = counts[candidate_side] - (query_side == candidate_side)
         most += min(queries or counts[query_side], counts[query_side]) * k * n_models
+    fewest = min(candidates, key=candidates.get)
+    if k > candidates[fewest]:
+        raise SamplingInputError(
+            f"k={k} but a query of {fewest} has only {candidates[fewest]} candidates in the split: "
+            f"with directions {', '.join(directions)}, k is at most {candidates[fewest]}"
+        )
     if budget is not None and budget > most:
         raise SamplingInputError(
-            f"{MODEL_TOPK}: budget {budget} is more than the at most {most} pairs the audit retrieves"
+            f"{MODEL_TOPK}: budget {budget} is more than the {most} pairs the audit can retrieve at most "
+            "(queries x k x models)"
         )
 
 

@@ -111,6 +111,16 @@ def worked_examples_in_top_k(caption_keys: list[str]) -> int:
     )
 
 
+def assert_evaluate_before_rating(out) -> None:
+    """Right after the audit nothing is rated: the figures say so instead of failing."""
+    options = {"dataset": "demo", "split": "demo", "audited": True, "model": [MODEL], "top_k": K}
+    call_command("evaluate", out=str(out), stdout=io.StringIO(), **options)
+    report = json.loads(out.read_text())["models"]["demo"]
+    top = report["own_top_k"]["text_to_text"]
+    assert top["judged"] == 0 and top["unrated"] == top["retrieved"] == 60 * K and top[f"P@{K}"] is None
+    assert report["skipped"]["text_to_text.audited"] == "no fully rated STS pair of split 'demo' in the dataset yet"
+
+
 def assert_the_export_carries_the_audit(folder) -> None:
     """The export names the audit: its pairs' method per direction, the batch's models."""
     call_command("export_dataset", "--dataset", "demo", "--out", str(folder), stdout=io.StringIO())
@@ -153,6 +163,7 @@ def test_audit_a_model_rate_it_and_evaluate_it_with_the_audited_positives(settin
     # Every audited pair, and pairs of the demo's first batch the model also retrieved.
     assert set(audited.values_list("id", flat=True)) < recorded
 
+    assert_evaluate_before_rating(tmp_path / "before.json")
     rate_everything()
     assert all(pair.ratings_done == 5 for pair in Pair.objects.filter(dataset__name="demo"))
     means = {}

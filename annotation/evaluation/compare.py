@@ -36,11 +36,12 @@ def _figures(report: dict) -> Iterator[tuple[tuple[str, str, str, str], float | 
             yield ("calibration", kind, source, "pr_auc"), entry["pr_auc"], None
             yield ("calibration", kind, source, "spearman"), entry["spearman"], None
     for task, entry in report.get("own_top_k", {}).items():
-        judged_by = "+".join(entry["judged_by"])
+        judged_by = "+".join(entry["judged_by"]) or "nothing rated yet"
         metric = f"P@{entry['k']}"
         yield ("own_top_k", task, judged_by, metric), entry[metric], entry.get("ci", {}).get(metric)
         yield ("own_top_k", task, judged_by, "precision_judged"), entry["precision_judged"], None
-        yield ("own_top_k", task, judged_by, "unrated"), entry["unrated"], None
+        for count in ("queries_fully_judged", "retrieved", "judged", "unrated"):
+            yield ("own_top_k", task, judged_by, count), entry[count], None
 
 
 def _ranked(section: str, task: str, name: str, summary: dict):

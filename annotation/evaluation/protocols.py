@@ -100,8 +100,9 @@ def _merged_rows(sources: dict[str, SplitRows], kind: str) -> IndexedRows | None
 
 def _judgements(
     task: str, rows: IndexedRows | None, caption_image: np.ndarray, n_query: int, n_candidate: int
-) -> tuple[Positives, Positives] | None:
-    """(judged, positive) (query, candidate) sets of one task; None when nothing is judged."""
+) -> tuple[Positives, Positives]:
+    """(judged, positive) (query, candidate) sets of one task (empty when nothing is
+    judged yet: an audit not rated yet still shows what is unrated)."""
     kind, query_first = TOP_K_TASKS[task]
     queries, candidates, labels = [], [], []
     if kind == SITS:
@@ -119,7 +120,8 @@ def _judgements(
             candidates.append(second if query_first else first)
             labels.append(good)
     if not queries:
-        return None
+        empty = Positives.from_pairs([], [], n_query, n_candidate)
+        return empty, empty
     q, c, good = np.concatenate(queries), np.concatenate(candidates), np.concatenate(labels)
     judged = Positives.from_pairs(q, c, n_query, n_candidate)
     positive = Positives.from_pairs(q[good], c[good], n_query, n_candidate)
@@ -147,9 +149,6 @@ def top_k_section(
         same = modalities[0] == modalities[1]
         n_query, n_candidate = query_vectors.shape[0], candidate_vectors.shape[0]
         found = _judgements(task, _merged_rows(sources, kind), caption_image, n_query, n_candidate)
-        if found is None:
-            report["skipped"][f"own_top_k.{task}"] = f"no {kind} ratings"
-            continue
         if k > n_candidate - same:
             report["skipped"][f"own_top_k.{task}"] = f"k={k} but only {n_candidate - same} candidates"
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -78,7 +79,7 @@ def evaluate(
     A task that cannot run is listed under ``skipped`` with the reason.
     """
     _check_spaces(items, image_space, caption_space, joint, samples)
-    _check_protocols(protocols, top_k)
+    check_protocols(protocols, top_k)
     if queries not in QUERY_RULES:
         raise EvaluationError(f"the bootstrap's queries are {' or '.join(QUERY_RULES)}, got {queries!r}")
     progress("reading vectors")
@@ -93,7 +94,8 @@ def evaluate(
         sources[CXC] = _index_ratings(report["ratings"], ratings, items, spaces, runs, restrict_to_split)
     if audited is not None:
         report["audited_ratings"] = {}
-        sources[AUDITED] = _index_ratings(report["audited_ratings"], audited, items, spaces, runs, True)
+        audited_rows = _index_ratings(report["audited_ratings"], audited, items, spaces, runs, True)
+        sources[AUDITED] = dataclasses.replace(audited_rows, from_database=True)
     positives_from = {name: rows for name, rows in sources.items() if name in protocols}
     intervals = Intervals(samples=samples, seed=seed)
     vectors = {IMAGE: images, CAPTION: captions}
@@ -104,7 +106,8 @@ def evaluate(
         _intermodal(report, pair, items.caption_image, positives_from, protocols, intervals, tops, progress)
     else:
         for task in ("image_to_text", "text_to_image", "coco_1k"):
-            report["skipped"][task] = UNIMODAL
+            if task != "coco_1k" or COCO_1K in protocols:
+                report["skipped"][task] = UNIMODAL
     for task, kind in (("text_to_text", STS), ("image_to_image", SIS)):
         _intramodal(report, task, kind, vectors[MODALITIES[kind][0]], positives_from, intervals, tops, progress)
     _correlations(report, vectors, runs, sources, protocols, (samples, seed, queries), progress)
@@ -118,7 +121,8 @@ def evaluate(
     return report
 
 
-def _check_protocols(protocols: tuple[str, ...], top_k: int) -> None:
+def check_protocols(protocols: tuple[str, ...], top_k: int) -> None:
+    """Raise EvaluationError for unknown or no protocols, or a top-k outside 1-1000."""
     unknown = [name for name in protocols if name not in PROTOCOLS]
     if unknown or not protocols:
         raise EvaluationError(
@@ -265,8 +269,9 @@ def _intramodal(
                 sets[name] = positives
         if reason is not None:
             report["skipped"][task if name == CXC else f"{task}.{name}"] = reason
-    if not sets and not sources:
-        report["skipped"][task] = "no ratings given"
+    wanted = {CXC, AUDITED} & set(report["settings"]["protocols"])
+    if not sets and not sources and wanted:
+        report["skipped"][task] = f"no ratings given for the {' and '.join(sorted(wanted))} positives"
     if not sets:
         return
     progress(f"{task.replace('_to_', ' -> ')} retrieval")

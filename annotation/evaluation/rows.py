@@ -74,9 +74,12 @@ class SplitRows:
     split: str
     read: frozenset[str]
     indexed: dict[str, IndexedRows]
+    from_database: bool = False
 
     def missing(self, kind: str) -> str | None:
         """Why ``kind`` has no rows to evaluate, or None when it has some."""
+        if kind not in self.read and self.from_database:
+            return f"no fully rated {kind} pair of split {self.split!r} in the dataset yet"
         if kind not in self.read:
             return f"no {FILE_PREFIX[kind]}_<split>.csv file for the split"
         if kind not in self.indexed or not self.indexed[kind].scores.size:

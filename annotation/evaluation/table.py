@@ -26,7 +26,7 @@ def format_report(report: dict) -> str:
         or row["section"] == "coco_1k"
     ]
     if more:
-        lines += ["", "R-Precision and mAP@R, COCO 1K, calibration and own top-k (value [95% bootstrap interval]):"]
+        lines += ["", "More figures (value [95% bootstrap interval over queries]):"]
         lines += [format_comparison(more, ["value"])]
     if report["skipped"]:
         lines += ["", "Not evaluated:"]

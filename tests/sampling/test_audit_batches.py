@@ -146,9 +146,9 @@ def test_bad_audits_are_named_and_nothing_is_stored(joint, audit, methods, messa
 
 
 def test_k_and_budget_beyond_the_split_are_refused(joint):
-    with pytest.raises(SamplingInputError, match="k=13 but c2i has only 12 candidates"):
+    with pytest.raises(SamplingInputError, match="k=13 but a query of c2i has only 12 candidates.*k is at most 12"):
         create(joint, {"models": [CLIP], "directions": ["c2i"]}, k=13)
-    with pytest.raises(SamplingInputError, match="budget 49 is more than the at most 48"):
+    with pytest.raises(SamplingInputError, match="budget 49 is more than the 48 pairs the audit can retrieve at most"):
         create(joint, {"models": [CLIP], "directions": ["c2i"]}, k=2, budget=49)
 
 
@@ -215,8 +215,15 @@ def test_an_admin_audits_two_models_from_the_admin_page(joint, client, django_ca
     assert batch.priority == 3 and set(batch.pairs_per_method) <= {"topk_c2i", "topk_i2c"}
     detail = client.get(f"/admin/sampling/samplingbatch/{batch.pk}/change/").content.decode()
     assert "clip-img" in detail
+    pairs_link = f"/admin/annotation/pair/?batch__id__exact={batch.pk}"
+    assert pairs_link in detail and f"/admin/sampling/auditretrieval/?batch__id__exact={batch.pk}" in detail
+    listed = client.get(pairs_link)
+    assert listed.status_code == 200 and "topk_c" in listed.content.decode()
+    assert "Batch #1 audits c2i, i2c with the top 2 of each query." in [str(m) for m in response.wsgi_request._messages]
     retrievals = client.get("/admin/sampling/auditretrieval/").content.decode()
     assert "clip" in retrievals and "other" in retrievals
+    no_models = {key: value for key, value in data.items() if not key.startswith("model_")}
+    assert "Fill in at least one model" in client.post(AUDIT_URL, no_models).content.decode()
     # A model that cannot be audited in a chosen direction: said on the form, nothing made.
     bad = dict(data, model_1_caption="", model_1_name="images only")
     response = client.post(AUDIT_URL, bad)

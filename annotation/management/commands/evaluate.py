@@ -23,6 +23,7 @@ from annotation.evaluation import (
 )
 from annotation.evaluation.compare import comparison_csv, comparison_rows, format_comparison
 from annotation.evaluation.protocols import PROTOCOLS
+from annotation.evaluation.report import check_protocols
 from annotation.models import Modality
 from annotation.selectors import dataset_get, embedding_space_get, split_get, split_item_keys, split_rated_pairs
 
@@ -108,6 +109,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
+            # Checked before anything is read: a misspelled protocol costs no loading.
+            protocols = tuple(p.strip() for p in options["protocols"].split(",") if p.strip())
+            check_protocols(protocols, options["top_k"])
             dataset = dataset_get(name=options["dataset"])
             split = split_get(dataset=dataset, name=options["split"])
             models = self._models(dataset, options)
@@ -116,7 +120,6 @@ class Command(BaseCommand):
             ratings_split = options["ratings_split"] or options["split"]
             ratings = read_ratings_folder(options["ratings"], ratings_split) if options["ratings"] else None
             audited = _audited(split) if options["audited"] else None
-            protocols = tuple(p.strip() for p in options["protocols"].split(",") if p.strip())
             reports = {}
             for name, (spaces, joint) in models.items():
                 self._progress(f"model {name}")

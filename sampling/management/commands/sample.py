@@ -57,7 +57,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--audit-queries", type=int, help=f"{MODEL_TOPK}: queries sampled per direction (default: every item)"
         )
-        parser.add_argument("--k", type=int, default=5, help="neighbours per item (default 5)")
+        parser.add_argument(
+            "--k", type=int, default=5, help=f"neighbours per item; for {MODEL_TOPK}, each query's top k (default 5)"
+        )
         parser.add_argument(
             "--cocaption",
             choices=strategies.COCAPTION_MODES,
