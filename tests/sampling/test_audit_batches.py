@@ -219,7 +219,8 @@ def test_an_admin_audits_two_models_from_the_admin_page(joint, client, django_ca
     assert pairs_link in detail and f"/admin/sampling/auditretrieval/?batch__id__exact={batch.pk}" in detail
     listed = client.get(pairs_link)
     assert listed.status_code == 200 and "topk_c" in listed.content.decode()
-    assert "Batch #1 audits c2i, i2c with the top 2 of each query." in [str(m) for m in response.wsgi_request._messages]
+    said = [str(message) for message in response.wsgi_request._messages]
+    assert f"Batch #{batch.pk} audits c2i, i2c with the top 2 of each query." in said
     retrievals = client.get("/admin/sampling/auditretrieval/").content.decode()
     assert "clip" in retrievals and "other" in retrievals
     no_models = {key: value for key, value in data.items() if not key.startswith("model_")}
