@@ -34,7 +34,7 @@ class AuditForm(forms.Form):
         "image -> caption need an image and a caption space of one dimension).",
     )
     budget = forms.IntegerField(required=False, min_value=1, help_text="Pairs at most, best ranks first; empty: all.")
-    ratings_per_pair = forms.IntegerField(initial=5)
+    ratings_per_pair = forms.IntegerField(initial=5, help_text="Distinct raters per pair (five, as CxC).")
     seed = forms.IntegerField(initial=0, min_value=0, help_text="The same seed gives the same pairs.")
     priority = forms.IntegerField(
         initial=0, min_value=-PRIORITY_LIMIT, max_value=PRIORITY_LIMIT, help_text="Higher batches are rated first."
