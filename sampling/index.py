@@ -156,34 +156,48 @@ def exact_neighbours(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.nda
     return _pad(ids, np.zeros(ids.shape, dtype=np.float32), k)[0]
 
 
-# Bytes of column ids handed to the FAISS heap at a time (top_k_of_scores).
+# Bytes of column ids handed to the FAISS heap at a time (heap_top).
 HEAP_IDS_BYTES = 8 * 1024 * 1024
+# Bytes of one block of scores: bounds memory for any size (a full 25k x 25k float32
+# matrix would be 2.5 GB).
+SCORE_BLOCK_BYTES = 64 * 1024 * 1024
+
+
+def score_blocks(
+    queries: np.ndarray, candidates: np.ndarray, *, exclude: np.ndarray | None = None, block_rows: int | None = None
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """(start, stop, scores float32 (stop - start, n)) for consecutive blocks of queries:
+    dot products with every candidate, ``exclude[i]`` (a candidate per query, -1 for
+    none) set to -inf. Blocks of ``block_rows`` queries, by default as many as fit in
+    SCORE_BLOCK_BYTES."""
+    q, n = queries.shape[0], candidates.shape[0]
+    block_rows = block_rows or max(1, SCORE_BLOCK_BYTES // (4 * max(n, 1)))
+    for start in range(0, q, block_rows):
+        stop = min(start + block_rows, q)
+        scores = queries[start:stop] @ candidates.T
+        if exclude is not None:
+            own = np.asarray(exclude[start:stop])
+            keep = own >= 0
+            scores[np.arange(stop - start)[keep], own[keep]] = -np.inf
+        yield start, stop, scores
 
 
 def exact_top_k(queries: np.ndarray, candidates: np.ndarray, k: int, exclude: np.ndarray | None = None) -> np.ndarray:
-    """The ``k`` best-scoring candidates of every query, best first: int64 (q, min(k, n)).
+    """The ``k`` best-scoring candidates of every query, best first: int64 (q, k).
 
     queries: float (q, d), candidates: float (n, d), scores are dot products (cosines for
     L2-normalized rows); exclude: int (q,), a candidate to leave out per query (the query
     itself when both are one space), -1 for none. Within the top k, equal scores keep the
-    lower index first.
-    A block of queries at a time, so memory stays bounded for any size.
+    lower index first. A block of queries at a time, so memory stays bounded for any size.
     """
     x = np.ascontiguousarray(candidates, dtype=np.float32)
-    q, n = queries.shape[0], x.shape[0]
+    n = x.shape[0]
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     if k > n - (exclude is not None):
         raise ValueError(f"k={k} but only {n - (exclude is not None)} candidates")
-    block = max(1, (1 << 26) // max(n, 1))
-    out = np.empty((q, k), dtype=np.int64)
-    for start in range(0, q, block):
-        stop = min(start + block, q)
-        sims = np.asarray(queries[start:stop], dtype=np.float32) @ x.T
-        if exclude is not None:
-            own = np.asarray(exclude[start:stop])
-            keep = own >= 0
-            sims[np.arange(stop - start)[keep], own[keep]] = -np.inf
+    out = np.empty((queries.shape[0], k), dtype=np.int64)
+    for start, stop, sims in score_blocks(np.asarray(queries, dtype=np.float32), x, exclude=exclude):
         out[start:stop] = top_k_of_scores(sims, k)
     return out
 

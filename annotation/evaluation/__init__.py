@@ -51,7 +51,8 @@ from annotation.evaluation.inputs import (
     read_cxc_ratings,
     read_ratings_folder,
 )
-from annotation.evaluation.ranks import Positives, first_correct_ranks, retrieval_summary
+from annotation.evaluation.ranked import first_correct_ranks
+from annotation.evaluation.ranks import Positives, retrieval_summary
 from annotation.evaluation.report import evaluate
 from annotation.evaluation.table import format_report
 

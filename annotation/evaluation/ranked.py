@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation.evaluation.ranks import RECALL_AT, Positives, score_blocks
-from sampling.index import heap_top, ties_by_column
+from annotation.evaluation.ranks import RECALL_AT, Positives
+from sampling.index import heap_top, score_blocks, ties_by_column
 
 # Bytes of candidate scores compared against positives at a time.
 COMPARE_BYTES = 64 * 1024 * 1024
@@ -67,6 +67,27 @@ def positive_ranks(
             if hi > lo:
                 ptr = positives.indptr[start : stop + 1]
                 ranks[lo:hi] = _block_positive_ranks(scores, ptr, positives.indices, head_values)
+    return out
+
+
+def first_correct_ranks(
+    queries: np.ndarray,
+    candidates: np.ndarray,
+    positive_sets: Sequence[Positives],
+    *,
+    exclude: np.ndarray | None = None,
+    block_rows: int | None = None,
+) -> list[np.ndarray]:
+    """Rank (1-based) of the first correct candidate of every query, per positive set: the
+    best positive's rank from ``positive_ranks``. One int64 array (q,) per set; 0 marks a
+    query without positives."""
+    ranks = positive_ranks(queries, candidates, positive_sets, exclude=exclude, block_rows=block_rows)
+    out = []
+    for positives, set_ranks in zip(positive_sets, ranks, strict=True):
+        first = np.zeros(positives.counts.size, np.int64)
+        has = positives.counts > 0
+        first[has] = set_ranks[positives.indptr[:-1][has]]
+        out.append(first)
     return out
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from annotation.cxc import POSITIVE_THRESHOLDS, SITS
 from annotation.evaluation.intervals import bootstrap_intervals
 from annotation.evaluation.ranked import QueryFigures, positive_ranks, query_figures
-from annotation.evaluation.ranks import Positives
+from annotation.evaluation.ranks import Positives, retrieval_summary
 from annotation.evaluation.rows import IndexedRows, pair_means
 
 ORIGINAL = "original"
@@ -43,18 +43,12 @@ class Intervals:
 def ranked_summary(
     figures: QueryFigures, n_candidates: int, n_positives: int, intervals: Intervals, *, extra: Mapping | None = None
 ) -> dict:
-    """Means (x 100) of the per-query figures, the median first-correct rank, counts,
-    and ``ci``: the bootstrap interval of each mean."""
+    """Counts, Recall@K and the median first-correct rank (``retrieval_summary``),
+    R-Precision and mAP@R (means x 100), and ``ci``: the bootstrap interval of each mean."""
     columns = figures.columns()
-    summary = {
-        "queries": int(figures.queries.size),
-        "candidates": int(n_candidates),
-        "positives": int(n_positives),
-        **(extra or {}),
-    }
-    for name, column in columns.items():
-        summary[name] = float(column.mean()) if column.size else None
-    summary["median_rank"] = float(np.median(figures.first_rank)) if figures.first_rank.size else None
+    summary = retrieval_summary(figures.first_rank, n_candidates, n_positives) | dict(extra or {})
+    for name in ("R-Precision", "mAP@R"):
+        summary[name] = float(columns[name].mean()) if figures.queries.size else None
     if figures.queries.size:
         summary["ci"] = bootstrap_intervals(columns, samples=intervals.samples, seed=intervals.seed)
     return summary

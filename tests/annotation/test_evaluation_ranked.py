@@ -6,8 +6,8 @@ import pytest
 
 from annotation.evaluation.calibration import average_precision, global_calibration
 from annotation.evaluation.intervals import bootstrap_intervals
-from annotation.evaluation.ranked import positive_ranks, query_figures
-from annotation.evaluation.ranks import Positives, first_correct_ranks
+from annotation.evaluation.ranked import first_correct_ranks, positive_ranks, query_figures
+from annotation.evaluation.ranks import Positives
 from annotation.evaluation.topk import topk_precision
 from sampling.index import exact_top_k
 

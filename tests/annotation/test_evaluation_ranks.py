@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from annotation.evaluation.ranks import Positives, first_correct_ranks, retrieval_summary
+from annotation.evaluation.ranked import first_correct_ranks
+from annotation.evaluation.ranks import Positives, retrieval_summary
 
 # --- retrieval ranks -------------------------------------------------------------------
 
