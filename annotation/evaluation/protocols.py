@@ -148,7 +148,6 @@ def top_k_section(
         query_vectors, candidate_vectors = (vectors[m] for m in modalities)
         same = modalities[0] == modalities[1]
         n_query, n_candidate = query_vectors.shape[0], candidate_vectors.shape[0]
-        found = _judgements(task, _merged_rows(sources, kind), caption_image, n_query, n_candidate)
         if k > n_candidate - same:
             report["skipped"][f"own_top_k.{task}"] = f"k={k} but only {n_candidate - same} candidates"
             continue
@@ -157,6 +156,6 @@ def top_k_section(
             progress(f"{task.replace('_to_', ' -> ')} top-{k}")
             exclude = np.arange(n_query) if same else None
             top = exact_top_k(query_vectors, candidate_vectors, k, exclude=exclude)
-        judged, positive = found
+        judged, positive = _judgements(task, _merged_rows(sources, kind), caption_image, n_query, n_candidate)
         summary = topk_precision(top, judged, positive, n_candidate, samples=intervals.samples, seed=intervals.seed)
         report["own_top_k"][task] = summary | {"judged_by": sorted(sources) + (["original"] if kind == SITS else [])}

@@ -29,8 +29,10 @@ from annotation.evaluation.inputs import (
 from annotation.evaluation.intervals import INTERVAL_LEVEL
 from annotation.evaluation.protocols import (
     AUDITED,
+    CALIBRATION,
     COCO_1K,
     COCO_5K,
+    CORRELATION,
     CXC,
     PROTOCOLS,
     TOP_K,
@@ -111,7 +113,7 @@ def evaluate(
     for task, kind in (("text_to_text", STS), ("image_to_image", SIS)):
         _intramodal(report, task, kind, vectors[MODALITIES[kind][0]], positives_from, intervals, tops, progress)
     _correlations(report, vectors, runs, sources, protocols, (samples, seed, queries), progress)
-    if "calibration" in protocols:
+    if CALIBRATION in protocols:
         calibration_section(report, vectors, runs, sources, progress)
     if TOP_K in protocols:
         top_k_section(report, vectors, runs, items.caption_image, sources, tops, intervals, progress)
@@ -222,27 +224,33 @@ def _intermodal(
             report["skipped"][f"text_to_image.{name}"] = reason
     n_images, n_captions = images.shape[0], captions.shape[0]
     if COCO_5K in protocols or rated:
-        # Filled by this pass only; without it the own top-k takes a pass of its own.
-        tops = _tops(report, tops, ("image_to_text", n_images, n_captions), ("text_to_image", n_captions, n_images))
-        found = intermodal_retrieval(
-            images, captions, caption_image, rated, intervals, progress, with_original=COCO_5K in protocols, tops=tops
+        filled = _top_arrays(
+            report, tops, ("image_to_text", n_images, n_captions), ("text_to_image", n_captions, n_images)
         )
+        found = intermodal_retrieval(
+            images, captions, caption_image, rated, intervals, progress, with_original=COCO_5K in protocols, tops=filled
+        )
+        _kept(tops, filled)
         report["retrieval"].update(found)
     if COCO_1K in protocols:
         coco_1k_section(report, images, captions, caption_image, intervals, progress)
 
 
-def _tops(report: dict, tops: dict | None, *tasks: tuple[str, int, int]) -> dict[str, np.ndarray]:
-    """Arrays for each task's own top-k, added to ``tops`` (None: not asked for) for the
-    retrieval pass to fill; tasks are (name, queries, candidates), and one with fewer
-    than k candidates gets none."""
+def _top_arrays(report: dict, tops: dict | None, *tasks: tuple[str, int, int]) -> dict[str, np.ndarray]:
+    """Empty arrays for a retrieval pass to fill with each task's own top-k; tasks are
+    (name, queries, candidates). None when the top-k is not asked for (``tops`` None) or
+    a task has fewer than k candidates."""
     if tops is None:
         return {}
     k = report["settings"]["top_k"]
-    for task, queries, candidates in tasks:
-        if k <= candidates:
-            tops[task] = np.full((queries, k), -1, np.int64)
-    return {task: tops[task] for task, _, _ in tasks if task in tops}
+    return {task: np.empty((queries, k), np.int64) for task, queries, candidates in tasks if k <= candidates}
+
+
+def _kept(tops: dict | None, filled: dict[str, np.ndarray]) -> None:
+    """Keep the arrays a retrieval pass has filled: ``tops`` only ever holds filled ones,
+    and a task without one takes a pass of its own."""
+    if tops is not None:
+        tops.update(filled)
 
 
 def _intramodal(
@@ -275,8 +283,9 @@ def _intramodal(
     if not sets:
         return
     progress(f"{task.replace('_to_', ' -> ')} retrieval")
-    top = _tops(report, tops, (task, vectors.shape[0], vectors.shape[0] - 1)).get(task)
-    report["retrieval"][task] = intramodal_retrieval(vectors, sets, intervals, top=top)
+    filled = _top_arrays(report, tops, (task, vectors.shape[0], vectors.shape[0] - 1))
+    report["retrieval"][task] = intramodal_retrieval(vectors, sets, intervals, top=filled.get(task))
+    _kept(tops, filled)
 
 
 def _correlations(
@@ -290,7 +299,7 @@ def _correlations(
 ) -> None:
     """The CxC bootstrap correlation per kind, on the CxC-format ratings when given,
     else on the dataset's own."""
-    if "correlation" not in protocols:
+    if CORRELATION not in protocols:
         return
     source = CXC if CXC in sources else AUDITED if AUDITED in sources else None
     for kind in KINDS:
