@@ -27,7 +27,7 @@ from sampling.model_topk import (
 )
 from sampling.models import AuditRetrieval, SamplingBatch
 from sampling.pair_arrays import BudgetError
-from sampling.selectors import SplitItems, queued_pairs, space_check_covers, space_vectors, split_items
+from sampling.selectors import SplitItems, space_check_covers, space_vectors, split_items
 
 MODEL_NAME_LENGTH = 100
 # A pair's identity as PairSpec.identity() gives it, and the retrieval behind it.
@@ -149,9 +149,14 @@ def _check_sizes(items: SplitItems, directions, k: int, queries: int | None, bud
 
 
 def audit_sample(
-    batch: SamplingBatch, items: SplitItems, budget: int | None, rng: np.random.Generator
+    batch: SamplingBatch,
+    items: SplitItems,
+    queued: Mapping[str, np.ndarray],
+    budget: int | None,
+    rng: np.random.Generator,
 ) -> tuple[list[PairSpec], list[Retrieval]]:
-    """The batch's audit pairs as specs (query first), and every retrieval behind them."""
+    """The batch's audit pairs as specs (query first), and every retrieval behind them.
+    ``queued``: the split's taken pairs per sampling method (``queued_pairs``)."""
     audit = batch.audit
     spaces = {s.name: s for s in EmbeddingSpace.objects.filter(dataset=batch.dataset_id)}
     models = []
@@ -166,7 +171,6 @@ def audit_sample(
     counts = {"image": items.n_images, "caption": len(items.caption_ids)}
     directions = audit["directions"]
     queries = {d: query_sample(counts[DIRECTION_MODALITIES[d][0]], audit["queries"], rng) for d in directions}
-    queued = queued_pairs(split=batch.split, items=items)
     by_kind = {DIRECTION_KIND[d]: queued[DIRECTION_METHOD[d]] for d in DIRECTIONS}
     try:
         found = model_topk(models, directions, k=batch.k, queries=queries, budget=budget, rng=rng, queued=by_kind)

@@ -93,8 +93,13 @@ def _run(batch: SamplingBatch, progress: Progress) -> None:
     progress(step, total_steps, f"writing up to {len(specs)} pairs and {slots} rating slots")
     # An audit's pairs count under their directions' names (topk_c2i ...), not model_topk.
     planned = {method: 0 for method in batch.methods if method != MODEL_TOPK}
+    # A pair two methods chose is queued once, under the first (as pairs_create_bulk does).
+    seen: set[tuple] = set()
     for spec in specs:
-        planned[spec.sampling_method] = planned.get(spec.sampling_method, 0) + 1
+        identity = spec.canonical().identity()
+        if identity not in seen:
+            seen.add(identity)
+            planned[spec.sampling_method] = planned.get(spec.sampling_method, 0) + 1
     write_started = time.perf_counter()
     with transaction.atomic():
         dataset_writes_lock(batch.dataset_id)
@@ -187,10 +192,8 @@ def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], l
         # A stream of its own, after every classic method's: adding an audit to a batch
         # never changes the other methods' pairs.
         rng = np.random.default_rng([batch.seed, len(strategies.METHODS)])
-        audit_specs, retrievals = audit_sample(batch, items, batch.methods[MODEL_TOPK], rng)
-        # A pair another method of this batch also chose is queued once, under that method.
-        taken = {spec.canonical().identity() for spec in specs}
-        specs += [spec for spec in audit_specs if spec.canonical().identity() not in taken]
+        audit_specs, retrievals = audit_sample(batch, items, data.queued, batch.methods[MODEL_TOPK], rng)
+        specs += audit_specs
         stats["audit_s"] = round(time.perf_counter() - audit_started, 3)
     return specs, retrievals, stats, done + 1, total_steps
 

@@ -112,6 +112,20 @@ def test_two_models_are_pooled_once_per_pair_and_queued_pairs_are_left_out(joint
     assert earlier.exists() and set(earlier.values_list("direction", flat=True)) == {"i2c"}
 
 
+def test_a_pair_an_audit_shares_with_another_method_of_its_batch_is_queued_once(joint):
+    # Most captions' best image under clip is their own: c2i_original queues those first.
+    batch = run(
+        create(
+            joint, {"models": [CLIP], "directions": ["c2i"]}, k=1, methods={"c2i_original": None, "model_topk": None}
+        )
+    )
+    assert batch.pairs_per_method["c2i_original"] == 24
+    assert 0 <= batch.pairs_per_method.get("topk_c2i", 0) < 24
+    assert Pair.objects.filter(batch=batch).count() == sum(batch.pairs_per_method.values())
+    # Every rank-1 retrieval is recorded, also of pairs queued as c2i_original.
+    assert AuditRetrieval.objects.filter(batch=batch).count() == 24
+
+
 def test_the_budget_keeps_the_best_ranks(joint):
     batch = run(create(joint, {"models": [CLIP], "directions": ["c2i"]}, k=3, budget=24))
     assert Pair.objects.filter(batch=batch).count() == 24
