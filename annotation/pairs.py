@@ -220,17 +220,25 @@ def _insert_pairs_orm(*, batch, specs: list[PairSpec]) -> None:
 
 def _existing_pair_identities(dataset_id: int, specs: list[PairSpec]) -> set[tuple]:
     """Identities of pairs among ``specs`` that the dataset already has."""
-    found: set[tuple] = set()
-    if not specs:
+    return set(pair_ids_by_identity(dataset_id=dataset_id, identities=[spec.identity() for spec in specs]))
+
+
+def pair_ids_by_identity(*, dataset_id: int, identities: Sequence[tuple]) -> dict[tuple, int]:
+    """Pair id by identity (``PairSpec.identity()``) of the dataset's pairs that share a
+    first caption or first image with ``identities``: every one of them the dataset has,
+    and possibly others (look the wanted ones up)."""
+    found: dict[tuple, int] = {}
+    if not identities:
         return found
     # Pairs only ever join items of their own dataset, so narrowing by the smallest
     # item id involved keeps this one indexed query per item column.
-    fields = ("kind", "caption_a_id", "caption_b_id", "image_a_id", "image_b_id")
-    caption_ids = {s.caption_a for s in specs if s.caption_a is not None}
-    image_ids = {s.image_a for s in specs if s.image_a is not None}
+    fields = ("kind", "caption_a_id", "caption_b_id", "image_a_id", "image_b_id", "id")
+    caption_ids = {identity[1] for identity in identities if identity[1] is not None}
+    image_ids = {identity[3] for identity in identities if identity[3] is not None}
     queryset = Pair.objects.filter(dataset_id=dataset_id)
     for column, ids in (("caption_a_id__in", caption_ids), ("image_a_id__in", image_ids)):
         id_list = sorted(ids)
         for start in range(0, len(id_list), BULK_BATCH):
-            found.update(queryset.filter(**{column: id_list[start : start + BULK_BATCH]}).values_list(*fields))
+            rows = queryset.filter(**{column: id_list[start : start + BULK_BATCH]}).values_list(*fields)
+            found.update((tuple(identity), pair_id) for *identity, pair_id in rows)
     return found

@@ -8,17 +8,15 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from annotation.models import EmbeddingSpace, Pair, SamplingMethod, TaskKind
-from annotation.pairs import PairSpec
+from annotation.models import EmbeddingSpace
+from annotation.pairs import PairSpec, pair_ids_by_identity
 from sampling.errors import SamplingInputError
 from sampling.model_topk import (
     C2C,
-    C2I,
     DIRECTION_KIND,
     DIRECTION_METHOD,
     DIRECTION_MODALITIES,
     DIRECTIONS,
-    I2C,
     I2I,
     MODEL_TOPK,
     AuditedModel,
@@ -179,25 +177,15 @@ def audit_sample(
     specs: list[PairSpec] = []
     retrievals: list[Retrieval] = []
     for direction, result in found.items():
-        start = len(specs)
-        specs += [_spec(direction, a, b, items) for a, b in result.pairs.tolist()]
+        mine = items.pair_specs(DIRECTION_METHOD[direction], result.pairs)
+        specs += mine
         for pair, model, d_index, rank in result.retrievals.tolist():
-            identity = specs[start + pair].canonical().identity()
-            retrievals.append((identity, models[model].name, directions[d_index], rank))
+            retrievals.append((mine[pair].canonical().identity(), models[model].name, directions[d_index], rank))
         # Pairs the dataset had already: what this audit's models retrieved is recorded too.
-        for a, b, model, d_index, rank in result.known.tolist():
-            identity = _spec(direction, a, b, items).canonical().identity()
-            retrievals.append((identity, models[model].name, directions[d_index], rank))
+        known = items.pair_specs(DIRECTION_METHOD[direction], result.known[:, :2])
+        for spec, (model, d_index, rank) in zip(known, result.known[:, 2:].tolist(), strict=True):
+            retrievals.append((spec.canonical().identity(), models[model].name, directions[d_index], rank))
     return specs, retrievals
-
-
-def _spec(direction: str, a: int, b: int, items: SplitItems) -> PairSpec:
-    method = SamplingMethod(DIRECTION_METHOD[direction])
-    if direction in (C2I, I2C):
-        return PairSpec(TaskKind.SITS, method, caption_a=int(items.caption_ids[a]), image_a=int(items.image_ids[b]))
-    if direction == C2C:
-        return PairSpec(TaskKind.STS, method, caption_a=int(items.caption_ids[a]), caption_b=int(items.caption_ids[b]))
-    return PairSpec(TaskKind.SIS, method, image_a=int(items.image_ids[a]), image_b=int(items.image_ids[b]))
 
 
 def audit_retrievals_write(*, batch: SamplingBatch, retrievals: Sequence[Retrieval]) -> int:
@@ -207,7 +195,7 @@ def audit_retrievals_write(*, batch: SamplingBatch, retrievals: Sequence[Retriev
     pair (never queued) has none. Returns the records offered."""
     if not retrievals:
         return 0
-    pair_of = _pair_ids(batch, {identity for identity, *_ in retrievals})
+    pair_of = pair_ids_by_identity(dataset_id=batch.dataset_id, identities=[identity for identity, *_ in retrievals])
     rows = [
         AuditRetrieval(pair_id=pair_of[identity], batch=batch, model_name=model, direction=direction, rank=rank)
         for identity, model, direction, rank in retrievals
@@ -215,22 +203,3 @@ def audit_retrievals_write(*, batch: SamplingBatch, retrievals: Sequence[Retriev
     ]
     AuditRetrieval.objects.bulk_create(rows, batch_size=5000, ignore_conflicts=True)
     return len(rows)
-
-
-def _pair_ids(batch: SamplingBatch, identities: set[tuple]) -> dict[tuple, int]:
-    """Pair id of each identity (kind, caption_a, caption_b, image_a, image_b) that the
-    batch's split has, whichever batch queued it."""
-    first_items = {kind: set() for kind in (TaskKind.STS, TaskKind.SIS, TaskKind.SITS)}
-    for kind, caption_a, _, image_a, _ in identities:
-        first_items[kind].add(caption_a if kind != TaskKind.SIS else image_a)
-    out: dict[tuple, int] = {}
-    for kind, firsts in first_items.items():
-        column = "image_a" if kind == TaskKind.SIS else "caption_a"
-        ids = sorted(firsts)
-        for start in range(0, len(ids), 5000):
-            pairs = Pair.objects.filter(split=batch.split_id, kind=kind, **{f"{column}__in": ids[start : start + 5000]})
-            for pk, ca, cb, ia, ib in pairs.values_list("id", "caption_a", "caption_b", "image_a", "image_b"):
-                identity = (kind, ca, cb, ia, ib)
-                if identity in identities:
-                    out[identity] = pk
-    return out

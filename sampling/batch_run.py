@@ -9,7 +9,6 @@ mid-batch, leaves nothing behind, and starting the batch again gives the same pa
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -177,7 +176,7 @@ def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], l
         )
     except ValueError as exc:
         raise SamplingInputError(str(exc)) from exc
-    specs = _specs(result.pairs, items)
+    specs = [spec for method, rows in result.pairs.items() for spec in items.pair_specs(method, rows)]
     stats = {
         "load_s": round(load_s, 3),
         "search_s": round(result.search_seconds, 3),
@@ -196,32 +195,6 @@ def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], l
         specs += audit_specs
         stats["audit_s"] = round(time.perf_counter() - audit_started, 3)
     return specs, retrievals, stats, done + 1, total_steps
-
-
-def _specs(pairs: Mapping[str, object], items) -> list[PairSpec]:
-    specs: list[PairSpec] = []
-    for method, rows in pairs.items():
-        kind = METHOD_KIND[method]
-        if kind == TaskKind.SIS:
-            specs += [
-                PairSpec(kind, method, image_a=a, image_b=b)
-                for a, b in zip(items.image_ids[rows[:, 0]].tolist(), items.image_ids[rows[:, 1]].tolist(), strict=True)
-            ]
-        elif kind == TaskKind.STS:
-            specs += [
-                PairSpec(kind, method, caption_a=a, caption_b=b)
-                for a, b in zip(
-                    items.caption_ids[rows[:, 0]].tolist(), items.caption_ids[rows[:, 1]].tolist(), strict=True
-                )
-            ]
-        else:
-            specs += [
-                PairSpec(kind, method, caption_a=c, image_a=i)
-                for c, i in zip(
-                    items.caption_ids[rows[:, 0]].tolist(), items.image_ids[rows[:, 1]].tolist(), strict=True
-                )
-            ]
-    return specs
 
 
 def dataset_writes_lock(dataset_id: int) -> None:

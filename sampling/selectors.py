@@ -12,6 +12,7 @@ from django.db.models.functions import Coalesce
 
 from annotation.errors import NotFound
 from annotation.models import METHOD_KIND, Caption, EmbeddingSpace, Image, Pair, RatingStatus, Split, TaskKind
+from annotation.pairs import PairSpec
 from frontend.selectors import worked_example_pairs
 from sampling import strategies
 from sampling.embeddings import open_space
@@ -70,6 +71,22 @@ class SplitItems:
 
     def caption_rows(self, ids: Iterable[int]) -> np.ndarray:
         return _rows_of(self.caption_ids, ids)
+
+    def pair_specs(self, method: str, rows: np.ndarray) -> list[PairSpec]:
+        """Pairs of rows int64 (m, 2) of one method as specs by item id, in that order:
+        (image, image) for SIS, (caption, caption) for STS, (caption, image) for SITS."""
+        kind = METHOD_KIND[method]
+        first_ids, second_ids = {
+            TaskKind.SIS: (self.image_ids, self.image_ids),
+            TaskKind.STS: (self.caption_ids, self.caption_ids),
+            TaskKind.SITS: (self.caption_ids, self.image_ids),
+        }[kind]
+        pairs = zip(first_ids[rows[:, 0]].tolist(), second_ids[rows[:, 1]].tolist(), strict=True)
+        if kind == TaskKind.SIS:
+            return [PairSpec(kind, method, image_a=a, image_b=b) for a, b in pairs]
+        if kind == TaskKind.STS:
+            return [PairSpec(kind, method, caption_a=a, caption_b=b) for a, b in pairs]
+        return [PairSpec(kind, method, caption_a=c, image_a=i) for c, i in pairs]
 
 
 def _rows_of(sorted_ids: np.ndarray, ids: Iterable[int]) -> np.ndarray:
