@@ -94,7 +94,7 @@ def split_item_keys(*, split: Split) -> tuple[list[str], list[tuple[str, str]]]:
 
 
 # Item keys of each kind's pairs, in the CxC files' column order (SITS: caption, image).
-_PAIR_KEYS = {
+PAIR_ITEM_KEYS = {
     "STS": ("caption_a__key", "caption_b__key"),
     "SIS": ("image_a__key", "image_b__key"),
     "SITS": ("caption_a__key", "image_a__key"),
@@ -106,7 +106,7 @@ def split_rated_pairs(*, split: Split) -> dict[str, tuple[list[str], list[str], 
     keys, mean scores) of every pair with all its valid ratings and not retired, in pair
     id order. Kinds without such a pair are left out."""
     out: dict[str, tuple[list[str], list[str], list[float]]] = {}
-    for kind, (first, second) in _PAIR_KEYS.items():
+    for kind, (first, second) in PAIR_ITEM_KEYS.items():
         rows = list(
             Pair.objects.filter(split=split, kind=kind, ratings_done=F("ratings_required"), retired_at__isnull=True)
             .order_by("id")

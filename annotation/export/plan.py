@@ -13,15 +13,13 @@ from django.db.models import Case, Count, F, Q, QuerySet, Sum, When
 from annotation.errors import NotFound
 from annotation.export.formats import FORMATS, MANIFEST, ExportError, ExportFormatError, file_stem, parse_formats
 from annotation.models import Dataset, Pair, Rating, RatingStatus, Split
+from annotation.selectors import PAIR_ITEM_KEYS
 from sampling.models import SamplingBatch
 
 # Rows fetched per round trip from the server-side cursor.
 FETCH_ROWS = 10_000
-_ITEM_KEYS = {
-    "STS": ("pair__caption_a__key", "pair__caption_b__key"),
-    "SIS": ("pair__image_a__key", "pair__image_b__key"),
-    "SITS": ("pair__caption_a__key", "pair__image_a__key"),
-}
+# The same item keys, reached from a rating.
+_ITEM_KEYS = {kind: tuple(f"pair__{column}" for column in columns) for kind, columns in PAIR_ITEM_KEYS.items()}
 
 
 @dataclass(frozen=True)
