@@ -80,7 +80,6 @@ def rating_submit(
     clock_given = now is not None
     now = service_now(now)
     rating = {
-        "clock_given": clock_given,
         "rater": rater.pk,
         "score": round(float(score), SCORE_DECIMALS),
         "time_on_item_ms": time_on_item_ms,
@@ -96,7 +95,9 @@ def rating_submit(
                 return SubmitResult(
                     rating_id=stored[0], pair_id=stored[1], slot_id=slot_id, created_at=now, replayed=False
                 )
-        return _submit_stepwise(rater=rater, dataset=dataset, slot_id=slot_id, rating=rating)
+        return _submit_stepwise(
+            rater=rater, dataset=dataset, slot_id=slot_id, rating=rating, clock_when_locked=not clock_given
+        )
     except NotFound:
         from annotation.gold.serving import gold_submit  # gold.serving imports the queue's shapes
 
@@ -157,11 +158,13 @@ def _submit_postgres_fast(values: Mapping) -> tuple[int, int] | None:
         return cursor.fetchone()
 
 
-def _submit_stepwise(*, rater, dataset: str, slot_id: int, rating: Mapping) -> SubmitResult:
+def _submit_stepwise(*, rater, dataset: str, slot_id: int, rating: Mapping, clock_when_locked: bool) -> SubmitResult:
     """Lock the pair then the slot, and store the rating if the rater holds the slot;
     else return the replay of their earlier submission or raise why they may not.
     ``rating``: the rating's values as the submit statements name them (rater, score,
-    time_on_item_ms, time_to_first_move_ms, adjustments, key, now)."""
+    time_on_item_ms, time_to_first_move_ms, adjustments, key, now). ``clock_when_locked``:
+    on SQLite, stamp the rating with the clock read once the write lock is held (no
+    caller gave a time)."""
     with transaction.atomic():
         view = lock_slot(slot_id=slot_id, dataset=dataset, lock_pair=True)
         if not holds(view, rater.pk):
@@ -184,7 +187,7 @@ def _submit_stepwise(*, rater, dataset: str, slot_id: int, rating: Mapping) -> S
                 execute(cursor, statements.submit(), params)
                 rating_id = cursor.fetchone()[0]
         else:
-            if not rating["clock_given"]:
+            if clock_when_locked:
                 # SQLite: this transaction holds the write lock since BEGIN IMMEDIATE, however
                 # long it waited for it; the clock read now orders the rating after every
                 # exclusion already made, so no exclusion's run can miss it.
