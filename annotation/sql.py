@@ -16,6 +16,12 @@ from django.conf import settings
 from django.db import connection
 
 
+def use_postgres_sql() -> bool:
+    """The one switch of the queue, gold serving and exclusion: their single-statement
+    PostgreSQL paths, or (off PostgreSQL, or with ``SQL_PATHS=portable``) their ORM paths."""
+    return connection.vendor == "postgresql" and settings.SQL_PATHS == "postgres"
+
+
 @dataclass(frozen=True)
 class Statement:
     """SQL with ``%(name)s`` parameters; ``params`` lists them in order with their SQL

@@ -255,6 +255,12 @@ LEASE_TTL_SECONDS = _int_at_least("LEASE_TTL_SECONDS", 600, minimum=10)
 # The queue's hot statements run as server-side prepared statements (planned once per
 # connection). Turn off behind a transaction-mode pooler such as PgBouncer's.
 DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=True)
+# The one switch between the single-statement PostgreSQL paths of the queue, gold serving
+# and exclusion and their portable ORM paths (which SQLite always takes). "portable" on
+# PostgreSQL exists so the tests run the ORM paths on the database CI checks them with.
+SQL_PATHS = env.str("SQL_PATHS", default="postgres")
+if SQL_PATHS not in ("postgres", "portable"):
+    raise ImproperlyConfigured(f"SQL_PATHS must be 'postgres' or 'portable', got {SQL_PATHS!r}")
 QUEUE_TIDY_SECONDS = env.int("QUEUE_TIDY_SECONDS", default=60)
 QUEUE_RECOUNT_SECONDS = env.int("QUEUE_RECOUNT_SECONDS", default=3600)
 ORPHAN_CHECK_SECONDS = env.int("ORPHAN_CHECK_SECONDS", default=60)

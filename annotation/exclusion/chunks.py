@@ -31,7 +31,7 @@ from annotation.models import (
     RatingStatus,
     SlotState,
 )
-from annotation.sql import execute
+from annotation.sql import execute, use_postgres_sql
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def exclude_chunk(*, exclusion: RatingExclusion, pair_ids: Sequence[int]) -> Chu
     """Exclude the in-scope valid ratings of ``pair_ids`` and open one top-up slot for
     each on a pair still in the queue. Ratings already excluded are left alone, so a
     chunk run twice (a resumed exclusion) changes nothing the second time."""
-    if connection.vendor == "postgresql":
+    if use_postgres_sql():
         with transaction.atomic(), connection.cursor() as cursor:
             values = {
                 "pairs": list(pair_ids),

@@ -37,7 +37,7 @@ from annotation.models import (
     SlotState,
 )
 from annotation.queue.shapes import Assignment, SubmitResult, assignment_of
-from annotation.sql import execute
+from annotation.sql import execute, use_postgres_sql
 
 
 def gold_claim(*, rater, dataset: str, kinds: list[str] | None, kind: str | None, now, expires) -> Assignment | None:
@@ -45,7 +45,7 @@ def gold_claim(*, rater, dataset: str, kinds: list[str] | None, kind: str | None
     None. ``kinds``: the rater's qualified kinds (portable path only)."""
     from annotation.queue.claim import assignment_from_row  # the queue imports this module
 
-    if connection.vendor == "postgresql":
+    if use_postgres_sql():
         values = {
             "dataset": dataset,
             "rater": rater.pk,

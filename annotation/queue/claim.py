@@ -15,7 +15,7 @@ from annotation.gold.pause import is_paused, paused_error
 from annotation.models import Dataset, PairSkip, Qualification, RatingSlot, SlotState
 from annotation.queue import statements
 from annotation.queue.shapes import Assignment, assignment_of, check_kind, lease_ttl, service_now
-from annotation.sql import execute
+from annotation.sql import execute, use_postgres_sql
 
 
 def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | None = None) -> Assignment | None:
@@ -40,7 +40,7 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
     now = service_now(now)
     expires = now + lease_ttl()
     # A gold pair now and then, looking like any other (annotation.gold.serving).
-    kinds = None if statements.use_postgres_sql() else qualified_kinds(rater)
+    kinds = None if use_postgres_sql() else qualified_kinds(rater)
     gold = gold_claim(rater=rater, dataset=dataset, kinds=kinds, kind=kind, now=now, expires=expires)
     if gold is not None:
         return gold
@@ -48,12 +48,12 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
     # the same pair or lease; the next attempt sees its result.
     for attempt in range(3):
         try:
-            if statements.use_postgres_sql() and not connection.in_atomic_block:
+            if use_postgres_sql() and not connection.in_atomic_block:
                 # One statement in one round trip: its own short transaction.
                 assignment = _claim_postgres(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
             else:
                 with transaction.atomic():
-                    if statements.use_postgres_sql():
+                    if use_postgres_sql():
                         assignment = _claim_postgres(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
                     else:
                         assignment = _claim_portable(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)

@@ -13,7 +13,7 @@ from annotation.errors import Conflict, DomainError, Forbidden, NotFound
 from annotation.models import Flag, FlagReason, GoldLease, Pair, PairSkip, RatingSlot, SlotState
 from annotation.queue import statements
 from annotation.queue.shapes import MAX_FLAG_NOTE, QueueInputError, lease_ttl, service_now
-from annotation.sql import execute
+from annotation.sql import execute, use_postgres_sql
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ SLOT_VIEW_FIELDS = (
 def lock_slot(*, slot_id: int, dataset: str, lock_pair: bool) -> SlotView:
     """Read a slot of ``dataset`` with its pair, locking the slot row (and first the pair
     row when ``lock_pair``: submissions take pair then slot, the one lock order)."""
-    if lock_pair and statements.use_postgres_sql():
+    if lock_pair and use_postgres_sql():
         with connection.cursor() as cursor:
             execute(cursor, statements.lock_pair_and_slot(), {"slot": slot_id})
             values = cursor.fetchone()

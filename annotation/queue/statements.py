@@ -37,11 +37,6 @@ from annotation.sql import Statement
 ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF; "
 
 
-def use_postgres_sql() -> bool:
-    """The single-statement PostgreSQL paths; anything else runs the portable ORM paths."""
-    return connection.vendor == "postgresql"
-
-
 class _Table:
     """A model as SQL text: ``{t}`` is its quoted table, ``{t.field}`` the quoted column
     of a field (``{t.pair}`` is ``"pair_id"``); an unknown field raises FieldDoesNotExist."""

@@ -29,7 +29,7 @@ from annotation.queue.shapes import (
     service_now,
 )
 from annotation.queue.slots import SlotView, holds, lock_slot, not_held_error
-from annotation.sql import execute
+from annotation.sql import execute, use_postgres_sql
 
 
 def rating_submit_and_claim_next(
@@ -89,7 +89,7 @@ def rating_submit(
         "now": now,
     }
     try:
-        if statements.use_postgres_sql():
+        if use_postgres_sql():
             stored = _submit_postgres_fast({**rating, "slot": slot_id, "dataset_name": dataset})
             if stored is not None:
                 return SubmitResult(
@@ -182,7 +182,7 @@ def _submit_stepwise(*, rater, dataset: str, slot_id: int, rating: Mapping, cloc
             "done": done,
             "complete": done >= view.ratings_required,
         }
-        if statements.use_postgres_sql():
+        if use_postgres_sql():
             with connection.cursor() as cursor:
                 execute(cursor, statements.submit(), params)
                 rating_id = cursor.fetchone()[0]

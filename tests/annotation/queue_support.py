@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 import annotation.queue.submit as queue_submit
 from annotation.models import SamplingMethod, TaskKind
 from annotation.pairs import PairSpec, pairs_create_bulk
-from annotation.queue import rating_submit, slot_claim, statements
+from annotation.queue import rating_submit, slot_claim
 from tests.factories import CaptionFactory, ImageFactory, SamplingBatchFactory, SplitFactory, UserFactory
 
 # The lease length the queue tests run with (settings.LEASE_TTL_SECONDS via the clock fixture).
@@ -154,12 +154,12 @@ def bulk_sis_pairs(*, batch, n_pairs: int, images_per_side: int | None = None) -
         "portable",
     ]
 )
-def engine(request, monkeypatch):
+def engine(request, monkeypatch, settings):
     """postgres: the single-statement paths; postgres-stepwise: submissions always take
     the lock-then-write path the single statement falls back to; portable: the ORM
     paths of the embedded SQLite mode."""
     if request.param == "portable":
-        monkeypatch.setattr(statements, "use_postgres_sql", lambda: False)
+        settings.SQL_PATHS = "portable"
     elif request.param == "postgres-stepwise":
         monkeypatch.setattr(queue_submit, "_submit_postgres_fast", lambda values: None)
     return request.param
