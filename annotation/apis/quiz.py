@@ -13,6 +13,7 @@ from annotation.apis.fields import StrictFloatField, StrictIntegerField
 from annotation.apis.rating import ItemSerializer
 from annotation.errors import NotFound
 from annotation.models import TaskKind
+from annotation.rating import policy
 from annotation.roles import IsRater
 from config.openapi import error_response
 
@@ -68,6 +69,7 @@ class QuizStateApi(APIView):
     def post(self, request, dataset: str, kind: str):
         data = self.QuizStateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        policy.entry_check(rater=request.user, dataset=dataset, kind=_kind(kind))
         state = quiz.quiz_state(rater=request.user, dataset=dataset, kind=_kind(kind), **data.validated_data)
         return Response(QuizStateSerializer(state).data)
 
@@ -108,6 +110,7 @@ class QuizAnswerApi(APIView):
     def post(self, request, dataset: str, kind: str):
         data = self.QuizAnswerInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        policy.entry_check(rater=request.user, dataset=dataset, kind=_kind(kind))
         feedback = quiz.quiz_answer(rater=request.user, dataset=dataset, kind=_kind(kind), **data.validated_data)
         body = self.QuizFeedbackSerializer(feedback).data
         return Response(body, status=status.HTTP_200_OK if feedback.replayed else status.HTTP_201_CREATED)

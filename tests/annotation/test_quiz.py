@@ -8,8 +8,8 @@ import pytest
 from annotation.errors import Conflict, NotFound
 from annotation.gold.upload import gold_pairs_upload
 from annotation.models import GoldPair, GoldPurpose, GoldRating, Qualification, QualitySettings, QuizAttempt, Rating
-from annotation.queue import slot_claim
 from annotation.quiz import QuizOver, quiz_answer, quiz_offered, quiz_set, quiz_state
+from annotation.rating.policy import slot_claim
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import ImageFactory, SplitFactory, UserFactory
 
