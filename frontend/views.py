@@ -63,7 +63,8 @@ def rate_page(request, dataset: str, kind: str):
         try:
             participant = policy.entry_check(rater=request.user, dataset=dataset_obj.name, kind=kind)
         except Forbidden as refused:
-            context = {"title": "Not part of your study", "text": str(refused)}
+            text = str(refused)
+            context = {"title": "Not part of your study", "text": text[:1].upper() + text[1:] + "."}
             return render(request, "frontend/message.html", context, status=403)
     if participant is not None and participant_next(participant)[0] != Step.RATE:
         return redirect("join-done", token=participant.link.token)

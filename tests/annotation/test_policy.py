@@ -197,3 +197,17 @@ def test_a_participant_at_quota_with_a_held_lease_cannot_submit_beyond_it(engine
     assert (refused.status_code, refused.json()["code"]) == (403, "quota_reached"), refused.content
     assert submit(browser, dataset, second.json()["slot_id"], "last").status_code == 201
     assert items_done(user) == 2
+
+
+def test_a_rater_paused_while_holding_a_gold_item_stores_nothing_either(engine, tmp_path):
+    dataset = two_kind_dataset(gold_one_in=1)
+    gold_sis_pairs(dataset, 2, tmp_path)
+    user = rater()
+    api = client_for(user)
+    held = api.post(f"/api/rate/{dataset.name}/claim/", {"kind": "SIS"}, format="json").json()["slot_id"]
+    assert GoldLease.objects.filter(pk=held).exists(), "one in one claims is gold"
+    rater_pause(rater=user, dataset=dataset, reason="checking", created_by=UserFactory(roles=["admin"]))
+    body = {**SUBMISSION, "idempotency_key": "gold-after-pause"}
+    refused = api.post(f"/api/rate/{dataset.name}/slots/{held}/submit/", body, format="json")
+    assert (refused.status_code, refused.json()["code"]) == (403, "rater_paused"), refused.content
+    assert not GoldRating.objects.filter(rater=user).exists()
