@@ -297,6 +297,12 @@ def _latest_attempt(rater, dataset_id: int, kind: str, *, lock: bool) -> QuizAtt
     return (attempts.select_for_update() if lock else attempts).first()
 
 
+def _generator() -> random.Random:
+    """The attempts' draws come from the operating system's generator: nothing a rater
+    sees (ids, earlier attempts) predicts the next draw."""
+    return random.SystemRandom()
+
+
 def _draw_size(dataset_id: int, kind: str, previous: list[QuizAttempt]) -> tuple[list[int], int]:
     """The pool's questions no previous attempt asked, and how many the next attempt
     draws from them: the attempt length, or fewer when an admin shrank the pool since."""
@@ -323,8 +329,7 @@ def _attempt_begin(rater, dataset_id: int, kind: str, *, previous: QuizAttempt |
             f"the {kind} qualification quiz of this dataset has too few questions for attempt {number} "
             "(each attempt asks questions no earlier one did); ask an admin to add questions"
         )
-    # Drawn by the operating system's generator: nothing a rater sees predicts the draw.
-    order = (rng or random.SystemRandom()).sample(fresh, size)
+    order = (rng or _generator()).sample(fresh, size)
     try:
         with transaction.atomic():
             return QuizAttempt.objects.create(

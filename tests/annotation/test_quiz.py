@@ -56,17 +56,6 @@ def newcomer():
     return UserFactory(roles=["rater"])
 
 
-@pytest.fixture
-def seeded(monkeypatch):
-    """Make the attempts' draws reproducible: ``seeded(n)`` seeds the next ones."""
-
-    def seed(value: int):
-        generator = random.Random(value)
-        monkeypatch.setattr("annotation.quiz.random.SystemRandom", lambda: generator)
-
-    return seed
-
-
 def api_for(user) -> APIClient:
     client = APIClient()
     client.force_authenticate(user)

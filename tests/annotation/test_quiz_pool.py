@@ -28,12 +28,14 @@ def rater_api():
     return client
 
 
-def test_a_pool_smaller_than_twice_the_length_asks_half_and_still_never_repeats(split, tmp_path):
+def test_a_pool_smaller_than_twice_the_length_asks_half_and_still_never_repeats(split, tmp_path, seeded):
     make_quiz(split.dataset, [0.0, 0.5, 1.0], tmp_path)  # default length 5: attempts of one
-    client = rater_api()
-    first = api_attempt(client, split.dataset, score_for=lambda q: 5.0, tag="one")
-    second = api_attempt(client, split.dataset, score_for=lambda q: 5.0, start=True)
-    assert len(first) == len(second) == 1 and first[0][0] != second[0][0]
+    for seed in range(6):
+        seeded(seed)
+        client = rater_api()
+        first = api_attempt(client, split.dataset, score_for=lambda q: 5.0, tag="one")
+        second = api_attempt(client, split.dataset, score_for=lambda q: 5.0, start=True)
+        assert len(first) == len(second) == 1 and first[0][0] != second[0][0]
 
 
 def test_a_one_question_pool_runs_no_quiz_and_leaves_the_kind_closed(split, tmp_path, client):
