@@ -187,7 +187,8 @@ def test_replaying_attempt_ones_learned_answers_in_attempt_two_gets_no_help(data
     learned = {}
     for question, body in api_attempt(client, dataset, score_for=far_answers(), tag="learn"):
         # Whatever the answer told them: a number if it had one, else the level's middle.
-        learned[question] = body.get("reference_score", cxc.LEVEL_NAMES.index(body["reference_level"]))
+        told = body.get("reference_score")
+        learned[question] = told if told is not None else cxc.LEVEL_NAMES.index(body["reference_level"])
     assert QuizAttempt.objects.get(rater=newcomer, number=1).passed is False
     state = client.post(f"/api/rate/{dataset.name}/quiz/sis/", {"start": True}, format="json").json()
     assert state["attempt"] == 2
