@@ -49,7 +49,8 @@ class QualitySettings(models.Model):
     )
     quiz_max_error = models.FloatField(
         default=DEFAULT_QUIZ_MAX_ERROR,
-        help_text="A qualification quiz is passed when the mean absolute error of its answers is below this.",
+        help_text="A qualification quiz attempt is passed when the mean absolute error of its answers is strictly "
+        "below this (exactly at it fails).",
     )
     quiz_length = models.PositiveSmallIntegerField(
         default=DEFAULT_QUIZ_LENGTH,
