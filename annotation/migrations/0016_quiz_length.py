@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0014_model_topk"),
+        ("annotation", "0015_qualification_per_dataset"),
     ]
 
     operations = [
