@@ -21,8 +21,8 @@ from annotation.exclusion.services import (
     rating_exclusion_undo,
 )
 from annotation.gold.pause import is_paused, rater_pause, rater_pause_lift
-from annotation.models import ExclusionState, GoldPair, QualitySettings, RaterPause, RatingExclusion
-from annotation.quiz import quiz_set
+from annotation.models import Dataset, ExclusionState, GoldPair, QualitySettings, RaterPause, RatingExclusion
+from annotation.quiz import quiz_pools, quiz_set
 
 User = get_user_model()
 
@@ -235,6 +235,14 @@ class GoldPairAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False  # ids come from the pairs' sequence: gold pairs are added by upload or promotion
 
+    def changelist_view(self, request, extra_context=None):
+        # Where quiz pairs are chosen, say which kinds' quiz pools are too small (on the
+        # page itself, not again after an action's redirect).
+        if request.method == "GET":
+            for text in small_quiz_pools():
+                self.message_user(request, text, messages.WARNING)
+        return super().changelist_view(request, extra_context)
+
     def get_queryset(self, request):
         flagged = Count("leases", filter=~Q(leases__flag_reason=""), distinct=True)
         return super().get_queryset(request).annotate(rated=Count("ratings", distinct=True), flagged=flagged)
@@ -266,6 +274,18 @@ class GoldPairAdmin(admin.ModelAdmin):
         self.message_user(request, f"{changed} gold pair(s) taken out of the quiz.")
 
 
+def small_quiz_pools() -> list[str]:
+    """One line per dataset and kind whose quiz pool holds fewer than twice the attempt length."""
+    dataset_ids = GoldPair.objects.filter(in_quiz=True, active=True).values_list("dataset_id", flat=True).distinct()
+    names = dict(Dataset.objects.filter(pk__in=dataset_ids).values_list("pk", "name"))
+    return [
+        f"Dataset {names[dataset_id]}, {pool.describe()}"
+        for dataset_id in sorted(names, key=names.get)
+        for pool in quiz_pools(dataset_id=dataset_id)
+        if pool.too_small
+    ]
+
+
 def _quiz_set_selected(queryset, *, in_quiz: bool) -> int:
     """quiz_set for selected gold pairs of any datasets; how many changed."""
     groups: dict[int, list[int]] = {}
@@ -282,3 +302,12 @@ class QualitySettingsInline(admin.StackedInline):
     model = QualitySettings
     can_delete = False
     verbose_name = "quality control"
+    readonly_fields = ["quiz_pools"]
+
+    @admin.display(description="quiz pools")
+    def quiz_pools(self, settings: QualitySettings) -> str:
+        """Each kind's quiz pool against quiz_length, saying when one is too small."""
+        if settings is None or settings.dataset_id is None:
+            return "-"
+        pools = quiz_pools(dataset_id=settings.dataset_id)
+        return " ".join(pool.describe() for pool in pools) or "No quiz: no gold pair is in a quiz."

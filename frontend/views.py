@@ -12,7 +12,7 @@ from annotation.errors import Forbidden, NotFound
 from annotation.gold.pause import active_pause
 from annotation.models import QUIZ_ATTEMPTS, FlagReason, QuizAttempt, TaskKind
 from annotation.onboarding import InvitationInvalid, invitation_accept, invitation_get
-from annotation.quiz import quiz_offered, quiz_pair_ids
+from annotation.quiz import quiz_attempt_length, quiz_offered
 from annotation.rating import policy
 from annotation.roles import PARTICIPANT, RATER, has_role
 from annotation.selectors import dataset_get, qualification_kinds
@@ -136,7 +136,7 @@ def _quiz_page(request, dataset, kind: str, participant):
         "dataset": dataset,
         "kind": kind,
         "quiz": True,
-        "quiz_total": len(quiz_pair_ids(dataset_id=dataset.pk, kind=kind)),
+        "quiz_total": quiz_attempt_length(dataset_id=dataset.pk, kind=kind),
         "instructions": INSTRUCTIONS[kind],
         "examples": worked_example_list(dataset=dataset, kind=kind),
         "config": config,

@@ -24,6 +24,8 @@ DEFAULT_PAUSE_WINDOW = 5
 DEFAULT_PAUSE_MAX_ERROR = 1.0
 DEFAULT_PROMOTE_MAX_SD = 0.5
 DEFAULT_QUIZ_MAX_ERROR = 1.0
+DEFAULT_QUIZ_LENGTH = 5
+MAX_QUIZ_LENGTH = 50
 
 
 class QualitySettings(models.Model):
@@ -47,7 +49,14 @@ class QualitySettings(models.Model):
     )
     quiz_max_error = models.FloatField(
         default=DEFAULT_QUIZ_MAX_ERROR,
-        help_text="A qualification quiz is passed when the mean absolute error of its answers is below this.",
+        help_text="A qualification quiz attempt is passed when the mean absolute error of its answers is strictly "
+        "below this (exactly at it fails).",
+    )
+    quiz_length = models.PositiveSmallIntegerField(
+        default=DEFAULT_QUIZ_LENGTH,
+        help_text="Questions per quiz attempt, drawn at random from the kind's quiz pool; the second attempt "
+        "never repeats a question of the first, so each kind's pool needs at least twice this many gold pairs. "
+        "A smaller pool asks half of it per attempt (rounded down).",
     )
 
     class Meta:
@@ -60,6 +69,10 @@ class QualitySettings(models.Model):
             models.CheckConstraint(
                 condition=Q(quiz_max_error__gt=0) & Q(quiz_max_error__lte=cxc.SCORE_MAX),
                 name="quality_quiz_max_error_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(quiz_length__gte=1) & Q(quiz_length__lte=MAX_QUIZ_LENGTH),
+                name="quality_quiz_length_in_range",
             ),
         ]
 
