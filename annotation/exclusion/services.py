@@ -113,11 +113,11 @@ def rating_exclusion_check(
     exclusion = RatingExclusion(
         dataset=dataset, rater=rater, reason=reason, window_start=window_start, window_end=window_end, created_at=now
     )
+    if twin := _twin(exclusion):
+        raise _twin_conflict(exclusion, twin)
     if not Rating.objects.filter(rating_scope(exclusion), status=RatingStatus.VALID).exists():
         window = "" if window_start is None and window_end is None else " in that time window"
         raise ExclusionInputError(f"{rater.get_username()} has no valid ratings in {dataset.name}{window}")
-    if twin := _twin(exclusion):
-        raise _twin_conflict(exclusion, twin)
     return exclusion
 
 
