@@ -17,7 +17,7 @@ from annotation.models import Qualification, TaskKind
 from annotation.onboarding import invitation_renew, rater_list_read, raters_add
 from annotation.roles import RATER, has_role
 from annotation.upload_limits import limited_upload_view, upload_form_is_valid
-from annotation.uploads import PAIR_LIST, upload_as_temporary_file
+from annotation.uploads import PAIR_LIST
 
 User = get_user_model()
 
@@ -101,9 +101,9 @@ class AccountUserAdmin(UserAdmin):
         invited = None
         if request.method == "POST" and upload_form_is_valid(request, form):
             try:
-                with upload_as_temporary_file(form.cleaned_data["file"], default_name="raters.csv") as csv_path:
-                    rows = rater_list_read(csv_path)
-                    invited = raters_add(rows=rows, created_by=request.user)
+                upload = form.cleaned_data["file"]
+                rows = rater_list_read(upload, name=upload.name or "raters.csv")
+                invited = raters_add(rows=rows, created_by=request.user)
             except DomainError as problem:
                 form.add_error("file", str(problem))
         context = {
