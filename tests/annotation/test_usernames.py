@@ -15,7 +15,6 @@ from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
-MIGRATION = importlib.import_module("annotation.migrations.0016_username_case")
 CLASH = "a user named 'Rater1' cannot be made: 'rater1' exists already and usernames may not differ only by case"
 
 
@@ -67,10 +66,11 @@ def test_the_database_refuses_it(rater1):
 
 
 def test_the_migration_stops_on_existing_clashes_and_its_reverse_drops_the_index(rater1):
+    migration = importlib.import_module("annotation.migrations.0016_username_case")
     with connection.cursor() as cursor:
-        cursor.execute(MIGRATION.Migration.operations[1].reverse_sql)
+        cursor.execute(migration.Migration.operations[1].reverse_sql)
     get_user_model().objects.create(username="Rater1")  # no index: the clash gets in
     with pytest.raises(RuntimeError, match=r"differ only by case .*'Rater1' = 'rater1'"):
-        MIGRATION.refuse_existing_clashes(global_apps, None)
+        migration.refuse_existing_clashes(global_apps, None)
     with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(MIGRATION.Migration.operations[1].sql)
+        cursor.execute(migration.Migration.operations[1].sql)
