@@ -5,7 +5,7 @@ import pytest
 
 from annotation.errors import Conflict
 from annotation.gold.pause import RaterPaused, rater_pause, rater_pause_lift
-from annotation.models import Rating
+from annotation.models import RaterPause, Rating
 from annotation.rating.policy import rating_submit_and_claim_next
 from tests.annotation import queue_support
 from tests.annotation.queue_support import claim, client_for, queue_pairs, rater, submit, submit_kwargs
@@ -89,3 +89,21 @@ def test_a_submit_after_the_pause_is_refused_but_a_repeat_of_an_earlier_one_is_a
     with pytest.raises(RaterPaused):
         submit(user, dataset, held.slot_id, "k")
     assert submit(user, dataset, done.slot_id, "before").replayed is True
+
+
+@pytest.mark.parametrize("kind", ["admin group", "staff", "superuser"])
+def test_pausing_an_admin_is_refused(admin_api, dataset, kind):
+    boss = {
+        "admin group": lambda: UserFactory(roles=["rater", "admin"]),
+        "staff": lambda: UserFactory(roles=["rater"], is_staff=True),
+        "superuser": lambda: UserFactory(roles=["rater"], is_superuser=True),
+    }[kind]()
+    answer = admin_api.post(
+        f"/api/datasets/{dataset.name}/pauses/", {"rater": boss.username, "reason": "oops"}, format="json"
+    )
+    assert answer.status_code == 400, answer.json()
+    assert answer.json()["detail"] == (
+        f"{boss.username} is an admin (or staff or superuser) and cannot be paused; "
+        "take the admin role away first if they should stop rating"
+    )
+    assert not RaterPause.objects.exists()
