@@ -189,13 +189,13 @@ def _locked_lease(*, lease_id: int, dataset: str) -> GoldLease | None:
     slot) when it is one of another dataset."""
     lease = GoldLease.objects.select_for_update().select_related("dataset").filter(pk=lease_id).first()
     if lease is not None and lease.dataset.name != dataset:
-        raise NotFound(f"rating slot #{lease_id} is not in dataset {dataset!r}")
+        raise NotFound(f"this rating slot is not in dataset {dataset!r}")
     return lease
 
 
 def _not_held(lease: GoldLease, rater) -> Exception:
     """The error a slot in the same position answers (annotation.queue.slots.not_held_error)."""
-    slot = f"rating slot #{lease.pk}"
+    slot = "this rating slot"
     if lease.rater_id == rater.pk and lease.state == GoldLeaseState.DONE:
         return Conflict(f"{slot} is already rated by you")
     if lease.rater_id == rater.pk:

@@ -9,6 +9,7 @@ import pytest
 from annotation.gold.upload import gold_pairs_upload
 from annotation.models import Dataset, GoldLease, GoldRating, Image, QualitySettings, Rating
 from tests.frontend.test_rating_page import session_for, track_point
+from tests.rating_support import db_id
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
@@ -51,8 +52,8 @@ def test_gold_pairs_look_and_answer_like_any_other(page, live_server, demo, tmp_
     shapes: dict[bool, set[str]] = {True: set(), False: set()}
     for number in range(ITEMS):
         page.wait_for_selector("#pair[data-ready]")
-        slot_id = int(page.locator("#pair").get_attribute("data-ready"))
-        gold = GoldLease.objects.filter(pk=slot_id).exists()
+        slot_id = page.locator("#pair").get_attribute("data-ready")
+        gold = GoldLease.objects.filter(pk=db_id("slot", slot_id)).exists()
         shapes[gold].add(structure(page))
         page.screenshot(path=str(screenshot_dir / f"gold-walk-{number}-{'gold' if gold else 'pair'}.png"))
         page.mouse.click(*track_point(page, 0.4 + 0.05 * number))
