@@ -206,7 +206,9 @@ class RaterProgressApi(APIView):
         dataset = serializers.CharField()
         kinds = serializers.ListField(child=serializers.CharField(), help_text="Task kinds you are qualified for.")
         ratings_today = serializers.IntegerField()
-        pairs_left = serializers.IntegerField(help_text="Pairs of your kinds still needing ratings, not rated by you.")
+        pairs_left = serializers.IntegerField(
+            help_text="Pairs of your kinds left for you: the one you hold and those you may still be served."
+        )
         pairs_left_by_kind = serializers.DictField(child=serializers.IntegerField(), help_text="pairs_left per kind.")
         day_starts_at = serializers.DateTimeField()
         held_slot_id = OpaqueIdField("slot", allow_null=True)
