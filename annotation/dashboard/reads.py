@@ -161,14 +161,19 @@ def _per_rater(queryset) -> tuple[dict[int, int], dict[int, float]]:
     return counts, latest
 
 
-def _add_per_rater(counts: dict[int, int], latest: dict[int, float], leases) -> None:
-    """Add gold leases per rater to ``counts`` and ``latest`` (epoch s). A gold lease
-    records when it was leased, not when it was passed on: within the lease's minutes."""
+def _per_rater_leases(leases) -> tuple[dict[int, int], dict[int, float]]:
+    """Gold leases per rater and the latest (epoch s). A gold lease records when it was
+    leased, not when it was passed on: within the lease's minutes."""
     rows = leases.order_by().values("rater_id").annotate(n=Count("id"), last=Max("leased_at"))
-    for row in rows:
-        rater = row["rater_id"]
-        counts[rater] = counts.get(rater, 0) + row["n"]
-        latest[rater] = max(latest.get(rater, 0.0), row["last"].timestamp())
+    return {row["rater_id"]: row["n"] for row in rows}, {row["rater_id"]: row["last"].timestamp() for row in rows}
+
+
+def _add_per_rater(counts: dict[int, int], latest: dict[int, float], leases) -> None:
+    """Add gold leases per rater to ``counts`` and ``latest`` (``_per_rater_leases``)."""
+    more, more_latest = _per_rater_leases(leases)
+    for rater, n in more.items():
+        counts[rater] = counts.get(rater, 0) + n
+        latest[rater] = max(latest.get(rater, 0.0), more_latest[rater])
 
 
 def quality_inputs(dataset: Dataset) -> dict:
@@ -226,6 +231,7 @@ def campaign_inputs(dataset: Dataset, *, now: datetime) -> CampaignInputs:
     gold_passed = GoldLease.objects.filter(dataset=dataset, state=GoldLeaseState.SKIPPED)
     _add_per_rater(skips, last_skip, gold_passed.filter(flag_id__isnull=True))
     _add_per_rater(flags, last_flag, GoldLease.objects.filter(dataset=dataset, flag_id__isnull=False))
+    gold_passed_per_rater, _ = _per_rater_leases(gold_passed)
     last_passed = {rater: max(last_skip.get(rater, 0.0), last_flag.get(rater, 0.0)) for rater in {*skips, *flags}}
     quality = quality_inputs(dataset)
     rater_ids = {
@@ -250,6 +256,7 @@ def campaign_inputs(dataset: Dataset, *, now: datetime) -> CampaignInputs:
         last_passed=last_passed,
         speed_floors=speed_floors(dataset),
         now_s=now.timestamp(),
+        gold_passed=gold_passed_per_rater,
         **quality,
     )
 

@@ -195,6 +195,7 @@ def test_gold_skips_count_on_the_dashboards_rater_table(
     client.force_login(UserFactory(roles=["admin"], is_staff=True))
     rows = _raters_csv(client, dataset, django_capture_on_commit_callbacks)
     assert rows[dodger.username]["skips"] == "6"
+    assert rows[dodger.username]["gold_passed"] == "5"
     assert PairSkip.objects.filter(rater=dodger).count() == 1
 
 
