@@ -11,7 +11,7 @@ import itertools
 
 import pytest
 
-from annotation.gold.upload import GoldInputError, gold_pairs_upload
+from annotation.gold.upload import GoldInputError, gold_pairs_promote, gold_pairs_upload
 from annotation.models import GoldLease, GoldPair, Pair, PairSkip, QualitySettings, Rating
 from tests.annotation import queue_support
 from tests.annotation.queue_support import TTL, client_for, queue_pairs, rate_url, rater, submit_kwargs
@@ -255,3 +255,25 @@ def test_a_retired_gold_pair_is_never_served(engine, clock, tmp_path):
             break
         submit(client, dataset, response.json()["slot_id"], f"k{step}")
     assert list(GoldLease.objects.filter(rater=user).values_list("gold_pair_id", flat=True)) == [kept.pk]
+
+
+def test_a_promoted_gold_pair_is_never_served_to_its_own_raters(engine, clock, tmp_path):
+    dataset = campaign(tmp_path, n_pairs=6, n_gold=1, ratings_per_pair=3, one_in=1)
+    raters = [rater(["SIS"]) for _ in range(3)]
+    source = Pair.objects.order_by("id").first()
+    rate_pair(source, [2.0, 2.1, 2.2], raters=raters)
+    assert gold_pairs_promote(dataset=dataset, kind="SIS", max_sd=0.5) == 1
+    promoted = GoldPair.objects.get(source_pair=source)
+    client = client_for(raters[0])
+    for step in itertools.count():
+        response = claim(client, dataset)
+        if response.status_code == 204:
+            break
+        submit(client, dataset, response.json()["slot_id"], f"k{step}")
+    met = set(GoldLease.objects.filter(rater=raters[0]).values_list("gold_pair_id", flat=True))
+    assert met == set(GoldPair.objects.exclude(pk=promoted.pk).values_list("pk", flat=True)), "only the uploaded one"
+    # A rater who never met the source pair is served the promoted gold pair.
+    newcomer = client_for(rater(["SIS"]))
+    first = claim(newcomer, dataset).json()
+    second = (submit(newcomer, dataset, first["slot_id"], "n1"), claim(newcomer, dataset).json())[1]
+    assert {is_gold(first), is_gold(second)} == {True}
