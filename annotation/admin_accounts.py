@@ -7,16 +7,17 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from annotation.accounts import tokens_revoke_all
+from annotation.accounts import tokens_revoke_all, username_holder, username_taken_message
 from annotation.errors import DomainError
 from annotation.models import Qualification, TaskKind
 from annotation.onboarding import invitation_renew, rater_list_read, raters_add
 from annotation.roles import RATER, has_role
 from annotation.upload_limits import limited_upload_view, upload_form_is_valid
-from annotation.uploads import PAIR_LIST, upload_as_temporary_file
+from annotation.uploads import PAIR_LIST
 
 User = get_user_model()
 
@@ -28,30 +29,55 @@ class RaterListForm(forms.Form):
     )
 
 
+def _username_free(form, username: str | None) -> str | None:
+    """The form's username when no other user holds it in any case (the user table's
+    index on lower(username) would refuse it with an error page)."""
+    if username:
+        holder = username_holder(username)
+        if holder is not None and (form.instance.pk is None or holder != form.instance.get_username()):
+            raise forms.ValidationError(username_taken_message(username, holder))
+    return username
+
+
+class UserAddForm(AdminUserCreationForm):
+    def clean_username(self):
+        return _username_free(self, self.cleaned_data.get("username"))
+
+
+class UserEditForm(UserChangeForm):
+    def clean_username(self):
+        return _username_free(self, self.cleaned_data.get("username"))
+
+
 class QualificationInline(admin.TabularInline):
     """The task kinds this user may be served (only users in the rater group)."""
 
     model = Qualification
     fk_name = "rater"
     extra = 0
-    fields = ["kind", "granted_at"]
+    fields = ["kind", "dataset", "granted_at"]
     readonly_fields = ["granted_at"]
-    verbose_name = "qualification (a task kind this rater may rate)"
+    verbose_name = "qualification (a task kind this rater may rate; no dataset: in every dataset)"
 
 
 def _qualify_action(kind: str):
     def qualify(modeladmin, request, queryset):
         raters = [user for user in queryset if has_role(user, RATER)]
+        # An admin's grant holds in every dataset (no dataset on the row).
         Qualification.objects.bulk_create([Qualification(rater=u, kind=kind) for u in raters], ignore_conflicts=True)
         skipped = queryset.count() - len(raters)
         note = f"; {skipped} not in the rater group skipped" if skipped else ""
-        modeladmin.message_user(request, f"{len(raters)} rater(s) qualified for {kind}{note}.", messages.SUCCESS)
+        modeladmin.message_user(
+            request, f"{len(raters)} rater(s) qualified for {kind} in every dataset{note}.", messages.SUCCESS
+        )
 
     qualify.__name__ = f"qualify_{kind.lower()}"
     return admin.action(description=f"Qualify the selected raters for {TaskKind(kind).label}")(qualify)
 
 
 class AccountUserAdmin(UserAdmin):
+    add_form = UserAddForm
+    form = UserEditForm
     actions = [
         "deactivate",
         *(_qualify_action(kind) for kind in TaskKind.values),
@@ -62,11 +88,15 @@ class AccountUserAdmin(UserAdmin):
     inlines = [*UserAdmin.inlines, QualificationInline]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).prefetch_related("qualifications")
+        return super().get_queryset(request).prefetch_related("qualifications__dataset")
 
     @admin.display(description="qualified for")
     def kinds(self, user) -> str:
-        return " ".join(sorted(q.kind for q in user.qualifications.all())) or "—"
+        """``STS`` for a grant in every dataset, ``SIS (name)`` for one in a dataset."""
+        grants = sorted(
+            q.kind if q.dataset is None else f"{q.kind} ({q.dataset.name})" for q in user.qualifications.all()
+        )
+        return " ".join(grants) or "—"
 
     def get_urls(self):
         view = self.admin_site.admin_view(limited_upload_view(self.add_raters, {"file": PAIR_LIST}))
@@ -78,9 +108,9 @@ class AccountUserAdmin(UserAdmin):
         invited = None
         if request.method == "POST" and upload_form_is_valid(request, form):
             try:
-                with upload_as_temporary_file(form.cleaned_data["file"], default_name="raters.csv") as csv_path:
-                    rows = rater_list_read(csv_path)
-                    invited = raters_add(rows=rows, created_by=request.user)
+                upload = form.cleaned_data["file"]
+                rows = rater_list_read(upload, name=upload.name or "raters.csv")
+                invited = raters_add(rows=rows, created_by=request.user)
             except DomainError as problem:
                 form.add_error("file", str(problem))
         context = {

@@ -44,8 +44,9 @@ WITH ds AS (
       )
 ),
 kinds AS (
-    SELECT q.{qualification.kind} FROM {qualification} q
+    SELECT DISTINCT q.{qualification.kind} FROM {qualification} q
     WHERE q.{qualification.rater} = %(rater)s
+      AND (q.{qualification.dataset} IS NULL OR q.{qualification.dataset} IN (SELECT {dataset.id} FROM ds))
       AND (%(kind)s::varchar IS NULL OR q.{qualification.kind} = %(kind)s::varchar)
 ),
 held AS (

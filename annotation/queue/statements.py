@@ -75,7 +75,8 @@ def _render(sql: str, **fragments: str) -> str:
 
 
 # ``ds`` is empty for a rater an admin (or the gold rule) paused in the dataset: such a
-# rater is served nothing, and the caller says why.
+# rater is served nothing, and the caller says why. ``kinds``: those granted to the rater
+# in this dataset or in every dataset (a grant without a dataset).
 # Candidates: the rater's own lease (held), the head of the open queue for each kind the
 # rater may rate (fresh), and the oldest expired lease in reach (stale). ``pick`` takes
 # the held one, else the highest batch priority, an expired lease before fresh work, and
@@ -92,8 +93,9 @@ WITH ds AS (
       )
 ),
 kinds AS (
-    SELECT q.{qualification.kind} FROM {qualification} q
+    SELECT DISTINCT q.{qualification.kind} FROM {qualification} q
     WHERE q.{qualification.rater} = %(rater)s
+      AND (q.{qualification.dataset} IS NULL OR q.{qualification.dataset} IN (SELECT {dataset.id} FROM ds))
       AND (%(kind)s::varchar IS NULL OR q.{qualification.kind} = %(kind)s::varchar)
 ),
 held AS (
@@ -183,7 +185,7 @@ def claim() -> Statement:
         ("now", "timestamptz"),
         ("expires", "timestamptz"),
     )
-    return Statement("queue_claim_v2", sql, params)
+    return Statement("queue_claim_v3", sql, params)
 
 
 # The pair row is locked inside the materialized CTE, before the outer query's row lock
@@ -293,8 +295,8 @@ def submit() -> Statement:
 # The common case in one statement and one round trip: the pair row is locked first (in
 # the materialized CTE, the lock order of every submission), the slot update carries the
 # holder check, and the rest follows only if it matched. No row back means "not the
-# common case" (not held, a repeat, another dataset): the caller then takes the
-# step-by-step path that says why.
+# common case" (not held, a repeat, another dataset, a rater paused since the claim):
+# the caller then takes the step-by-step path that says why.
 _SUBMIT_FAST_SQL = """
 WITH p AS MATERIALIZED (
     SELECT pr.{pair.id}, pr.{pair.ratings_done} + 1 AS done,
@@ -302,6 +304,10 @@ WITH p AS MATERIALIZED (
     FROM {pair} pr
     WHERE pr.{pair.id} = (SELECT {slot.pair} FROM {slot} WHERE {slot.id} = %(slot)s)
       AND pr.{pair.dataset} = (SELECT {dataset.id} FROM {dataset} WHERE {dataset.name} = %(dataset_name)s)
+      AND NOT EXISTS (
+          SELECT 1 FROM {pause} rp
+          WHERE rp.{pause.rater} = %(rater)s AND rp.{pause.dataset} = pr.{pair.dataset} AND rp.{pause.lifted_at} IS NULL
+      )
     FOR NO KEY UPDATE OF pr
 ),
 s AS (
@@ -343,7 +349,7 @@ def submit_fast() -> Statement:
     row when the rater does not simply hold the slot (then nothing was written)."""
     sql = _render(_SUBMIT_FAST_SQL, insert_rating=_render(_INSERT_RATING_SQL, default_floors=_default_floors()))
     params = (("slot", "bigint"), ("dataset_name", "text"), ("rater", "bigint"), *_RATING_PARAMS)
-    return Statement("queue_submit_fast_v2", sql, params)
+    return Statement("queue_submit_fast_v3", sql, params)
 
 
 def all_statements() -> tuple[Statement, ...]:
