@@ -17,7 +17,7 @@ from annotation.models import GoldLease, GoldRating, Qualification, QualitySetti
 from tests.annotation import queue_support
 from tests.annotation.queue_support import client_for, queue_pairs, rater
 from tests.factories import ImageFactory, SplitFactory, UserFactory
-from tests.rating_support import db_id
+from tests.rating_support import api_id, db_id
 
 pytestmark = pytest.mark.django_db
 engine = queue_support.engine
@@ -111,7 +111,7 @@ def test_a_participant_stores_nothing_in_a_dataset_outside_their_study(engine):
     RatingSlot.objects.filter(pk=slot.pk).update(
         state=SlotState.LEASED, rater=user, leased_at=now, lease_expires_at=now + timedelta(minutes=10)
     )
-    stored = submit(browser, other, slot.pk, "elsewhere")
+    stored = submit(browser, other, api_id("slot", slot.pk), "elsewhere")
     assert stored.status_code == 403, stored.content
     assert client_for(user).post(f"/api/rate/{other.name}/slots/{slot.pk}/skip/").status_code == 403
     assert not Rating.objects.filter(rater=user).exists()
