@@ -433,12 +433,14 @@ def completion_url(link: CampaignLink, outcome: str = ParticipantOutcome.COMPLET
 
 
 def link_stats(link: CampaignLink) -> LinkStats:
-    """Participants started and finished, the median minutes from joining to the code,
-    and the ratings they gave in the link's dataset."""
+    """Participants started and finished, the median minutes from joining to the end
+    page, and the items (ratings and queue gold ratings) they gave in the link's dataset."""
     rows = list(link.participants.values_list("user_id", "started_at", "finished_at"))
     minutes = [(end - start).total_seconds() / 60 for _, start, end in rows if end is not None]
-    ratings = Rating.objects.filter(
-        rater_id__in=[user_id for user_id, _, _ in rows], pair__dataset_id=link.dataset_id
+    users = [user_id for user_id, _, _ in rows]
+    ratings = Rating.objects.filter(rater_id__in=users, pair__dataset_id=link.dataset_id).count()
+    ratings += GoldRating.objects.filter(
+        rater_id__in=users, dataset_id=link.dataset_id, purpose=GoldPurpose.QUEUE
     ).count()
     return LinkStats(
         started=len(rows),

@@ -1,12 +1,30 @@
-"""A crowd campaign on the demo dataset for the participant tests and bench-join: a link
-for SIS pairs, and optionally a three-question SIS quiz (references 0, 2.5 and 5)."""
+"""A crowd campaign on the demo dataset for the participant tests: gold pairs uploaded
+and served in the queue (gold on, as in a real study), a link of one or more kinds, and
+optionally a three-question SIS quiz (references 0, 2.5 and 5)."""
+
+import tempfile
+from pathlib import Path
 
 from annotation.crowd import campaign_link_create
+from annotation.cxc import ITEM_COLUMNS
 from annotation.gold.ids import ids_reserve
-from annotation.models import CampaignLink, Dataset, GoldPair, GoldSource, Image, Pair, QualitySettings, TaskKind
+from annotation.gold.upload import gold_pairs_upload
+from annotation.models import (
+    CampaignLink,
+    Caption,
+    Dataset,
+    GoldPair,
+    GoldSource,
+    Image,
+    Pair,
+    QualitySettings,
+    TaskKind,
+)
 from annotation.quiz import quiz_set
 
 QUIZ_REFERENCES = (0.0, 2.5, 5.0)
+# One claim in GOLD_ONE_IN serves a gold pair while the rater has gold pairs left.
+GOLD_ONE_IN = 2
 
 
 def sis_quiz(dataset: Dataset) -> list[GoldPair]:
@@ -33,14 +51,36 @@ def sis_quiz(dataset: Dataset) -> list[GoldPair]:
     return made
 
 
-def sis_link(dataset: Dataset, *, quota: int, return_url: str = "", **extra) -> CampaignLink:
-    """A Prolific link for SIS pairs; no gold pairs served in the queue, so the quota
-    counts ordinary pairs only."""
-    QualitySettings.objects.update_or_create(dataset=dataset, defaults={"gold_one_in": 0})
+def queue_gold(dataset: Dataset, *, one_in: int = GOLD_ONE_IN) -> int:
+    """Upload three SIS and three STS gold pairs (items neither the queued demo pairs nor
+    the quiz use) through the gold upload, and serve gold at one claim in ``one_in``."""
+    images = [image.key for image in Image.objects.filter(dataset=dataset).order_by("-id")[:6]]
+    captions = [caption.key for caption in Caption.objects.filter(dataset=dataset).order_by("-id")[:4]]
+    rows = {
+        # Images across the quiz's pairs: (11, 9), (10, 8), (9, 7) from the end.
+        TaskKind.SIS: [(images[0], images[2]), (images[1], images[3]), (images[2], images[4])],
+        TaskKind.STS: [(captions[0], captions[1]), (captions[1], captions[2]), (captions[2], captions[3])],
+    }
+    made = 0
+    with tempfile.TemporaryDirectory() as folder:
+        for kind, pairs in rows.items():
+            path = Path(folder) / f"gold-{kind.lower()}.csv"
+            lines = [",".join((*ITEM_COLUMNS[kind], "gold_score", "explanation"))]
+            lines += [f"{a},{b},{1.5 * n:.1f},level {n}" for n, (a, b) in enumerate(pairs)]
+            path.write_text("\n".join(lines) + "\n")
+            made += gold_pairs_upload(dataset=dataset, path=path)
+    QualitySettings.objects.update_or_create(dataset=dataset, defaults={"gold_one_in": one_in})
+    return made
+
+
+def crowd_link(dataset: Dataset, *, kinds: tuple[str, ...], quota: int, return_url: str = "", **extra) -> CampaignLink:
+    """A Prolific link for ``kinds`` with gold on (``queue_gold``): the quota counts
+    ordinary and gold items alike."""
+    queue_gold(dataset)
     return campaign_link_create(
         dataset=dataset,
         name="Prolific pilot",
-        kinds=["SIS"],
+        kinds=list(kinds),
         quota=quota,
         completion_code="C0DE42",
         return_url=return_url,
