@@ -11,6 +11,9 @@ from annotation.models import CampaignLink, TaskKind
 from annotation.roles import IsAdmin
 from config.openapi import error_response
 
+# The largest count a PositiveIntegerField column holds on every database.
+MAX_COUNT = 2_147_483_647
+
 
 class CampaignLinkSerializer(serializers.ModelSerializer):
     dataset = serializers.CharField(source="dataset.name")
@@ -46,8 +49,8 @@ class CampaignLinkListApi(APIView):
 
     class CampaignLinkCreateSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-        kinds = serializers.ListField(child=serializers.ChoiceField(choices=TaskKind.values), min_length=1)
-        quota = serializers.IntegerField(min_value=1)
+        kinds = serializers.ListField(child=serializers.ChoiceField(choices=TaskKind.choices), min_length=1)
+        quota = serializers.IntegerField(min_value=1, max_value=MAX_COUNT)
         completion_code = serializers.CharField(max_length=100)
         partial_code = serializers.CharField(
             max_length=100,
@@ -58,7 +61,9 @@ class CampaignLinkListApi(APIView):
         )
         return_url = serializers.URLField(max_length=1000, required=False, allow_blank=True, default="")
         id_param = serializers.CharField(max_length=50, required=False, default="PROLIFIC_PID")
-        max_participants = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
+        max_participants = serializers.IntegerField(
+            min_value=1, max_value=MAX_COUNT, required=False, allow_null=True, default=None
+        )
         expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
     def _context(self, request) -> dict:
