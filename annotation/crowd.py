@@ -266,14 +266,17 @@ def _name_taken(link: CampaignLink) -> JoinRefused:
 
 
 def _grant_kinds_without_quiz(user, link: CampaignLink) -> None:
-    """Kinds the dataset has no quiz for are the link's to give; the others need the quiz."""
+    """Kinds the dataset has no quiz for are the link's to give, in its dataset only; the
+    others need the quiz."""
     with_quiz = set(
         GoldPair.objects.filter(dataset_id=link.dataset_id, kind__in=link.kinds, in_quiz=True, active=True)
         .values_list("kind", flat=True)
         .distinct()
     )
     free = [kind for kind in link.kinds if kind not in with_quiz]
-    Qualification.objects.bulk_create([Qualification(rater=user, kind=kind) for kind in free], ignore_conflicts=True)
+    Qualification.objects.bulk_create(
+        [Qualification(rater=user, dataset_id=link.dataset_id, kind=kind) for kind in free], ignore_conflicts=True
+    )
 
 
 def participant_items_done(participant: Participant) -> int:
@@ -342,7 +345,11 @@ def participant_next(participant: Participant) -> tuple[str, str | None]:
         return Step.FINISHED, None
     if participant_items_done(participant) >= link.quota:
         return Step.DONE, None
-    qualified = set(Qualification.objects.filter(rater_id=participant.user_id).values_list("kind", flat=True))
+    qualified = set(
+        Qualification.objects.filter(rater_id=participant.user_id)
+        .in_dataset(link.dataset_id)
+        .values_list("kind", flat=True)
+    )
     # The quiz gates its kind's ratings and screens the participant: taken before any
     # quiz-free kind of the link, so nobody rates their quota around it.
     for kind in link.kinds:

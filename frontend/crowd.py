@@ -84,7 +84,8 @@ def join_done(request, token: str):
             code_label="Your partial completion code",
             **extra,
         )
-    if not Qualification.objects.filter(rater_id=participant.user_id, kind__in=link.kinds).exists():
+    granted = Qualification.objects.filter(rater_id=participant.user_id, kind__in=link.kinds)
+    if not granted.in_dataset(link.dataset_id).exists():
         text = (
             "You did not pass the qualification quiz, so this study cannot continue. Thank you for your time; "
             "please return the study on the platform."

@@ -67,7 +67,7 @@ def rate_page(request, dataset: str, kind: str):
         if next_kind != kind:
             return redirect("rate-page", dataset=dataset_obj.name, kind=next_kind.lower())
     is_rater = may_rate(request.user)
-    kinds = qualification_kinds(rater=request.user) if is_rater else []
+    kinds = qualification_kinds(rater=request.user, dataset_id=dataset_obj.pk) if is_rater else []
     if kind not in kinds:
         if is_rater and quiz_offered(rater=request.user, dataset_id=dataset_obj.pk, kind=kind):
             return _quiz_page(request, dataset_obj, kind, participant)
