@@ -175,3 +175,24 @@ def test_a_participant_rates_through_the_api_but_reaches_no_staff_page(dataset):
     assert_no_staff_access(browser.http, dataset)
     bulk = browser.http.post("/api/raters/", {}, content_type="application/json")
     assert bulk.status_code == 403
+
+
+def test_the_migration_leaves_earlier_participant_accounts_the_participant_role_only(dataset):
+    """Accounts earlier links made were raters too; the migration takes the rater group
+    away from them (and from nobody else), so their links let them in again."""
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("annotation.migrations.0016_campaign_partial_code")
+    link = make_link(dataset)
+    assert ParticipantClient(link, "fay").join().status_code == 302
+    earlier = get_user_model().objects.get(username="prolific-fay")
+    earlier.groups.add(Group.objects.get_or_create(name="rater")[0])
+    invited = UserFactory(username="prolific-gus", roles=["rater", "participant"])
+    Participant.objects.create(link=link, user=invited, external_id="gus", started_at=timezone.now())
+    assert ParticipantClient(link, "fay").join().status_code == 409
+    migration.participants_lose_the_rater_group(apps, None)
+    assert set(earlier.groups.values_list("name", flat=True)) == {"participant"}
+    assert set(invited.groups.values_list("name", flat=True)) == {"rater", "participant"}
+    assert ParticipantClient(link, "fay").join().status_code == 302
