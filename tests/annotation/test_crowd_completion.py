@@ -57,6 +57,17 @@ def test_a_participant_who_skips_until_the_queue_is_empty_gets_no_code(dataset):
     assert end_state(browser.done_page().content.decode()) == "returned"
 
 
+def test_a_participant_who_finds_no_work_at_all_gets_no_partial_code(dataset):
+    # No SITS pairs are queued: the queue is dry from the start, no skip, no rating.
+    link = make_link(dataset, kinds=["SITS"])
+    browser = ParticipantClient(link, "idle-1")
+    assert browser.join()["Location"] == f"/join/{link.token}/done/"
+    page = browser.done_page().content.decode()
+    assert end_state(page) == "returned" and PART not in page and FULL not in page
+    assert "you rated 0 of 5 items" in page
+    assert Participant.objects.get().outcome == ParticipantOutcome.RETURNED
+
+
 def test_more_skips_than_ratings_earn_no_partial_code(dataset):
     browser = joined(make_link(dataset, quota=50))
     for _ in range(2):
