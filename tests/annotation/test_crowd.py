@@ -21,7 +21,7 @@ from annotation.crowd import (
     study_url,
 )
 from annotation.models import CampaignLink, Participant, Qualification
-from annotation.queue import rating_submit_and_claim_next, slot_claim
+from annotation.rating.policy import rating_submit_and_claim_next, slot_claim
 from tests.annotation.crowd_support import SIS_PAIRS, crowd_dataset, items_rated
 from tests.factories import UserFactory
 

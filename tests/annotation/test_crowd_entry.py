@@ -184,7 +184,7 @@ def test_the_migration_leaves_earlier_participant_accounts_the_participant_role_
 
     from django.apps import apps
 
-    migration = importlib.import_module("annotation.migrations.0016_campaign_partial_code")
+    migration = importlib.import_module("annotation.migrations.0019_campaign_partial_code")
     link = make_link(dataset)
     assert ParticipantClient(link, "fay").join().status_code == 302
     earlier = get_user_model().objects.get(username="prolific-fay")

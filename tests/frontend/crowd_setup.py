@@ -1,12 +1,13 @@
 """A crowd campaign on the demo dataset for the participant tests: gold pairs uploaded
 and served in the queue (gold on, as in a real study), a link of one or more kinds, and
-optionally a three-question SIS quiz (references 0, 2.5 and 5)."""
+optionally a six-question SIS quiz pool (attempts of three at the default quiz length of
+five, so the second attempt asks the other three)."""
 
 import tempfile
 from pathlib import Path
 
 from annotation.crowd import campaign_link_create
-from annotation.cxc import ITEM_COLUMNS
+from annotation.cxc import ITEM_COLUMNS, level_name
 from annotation.gold.ids import ids_reserve
 from annotation.gold.upload import gold_pairs_upload
 from annotation.models import (
@@ -22,14 +23,14 @@ from annotation.models import (
 )
 from annotation.quiz import quiz_set
 
-QUIZ_REFERENCES = (0.0, 2.5, 5.0)
+QUIZ_REFERENCES = (0.0, 2.5, 5.0, 1.0, 4.0, 3.0)
 # One claim in GOLD_ONE_IN serves a gold pair while the rater has gold pairs left.
 GOLD_ONE_IN = 2
 
 
 def sis_quiz(dataset: Dataset) -> list[GoldPair]:
-    """Three SIS gold pairs in the quiz, on images the queued demo pairs start from last."""
-    images = list(Image.objects.filter(dataset=dataset).order_by("-id")[:6])
+    """Six SIS gold pairs in the quiz, on images the queued demo pairs start from last."""
+    images = list(Image.objects.filter(dataset=dataset).order_by("-id")[: 2 * len(QUIZ_REFERENCES)])
     ids = ids_reserve(Pair, len(QUIZ_REFERENCES))
     made = []
     for index, reference in enumerate(QUIZ_REFERENCES):
@@ -43,7 +44,7 @@ def sis_quiz(dataset: Dataset) -> list[GoldPair]:
                 image_a=a,
                 image_b=b,
                 gold_score=reference,
-                explanation=f"Reference explained: {reference:g} because of what the pictures share.",
+                explanation=f"Reference explained: {level_name(reference)} because of what the pictures share.",
                 source=GoldSource.UPLOAD,
             )
         )
@@ -52,8 +53,8 @@ def sis_quiz(dataset: Dataset) -> list[GoldPair]:
 
 
 def queue_gold(dataset: Dataset, *, one_in: int = GOLD_ONE_IN) -> int:
-    """Upload three SIS and three STS gold pairs (items neither the queued demo pairs nor
-    the quiz use) through the gold upload, and serve gold at one claim in ``one_in``."""
+    """Upload three SIS and three STS gold pairs (pairs neither queued nor in the quiz)
+    through the gold upload, and serve gold at one claim in ``one_in``."""
     images = [image.key for image in Image.objects.filter(dataset=dataset).order_by("-id")[:6]]
     captions = [caption.key for caption in Caption.objects.filter(dataset=dataset).order_by("-id")[:4]]
     rows = {

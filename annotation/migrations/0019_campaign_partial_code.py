@@ -33,7 +33,7 @@ def participants_lose_the_rater_group(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0015_qualification_per_dataset"),
+        ("annotation", "0018_username_case"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
