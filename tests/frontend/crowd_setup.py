@@ -3,6 +3,7 @@ and served in the queue (gold on, as in a real study), a link of one or more kin
 optionally a six-question SIS quiz pool (attempts of three at the default quiz length of
 five, so the second attempt asks the other three)."""
 
+import itertools
 import tempfile
 from pathlib import Path
 
@@ -55,13 +56,7 @@ def sis_quiz(dataset: Dataset) -> list[GoldPair]:
 def queue_gold(dataset: Dataset, *, one_in: int = GOLD_ONE_IN) -> int:
     """Upload three SIS and three STS gold pairs (pairs neither queued nor in the quiz)
     through the gold upload, and serve gold at one claim in ``one_in``."""
-    images = [image.key for image in Image.objects.filter(dataset=dataset).order_by("-id")[:6]]
-    captions = [caption.key for caption in Caption.objects.filter(dataset=dataset).order_by("-id")[:4]]
-    rows = {
-        # Images across the quiz's pairs: (11, 9), (10, 8), (9, 7) from the end.
-        TaskKind.SIS: [(images[0], images[2]), (images[1], images[3]), (images[2], images[4])],
-        TaskKind.STS: [(captions[0], captions[1]), (captions[1], captions[2]), (captions[2], captions[3])],
-    }
+    rows = {TaskKind.SIS: _free_pairs(dataset, TaskKind.SIS, 3), TaskKind.STS: _free_pairs(dataset, TaskKind.STS, 3)}
     made = 0
     with tempfile.TemporaryDirectory() as folder:
         for kind, pairs in rows.items():
@@ -72,6 +67,27 @@ def queue_gold(dataset: Dataset, *, one_in: int = GOLD_ONE_IN) -> int:
             made += gold_pairs_upload(dataset=dataset, path=path)
     QualitySettings.objects.update_or_create(dataset=dataset, defaults={"gold_one_in": one_in})
     return made
+
+
+def _free_pairs(dataset: Dataset, kind: str, n: int) -> list[tuple[str, str]]:
+    """``n`` pairs of item keys (SIS: images, STS: captions) that no queued pair, gold
+    pair or quiz pair of the dataset joins, from the last items on."""
+    if kind == TaskKind.SIS:
+        items = list(Image.objects.filter(dataset=dataset).order_by("-id").values_list("id", "key"))
+        taken = [*Pair.objects.filter(dataset=dataset, kind=kind).values_list("image_a", "image_b")]
+        taken += GoldPair.objects.filter(dataset=dataset, kind=kind).values_list("image_a", "image_b")
+    else:
+        items = list(Caption.objects.filter(dataset=dataset).order_by("-id").values_list("id", "key"))
+        taken = [*Pair.objects.filter(dataset=dataset, kind=kind).values_list("caption_a", "caption_b")]
+        taken += GoldPair.objects.filter(dataset=dataset, kind=kind).values_list("caption_a", "caption_b")
+    taken_sets = {frozenset(pair) for pair in taken}
+    free = [
+        (key_a, key_b)
+        for (id_a, key_a), (id_b, key_b) in itertools.combinations(items, 2)
+        if frozenset((id_a, id_b)) not in taken_sets
+    ]
+    assert len(free) >= n, f"the demo has only {len(free)} {kind} pairs left for gold"
+    return free[:n]
 
 
 def crowd_link(dataset: Dataset, *, kinds: tuple[str, ...], quota: int, return_url: str = "", **extra) -> CampaignLink:
