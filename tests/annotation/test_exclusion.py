@@ -123,15 +123,10 @@ def test_ratings_given_after_the_exclusion_stay_valid(campaign, clock, django_ca
     dataset, pairs, bad, _, admin = campaign
     _, more = queue_pairs(split=pairs[0].split, n_pairs=1, ratings_per_pair=N)
     assignment = claim(bad, dataset)  # held while the admin excludes
-    # Kept active: an exclusion's default pause would refuse the late submission.
-    exclude(
-        django_capture_on_commit_callbacks,
-        dataset=dataset,
-        rater=bad,
-        reason="spam",
-        created_by=admin,
-        keep_active=True,
-    )
+    # keep_active: a paused rater's submit is refused (the policy); the exclusion's own
+    # scope, ratings created before it, is what this test is about.
+    capture = django_capture_on_commit_callbacks
+    exclude(capture, dataset=dataset, rater=bad, reason="spam", created_by=admin, keep_active=True)
     clock.advance(5)
     submit(bad, dataset, assignment.slot_id, "late")
     assert Rating.objects.get(rater=bad, pair=more[0]).status == RatingStatus.VALID
