@@ -227,17 +227,7 @@ def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: dateti
     )
     left = rater_pairs_left(rater=rater, kinds=kinds, dataset_id=ds.id)
     pairs_left_by_kind = {kind: left.get((ds.id, kind), 0) for kind in kinds}
-    held = (
-        RatingSlot.objects.filter(rater=rater, dataset=ds, state=SlotState.LEASED)
-        .order_by("leased_at")
-        .values("id", "lease_expires_at")
-        .first()
-    ) or (
-        GoldLease.objects.filter(rater=rater, dataset=ds, state=GoldLeaseState.LEASED, gold_pair__active=True)
-        .order_by("leased_at")
-        .values("id", "lease_expires_at")
-        .first()
-    )
+    held = _oldest_lease(rater=rater, dataset=ds)
     return RaterProgress(
         dataset=ds.name,
         kinds=kinds,
@@ -247,6 +237,30 @@ def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: dateti
         day_starts_at=day_start,
         held_slot_id=held["id"] if held else None,
         held_until=held["lease_expires_at"] if held else None,
+    )
+
+
+def _oldest_lease(*, rater, dataset) -> dict | None:
+    """The rater's oldest held lease in the dataset, ordinary or gold alike: by lease time,
+    a tie by id (both kinds draw ids from one sequence), so which table holds it never
+    decides which one progress names."""
+    fields = ("leased_at", "id", "lease_expires_at")
+    leases = [
+        RatingSlot.objects.filter(rater=rater, dataset=dataset, state=SlotState.LEASED)
+        .order_by("leased_at", "id")
+        .values(*fields)
+        .first(),
+        GoldLease.objects.filter(rater=rater, dataset=dataset, state=GoldLeaseState.LEASED, gold_pair__active=True)
+        .order_by("leased_at", "id")
+        .values(*fields)
+        .first(),
+    ]
+    held = [lease for lease in leases if lease is not None]
+    # A lease without a time (none the claim writes) counts as the oldest.
+    return (
+        min(held, key=lambda lease: (lease["leased_at"] is not None, lease["leased_at"] or 0, lease["id"]))
+        if held
+        else None
     )
 
 

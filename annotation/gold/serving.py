@@ -41,7 +41,7 @@ from annotation.models import (
 )
 from annotation.queue.claim import assignment_from_row
 from annotation.queue.shapes import Assignment, SubmitResult, assignment_of
-from annotation.queue.submit import speed_floor_seconds
+from annotation.queue.submit import key_used_error, speed_floor_seconds
 from annotation.sql import execute, use_postgres_sql
 
 
@@ -218,6 +218,9 @@ def gold_submit(*, rater, dataset: str, lease_id: int, rating: Mapping, now: dat
                 if replay is not None:
                     return replay
                 raise _not_held(lease, rater)
+            # One key space per rater across gold and ordinary ratings, answered alike.
+            if Rating.objects.filter(rater=rater, idempotency_key=rating["key"]).exists():
+                raise key_used_error(rating["key"])
             (rating_id,) = ids_reserve(Rating, 1)
             gold = GoldPair.objects.get(pk=lease.gold_pair_id)
             GoldRating.objects.create(
@@ -239,9 +242,7 @@ def gold_submit(*, rater, dataset: str, lease_id: int, rating: Mapping, now: dat
             GoldLease.objects.filter(pk=lease.pk).update(state=GoldLeaseState.DONE)
             pause_if_gold_error_high(rater_id=rater.pk, dataset_id=lease.dataset_id, now=now)
     except IntegrityError:
-        raise Conflict(
-            f"idempotency key {rating['key']!r} was already used for another rating slot; use a new key for each item"
-        ) from None
+        raise key_used_error(rating["key"]) from None
     return SubmitResult(rating_id=rating_id, pair_id=gold.pk, slot_id=lease_id, created_at=now, replayed=False)
 
 

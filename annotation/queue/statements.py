@@ -18,6 +18,7 @@ from annotation.models import (
     DEFAULT_SPEED_FLOORS,
     Caption,
     Dataset,
+    GoldRating,
     Image,
     Pair,
     PairSkip,
@@ -58,6 +59,7 @@ TABLES = {
     "pair": Pair,
     "slot": RatingSlot,
     "rating": Rating,
+    "gold_rating": GoldRating,
     "skip": PairSkip,
     "qualification": Qualification,
     "counter": QueueCounter,
@@ -295,7 +297,9 @@ def submit() -> Statement:
 # The common case in one statement and one round trip: the pair row is locked first (in
 # the materialized CTE, the lock order of every submission), the slot update carries the
 # holder check, and the rest follows only if it matched. No row back means "not the
-# common case" (not held, a repeat, another dataset, a rater paused since the claim):
+# common case" (not held, a repeat, another dataset, a rater paused since the claim, a
+# key the rater used on a gold rating: one key space across both tables, so a reused
+# key is refused alike whichever kind of pair it was used on):
 # the caller then takes the step-by-step path that says why.
 _SUBMIT_FAST_SQL = """
 WITH p AS MATERIALIZED (
@@ -307,6 +311,10 @@ WITH p AS MATERIALIZED (
       AND NOT EXISTS (
           SELECT 1 FROM {pause} rp
           WHERE rp.{pause.rater} = %(rater)s AND rp.{pause.dataset} = pr.{pair.dataset} AND rp.{pause.lifted_at} IS NULL
+      )
+      AND NOT EXISTS (
+          SELECT 1 FROM {gold_rating} gr
+          WHERE gr.{gold_rating.rater} = %(rater)s AND gr.{gold_rating.idempotency_key} = %(key)s
       )
     FOR NO KEY UPDATE OF pr
 ),
@@ -349,7 +357,7 @@ def submit_fast() -> Statement:
     row when the rater does not simply hold the slot (then nothing was written)."""
     sql = _render(_SUBMIT_FAST_SQL, insert_rating=_render(_INSERT_RATING_SQL, default_floors=_default_floors()))
     params = (("slot", "bigint"), ("dataset_name", "text"), ("rater", "bigint"), *_RATING_PARAMS)
-    return Statement("queue_submit_fast_v3", sql, params)
+    return Statement("queue_submit_fast_v4", sql, params)
 
 
 def all_statements() -> tuple[Statement, ...]:

@@ -16,7 +16,16 @@ from django.db.models import F
 from annotation.cxc import SCORE_MAX, SCORE_MIN
 from annotation.errors import Conflict, DomainError
 from annotation.gold.pause import is_paused, paused_error
-from annotation.models import DEFAULT_SPEED_FLOORS, Pair, QueueCounter, Rating, RatingSlot, SlotState, SpeedFloor
+from annotation.models import (
+    DEFAULT_SPEED_FLOORS,
+    GoldRating,
+    Pair,
+    QueueCounter,
+    Rating,
+    RatingSlot,
+    SlotState,
+    SpeedFloor,
+)
 from annotation.queue import statements
 from annotation.queue.shapes import (
     MAX_ADJUSTMENTS,
@@ -179,6 +188,11 @@ def _submit_stepwise(*, rater, dataset: str, slot_id: int, rating: Mapping, cloc
         # between claim and submit (an admin, the gold rule, an exclusion).
         if is_paused(rater=rater, dataset_id=view.dataset_id):
             raise paused_error(username=rater.get_username(), dataset=dataset)
+        # The rater's keys are one space across ordinary and gold ratings (the fast
+        # statement stores nothing for a key of a gold rating): a key answers alike
+        # whichever kind of pair it was used on.
+        if GoldRating.objects.filter(rater=rater, idempotency_key=rating["key"]).exists():
+            raise key_used_error(rating["key"])
         done = view.ratings_done + 1
         params = {
             **rating,
@@ -258,8 +272,16 @@ def _replayed(view: SlotView, rater, idempotency_key: str) -> SubmitResult | Non
 def _submit_conflict(*, rater, slot_id: int, idempotency_key: str) -> DomainError:
     """Name the unique rule a submission broke (read after its transaction rolled back)."""
     used = Rating.objects.filter(rater=rater, idempotency_key=idempotency_key).values_list("slot_id", flat=True).first()
-    if used is not None and used != slot_id:
-        return Conflict(
-            f"idempotency key {idempotency_key!r} was already used for another rating slot; use a new key for each item"
-        )
+    if (used is not None and used != slot_id) or GoldRating.objects.filter(
+        rater=rater, idempotency_key=idempotency_key
+    ).exists():
+        return key_used_error(idempotency_key)
     return Conflict("you already hold or rated another slot of this pair")
+
+
+def key_used_error(idempotency_key: str) -> Conflict:
+    """The answer to a key the rater already used on another item, ordinary or gold (gold
+    serving answers with it too, so the text never tells which)."""
+    return Conflict(
+        f"idempotency key {idempotency_key!r} was already used for another rating slot; use a new key for each item"
+    )
