@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotation.models import Flag, Pair, QueueCounter, RatingSlot, SlotState
+from annotation.models import Flag, GoldPair, Pair, QueueCounter, RatingSlot, SlotState
 from annotation.queue import queue_counters_add
 
 # Rows per bulk statement.
@@ -50,8 +50,10 @@ class PairSpec:
 def pairs_create_bulk(*, batch, specs: Iterable[PairSpec]) -> dict[str, int]:
     """Queue pairs for a sampling batch, each with ``batch.ratings_per_pair`` open slots.
 
-    Pairs already queued in the dataset (by any batch) and repeats within ``specs`` (in
-    either order) are left out; a repeat keeps the order of its first spec. Must run
+    Pairs already queued in the dataset (by any batch), pairs equal to one of its active
+    gold pairs (a rater who rated the gold pair would meet it again, and could tell the
+    two apart; see ``gold_pair_identities``) and repeats within ``specs`` (in either
+    order) are left out; a repeat keeps the order of its first spec. Must run
     inside the caller's transaction so a batch is all or nothing.
     Returns the number of pairs created per sampling method.
     """
@@ -63,7 +65,7 @@ def pairs_create_bulk(*, batch, specs: Iterable[PairSpec]) -> dict[str, int]:
         if ident not in seen:
             seen.add(ident)
             unique.append(spec)
-    existing = _existing_pair_identities(batch.dataset_id, unique)
+    existing = _existing_pair_identities(batch.dataset_id, unique) | gold_pair_identities(batch.dataset_id)
     fresh = [spec for spec in unique if spec.identity() not in existing]
     if connection.vendor == "postgresql":
         _insert_pairs_postgres(batch=batch, specs=fresh)
@@ -216,6 +218,16 @@ def _insert_pairs_orm(*, batch, specs: list[PairSpec]) -> None:
             ],
             batch_size=BULK_BATCH,
         )
+
+
+def gold_pair_identities(dataset_id: int) -> set[tuple]:
+    """Identities (``PairSpec.identity()``) of the dataset's active gold pairs, which are
+    stored in canonical order as pairs are: pairs no batch may queue. A dataset holds a
+    few hundred gold pairs at most, so they are read whole."""
+    rows = GoldPair.objects.filter(dataset_id=dataset_id, active=True).values_list(
+        "kind", "caption_a_id", "caption_b_id", "image_a_id", "image_b_id"
+    )
+    return {tuple(row) for row in rows}
 
 
 def _existing_pair_identities(dataset_id: int, specs: list[PairSpec]) -> set[tuple]:

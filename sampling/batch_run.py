@@ -15,7 +15,7 @@ import numpy as np
 from django.db import transaction
 
 from annotation.models import METHOD_KIND, Caption, Dataset, EmbeddingSpace, Image, TaskKind
-from annotation.pairs import PairSpec, pairs_create_bulk
+from annotation.pairs import PairSpec, gold_pair_identities, pairs_create_bulk
 from annotation.runs import (
     SAMPLING_BATCH_LOCKS,
     Progress,
@@ -90,26 +90,18 @@ def _run(batch: SamplingBatch, progress: Progress) -> None:
         specs, retrievals, stats, step, total_steps = _sample(batch, progress)
     slots = len(specs) * batch.ratings_per_pair
     progress(step, total_steps, f"writing up to {len(specs)} pairs and {slots} rating slots")
-    # An audit's pairs count under their directions' names (topk_c2i ...), not model_topk.
-    planned = {method: 0 for method in batch.methods if method != MODEL_TOPK}
-    # A pair two methods chose is queued once, under the first (as pairs_create_bulk does).
-    seen: set[tuple] = set()
-    for spec in specs:
-        identity = spec.canonical().identity()
-        if identity not in seen:
-            seen.add(identity)
-            planned[spec.sampling_method] = planned.get(spec.sampling_method, 0) + 1
     write_started = time.perf_counter()
     with transaction.atomic():
         dataset_writes_lock(batch.dataset_id)
         # Read under the lock: a priority set while the batch sampled applies to its pairs.
         batch.priority = SamplingBatch.objects.values_list("priority", flat=True).get(pk=batch.pk)
+        planned, stats["gold_pairs_left_out"] = _planned(batch, specs)
         created = {method: 0 for method in planned} | pairs_create_bulk(batch=batch, specs=specs)
         if retrievals:
             stats["audit_retrievals"] = audit_retrievals_write(batch=batch, retrievals=retrievals)
         if uploaded:
             # Re-rating lists may hold pairs the dataset already has: those are skipped.
-            stats["already_queued"] = len(specs) - sum(created.values())
+            stats["already_queued"] = len(specs) - sum(created.values()) - stats["gold_pairs_left_out"]
         elif created != planned:
             # Sampling left out queued pairs already, so a shortfall means another batch
             # queued some of them since.
@@ -131,6 +123,27 @@ def _run(batch: SamplingBatch, progress: Progress) -> None:
     stats["write_s"] = round(time.perf_counter() - write_started, 3)
     stats["total_s"] = round(time.perf_counter() - started, 3)
     SamplingBatch.objects.filter(pk=batch.pk).update(stats=stats)
+
+
+def _planned(batch: SamplingBatch, specs: list[PairSpec]) -> tuple[dict[str, int], int]:
+    """(pairs per method the batch will queue unless another batch queued some since,
+    pairs left out as equal to an active gold pair of the dataset). A pair two methods
+    chose is queued once, under the first (as pairs_create_bulk does); an audit's pairs
+    count under their directions' names (topk_c2i ...), not model_topk."""
+    planned = {method: 0 for method in batch.methods if method != MODEL_TOPK}
+    gold = gold_pair_identities(batch.dataset_id)
+    seen: set[tuple] = set()
+    gold_left_out = 0
+    for spec in specs:
+        identity = spec.canonical().identity()
+        if identity in seen:
+            continue
+        seen.add(identity)
+        if identity in gold:
+            gold_left_out += 1
+        else:
+            planned[spec.sampling_method] = planned.get(spec.sampling_method, 0) + 1
+    return planned, gold_left_out
 
 
 def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], list, dict, int, int]:

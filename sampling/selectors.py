@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 
 from annotation.errors import NotFound
 from annotation.models import METHOD_KIND, Caption, EmbeddingSpace, Image, Pair, RatingStatus, Split, TaskKind
-from annotation.pairs import PairSpec
+from annotation.pairs import PairSpec, gold_pair_identities
 from frontend.selectors import worked_example_pairs
 from sampling import strategies
 from sampling.embeddings import open_space
@@ -145,12 +145,13 @@ def _open_rows(space: EmbeddingSpace, keys: Sequence[str]) -> tuple[np.ndarray, 
 
 
 def queued_pairs(*, split: Split, items: SplitItems) -> dict[str, np.ndarray]:
-    """Pairs already in the split, and the dataset's worked examples (raters see those
-    solved, so they are never queued), as rows, per sampling method's orientation."""
+    """Pairs already in the split, the dataset's worked examples (raters see those
+    solved) and its active gold pairs (a rater would meet a gold pair again), which are
+    never queued, as rows, per sampling method's orientation."""
     sis = Pair.objects.filter(split=split, kind=TaskKind.SIS).values_list("image_a_id", "image_b_id")
     sts = Pair.objects.filter(split=split, kind=TaskKind.STS).values_list("caption_a_id", "caption_b_id")
     sits = Pair.objects.filter(split=split, kind=TaskKind.SITS).values_list("caption_a_id", "image_a_id")
-    examples = worked_example_pairs(dataset_id=split.dataset_id)
+    examples = [*worked_example_pairs(dataset_id=split.dataset_id), *gold_pair_identities(split.dataset_id)]
     taken = {
         TaskKind.SIS: [*sis.iterator(chunk_size=KEY_CHUNK), *_canonical(examples, TaskKind.SIS, 3, 4)],
         TaskKind.STS: [*sts.iterator(chunk_size=KEY_CHUNK), *_canonical(examples, TaskKind.STS, 1, 2)],

@@ -172,6 +172,9 @@ def upload_summary(batch: SamplingBatch) -> list[str]:
     merged = batch.stats.get("rows_merged", 0)
     if merged:
         lines.append(f"merged: {merged} row(s) repeated a pair named earlier in the list (queued once)")
+    gold = batch.stats.get("gold_pairs_left_out", 0)
+    if gold:
+        lines.append(f"gold: {gold} pair(s) equal to an active gold pair of the dataset were left out")
     in_file, queued = batch.stats.get("pairs_in_file", 0), batch.stats.get("already_queued", 0)
     if queued and queued == in_file:
         lines.append(f"already queued: all {queued} pairs of the list were queued before; nothing new to rate")
