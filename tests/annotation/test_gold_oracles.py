@@ -71,5 +71,5 @@ def test_progress_breaks_a_tie_of_lease_times_alike_for_gold_and_ordinary(engine
     client = client_for(rater(["SIS", "STS"]))
     leases = [_claim_one(client, dataset, gold=True, kind="SIS"), _claim_one(client, dataset, gold=False, kind="STS")]
     held = client.get(rate_url(dataset, "progress")).json()["held_slot_id"]
-    # Both leased at the same instant: the rule must not depend on which table holds them.
+    # Both leased at the same instant: the lower id (one sequence for both tables) is named.
     assert held == min((lease["slot_id"] for lease in leases), key=lambda slot: db_id("slot", slot))
