@@ -308,18 +308,19 @@ def participant_next(participant: Participant) -> tuple[str, str | None]:
     link = participant.link
     if participant.finished_at is not None:
         return Step.FINISHED, None
-    if participant_items_done(participant) >= link.quota:
-        return Step.DONE, None
     qualified = set(
         Qualification.objects.filter(rater_id=participant.user_id)
         .in_dataset(link.dataset_id)
         .values_list("kind", flat=True)
     )
     # The quiz gates its kind's ratings and screens the participant: taken before any
-    # quiz-free kind of the link, so nobody rates their quota around it.
+    # quiz-free kind of the link, and before the quota counts, so nobody rates their
+    # quota around it (the rating policy refuses such claims: QuizFirst).
     for kind in link.kinds:
         if kind not in qualified and quiz_offered(rater=participant.user, dataset_id=link.dataset_id, kind=kind):
             return Step.RATE, kind
+    if participant_items_done(participant) >= link.quota:
+        return Step.DONE, None
     left = rater_pairs_left(rater=participant.user, kinds=list(link.kinds), dataset_id=link.dataset_id)
     for kind in link.kinds:
         if kind in qualified and left.get((link.dataset_id, kind), 0) > 0:
