@@ -108,7 +108,7 @@ def test_a_participant_goes_from_the_link_through_the_quiz_and_quota_to_the_code
     page.screenshot(path=str(screenshot_dir / "crowd-done.png"), full_page=True)
     page.wait_for_url("**/login/?returned=yes", timeout=20_000)
 
-    users = get_user_model().objects.filter(username=f"prolific-{PID}")
+    users = get_user_model().objects.filter(username=f"prolific-{link.pk}-{PID}")
     assert users.count() == 1
     participant = Participant.objects.get(link=link)
     assert (participant.study_id, participant.session_id) == ("study1", "session1")
@@ -145,8 +145,8 @@ def test_a_participant_whose_pairs_run_out_over_both_kinds_gets_the_partial_code
 def test_a_link_whose_id_names_another_account_signs_nobody_in(page, live_server, demo, screenshot_dir):
     from tests.factories import UserFactory
 
-    UserFactory(username="prolific-alice", roles=["rater"])
     link = crowd_link(demo, kinds=("SIS",), quota=3)
+    UserFactory(username=f"prolific-{link.pk}-alice", roles=["rater"])
     response = page.goto(f"{live_server.url}/join/{link.token}/?PROLIFIC_PID=alice")
     assert response.status == 409
     refused = page.locator("[data-testid=crowd-refused]")
@@ -169,5 +169,5 @@ def test_the_link_opened_again_in_another_tab_resumes_the_same_participant(page,
     second_tab.wait_for_selector("#pair[data-ready]")
     # The held pair (ordinary or gold) comes back in the second tab: one rater, one lease.
     assert second_tab.locator("#pair").get_attribute("data-ready") == first
-    assert get_user_model().objects.filter(username=f"prolific-{PID}").count() == 1
+    assert get_user_model().objects.filter(username=f"prolific-{link.pk}-{PID}").count() == 1
     assert Participant.objects.filter(link=link).count() == 1
