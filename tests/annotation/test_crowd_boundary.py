@@ -6,6 +6,7 @@ the account another link made for the same platform id."""
 import pytest
 from django.contrib.auth import get_user_model
 
+from annotation import queue
 from annotation.crowd import campaign_link_create
 from annotation.models import Participant, Qualification, Rating
 from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, items_rated, sts_quiz
@@ -106,3 +107,31 @@ def test_another_links_participant_id_opens_only_a_run_of_that_link(tmp_path):
         f"prolific-{link_a.pk}-alice",
         f"prolific-{link_b.pk}-alice",
     }
+
+
+def test_a_quota_rated_around_an_owed_quiz_earns_no_code(dataset):
+    """Ratings stored before the quiz came first (through the queue itself, as the hole
+    let them in) fill the quota; the end page still asks for the quiz, not the code."""
+    sts_quiz(dataset)
+    link = campaign_link_create(dataset=dataset, name="w", kinds=["SIS", "STS"], quota=3, completion_code=FULL)
+    browser = ParticipantClient(link, "early1")
+    browser.join()
+    user = get_user_model().objects.get(participations__link=link)
+    for number in range(3):
+        slot = queue.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+        queue.rating_submit(
+            rater=user,
+            dataset=dataset.name,
+            slot_id=slot.slot_id,
+            score=2.0,
+            time_on_item_ms=4000,
+            time_to_first_move_ms=500,
+            adjustments=1,
+            idempotency_key=f"early-{number}",
+        )
+    assert items_rated(user, dataset) == 3
+    done = browser.done_page()
+    assert done.status_code == 302
+    assert browser.http.get(done["Location"])["Location"].endswith("/sts/")
+    assert FULL not in browser.done_page().content.decode()
+    assert Participant.objects.get().finished_at is None
