@@ -240,7 +240,8 @@ _PLATFORM_ID_LOCK = "participant-join"
 def _lock_platform_id(link: CampaignLink, external_id: str) -> None:
     """Hold, until the transaction ends, the lock of one platform id in one dataset, so
     two joins of it (two tabs of one link, or two links of the dataset) go one after
-    the other. SQLite needs none: it runs one writing transaction at a time."""
+    the other. SQLite needs none: its transactions take the write lock at BEGIN
+    (IMMEDIATE, config/settings.py), one at a time."""
     if connection.vendor != "postgresql":
         return
     key = f"{_PLATFORM_ID_LOCK}:{link.dataset_id}:{link.id_param}:{external_id}"
