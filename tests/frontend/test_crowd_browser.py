@@ -15,6 +15,7 @@ from annotation.models import GoldPair, GoldPurpose, GoldRating, Participant, Qu
 from annotation.pairs import pairs_retire
 from tests.frontend.crowd_setup import crowd_link, sis_quiz
 from tests.frontend.test_rating_page import track_point
+from tests.rating_support import db_id
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
@@ -30,7 +31,8 @@ def answer_quiz(page, *, near: bool) -> list[int]:
         page.wait_for_selector("#pair[data-ready]:visible, #quiz-result:visible")
         if page.locator("#quiz-result").is_visible():
             return asked
-        gold_id = int(page.locator("#pair").get_attribute("data-ready"))
+        # The page names the question by its opaque id; the test reads its gold pair.
+        gold_id = db_id("question", page.locator("#pair").get_attribute("data-ready"))
         asked.append(gold_id)
         reference = GoldPair.objects.get(pk=gold_id).gold_score
         # The very ends of the track are its edge pixels: stay a little inside.
