@@ -160,6 +160,20 @@ def test_a_link_whose_id_names_another_account_signs_nobody_in(page, live_server
     page.wait_for_url("**/admin/login/?next=/admin/")
 
 
+def test_a_second_link_of_the_same_data_set_refuses_a_participant_of_the_first(page, live_server, demo, screenshot_dir):
+    first = crowd_link(demo, kinds=("SIS",), quota=3)
+    second = crowd_link(demo, kinds=("SIS",), quota=3)
+    page.goto(f"{live_server.url}/join/{first.token}/?PROLIFIC_PID={PID}")
+    page.wait_for_selector("#pair[data-ready]")
+    page.context.clear_cookies()
+    response = page.goto(f"{live_server.url}/join/{second.token}/?PROLIFIC_PID={PID}")
+    assert response.status == 409
+    refused = page.locator("[data-testid=crowd-refused]")
+    assert "already take part in a study on this data set" in refused.inner_text()
+    page.screenshot(path=str(screenshot_dir / "crowd-in-another-study.png"), full_page=True)
+    assert not Participant.objects.filter(link=second).exists()
+
+
 def test_the_link_opened_again_in_another_tab_resumes_the_same_participant(page, live_server, demo):
     link = crowd_link(demo, kinds=("SIS", "STS"), quota=2)
     url = f"{live_server.url}/join/{link.token}/?PROLIFIC_PID={PID}"
