@@ -1,11 +1,15 @@
 """Crowd-platform entry (issue #16): campaign links for Prolific and platforms alike.
 
 Opening ``/join/<token>/?PROLIFIC_PID=..&STUDY_ID=..&SESSION_ID=..`` makes (or resumes)
-the participant of that link and external id: one external id is one account however
-often, in however many tabs, the link is opened (the unique user name and the unique
-(link, external id) row decide races). The link only ever signs in an account it made:
-participant group only, no usable password (``_crowd_user``); a name that belongs to any
-other account refuses the join. A participant rates up to the link's quota of items,
+the participant of that link and external id: one (link, external id) is one account
+however often, in however many tabs, the link is opened (a lock on the platform id and
+the unique (link, external id) row decide races). Each link makes its own accounts
+(``<platform>-<link id>-<external id>``): a platform id is no key to a run of another
+link, and the link only ever signs in an account it made: participant group only, no
+usable password (``_crowd_user``); a name that belongs to any other account refuses the
+join. A platform id takes part in one link per dataset: a second link of the same
+dataset refuses it, so one person never rates a dataset through two accounts or earns
+two codes for one piece of work. A participant rates up to the link's quota of items,
 then is shown the completion code; one whose pairs run out first sees how many they
 rated and, if earned, the link's partial code (``completion_outcome``). The rating policy
 (``annotation.rating.policy``) refuses a claim or a submit past the quota or the end page
@@ -24,7 +28,7 @@ from urllib.parse import urlencode, urlsplit
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from annotation.errors import DomainError
@@ -197,6 +201,16 @@ def _participant_new(link: CampaignLink, external_id: str, params: Mapping[str, 
     side = {field: (params.get(name) or "")[:64] for field, name in SIDE_PARAMS.items()}
     try:
         with transaction.atomic():
+            _lock_platform_id(link, external_id)
+            # Under the lock: the same id's other tab may have made this link's run a
+            # moment ago; a run on another link of the dataset refuses this one.
+            runs = Participant.objects.filter(
+                link__dataset_id=link.dataset_id, link__id_param=link.id_param, external_id=external_id
+            )
+            if (participant := runs.select_related("user", "link__dataset").filter(link=link).first()) is not None:
+                return participant
+            if runs.exists():
+                raise _in_another_study(link)
             if link.max_participants is not None:
                 # The link's row is the lock that keeps the cap exact under a rush; links
                 # without a cap need no lock (the unique constraints settle races).
@@ -211,30 +225,42 @@ def _participant_new(link: CampaignLink, external_id: str, params: Mapping[str, 
             )
             _grant_kinds_without_quiz(user, link)
     except IntegrityError:
-        # The same id's other tab made it a moment ago; or another account took the
-        # name in the same moment, which refuses the join as a clash found above does.
-        known = Participant.objects.select_related("user", "link__dataset").filter(link=link, external_id=external_id)
-        if (participant := known.first()) is None:
-            raise _name_taken(link) from None
-        return participant
+        # Another account took the name in the same moment: the join is refused as a
+        # clash found before is.
+        raise _name_taken(link) from None
     participant.link = link
     return participant
 
 
+# First key of the crowd's advisory locks (``annotation.runs`` keys its own by two
+# 32-bit numbers; PostgreSQL keeps one-key and two-key locks apart).
+_PLATFORM_ID_LOCK = "participant-join"
+
+
+def _lock_platform_id(link: CampaignLink, external_id: str) -> None:
+    """Hold, until the transaction ends, the lock of one platform id in one dataset, so
+    two joins of it (two tabs of one link, or two links of the dataset) go one after
+    the other. SQLite needs none: its transactions take the write lock at BEGIN
+    (IMMEDIATE, config/settings.py), one at a time."""
+    if connection.vendor != "postgresql":
+        return
+    key = f"{_PLATFORM_ID_LOCK}:{link.dataset_id}:{link.id_param}:{external_id}"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
+
+
 def _crowd_user(link: CampaignLink, external_id: str):
-    """The one account of an external id on the link's platform, without a password:
-    made here, or an account an earlier campaign link made for the same id. Any other
-    account of that name (a rater's, an admin's, one made by hand) raises JoinRefused:
-    a link must never sign a visitor in as someone else."""
+    """A new account of the link for an external id, without a password:
+    ``<platform>-<link id>-<external id>``. Each link makes its own, so knowing a
+    platform id and any link never opens another link's run. A name that is taken in
+    any case (a rater's, an admin's, one made by hand) raises JoinRefused: a link must
+    never sign a visitor in as someone else."""
     prefix = PLATFORM_PREFIX.get(link.id_param, link.id_param.lower())
     users = get_user_model()
-    username = f"{prefix}-{external_id}"
-    # Any case: ``Prolific-Alice`` is no more a way in than ``prolific-alice``.
-    user = users.objects.filter(username__iexact=username).first()
-    if user is not None:
-        if not _is_participant_account(user, id_param=link.id_param, external_id=external_id):
-            raise _name_taken(link)
-        return user
+    username = f"{prefix}-{link.pk}-{external_id}"
+    # Any case: ``Prolific-7-Alice`` is no more a way in than ``prolific-7-alice``.
+    if users.objects.filter(username__iexact=username).exists():
+        raise _name_taken(link)
     user = users(username=username)
     user.set_unusable_password()
     with transaction.atomic():
@@ -260,6 +286,14 @@ def _name_taken(link: CampaignLink) -> JoinRefused:
     return JoinRefused(
         f"This participant id ({link.id_param}) cannot be used for this study: it is taken by another account. "
         "Nobody was signed in. Please contact the researcher of the study.",
+        http_status=409,
+    )
+
+
+def _in_another_study(link: CampaignLink) -> JoinRefused:
+    return JoinRefused(
+        f"With this participant id ({link.id_param}) you already take part in a study on this data set, "
+        "so this link cannot be used. Nobody was signed in. Please go on through the study you joined first.",
         http_status=409,
     )
 
@@ -308,18 +342,19 @@ def participant_next(participant: Participant) -> tuple[str, str | None]:
     link = participant.link
     if participant.finished_at is not None:
         return Step.FINISHED, None
-    if participant_items_done(participant) >= link.quota:
-        return Step.DONE, None
     qualified = set(
         Qualification.objects.filter(rater_id=participant.user_id)
         .in_dataset(link.dataset_id)
         .values_list("kind", flat=True)
     )
     # The quiz gates its kind's ratings and screens the participant: taken before any
-    # quiz-free kind of the link, so nobody rates their quota around it.
+    # quiz-free kind of the link, and before the quota counts, so nobody rates their
+    # quota around it (the rating policy refuses such claims: QuizFirst).
     for kind in link.kinds:
         if kind not in qualified and quiz_offered(rater=participant.user, dataset_id=link.dataset_id, kind=kind):
             return Step.RATE, kind
+    if participant_items_done(participant) >= link.quota:
+        return Step.DONE, None
     left = rater_pairs_left(rater=participant.user, kinds=list(link.kinds), dataset_id=link.dataset_id)
     for kind in link.kinds:
         if kind in qualified and left.get((link.dataset_id, kind), 0) > 0:

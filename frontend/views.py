@@ -62,6 +62,8 @@ def rate_page(request, dataset: str, kind: str):
         # A participant sees only their study's dataset and kinds (the rating policy's WHO).
         try:
             participant = policy.entry_check(rater=request.user, dataset=dataset_obj.name, kind=kind)
+        except policy.QuizFirst as owed:
+            return redirect("rate-page", dataset=dataset_obj.name, kind=owed.kind.lower())
         except Forbidden as refused:
             text = str(refused)
             context = {"title": "Not part of your study", "text": text[:1].upper() + text[1:] + "."}

@@ -5,9 +5,11 @@ quiz and the join flow, passes here, in this order:
    acts only in the dataset and the kinds of their campaign link).
 2. MAY THEY: the role; the qualification for this dataset and kind and the pause (both
    checked inside the claim statement itself, so a plain rater's claim costs no extra
-   round trip); for a participant, the quota (``annotation.rating.quota``: ratings,
-   queue gold ratings and leases held, over the link's kinds since joining) and no claim
-   once the completion code was shown.
+   round trip); for a participant, the quiz first (no kind is claimed or opened while a
+   quiz of another of the link's kinds is still owed: offered, not passed, attempts
+   left), the quota (``annotation.rating.quota``: ratings, queue gold ratings and leases
+   held, over the link's kinds since joining) and no claim once the completion code was
+   shown.
 3. WHAT: a gold pair now and then (``annotation.gold.serving.gold_claim``), else the
    queue's next slot (``annotation.queue.slot_claim``).
 
@@ -45,11 +47,13 @@ from annotation.models import (
 from annotation.queue.claim import qualified_kinds
 from annotation.queue.shapes import Assignment, SubmitResult, check_kind, lease_ttl, service_now
 from annotation.queue.submit import submission_values
+from annotation.quiz import quiz_offered
 from annotation.rating.quota import QuotaReached, quota_reached_error, quota_use
 from annotation.roles import PARTICIPANT, has_role, may_rate
 from annotation.sql import use_postgres_sql
 
 __all__ = [
+    "QuizFirst",
     "QuotaReached",
     "entry_check",
     "rating_submit",
@@ -93,13 +97,37 @@ def _check_link_kind(participant: Participant, kind: str) -> None:
         raise Forbidden(f"this study asks for {', '.join(kinds)} ratings, not {kind}")
 
 
+class QuizFirst(Forbidden):
+    """A participant asked for a kind while the quiz of another of their link's kinds is
+    still theirs to take; ``kind`` names that quiz."""
+
+    code = "quiz_first"
+
+    def __init__(self, kind: str):
+        super().__init__(f"take the {kind} quiz of this study first: it comes before any rating")
+        self.kind = kind
+
+
+def _check_quiz_first(participant: Participant, *, kind: str | None) -> None:
+    """Raise QuizFirst while a quiz of a link kind other than ``kind`` is owed (offered,
+    not passed, attempts left): the quiz screens the participant, so no script rates
+    the quota of a quiz-free kind around it. Each link kind costs a query or two; a
+    link of one kind asking for it costs none."""
+    link = participant.link
+    for other in link.kinds:
+        if other != kind and quiz_offered(rater=participant.user_id, dataset_id=link.dataset_id, kind=other):
+            raise QuizFirst(other)
+
+
 def entry_check(*, rater, dataset: str, kind: str) -> Participant | None:
     """Who may open a kind's rating page or take its quiz in a dataset: any rater; a
-    participant only in their study's dataset and kinds. Returns the participation
-    (None for a plain rater); raises Forbidden."""
+    participant only in their study's dataset and kinds, and only the owed quiz while
+    one is owed. Returns the participation (None for a plain rater); raises Forbidden
+    (QuizFirst naming the quiz to take)."""
     participant = participation(rater=rater, dataset=dataset)
     if participant is not None:
         _check_link_kind(participant, kind)
+        _check_quiz_first(participant, kind=kind)
     return participant
 
 
@@ -128,12 +156,14 @@ def _participant_claim_kinds(participant: Participant, *, rater, kind: str | Non
     """The kinds to try, in order, for a participant's claim: a kind they hold an item
     of first (resumed), then the link's other kinds. Raises QuotaReached once the
     completion code was shown or ratings and held items fill the quota (then only a
-    held item may be resumed), Forbidden for a kind outside the link."""
+    held item may be resumed), QuizFirst while a quiz of another link kind is owed,
+    Forbidden for a kind outside the link."""
     link = participant.link
     if kind is not None:
         _check_link_kind(participant, kind)
     if participant.finished_at is not None:
         raise quota_reached_error(participant)
+    _check_quiz_first(participant, kind=kind)
     use = quota_use(participant)
     if use.done >= use.quota:
         raise quota_reached_error(participant)

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from annotation.crowd import (
     CampaignLinkError,
+    JoinRefused,
     QuotaReached,
     Step,
     campaign_link_create,
@@ -60,16 +61,17 @@ def test_one_external_id_is_one_rater_however_often_the_link_is_opened(dataset):
     again = participant_join(token=link.token, params={"PROLIFIC_PID": PID, "SESSION_ID": "y"})
     other = participant_join(token=link.token, params={"PROLIFIC_PID": PID[::-1]})
     assert first.pk == again.pk and first.user_id == again.user_id and other.user_id != first.user_id
-    assert get_user_model().objects.filter(username=f"prolific-{PID}").count() == 1
+    assert get_user_model().objects.filter(username=f"prolific-{link.pk}-{PID}").count() == 1
     user = first.user
     assert not user.has_usable_password()
     # The participant role only: no rater group, so no rater list or rater action takes them in.
     assert set(user.groups.values_list("name", flat=True)) == {"participant"}
     # No quiz for SIS in this dataset: the link itself qualifies them.
     assert list(Qualification.objects.filter(rater=user).values_list("kind", flat=True)) == ["SIS"]
-    # The same person on a second link of the same platform is the same rater.
+    # A second link of the same dataset refuses the platform id: one study per dataset.
     second_link = make_link(dataset, name="second wave")
-    assert participant_join(token=second_link.token, params={"PROLIFIC_PID": PID}).user_id == user.pk
+    with pytest.raises(JoinRefused, match="already take part in a study on this data set"):
+        participant_join(token=second_link.token, params={"PROLIFIC_PID": PID})
 
 
 def test_the_claim_holds_the_quota_and_the_submit_stops_serving_at_it(dataset):

@@ -1,8 +1,9 @@
-"""A campaign link signs in only the participant account it made for its platform's id:
-an id that names any other account (an invited rater, a superuser, an account of another
-platform, a participant account given a password or a role) is refused with a 409 page
-and nobody is signed in. Participant accounts rate (rating and quiz APIs) but never reach
-the admin, the campaign or research pages, or the admin and researcher APIs."""
+"""A campaign link signs in only the participant account it made itself for its
+platform's id (``<platform>-<link id>-<external id>``): an id whose name is any other
+account's (an invited rater, a superuser, an account of another link, a participant
+account given a password or a role) is refused with a 409 page and nobody is signed in.
+Participant accounts rate (rating and quiz APIs) but never reach the admin, the campaign
+or research pages, or the admin and researcher APIs."""
 
 from datetime import timedelta
 
@@ -57,20 +58,20 @@ def assert_no_staff_access(client: Client, dataset) -> None:
 
 
 @pytest.mark.parametrize(
-    ("username", "make", "id_param"),
+    ("platform", "external_id", "make", "id_param"),
     [
         # An invited rater who set their password.
-        ("prolific-alice", {"roles": ["rater"]}, "PROLIFIC_PID"),
-        # A superuser whose name reads like a worker id.
-        ("mturk-ops", {"is_staff": True, "is_superuser": True}, "workerId"),
+        ("prolific", "alice", {"roles": ["rater"]}, "PROLIFIC_PID"),
+        # A superuser whose name reads like a worker id of the link.
+        ("mturk", "ops", {"is_staff": True, "is_superuser": True}, "workerId"),
     ],
 )
-def test_a_link_never_signs_in_an_account_it_did_not_make(dataset, username, make, id_param):
-    flags = {name: value for name, value in make.items() if name != "roles"}
-    victim = UserFactory(username=username, roles=make.get("roles", []), **flags)
-    get_user_model().objects.filter(pk=victim.pk).update(last_login=LONG_AGO)
+def test_a_link_never_signs_in_an_account_it_did_not_make(dataset, platform, external_id, make, id_param):
     link = make_link(dataset, id_param=id_param)
-    visitor = ParticipantClient(link, username.split("-", 1)[1])
+    flags = {name: value for name, value in make.items() if name != "roles"}
+    victim = UserFactory(username=f"{platform}-{link.pk}-{external_id}", roles=make.get("roles", []), **flags)
+    get_user_model().objects.filter(pk=victim.pk).update(last_login=LONG_AGO)
+    visitor = ParticipantClient(link, external_id)
     response = visitor.join()
     page = response.content.decode()
     assert response.status_code == 409
@@ -82,9 +83,10 @@ def test_a_link_never_signs_in_an_account_it_did_not_make(dataset, username, mak
 
 
 def test_the_refused_visitor_is_nobody_and_the_account_is_untouched(dataset):
-    victim = UserFactory(username="mturk-ops", is_staff=True, is_superuser=True)
+    link = make_link(dataset, id_param="workerId")
+    victim = UserFactory(username=f"mturk-{link.pk}-ops", is_staff=True, is_superuser=True)
     get_user_model().objects.filter(pk=victim.pk).update(last_login=LONG_AGO)
-    visitor = ParticipantClient(make_link(dataset, id_param="workerId"), "ops")
+    visitor = ParticipantClient(link, "ops")
     assert visitor.join().status_code == 409
     assert visitor.http.post(f"/api/rate/{dataset.name}/claim/", {}, content_type="application/json").status_code in (
         401,
@@ -103,67 +105,90 @@ def test_the_refused_visitor_is_nobody_and_the_account_is_untouched(dataset):
         "rater_without_password",  # invited, the invitation not yet used
         "researcher",
         "staff_without_password",
-        "participant_given_a_password",
+        "participant_given_a_password",  # the link's own account, since changed
         "participant_given_the_rater_role",
-        "other_case",  # Prolific-Bob is not prolific-bob's to take
-        "other_platform",  # a 'prolific' id parameter is not Prolific's PROLIFIC_PID
+        "other_case",  # Prolific-7-Bob is not prolific-7-bob's to take
+        "other_platform",  # a 'prolific' id parameter's participant account of that name
     ],
 )
 def test_every_other_clash_is_refused(dataset, account):
     users = get_user_model()
-    if account.startswith("participant_") or account == "other_platform":
-        ParticipantClient(make_link(dataset), "bob").join()
-        user = users.objects.get(username="prolific-bob")
+    link = make_link(dataset, name="second wave")
+    name = f"prolific-{link.pk}-bob"
+    if account.startswith("participant_"):
+        ParticipantClient(link, "bob").join()
+        user = users.objects.get(username=name)
         if account == "participant_given_a_password":
             user.set_password("a-password-of-their-own")
             user.save()
-        elif account == "participant_given_the_rater_role":
+        else:
             user.groups.add(Group.objects.get_or_create(name="rater")[0])
     elif account == "other_case":
-        UserFactory(username="Prolific-Bob", roles=["rater"])
+        UserFactory(username=f"Prolific-{link.pk}-Bob", roles=["rater"])
+    elif account == "other_platform":
+        other = make_link(dataset, name="other platform", id_param="prolific")
+        user = UserFactory(username=name, roles=["participant"])
+        user.set_unusable_password()
+        user.save()
+        Participant.objects.create(link=other, user=user, external_id="bob", started_at=timezone.now())
     else:
         user = UserFactory(
-            username="prolific-bob",
+            username=name,
             roles={"rater_without_password": ["rater"], "researcher": ["researcher"]}.get(account, []),
             is_staff=account == "staff_without_password",
         )
         if account != "researcher":
             user.set_unusable_password()
             user.save()
-    id_param = "prolific" if account == "other_platform" else "PROLIFIC_PID"
-    link = make_link(dataset, name="second wave", id_param=id_param)
-    users_before = users.objects.count()
+    users_before, runs_before = users.objects.count(), Participant.objects.filter(link=link).count()
     visitor = ParticipantClient(link, "bob")
     response = visitor.join()
     assert response.status_code == 409, (account, response.status_code)
     assert "cannot be used" in response.content.decode()
     assert signed_in_as(visitor.http) is None
     assert users.objects.count() == users_before
-    assert not Participant.objects.filter(link=link).exists()
+    assert Participant.objects.filter(link=link).count() == runs_before
 
 
 def test_the_accounts_own_link_refuses_it_once_it_is_more_than_a_participant(dataset):
     link = make_link(dataset)
     first = ParticipantClient(link, "carol")
     assert first.join().status_code == 302
-    user = get_user_model().objects.get(username="prolific-carol")
+    user = get_user_model().objects.get(username=f"prolific-{link.pk}-carol")
     user.is_staff = True
     user.save()
     again = ParticipantClient(link, "carol")
     assert again.join().status_code == 409 and signed_in_as(again.http) is None
 
 
-def test_a_participant_account_is_the_participant_role_only_and_comes_back_through_any_link(dataset):
-    first_link, second_link = make_link(dataset), make_link(dataset, name="second wave")
+def test_a_participant_account_is_the_participant_role_only_and_its_links_own(dataset):
+    first_link = make_link(dataset)
     browser = ParticipantClient(first_link, "dana")
     assert browser.join().status_code == 302
-    user = get_user_model().objects.get(username="prolific-dana")
+    user = get_user_model().objects.get(username=f"prolific-{first_link.pk}-dana")
     assert set(user.groups.values_list("name", flat=True)) == {"participant"}
     assert not user.has_usable_password() and not user.is_staff
     assert Participant.objects.filter(link=first_link, external_id="dana", user=user).exists()
-    again = ParticipantClient(second_link, "dana")
+    again = ParticipantClient(first_link, "dana")
     assert again.join().status_code == 302 and signed_in_as(again.http) == str(user.pk)
-    assert Participant.objects.filter(link=second_link, external_id="dana", user=user).exists()
+    # Another platform's link of the dataset makes an account of its own for the same id.
+    mturk_link = make_link(dataset, name="mturk wave", id_param="workerId")
+    worker = ParticipantClient(mturk_link, "dana")
+    assert worker.join().status_code == 302
+    assert signed_in_as(worker.http) not in (None, str(user.pk))
+    assert Participant.objects.get(link=mturk_link).user.username == f"mturk-{mturk_link.pk}-dana"
+
+
+def test_an_account_an_earlier_join_made_comes_back_through_its_participant_row(dataset):
+    """Accounts made before links made their own (``prolific-<id>``) keep their runs."""
+    link = make_link(dataset)
+    earlier = UserFactory(username="prolific-hal", roles=["participant"])
+    earlier.set_unusable_password()
+    earlier.save()
+    Participant.objects.create(link=link, user=earlier, external_id="hal", started_at=timezone.now())
+    browser = ParticipantClient(link, "hal")
+    assert browser.join().status_code == 302 and signed_in_as(browser.http) == str(earlier.pk)
+    assert get_user_model().objects.filter(username__contains="hal").count() == 1
 
 
 def test_a_participant_rates_through_the_api_but_reaches_no_staff_page(dataset):
@@ -187,7 +212,7 @@ def test_the_migration_leaves_earlier_participant_accounts_the_participant_role_
     migration = importlib.import_module("annotation.migrations.0019_campaign_partial_code")
     link = make_link(dataset)
     assert ParticipantClient(link, "fay").join().status_code == 302
-    earlier = get_user_model().objects.get(username="prolific-fay")
+    earlier = get_user_model().objects.get(username=f"prolific-{link.pk}-fay")
     earlier.groups.add(Group.objects.get_or_create(name="rater")[0])
     invited = UserFactory(username="prolific-gus", roles=["rater", "participant"])
     Participant.objects.create(link=link, user=invited, external_id="gus", started_at=timezone.now())

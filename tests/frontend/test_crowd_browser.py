@@ -15,6 +15,7 @@ from annotation.models import GoldPair, GoldPurpose, GoldRating, Participant, Qu
 from annotation.pairs import pairs_retire
 from tests.frontend.crowd_setup import crowd_link, sis_quiz
 from tests.frontend.test_rating_page import track_point
+from tests.rating_support import db_id
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
@@ -30,7 +31,8 @@ def answer_quiz(page, *, near: bool) -> list[int]:
         page.wait_for_selector("#pair[data-ready]:visible, #quiz-result:visible")
         if page.locator("#quiz-result").is_visible():
             return asked
-        gold_id = int(page.locator("#pair").get_attribute("data-ready"))
+        # The page names the question by its opaque id; the test reads its gold pair.
+        gold_id = db_id("question", page.locator("#pair").get_attribute("data-ready"))
         asked.append(gold_id)
         reference = GoldPair.objects.get(pk=gold_id).gold_score
         # The very ends of the track are its edge pixels: stay a little inside.
@@ -108,7 +110,7 @@ def test_a_participant_goes_from_the_link_through_the_quiz_and_quota_to_the_code
     page.screenshot(path=str(screenshot_dir / "crowd-done.png"), full_page=True)
     page.wait_for_url("**/login/?returned=yes", timeout=20_000)
 
-    users = get_user_model().objects.filter(username=f"prolific-{PID}")
+    users = get_user_model().objects.filter(username=f"prolific-{link.pk}-{PID}")
     assert users.count() == 1
     participant = Participant.objects.get(link=link)
     assert (participant.study_id, participant.session_id) == ("study1", "session1")
@@ -145,8 +147,8 @@ def test_a_participant_whose_pairs_run_out_over_both_kinds_gets_the_partial_code
 def test_a_link_whose_id_names_another_account_signs_nobody_in(page, live_server, demo, screenshot_dir):
     from tests.factories import UserFactory
 
-    UserFactory(username="prolific-alice", roles=["rater"])
     link = crowd_link(demo, kinds=("SIS",), quota=3)
+    UserFactory(username=f"prolific-{link.pk}-alice", roles=["rater"])
     response = page.goto(f"{live_server.url}/join/{link.token}/?PROLIFIC_PID=alice")
     assert response.status == 409
     refused = page.locator("[data-testid=crowd-refused]")
@@ -156,6 +158,20 @@ def test_a_link_whose_id_names_another_account_signs_nobody_in(page, live_server
     page.wait_for_url("**/login/?next=/rate/demo/sis/")
     page.goto(f"{live_server.url}/admin/")
     page.wait_for_url("**/admin/login/?next=/admin/")
+
+
+def test_a_second_link_of_the_same_data_set_refuses_a_participant_of_the_first(page, live_server, demo, screenshot_dir):
+    first = crowd_link(demo, kinds=("SIS",), quota=3)
+    second = crowd_link(demo, kinds=("SIS",), quota=3)
+    page.goto(f"{live_server.url}/join/{first.token}/?PROLIFIC_PID={PID}")
+    page.wait_for_selector("#pair[data-ready]")
+    page.context.clear_cookies()
+    response = page.goto(f"{live_server.url}/join/{second.token}/?PROLIFIC_PID={PID}")
+    assert response.status == 409
+    refused = page.locator("[data-testid=crowd-refused]")
+    assert "already take part in a study on this data set" in refused.inner_text()
+    page.screenshot(path=str(screenshot_dir / "crowd-in-another-study.png"), full_page=True)
+    assert not Participant.objects.filter(link=second).exists()
 
 
 def test_the_link_opened_again_in_another_tab_resumes_the_same_participant(page, live_server, demo):
@@ -169,5 +185,5 @@ def test_the_link_opened_again_in_another_tab_resumes_the_same_participant(page,
     second_tab.wait_for_selector("#pair[data-ready]")
     # The held pair (ordinary or gold) comes back in the second tab: one rater, one lease.
     assert second_tab.locator("#pair").get_attribute("data-ready") == first
-    assert get_user_model().objects.filter(username=f"prolific-{PID}").count() == 1
+    assert get_user_model().objects.filter(username=f"prolific-{link.pk}-{PID}").count() == 1
     assert Participant.objects.filter(link=link).count() == 1
