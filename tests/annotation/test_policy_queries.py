@@ -43,7 +43,9 @@ def claim_and_submit(client, dataset, key: str) -> tuple[int, int]:
     return len(claimed.captured_queries), len(submitted.captured_queries)
 
 
-def test_a_plain_raters_claim_and_submit_cost_no_more_queries_than_before_the_policy():
+def test_a_plain_raters_claim_and_submit_cost_no_more_queries_than_before_the_policy(settings):
+    # The PostgreSQL statements' round trips, whatever SQL_PATHS the run was given.
+    settings.SQL_PATHS = "postgres"
     split = SplitFactory()
     queue_pairs(split=split, n_pairs=6, ratings_per_pair=3)
     client = token_client(UserFactory(roles=["rater"], qualified_for=["SIS"]))
