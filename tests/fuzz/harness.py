@@ -135,6 +135,8 @@ SEMANTIC_400 = {
     ("POST", "/api/sampling/batches/"): "method names, budgets and spaces the split must have",
     ("POST", "/api/sampling/batches/upload/"): "the file must be a CxC-shaped CSV pair list",
     ("PUT", "/api/raters/{username}/qualifications/"): "the user must be a rater",
+    ("GET", "/api/raters/{username}/qualifications/"): "dataset must name a dataset, in printable text",
+    ("PUT", "/api/datasets/{dataset}/quiz/"): "the quiz's error threshold must be above 0",
     ("GET", "/api/rate/{dataset}/progress/"): "tz must be an IANA time zone name",
     ("POST", "/api/rate/{dataset}/slots/{slot_id}/flag/"): "reason other needs a note",
     ("POST", "/api/rate/{dataset}/slots/{slot_id}/submit/"): "the first move cannot come after the time on item",
