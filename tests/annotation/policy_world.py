@@ -218,34 +218,30 @@ def uncounted_problems(barred: list[tuple[str, int, str, str]]) -> list[str]:
     return problems
 
 
-def participant_problems(world: World) -> list[str]:
-    """No participant exceeds the quota (ratings of any status and gold items, in every
-    dataset), and none holds or rated anything outside the link's dataset and kinds."""
+def quota_problems(world: World) -> list[str]:
+    """No participant exceeds the quota: ratings of any status and gold items, in every
+    dataset."""
     names = {actor.user.pk: actor.name for actor in world.participants}
-    items = Counter(
-        dict(
-            Rating.objects.filter(rater_id__in=names)
-            .values("rater_id")
-            .annotate(n=Count("id"))
-            .values_list("rater_id", "n")
-        )
+    items = _per_rater(Rating.objects.filter(rater_id__in=names)) + _per_rater(
+        GoldRating.objects.filter(rater_id__in=names, purpose=GoldPurpose.QUEUE)
     )
-    items.update(
-        dict(
-            GoldRating.objects.filter(rater_id__in=names, purpose=GoldPurpose.QUEUE)
-            .values("rater_id")
-            .annotate(n=Count("id"))
-            .values_list("rater_id", "n")
-        )
-    )
-    problems = [f"{names[uid]} rated {n} items, over the quota of {QUOTA}" for uid, n in items.items() if n > QUOTA]
+    return [f"{names[uid]} rated {n} items, over the quota of {QUOTA}" for uid, n in items.items() if n > QUOTA]
+
+
+def link_problems(world: World) -> list[str]:
+    """No participant holds or rated anything outside the link's dataset and kinds."""
+    names = {actor.user.pk: actor.name for actor in world.participants}
     inside = Q(dataset_id=world.main.pk, kind__in=LINK_KINDS)
+    problems = []
     for model in (RatingSlot, GoldLease):
-        for uid, dataset, kind in (
-            model.objects.filter(rater_id__in=names).exclude(inside).values_list("rater_id", "dataset__name", "kind")
-        ):
+        outside = model.objects.filter(rater_id__in=names).exclude(inside)
+        for uid, dataset, kind in outside.values_list("rater_id", "dataset__name", "kind"):
             problems.append(f"{names[uid]} was served a {kind} item in {dataset}, outside the link")
     return problems
+
+
+def _per_rater(rows) -> Counter:
+    return Counter(dict(rows.values("rater_id").annotate(n=Count("id")).values_list("rater_id", "n")))
 
 
 def _same_items() -> Q:
@@ -258,24 +254,24 @@ def _same_items() -> Q:
     )
 
 
-def gold_met_problems(world: World, met_pairs: dict[int, set[int]]) -> list[str]:
-    """No rater meets a gold pair twice: not after meeting it in a quiz, and not after
-    meeting its items as an ordinary pair (one they hold or held, rated or skipped;
-    ``met_pairs``: the pair ids the machine saw served to each user)."""
+def quiz_as_gold_problems(world: World) -> list[str]:
+    """No rater is served as gold a pair they met in a quiz."""
     names = {actor.user.pk: actor.name for actor in world.actors}
     in_quiz = GoldRating.objects.filter(
         purpose=GoldPurpose.QUIZ, rater_id=OuterRef("rater_id"), gold_pair_id=OuterRef("gold_pair_id")
     )
+    leases = GoldLease.objects.filter(Exists(in_quiz)).values_list("rater_id", "gold_pair_id")
+    return [f"{names[uid]} met quiz pair {gold_id} in the quiz and again as gold" for uid, gold_id in leases]
+
+
+def gold_twin_problems(world: World, met_pairs: dict[int, set[int]]) -> list[str]:
+    """No rater is served as gold the items of an ordinary pair they met (hold or held,
+    rated or skipped; ``met_pairs``: the pair ids the machine saw served to each user)."""
+    names = {actor.user.pk: actor.name for actor in world.actors}
     twin = Pair.objects.filter(_same_items(), kind=OuterRef("gold_pair__kind")).values("pk")[:1]
-    leases = GoldLease.objects.annotate(quiz=Exists(in_quiz), twin=Subquery(twin)).filter(
-        Q(quiz=True) | Q(twin__isnull=False)
-    )
+    leases = GoldLease.objects.annotate(twin=Subquery(twin)).filter(twin__isnull=False)
     problems = []
-    for uid, gold_id, quiz, twin_id in leases.values_list("rater_id", "gold_pair_id", "quiz", "twin"):
-        if quiz:
-            problems.append(f"{names[uid]} met quiz pair {gold_id} in the quiz and again as gold")
-        if twin_id is None:
-            continue
+    for uid, gold_id, twin_id in leases.values_list("rater_id", "gold_pair_id", "twin"):
         met = twin_id in met_pairs.get(uid, ()) or any(
             model.objects.filter(rater_id=uid, pair_id=twin_id).exists() for model in (RatingSlot, Rating, PairSkip)
         )
