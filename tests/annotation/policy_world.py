@@ -66,7 +66,6 @@ class World:
     raters: list[Actor]
     participants: list[Actor]
     quiz_gold_ids: list[int]  # the SITS quiz's gold pairs (r0 answered them)
-    queued_sis: list[Pair]  # main's SIS pairs: a gold upload of their items is the attack
     spare_images: list  # images in no pair: fresh gold pairs are made of them
     actors: list[Actor] = field(default_factory=list)
 
@@ -77,9 +76,7 @@ def world_build() -> World:
     split = SplitFactory(dataset__name="main")
     main = split.dataset
     for kind in KINDS:
-        _, pairs = queue_pairs(split=split, kind=kind, n_pairs=4, ratings_per_pair=N)
-        if kind == "SIS":
-            queued_sis = pairs
+        queue_pairs(split=split, kind=kind, n_pairs=4, ratings_per_pair=N)
     answer = admin.put(
         f"/api/datasets/{main.name}/quality/",
         {"gold_one_in": GOLD_ONE_IN, "auto_pause": False, "pause_window": 5, "pause_max_error": 1.0},
@@ -92,7 +89,7 @@ def world_build() -> World:
     sits = sorted(set(GoldPair.objects.filter(dataset=main, kind=QUIZ_KIND).values_list("pk", flat=True)) - sits_before)
     quiz_ids = sits[:4]  # the fifth stays a queue gold pair
     assert quiz_set(dataset_id=main.pk, gold_pair_ids=quiz_ids, in_quiz=True) == 4
-    raters = [_rater("r0", kinds=("STS", "SIS"))] + [_rater(f"r{n}", kinds=KINDS) for n in range(1, RATERS)]
+    raters = [_rater("r0", kinds=("STS", "SIS"), dataset=main)] + [_rater(f"r{n}", kinds=KINDS) for n in range(1, RATERS)]
     _quiz_take(raters[0], main)
     link = campaign_link_create(dataset=main, name="wave", kinds=list(LINK_KINDS), quota=QUOTA, completion_code="DONE")
     participants = []
@@ -102,13 +99,14 @@ def world_build() -> World:
     other_split = SplitFactory(dataset__name="other")
     queue_pairs(split=other_split, kind="STS", n_pairs=2, ratings_per_pair=N)
     spare = [ImageFactory(split=split, dataset=main) for _ in range(SPARE_IMAGES)]
-    world = World(main, other_split.dataset, admin, raters, participants, quiz_ids, queued_sis, spare)
+    world = World(main, other_split.dataset, admin, raters, participants, quiz_ids, spare)
     world.actors = raters + participants
     return world
 
 
-def _rater(name: str, *, kinds) -> Actor:
-    user = UserFactory(username=name, roles=["rater"], qualified_for=list(kinds))
+def _rater(name: str, *, kinds, dataset=None) -> Actor:
+    """A rater an admin qualified for ``kinds`` in ``dataset`` (None: in every dataset)."""
+    user = UserFactory(username=name, roles=["rater"], qualified_for=list(kinds), qualified_in=dataset)
     return Actor(name, user, client_for(user))
 
 
@@ -155,9 +153,14 @@ def _quiz_take(actor: Actor, dataset) -> None:
     assert state["result"]["passed"] and state["qualified"], state
 
 
-def gold_csv_of_items(image_a, image_b, *, swapped: bool, score: float = 2.5) -> SimpleUploadedFile:
-    first, second = (image_b, image_a) if swapped else (image_a, image_b)
-    text = f"image1,image2,gold_score,explanation\n{first.key},{second.key},{score},agreed\n"
+GOLD_HEADER = {"STS": "caption1,caption2", "SIS": "image1,image2", "SITS": "caption,image"}
+
+
+def gold_csv(kind: str, items, *, swapped: bool, score: float = 2.5) -> SimpleUploadedFile:
+    """A one-line gold CSV of these two items (a caption and an image for SITS, which has
+    one order only)."""
+    first, second = items[::-1] if swapped and kind != "SITS" else items
+    text = f"{GOLD_HEADER[kind]},gold_score,explanation\n{first.key},{second.key},{score},agreed\n"
     return SimpleUploadedFile("gold.csv", text.encode(), content_type="text/csv")
 
 

@@ -32,7 +32,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from annotation.models import RaterPause, RatingSlot, SlotState
+from annotation.models import Pair, RaterPause, RatingSlot, SlotState
 from annotation.quiz import quiz_set
 from tests.annotation import policy_world
 from tests.annotation.policy_world import ACTORS, KINDS, LINK_KINDS, PARTICIPANTS, World
@@ -48,8 +48,9 @@ SLOT_OK = {200, 201, 403, 404, 409}
 class Assignment:
     """An item an actor was served: where to submit, and what it was (for re-sends)."""
 
-    def __init__(self, actor, dataset: str, slot_id, kind: str):
+    def __init__(self, actor, dataset: str, slot_id, kind: str, pair_id: int | None):
         self.actor, self.dataset, self.slot_id, self.kind = actor, dataset, slot_id, kind
+        self.pair_id = pair_id  # the ordinary pair's database id; None for a gold pair
 
     def url(self, action: str) -> str:
         return f"/api/rate/{self.dataset}/slots/{self.slot_id}/{action}/"
@@ -139,7 +140,7 @@ class PolicyMachine(RuleBasedStateMachine):
         )
         if held is not None:
             self.met_pairs.setdefault(who.user.pk, set()).add(held)
-        return Assignment(who, dataset, served["slot_id"], served["kind"])
+        return Assignment(who, dataset, served["slot_id"], served["kind"], held)
 
     def _barred(self, who, dataset: str) -> str | None:
         """Why the actor may not give a rating that counts right now, if they may not."""
@@ -237,13 +238,14 @@ class PolicyMachine(RuleBasedStateMachine):
             # The admin reviewed the rater and let them rate again.
             self.excluded.pop(who.name, None)
 
-    @rule(target=exclusions, actor=st.sampled_from(range(ACTORS)))
-    def exclude(self, actor):
-        who = self.world.actors[actor]
+    @rule(target=exclusions, submitted=submits)
+    def exclude(self, submitted):
+        """The admin excludes the ratings of someone who rated (and may be rating still)."""
+        who = submitted.assignment.actor
         # The exclusion is applied by a task queued on commit; run it now, as a worker would.
         with TestCase.captureOnCommitCallbacks(execute=True):
             answer = self._admin("post", "exclusions/", {"rater": who.user.username, "reason": "careless"})
-        assert answer.status_code in {202, 400}, answer.content
+        assert answer.status_code in {202, 400, 409}, answer.content
         if answer.status_code != 202:
             return multiple()
         self.excluded[who.name] = answer.json()["id"]
@@ -263,17 +265,25 @@ class PolicyMachine(RuleBasedStateMachine):
         """The admin takes a quiz pair out of the quiz (it may then serve as gold) or puts it back."""
         quiz_set(dataset_id=self.world.main.pk, gold_pair_ids=[self.world.quiz_gold_ids[pick]], in_quiz=not out)
 
-    @rule(copy_of=st.integers(0, 3), swapped=st.booleans(), copy=st.booleans())
-    def gold_upload(self, copy_of, swapped, copy):
-        """A gold pair of fresh images, or (the attack) one whose items equal a queued pair."""
-        if copy:
-            pair = self.world.queued_sis[copy_of]
-            images = (pair.image_a, pair.image_b)
-        else:
-            spare = self.world.spare_images
-            images = (spare[2 * (self.gold_uploads % 3)], spare[2 * (self.gold_uploads % 3) + 1])
-            self.gold_uploads += 1
-        upload = policy_world.gold_csv_of_items(*images, swapped=swapped)
+    @rule(swapped=st.booleans())
+    def gold_upload(self, swapped):
+        """The admin uploads a gold pair of images no pair has."""
+        spare = self.world.spare_images
+        first = 2 * (self.gold_uploads % (len(spare) // 2))
+        self.gold_uploads += 1
+        self._gold_upload(policy_world.gold_csv("SIS", (spare[first], spare[first + 1]), swapped=swapped))
+
+    @rule(assignment=assignments, swapped=st.booleans())
+    def gold_upload_of_a_queued_pair(self, assignment, swapped):
+        """The admin uploads as gold the items of a pair someone was served: refused, or
+        that rater could meet the pair again as gold."""
+        if assignment.pair_id is None:
+            return
+        pair = Pair.objects.select_related("caption_a", "caption_b", "image_a", "image_b").get(pk=assignment.pair_id)
+        items = [item for item in (pair.caption_a, pair.caption_b, pair.image_a, pair.image_b) if item is not None]
+        self._gold_upload(policy_world.gold_csv(pair.kind, items, swapped=swapped))
+
+    def _gold_upload(self, upload):
         answer = self._admin("post", "gold/", {"file": upload}, fmt="multipart")
         assert answer.status_code in {201, 400}, answer.content
 
