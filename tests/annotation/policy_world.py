@@ -89,7 +89,8 @@ def world_build() -> World:
     sits = sorted(set(GoldPair.objects.filter(dataset=main, kind=QUIZ_KIND).values_list("pk", flat=True)) - sits_before)
     quiz_ids = sits[:4]  # the fifth stays a queue gold pair
     assert quiz_set(dataset_id=main.pk, gold_pair_ids=quiz_ids, in_quiz=True) == 4
-    raters = [_rater("r0", kinds=("STS", "SIS"), dataset=main)] + [_rater(f"r{n}", kinds=KINDS) for n in range(1, RATERS)]
+    raters = [_rater("r0", kinds=("STS", "SIS"), dataset=main)]
+    raters += [_rater(f"r{n}", kinds=KINDS) for n in range(1, RATERS)]
     _quiz_take(raters[0], main)
     link = campaign_link_create(dataset=main, name="wave", kinds=list(LINK_KINDS), quota=QUOTA, completion_code="DONE")
     participants = []
@@ -199,13 +200,14 @@ def complete_pair_problems(world: World) -> list[str]:
     return problems
 
 
-def uncounted_problems(barred: list[tuple[str, int, str, str]]) -> list[str]:
-    """No rating a paused or excluded rater gave counts: an ordinary one is not valid, and
-    no gold rating of theirs was stored. ``barred``: (actor, user id, idempotency key,
-    why) of each submit the API accepted while the actor was barred."""
-    if not barred:
+def uncounted_problems(barred: list[tuple[str, int, str, str]], why_barred: str) -> list[str]:
+    """No rating a paused (or excluded) rater gave counts: an ordinary one is not valid,
+    and no gold rating of theirs was stored. ``barred``: (actor, user id, idempotency key,
+    why) of each submit the API accepted while the actor was barred; ``why_barred``:
+    which of them to check ("paused" or "excluded")."""
+    why = {(user_id, key): (name, reason) for name, user_id, key, reason in barred if reason == why_barred}
+    if not why:
         return []
-    why = {(user_id, key): (name, reason) for name, user_id, key, reason in barred}
     wanted = Q()
     for user_id, key in why:
         wanted |= Q(rater_id=user_id, idempotency_key=key)

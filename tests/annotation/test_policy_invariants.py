@@ -294,8 +294,12 @@ class PolicyMachine(RuleBasedStateMachine):
         assert policy_world.complete_pair_problems(self.world) == []
 
     @invariant()
-    def no_paused_or_excluded_rating_counts(self):
-        assert policy_world.uncounted_problems(self.barred_submits) == []
+    def no_paused_rating_counts(self):
+        assert policy_world.uncounted_problems(self.barred_submits, "paused") == []
+
+    @invariant()
+    def no_excluded_rating_counts(self):
+        assert policy_world.uncounted_problems(self.barred_submits, "excluded") == []
 
     @invariant()
     def participants_stay_within_the_quota(self):
