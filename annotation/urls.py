@@ -23,6 +23,7 @@ urlpatterns = [
     path("datasets/<slug:dataset>/pauses/<id:pause_id>/lift/", pauses.PauseLiftApi.as_view(), name="pause-lift"),
     path("datasets/<slug:dataset>/gold/", gold.GoldListApi.as_view(), name="gold-list"),
     path("datasets/<slug:dataset>/gold/promote/", gold.GoldPromoteApi.as_view(), name="gold-promote"),
+    path("datasets/<slug:dataset>/quiz/", quiz.QuizSettingsApi.as_view(), name="quiz-settings"),
     path("datasets/<slug:dataset>/quality/", gold.QualitySettingsApi.as_view(), name="quality-settings"),
     path("imports/karpathy/", datasets.ImportKarpathyApi.as_view(), name="import-karpathy"),
     path("imports/embeddings/", datasets.ImportEmbeddingsApi.as_view(), name="import-embeddings"),

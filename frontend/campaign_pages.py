@@ -8,13 +8,13 @@ table and its CSV agree on what a column means.
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import pairwise
 
+from annotation import spreadsheet_csv
 from annotation.cxc import KINDS
 
 # A queued refresh that has not produced a snapshot by then is reported as stuck, not
@@ -239,7 +239,8 @@ def _csv_value(value) -> object:
 def raters_csv(data: dict) -> str:
     columns = rater_columns(kinds_of(data))
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    # Admins open this file in a spreadsheet: a username like -2+3 or @SUM is escaped.
+    writer = spreadsheet_csv.writer(out, lineterminator="\n")
     writer.writerow(["rater_id", *(column.key for column in columns)])
     for rater in sorted(data["raters"], key=lambda r: r["rater_id"]):
         writer.writerow([rater["rater_id"], *(_csv_value(column.value(rater)) for column in columns)])

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from annotation import accounts, queue, selectors
 from annotation.apis.fields import StrictFloatField, StrictIntegerField
 from annotation.models import FlagReason, Modality, TaskKind
+from annotation.rating import policy
 from annotation.roles import IsAdmin, IsRater
 from config.openapi import error_response
 
@@ -75,7 +76,7 @@ class RatingClaimApi(APIView):
     def post(self, request, dataset: str):
         data = self.RatingClaimInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        assignment = queue.slot_claim(rater=request.user, dataset=dataset, kind=data.validated_data["kind"])
+        assignment = policy.slot_claim(rater=request.user, dataset=dataset, kind=data.validated_data["kind"])
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(AssignmentSerializer(assignment).data)
@@ -94,7 +95,7 @@ class SlotHeartbeatApi(APIView):
 
     @extend_schema(request=None, responses={200: LeaseSerializer, 409: SLOT_TAKEN})
     def post(self, request, dataset: str, slot_id: int):
-        expires = queue.slot_heartbeat(rater=request.user, dataset=dataset, slot_id=slot_id)
+        expires = policy.slot_heartbeat(rater=request.user, dataset=dataset, slot_id=slot_id)
         return Response(LeaseSerializer({"slot_id": slot_id, "lease_expires_at": expires}).data)
 
 
@@ -147,10 +148,10 @@ class RatingSubmitApi(APIView):
         next_kind = data.validated_data.pop("claim_next_kind", None)
         submission = {"rater": request.user, "dataset": dataset, "slot_id": slot_id, **data.validated_data}
         if next_kind is None:
-            result = queue.rating_submit(**submission)
+            result = policy.rating_submit(**submission)
             body = self.RatingSubmitOutputSerializer(result).data
         else:
-            result, assignment = queue.rating_submit_and_claim_next(next_kind=next_kind, **submission)
+            result, assignment = policy.rating_submit_and_claim_next(next_kind=next_kind, **submission)
             body = self.RatingSubmitOutputSerializer(result).data
             body["next"] = AssignmentSerializer(assignment).data if assignment is not None else None
         return Response(body, status=status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED)
@@ -168,7 +169,7 @@ class SlotSkipApi(APIView):
 
     @extend_schema(request=None, responses={200: SlotSkipOutputSerializer, 409: SLOT_TAKEN})
     def post(self, request, dataset: str, slot_id: int):
-        pair_id = queue.slot_skip(rater=request.user, dataset=dataset, slot_id=slot_id)
+        pair_id = policy.slot_skip(rater=request.user, dataset=dataset, slot_id=slot_id)
         return Response(self.SlotSkipOutputSerializer({"slot_id": slot_id, "pair_id": pair_id}).data)
 
 
@@ -193,7 +194,7 @@ class SlotFlagApi(APIView):
     def post(self, request, dataset: str, slot_id: int):
         data = self.SlotFlagInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        flag = queue.slot_flag(rater=request.user, dataset=dataset, slot_id=slot_id, **data.validated_data)
+        flag = policy.slot_flag(rater=request.user, dataset=dataset, slot_id=slot_id, **data.validated_data)
         return Response(self.SlotFlagOutputSerializer(flag).data, status=status.HTTP_201_CREATED)
 
 

@@ -4,9 +4,10 @@ page nor the API tells them apart. A gold lease's id comes from the slots' seque
 gold rating's from the ratings' (``annotation.gold.ids``); a gold rating never touches a
 pair, a slot, a rating or a counter of the dataset.
 
-The queue calls ``gold_claim`` before its ordinary claim, and the ``gold_*`` actions when
-a slot id it was given is no slot (so ordinary work pays one extra statement per claim
-and nothing per submission).
+The rating policy (``annotation.rating.policy``) calls ``gold_claim`` before the queue's
+ordinary claim, and the ``gold_*`` actions when the queue finds no slot of the id it was
+given (so ordinary work pays one extra statement per claim and nothing per submission).
+This module imports the queue's shapes; the queue imports nothing of it.
 """
 
 from __future__ import annotations
@@ -36,15 +37,15 @@ from annotation.models import (
     RatingSlot,
     SlotState,
 )
+from annotation.queue.claim import assignment_from_row
 from annotation.queue.shapes import Assignment, SubmitResult, assignment_of
+from annotation.queue.submit import speed_floor_seconds
 from annotation.sql import execute, use_postgres_sql
 
 
 def gold_claim(*, rater, dataset: str, kinds: list[str] | None, kind: str | None, now, expires) -> Assignment | None:
     """The rater's gold lease (renewed), or with probability 1/gold_one_in a new one, or
     None. ``kinds``: the rater's qualified kinds (portable path only)."""
-    from annotation.queue.claim import assignment_from_row  # the queue imports this module
-
     if use_postgres_sql():
         values = {
             "dataset": dataset,
@@ -168,8 +169,6 @@ def gold_submit(*, rater, dataset: str, lease_id: int, rating: Mapping, now: dat
     """Store the rater's score on a gold lease they hold (None: no such gold lease).
     ``rating``: the values as ``rating_submit`` names them (score, time_on_item_ms,
     time_to_first_move_ms, adjustments, key)."""
-    from annotation.queue.submit import speed_floor_seconds  # the queue imports this module
-
     try:
         with transaction.atomic():
             lease = _locked_lease(lease_id=lease_id, dataset=dataset)

@@ -73,7 +73,15 @@ def test_excluding_a_rater_marks_their_ratings_and_reopens_one_slot_per_pair(
 
 def test_top_up_slots_go_to_other_raters_and_never_to_the_excluded_one(campaign, django_capture_on_commit_callbacks):
     dataset, pairs, bad, good, admin = campaign
-    exclude(django_capture_on_commit_callbacks, dataset=dataset, rater=bad, reason="spam", created_by=admin)
+    # keep_active: even an excluded rater left unpaused is never served their own pairs again
+    exclude(
+        django_capture_on_commit_callbacks,
+        dataset=dataset,
+        rater=bad,
+        reason="spam",
+        created_by=admin,
+        keep_active=True,
+    )
     assert claim(bad, dataset) is None
     assert all(claim(user, dataset) is None for user in good), "they rated these pairs already"
     newcomer = rater()

@@ -19,7 +19,7 @@ from annotation.models import (
     Rating,
     TaskKind,
 )
-from annotation.queue import slot_flag, slot_heartbeat, slot_skip
+from annotation.rating.policy import slot_flag, slot_heartbeat, slot_skip
 from tests.annotation import queue_support
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import ImageFactory, SplitFactory
