@@ -208,6 +208,7 @@ def rater_columns(kinds: list[str]) -> list[Column]:
         Column("flags", "Flags", lambda r: r["flags"]),
         Column("last_active", "Last active (UTC)", lambda r: r["last_active"], _short_time),
         Column("gold_items", "Gold items", lambda r: r.get("gold_items", 0)),
+        Column("gold_passed", "Gold passed on", lambda r: r.get("gold_passed", 0)),
         Column("gold_error", "Gold error", lambda r: r.get("gold_error"), lambda v: _number(v, 2)),
         Column("gold_bias", "Gold bias", lambda r: r.get("gold_bias"), _signed),
         Column("excluded", "Excluded", lambda r: r.get("excluded", 0)),

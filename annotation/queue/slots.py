@@ -67,9 +67,9 @@ def lock_slot(*, slot_id: int, dataset: str, lock_pair: bool) -> SlotView:
 
 def _slot_view(*, slot_id: int, dataset: str, row: dict | None) -> SlotView:
     if row is None:
-        raise NotFound(f"no rating slot #{slot_id}")
+        raise NotFound("no such rating slot")
     if row["dataset__name"] != dataset:
-        raise NotFound(f"rating slot #{slot_id} is not in dataset {dataset!r}")
+        raise NotFound(f"this rating slot is not in dataset {dataset!r}")
     return SlotView(
         slot_id=slot_id,
         state=row["state"],
@@ -93,8 +93,10 @@ def holds(view: SlotView, rater_id: int) -> bool:
 
 
 def not_held_error(view: SlotView, rater_id: int) -> DomainError:
-    """The error for a write on a slot the rater does not hold, naming why."""
-    slot = f"rating slot #{view.slot_id}"
+    """The error for a write on a slot the rater does not hold, naming why. Error texts
+    name no slot id: the rater knows which slot they sent, by its opaque id, and a
+    database id would tell which slots are gold (annotation.opaque_ids)."""
+    slot = "this rating slot"
     if view.state == SlotState.DONE and view.rater_id == rater_id:
         return Conflict(f"{slot} is already rated by you")
     if view.previous_rater_id == rater_id:
@@ -129,7 +131,7 @@ def slot_heartbeat(*, rater, dataset: str, slot_id: int, now: datetime | None = 
             )
     except IntegrityError:
         raise Conflict(
-            f"your lease on rating slot #{slot_id} expired and you have since claimed another {view.kind} slot "
+            f"your lease on this rating slot expired and you have since claimed another {view.kind} slot "
             "(of this pair, or of this dataset); finish that one"
         ) from None
     return expires

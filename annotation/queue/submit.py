@@ -260,6 +260,6 @@ def _submit_conflict(*, rater, slot_id: int, idempotency_key: str) -> DomainErro
     used = Rating.objects.filter(rater=rater, idempotency_key=idempotency_key).values_list("slot_id", flat=True).first()
     if used is not None and used != slot_id:
         return Conflict(
-            f"idempotency key {idempotency_key!r} was already used for rating slot #{used}; use a new key for each item"
+            f"idempotency key {idempotency_key!r} was already used for another rating slot; use a new key for each item"
         )
-    return Conflict(f"you already hold or rated another slot of the pair of rating slot #{slot_id}")
+    return Conflict("you already hold or rated another slot of this pair")

@@ -17,6 +17,7 @@ from annotation.models import GoldLease, GoldRating, Qualification, QualitySetti
 from tests.annotation import queue_support
 from tests.annotation.queue_support import client_for, queue_pairs, rater
 from tests.factories import ImageFactory, SplitFactory, UserFactory
+from tests.rating_support import api_id, db_id
 
 pytestmark = pytest.mark.django_db
 engine = queue_support.engine
@@ -110,7 +111,7 @@ def test_a_participant_stores_nothing_in_a_dataset_outside_their_study(engine):
     RatingSlot.objects.filter(pk=slot.pk).update(
         state=SlotState.LEASED, rater=user, leased_at=now, lease_expires_at=now + timedelta(minutes=10)
     )
-    stored = submit(browser, other, slot.pk, "elsewhere")
+    stored = submit(browser, other, api_id("slot", slot.pk), "elsewhere")
     assert stored.status_code == 403, stored.content
     assert client_for(user).post(f"/api/rate/{other.name}/slots/{slot.pk}/skip/").status_code == 403
     assert not Rating.objects.filter(rater=user).exists()
@@ -149,7 +150,7 @@ def test_the_quota_counts_gold_items_held_and_rated(engine, tmp_path):
         served = claim(browser, dataset, "SIS")
         assert served.status_code == 200, served.content
         slot_id = served.json()["slot_id"]
-        is_gold = GoldLease.objects.filter(pk=slot_id).exists()
+        is_gold = GoldLease.objects.filter(pk=db_id("slot", slot_id)).exists()
         if is_gold and items_done(user) == 3:
             held_gold = slot_id
             break
@@ -177,7 +178,7 @@ def test_a_rater_paused_between_claim_and_submit_stores_nothing(engine):
     refused = api.post(f"/api/rate/{dataset.name}/slots/{held.json()['slot_id']}/submit/", body, format="json")
     assert (refused.status_code, refused.json()["code"]) == (403, "rater_paused"), refused.content
     assert not Rating.objects.filter(rater=user).exists()
-    assert RatingSlot.objects.get(pk=held.json()["slot_id"]).state == SlotState.LEASED
+    assert RatingSlot.objects.get(pk=db_id("slot", held.json()["slot_id"])).state == SlotState.LEASED
 
 
 def test_a_participant_at_quota_with_a_held_lease_cannot_submit_beyond_it(engine):
@@ -187,7 +188,7 @@ def test_a_participant_at_quota_with_a_held_lease_cannot_submit_beyond_it(engine
     first = claim(browser, dataset, "SIS").json()["slot_id"]
     # The lease expires and the tidy-up returns the slot to the queue: a submit of it is
     # still accepted while nobody takes it (annotation.queue.slots.holds).
-    RatingSlot.objects.filter(pk=first).update(
+    RatingSlot.objects.filter(pk=db_id("slot", first)).update(
         state=SlotState.OPEN, rater=None, previous_rater=user, leased_at=None, lease_expires_at=None
     )
     second = claim(browser, dataset, "STS")
@@ -205,7 +206,7 @@ def test_a_rater_paused_while_holding_a_gold_item_stores_nothing_either(engine, 
     user = rater()
     api = client_for(user)
     held = api.post(f"/api/rate/{dataset.name}/claim/", {"kind": "SIS"}, format="json").json()["slot_id"]
-    assert GoldLease.objects.filter(pk=held).exists(), "one in one claims is gold"
+    assert GoldLease.objects.filter(pk=db_id("slot", held)).exists(), "one in one claims is gold"
     rater_pause(rater=user, dataset=dataset, reason="checking", created_by=UserFactory(roles=["admin"]))
     body = {**SUBMISSION, "idempotency_key": "gold-after-pause"}
     refused = api.post(f"/api/rate/{dataset.name}/slots/{held}/submit/", body, format="json")
