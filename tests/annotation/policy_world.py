@@ -20,6 +20,7 @@ from rest_framework.test import APIClient
 from annotation.crowd import campaign_link_create, participant_join
 from annotation.models import (
     GoldLease,
+    GoldLeaseState,
     GoldPair,
     GoldPurpose,
     GoldRating,
@@ -224,13 +225,20 @@ def uncounted_problems(barred: list[tuple[str, int, str, str]], why_barred: str)
 
 
 def quota_problems(world: World) -> list[str]:
-    """No participant exceeds the quota: ratings of any status and gold items, in every
-    dataset."""
+    """No participant exceeds the quota: items rated (ratings of any status and gold
+    items, in every dataset) plus items held now (leases, ordinary and gold)."""
     names = {actor.user.pk: actor.name for actor in world.participants}
-    items = _per_rater(Rating.objects.filter(rater_id__in=names)) + _per_rater(
+    done = _per_rater(Rating.objects.filter(rater_id__in=names)) + _per_rater(
         GoldRating.objects.filter(rater_id__in=names, purpose=GoldPurpose.QUEUE)
     )
-    return [f"{names[uid]} rated {n} items, over the quota of {QUOTA}" for uid, n in items.items() if n > QUOTA]
+    held = _per_rater(RatingSlot.objects.filter(rater_id__in=names, state=SlotState.LEASED)) + _per_rater(
+        GoldLease.objects.filter(rater_id__in=names, state=GoldLeaseState.LEASED)
+    )
+    return [
+        f"{names[uid]} rated {done[uid]} items and holds {held[uid]}, over the quota of {QUOTA}"
+        for uid in names
+        if done[uid] + held[uid] > QUOTA
+    ]
 
 
 def link_problems(world: World) -> list[str]:

@@ -73,7 +73,6 @@ class PolicyMachine(RuleBasedStateMachine):
 
     assignments = Bundle("assignments")
     submits = Bundle("submits")
-    pauses = Bundle("pauses")
     exclusions = Bundle("exclusions")
 
     def __init__(self):
@@ -218,25 +217,29 @@ class PolicyMachine(RuleBasedStateMachine):
 
     def _admin(self, method: str, path: str, body=None, fmt="json"):
         self.clock.advance(1)
-        answer = getattr(self.world.admin, method)(f"/api/datasets/{self.world.main.name}/{path}", body, format=fmt)
+        url = f"/api/datasets/{self.world.main.name}/{path}"
+        answer = self.world.admin.get(url) if method == "get" else self.world.admin.post(url, body, format=fmt)
         assert answer.status_code < 500, (answer.status_code, answer.content)
         return answer
 
-    @rule(target=pauses, actor=st.sampled_from(range(ACTORS)))
+    @rule(actor=st.sampled_from(range(ACTORS)))
     def pause(self, actor):
         who = self.world.actors[actor]
         answer = self._admin("post", "pauses/", {"rater": who.user.username, "reason": "review"})
         assert answer.status_code in {201, 409}, answer.content
-        return (who, answer.json()["id"]) if answer.status_code == 201 else multiple()
 
-    @rule(paused=consumes(pauses))
-    def lift(self, paused):
-        who, pause_id = paused
-        answer = self._admin("post", f"pauses/{pause_id}/lift/", {"note": "reviewed"})
-        assert answer.status_code in {200, 409}, answer.content
-        if answer.status_code == 200:
-            # The admin reviewed the rater and let them rate again.
-            self.excluded.pop(who.name, None)
+    @rule(actor=st.sampled_from(range(ACTORS)))
+    def lift(self, actor):
+        """The admin lifts the actor's pause, whether an admin or an exclusion made it."""
+        who = self.world.actors[actor]
+        listed = self._admin("get", "pauses/")
+        active = [p["id"] for p in listed.json() if p["rater"] == who.user.username and p["lifted_at"] is None]
+        if not active:
+            return
+        answer = self._admin("post", f"pauses/{active[0]}/lift/", {"note": "reviewed"})
+        assert answer.status_code == 200, answer.content
+        # The admin reviewed the rater and let them rate again.
+        self.excluded.pop(who.name, None)
 
     @rule(target=exclusions, submitted=submits)
     def exclude(self, submitted):
