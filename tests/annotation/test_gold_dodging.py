@@ -12,7 +12,7 @@ import itertools
 import pytest
 
 from annotation.gold.upload import GoldInputError, gold_pairs_promote, gold_pairs_upload
-from annotation.models import GoldLease, GoldPair, Pair, PairSkip, QualitySettings, Rating
+from annotation.models import GoldLease, GoldPair, Pair, PairSkip, QualitySettings, QuizAttempt, Rating
 from tests.annotation import queue_support
 from tests.annotation.queue_support import TTL, client_for, queue_pairs, rate_url, rater, submit_kwargs
 from tests.factories import ImageFactory, SplitFactory, UserFactory
@@ -238,9 +238,11 @@ def test_a_pair_met_in_a_quiz_is_never_served_as_gold(engine, clock, tmp_path, a
             break
         served.append(is_gold(response.json()))
         submit(client, dataset, response.json()["slot_id"], f"k{step}")
+    asked = set(QuizAttempt.objects.get(rater=user).order)  # the questions of the attempt
+    assert db_id("question", state["gold_pair_id"]) in asked and asked <= set(quiz_ids)
     met = set(GoldLease.objects.filter(rater=user).values_list("gold_pair_id", flat=True))
-    assert met == set(GoldPair.objects.values_list("pk", flat=True)) - set(quiz_ids), "only the fifth gold pair"
-    assert served.count(True) == 1 and served.count(False) == 8
+    assert met == set(GoldPair.objects.values_list("pk", flat=True)) - asked, "every gold pair but those asked"
+    assert served.count(True) == len(met) and served.count(False) == 8
 
 
 def test_a_retired_gold_pair_is_never_served(engine, clock, tmp_path):
