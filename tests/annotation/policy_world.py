@@ -36,6 +36,7 @@ from annotation.models import (
 from annotation.quiz import quiz_set
 from tests.annotation.queue_support import client_for, queue_pairs
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory, UserFactory
+from tests.rating_support import db_id
 
 N = 3
 QUOTA = 3
@@ -140,7 +141,7 @@ def _quiz_take(actor: Actor, dataset) -> None:
     state = actor.client.post(url, {}, format="json").json()
     step = 0
     while state["result"] is None:
-        reference = GoldPair.objects.get(pk=state["gold_pair_id"]).gold_score
+        reference = GoldPair.objects.get(pk=db_id("question", state["gold_pair_id"])).gold_score
         body = {
             "gold_pair_id": state["gold_pair_id"],
             "score": reference,
