@@ -8,6 +8,10 @@ import pytest
 REPO_DIR = Path(__file__).resolve().parent.parent
 SHARED_DIR = Path(os.environ.get("SHARED_DIR", REPO_DIR.parent / "shared"))
 
+if os.environ.get("MUTATION_TEST_DATABASE"):
+    # `make mutation`: prepared databases, one per mutmut worker (see tests/mutation_db.py).
+    from tests.mutation_db import django_db_setup  # noqa: F401
+
 
 def pytest_collection_modifyitems(config, items):
     without_pg = os.environ.get("TESTS_WITHOUT_POSTGRES")
