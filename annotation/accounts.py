@@ -17,7 +17,6 @@ from knox.models import AuthToken
 from annotation.errors import DomainError
 from annotation.lockout import is_locked_out, lockout_remaining, whole_minutes
 from annotation.models import Qualification, TaskKind
-from annotation.queue.claim import qualified_kinds
 from annotation.queue.shapes import QueueInputError
 from annotation.roles import RATER, has_role, user_roles
 
@@ -117,18 +116,21 @@ def password_check(*, password: str, user=None) -> None:
         raise WeakPassword("password refused: " + " ".join(exc.messages)) from None
 
 
-def qualifications_set(*, rater, kinds: list[str]) -> list[str]:
-    """Make ``kinds`` exactly the task kinds the rater may be served; returns them
-    sorted. The user must be in the rater group. Leases the rater holds on a withdrawn
-    kind stay until they end."""
+def qualifications_set(*, rater, kinds: list[str], dataset=None) -> list[str]:
+    """Make ``kinds`` exactly the task kinds granted to the rater in ``dataset`` (a
+    Dataset), or without one, in every dataset; returns them sorted. Grants of the other
+    scope stay as they are. The user must be in the rater group. Leases the rater holds
+    on a withdrawn kind stay until they end."""
     unknown = [k for k in kinds if k not in TaskKind.values]
     if unknown:
         raise QueueInputError(f"unknown task kind(s) {', '.join(map(repr, unknown))}; use {', '.join(TaskKind.values)}")
     if not has_role(rater, RATER):
         raise QueueInputError(f"{rater.get_username()} is not in the rater group; add them to it first")
+    scope = Qualification.objects.filter(rater=rater)
+    scope = scope.filter(dataset=dataset) if dataset is not None else scope.filter(dataset__isnull=True)
     with transaction.atomic():
-        Qualification.objects.filter(rater=rater).exclude(kind__in=kinds).delete()
+        scope.exclude(kind__in=kinds).delete()
         Qualification.objects.bulk_create(
-            [Qualification(rater=rater, kind=k) for k in sorted(set(kinds))], ignore_conflicts=True
+            [Qualification(rater=rater, dataset=dataset, kind=k) for k in sorted(set(kinds))], ignore_conflicts=True
         )
-    return qualified_kinds(rater)
+    return sorted(scope.values_list("kind", flat=True))

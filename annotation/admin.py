@@ -210,5 +210,5 @@ class JobAdmin(RunAdminMixin, admin.ModelAdmin):
 
 @admin.register(Qualification)
 class QualificationAdmin(admin.ModelAdmin):
-    list_display = ["rater", "kind", "granted_at"]
-    list_filter = ["kind"]
+    list_display = ["rater", "kind", "dataset", "granted_at"]
+    list_filter = ["kind", "dataset"]

@@ -34,18 +34,21 @@ class QualificationInline(admin.TabularInline):
     model = Qualification
     fk_name = "rater"
     extra = 0
-    fields = ["kind", "granted_at"]
+    fields = ["kind", "dataset", "granted_at"]
     readonly_fields = ["granted_at"]
-    verbose_name = "qualification (a task kind this rater may rate)"
+    verbose_name = "qualification (a task kind this rater may rate; no dataset: in every dataset)"
 
 
 def _qualify_action(kind: str):
     def qualify(modeladmin, request, queryset):
         raters = [user for user in queryset if has_role(user, RATER)]
+        # An admin's grant holds in every dataset (no dataset on the row).
         Qualification.objects.bulk_create([Qualification(rater=u, kind=kind) for u in raters], ignore_conflicts=True)
         skipped = queryset.count() - len(raters)
         note = f"; {skipped} not in the rater group skipped" if skipped else ""
-        modeladmin.message_user(request, f"{len(raters)} rater(s) qualified for {kind}{note}.", messages.SUCCESS)
+        modeladmin.message_user(
+            request, f"{len(raters)} rater(s) qualified for {kind} in every dataset{note}.", messages.SUCCESS
+        )
 
     qualify.__name__ = f"qualify_{kind.lower()}"
     return admin.action(description=f"Qualify the selected raters for {TaskKind(kind).label}")(qualify)
@@ -62,11 +65,15 @@ class AccountUserAdmin(UserAdmin):
     inlines = [*UserAdmin.inlines, QualificationInline]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).prefetch_related("qualifications")
+        return super().get_queryset(request).prefetch_related("qualifications__dataset")
 
     @admin.display(description="qualified for")
     def kinds(self, user) -> str:
-        return " ".join(sorted(q.kind for q in user.qualifications.all())) or "—"
+        """``STS`` for a grant in every dataset, ``SIS (name)`` for one in a dataset."""
+        grants = sorted(
+            q.kind if q.dataset is None else f"{q.kind} ({q.dataset.name})" for q in user.qualifications.all()
+        )
+        return " ".join(grants) or "—"
 
     def get_urls(self):
         view = self.admin_site.admin_view(limited_upload_view(self.add_raters, {"file": PAIR_LIST}))

@@ -211,14 +211,17 @@ def _crowd_user(link: CampaignLink, external_id: str):
 
 
 def _grant_kinds_without_quiz(user, link: CampaignLink) -> None:
-    """Kinds the dataset has no quiz for are the link's to give; the others need the quiz."""
+    """Kinds the dataset has no quiz for are the link's to give, in its dataset only; the
+    others need the quiz."""
     with_quiz = set(
         GoldPair.objects.filter(dataset_id=link.dataset_id, kind__in=link.kinds, in_quiz=True, active=True)
         .values_list("kind", flat=True)
         .distinct()
     )
     free = [kind for kind in link.kinds if kind not in with_quiz]
-    Qualification.objects.bulk_create([Qualification(rater=user, kind=kind) for kind in free], ignore_conflicts=True)
+    Qualification.objects.bulk_create(
+        [Qualification(rater=user, dataset_id=link.dataset_id, kind=kind) for kind in free], ignore_conflicts=True
+    )
 
 
 def participant_items_done(participant: Participant) -> int:
@@ -283,7 +286,11 @@ def participant_next(participant: Participant) -> tuple[str, str | None]:
     link = participant.link
     if participant.finished_at is not None or participant_items_done(participant) >= link.quota:
         return Step.DONE, None
-    qualified = set(Qualification.objects.filter(rater_id=participant.user_id).values_list("kind", flat=True))
+    qualified = set(
+        Qualification.objects.filter(rater_id=participant.user_id)
+        .in_dataset(link.dataset_id)
+        .values_list("kind", flat=True)
+    )
     left = rater_pairs_left(rater=participant.user, kinds=list(link.kinds), dataset_id=link.dataset_id)
     for kind in link.kinds:
         if kind in qualified and left.get((link.dataset_id, kind), 0) > 0:

@@ -141,6 +141,7 @@ def raters_add(*, rows: list[RaterRow], created_by=None, now: datetime | None = 
             user.set_unusable_password()
             user.save()
             user.groups.add(group)
+            # An admin's list: the kinds hold in every dataset.
             Qualification.objects.bulk_create([Qualification(rater=user, kind=kind) for kind in row.kinds])
             token = secrets.token_urlsafe(32)
             Invitation.objects.create(
@@ -164,7 +165,7 @@ def invitation_renew(*, user, created_by=None, now: datetime | None = None) -> I
         Invitation.objects.create(
             user=user, token_digest=_digest(token), created_by=created_by, created_at=now, expires_at=expires
         )
-    kinds = tuple(sorted(Qualification.objects.filter(rater=user).values_list("kind", flat=True)))
+    kinds = tuple(Qualification.objects.granted_kinds(rater=user, dataset_id=None))
     return Invited(username=user.get_username(), kinds=kinds, token=token, expires_at=expires)
 
 

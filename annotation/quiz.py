@@ -103,7 +103,7 @@ def quiz_set(*, dataset_id: int, gold_pair_ids: list[int], in_quiz: bool) -> int
 def quiz_offered(*, rater, dataset_id: int, kind: str) -> bool:
     """Whether the rating page should show the kind's quiz to this rater: a quiz exists,
     the rater is not qualified yet, and an attempt is open or still to take."""
-    if Qualification.objects.filter(rater=rater, kind=kind).exists():
+    if Qualification.objects.filter(rater=rater, kind=kind).in_dataset(dataset_id).exists():
         return False
     if not GoldPair.objects.filter(dataset_id=dataset_id, kind=kind, in_quiz=True, active=True).exists():
         return False
@@ -245,7 +245,8 @@ def _attempt_finish(attempt: QuizAttempt, *, now) -> None:
     attempt.passed = mean_error < threshold
     attempt.save(update_fields=["finished_at", "mean_error", "threshold", "passed"])
     if attempt.passed:
-        Qualification.objects.get_or_create(rater_id=attempt.rater_id, kind=attempt.kind)
+        # The kind in this dataset only: another dataset's quiz is its own test.
+        Qualification.objects.get_or_create(rater_id=attempt.rater_id, dataset_id=attempt.dataset_id, kind=attempt.kind)
 
 
 def _answers(attempt: QuizAttempt):
@@ -268,7 +269,11 @@ def _replayed_answer(rater, key: str, attempt: QuizAttempt | None) -> QuizFeedba
 
 
 def _state_of(attempt: QuizAttempt) -> QuizState:
-    qualified = Qualification.objects.filter(rater_id=attempt.rater_id, kind=attempt.kind).exists()
+    qualified = (
+        Qualification.objects.filter(rater_id=attempt.rater_id, kind=attempt.kind)
+        .in_dataset(attempt.dataset_id)
+        .exists()
+    )
     result = None
     if attempt.finished_at is not None:
         result = QuizResult(mean_error=attempt.mean_error, threshold=attempt.threshold, passed=attempt.passed)

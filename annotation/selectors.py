@@ -188,7 +188,7 @@ def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: dateti
     now = now if now is not None else timezone.now()
     tz = tz or timezone.get_default_timezone()
     day_start = datetime.combine(now.astimezone(tz).date(), time.min, tzinfo=tz)
-    kinds = sorted(Qualification.objects.filter(rater=rater).values_list("kind", flat=True))
+    kinds = Qualification.objects.granted_kinds(rater=rater, dataset_id=ds.id)
     # Gold ratings count like any other: nothing on the page tells a gold pair apart.
     ratings_today = (
         Rating.objects.filter(rater=rater, created_at__gte=day_start, pair__dataset=ds).count()
@@ -267,11 +267,27 @@ def user_get(*, username: str):
     return user
 
 
-def qualification_kinds(*, rater) -> list[str]:
-    return sorted(Qualification.objects.filter(rater=rater).values_list("kind", flat=True))
+def qualification_kinds(*, rater, dataset_id: int) -> list[str]:
+    """The task kinds ``rater`` may rate in the dataset (its own grants and the global
+    ones), sorted."""
+    return Qualification.objects.granted_kinds(rater=rater, dataset_id=dataset_id)
 
 
-def user_qualification_kinds(*, username: str) -> list[str]:
-    """The task kinds the named user may be served, sorted. Raises NotFound for an
-    unknown username."""
-    return qualification_kinds(rater=user_get(username=username))
+def qualification_kinds_by_dataset(*, rater) -> tuple[set[str], dict[int, set[str]]]:
+    """In one read: the kinds granted to ``rater`` in every dataset, and dataset id ->
+    the kinds granted in that dataset alone."""
+    everywhere: set[str] = set()
+    per_dataset: dict[int, set[str]] = {}
+    for dataset_id, kind in Qualification.objects.filter(rater=rater).values_list("dataset_id", "kind"):
+        (everywhere if dataset_id is None else per_dataset.setdefault(dataset_id, set())).add(kind)
+    return everywhere, per_dataset
+
+
+def user_qualification_kinds(*, username: str, dataset: str | None = None) -> list[str]:
+    """The task kinds granted to the named user, sorted: with ``dataset``, those granted
+    in that dataset alone; without, those granted in every dataset. Raises NotFound for
+    an unknown username or dataset."""
+    rater = user_get(username=username)
+    rows = Qualification.objects.filter(rater=rater)
+    rows = rows.filter(dataset__isnull=True) if dataset is None else rows.filter(dataset=dataset_get(name=dataset))
+    return sorted(rows.values_list("kind", flat=True))

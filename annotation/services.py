@@ -29,6 +29,7 @@ from annotation.models import (
     UploadState,
 )
 from annotation.runs import Progress
+from annotation.uploads import upload_paths
 from sampling.embeddings import (
     EmbeddingError,
     check_rows_match_ids,
@@ -292,6 +293,6 @@ def job_create(*, kind: str, params: dict, created_by=None) -> Job:
     """A pending job row; ``annotation.jobs.job_run`` (or its Celery task) runs it. Its
     params' stored uploads, if any, are removed when it ends (``annotation.upload_cleanup``)."""
     job = Job(kind=kind, params=params, created_by=created_by)
-    job.upload_state = UploadState.STORED if job.upload_paths() else UploadState.NONE
+    job.upload_state = UploadState.STORED if upload_paths(job) else UploadState.NONE
     job.save()
     return job

@@ -4,7 +4,8 @@ folder no run refers to (a process that died between storing a file and creating
 job) a day after it was made.
 
 Every model of a background run (``BackgroundRun``: jobs, sampling batches) takes part;
-each says which stored files it reads (``upload_paths``) and shows ``upload_state``.
+each says which files it reads (``input_paths``; ``uploads.upload_paths`` keeps the stored
+uploads among them) and shows ``upload_state``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from django.utils import timezone
 
 from annotation.errors import UploadRemoved
 from annotation.models import BackgroundRun, JobStatus, UploadState
-from annotation.uploads import FOLDER_NAME, upload_discard, uploads_root
+from annotation.uploads import FOLDER_NAME, upload_discard, upload_paths, uploads_root
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def run_uploads_remove(run: BackgroundRun, *, now: datetime | None = None, only_
     # which the prune removes, never a run pointing at files that are gone unannounced.
     if not rows.update(upload_state=UploadState.REMOVED, upload_removed_at=now):
         return False
-    for path in run.upload_paths():
+    for path in upload_paths(run):
         upload_discard(path)
     return True
 
@@ -84,7 +85,7 @@ def _remove_unreferenced(*, now: datetime) -> list[str]:
         _folder_of(path)
         for model in run_models()
         for run in model.objects.filter(upload_state=UploadState.STORED)
-        for path in run.upload_paths()
+        for path in upload_paths(run)
     }
     made_before = (now - UNREFERENCED_GRACE).timestamp()
     removed = []
@@ -106,7 +107,7 @@ def run_check_uploads_present(run: BackgroundRun, noun: str) -> None:
     if run.upload_state != UploadState.REMOVED:
         return
     days = (run.upload_removed_at - run.finished_at).days if run.finished_at else 0
-    names = ", ".join(Path(path).name for path in run.upload_paths())
+    names = ", ".join(Path(path).name for path in upload_paths(run))
     raise UploadRemoved(
         f"{noun} #{run.pk} cannot start again: the uploaded file ({names}) was removed after {days} days "
         f"(UPLOAD_KEEP_FAILED_DAYS={settings.UPLOAD_KEEP_FAILED_DAYS}); upload it again"

@@ -69,6 +69,12 @@ def uploads_root() -> Path:
     return Path(settings.DATA_DIR) / "uploads"
 
 
+def upload_paths(run) -> list[str]:
+    """The stored uploads a background run (job or batch) reads; never a file a CLI user
+    named, which is not ours to remove."""
+    return [path for path in run.input_paths() if upload_is_stored(path)]
+
+
 def upload_is_stored(path: str | Path) -> bool:
     """Whether a path is a file this module stored (not a file a CLI user named)."""
     stored = Path(path).resolve()

@@ -9,7 +9,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from annotation.models import CampaignSnapshot, Caption, Dataset, Image, Pair, TaskKind
 from annotation.queue import Item, image_url_of
 from annotation.roles import ADMIN, RATER, RESEARCHER, has_role
-from annotation.selectors import dataset_list, qualification_kinds, rater_pairs_left
+from annotation.selectors import dataset_list, qualification_kinds_by_dataset, rater_pairs_left
 from config.runtime import describe_mode
 from frontend.instructions import INSTRUCTIONS, level_name
 from frontend.models import WorkedExample
@@ -59,8 +59,9 @@ def rater_work_list(*, rater) -> list[RaterWork]:
     ``annotation.selectors.rater_pairs_left``'s, over every dataset at once."""
     if not has_role(rater, RATER):
         return []
-    qualified = set(qualification_kinds(rater=rater))
-    kinds = [kind for kind in TaskKind.values if kind in qualified]
+    everywhere, per_dataset = qualification_kinds_by_dataset(rater=rater)
+    granted = everywhere.union(*per_dataset.values())
+    kinds = [kind for kind in TaskKind.values if kind in granted]
     if not kinds:
         return []
     left = rater_pairs_left(rater=rater, kinds=kinds)
@@ -73,6 +74,7 @@ def rater_work_list(*, rater) -> list[RaterWork]:
         )
         for dataset_id, name in Dataset.objects.order_by("name").values_list("id", "name")
         for kind in kinds
+        if kind in everywhere or kind in per_dataset.get(dataset_id, ())
     ]
 
 

@@ -62,7 +62,7 @@ def rate_page(request, dataset: str, kind: str):
     if participant is not None and participant_next(participant)[0] != Step.RATE:
         return redirect("join-done", token=participant.link.token)
     is_rater = has_role(request.user, RATER)
-    kinds = qualification_kinds(rater=request.user) if is_rater else []
+    kinds = qualification_kinds(rater=request.user, dataset_id=dataset_obj.pk) if is_rater else []
     if kind not in kinds:
         if is_rater and quiz_offered(rater=request.user, dataset_id=dataset_obj.pk, kind=kind):
             return _quiz_page(request, dataset_obj, kind, participant)

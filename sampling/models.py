@@ -4,7 +4,6 @@ from django.db import models
 from django.db.models import Q
 
 from annotation.models import BackgroundRun, Dataset, Split, upload_state_constraints
-from annotation.uploads import upload_is_stored
 
 
 class SamplingBatch(BackgroundRun):
@@ -71,8 +70,8 @@ class SamplingBatch(BackgroundRun):
         ]
         indexes = [models.Index(fields=["status"], name="batch_status_idx")]
 
-    def upload_paths(self) -> list[str]:
-        return [self.upload_path] if self.upload_path and upload_is_stored(self.upload_path) else []
+    def input_paths(self) -> list[str]:
+        return [self.upload_path] if self.upload_path else []
 
     def __str__(self) -> str:
         return f"batch #{self.pk} {self.dataset.name}/{self.split.name} ({self.status})"

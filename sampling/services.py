@@ -14,7 +14,7 @@ from annotation.inputs import BIGINT_MAX
 from annotation.models import EmbeddingSpace, JobStatus, Pair, UploadState
 from annotation.pairs import pairs_set_priority
 from annotation.upload_cleanup import run_check_uploads_present
-from annotation.uploads import upload_discard
+from annotation.uploads import upload_discard, upload_paths
 from sampling import strategies
 from sampling.audit import audit_check
 from sampling.batch_run import dataset_writes_lock, sampling_batches_fail_orphaned, upload_specs
@@ -172,7 +172,7 @@ def _create_from_upload(*, dataset_name, split_name, path, ratings_per_pair, pri
     )
     # A stored upload goes when the batch ends (annotation.upload_cleanup); a file a
     # caller named in place is left alone.
-    batch.upload_state = UploadState.STORED if batch.upload_paths() else UploadState.NONE
+    batch.upload_state = UploadState.STORED if upload_paths(batch) else UploadState.NONE
     batch.save()
     return sampling_batch_start(batch=batch) if start else batch
 

@@ -23,10 +23,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=f"Redis not reachable at {without_redis}"))
 
 
+def skip_or_fail(reason: str) -> None:
+    """Skip a test whose data is missing, except under CI (CI=true), where the shared data
+    is always laid beside the clone: there a missing folder is a failure, not a skip."""
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"{reason} (CI must have it: SHARED_DIR or ../shared)")
+    pytest.skip(reason)
+
+
 @pytest.fixture
 def shared_dir() -> Path:
     if not SHARED_DIR.is_dir():
-        pytest.skip(f"shared data folder {SHARED_DIR} is absent")
+        skip_or_fail(f"shared data folder {SHARED_DIR} is absent")
     return SHARED_DIR
 
 
@@ -34,7 +42,7 @@ def shared_dir() -> Path:
 def coco_mini(shared_dir) -> Path:
     folder = shared_dir / "coco_mini"
     if not (folder / "dataset.json").is_file():
-        pytest.skip(f"{folder}/dataset.json is absent")
+        skip_or_fail(f"{folder}/dataset.json is absent")
     return folder
 
 

@@ -87,9 +87,17 @@ class UserFactory(factory.django.DjangoModelFactory):
 
     @factory.post_generation
     def qualified_for(self, create, extracted, **kwargs):
-        """UserFactory(qualified_for=["STS", "SIS"]) grants those task kinds."""
+        """UserFactory(qualified_for=["STS", "SIS"]) grants those task kinds in every
+        dataset (as an admin does)."""
         for kind in extracted or []:
-            Qualification.objects.get_or_create(rater=self, kind=TaskKind(kind))
+            Qualification.objects.get_or_create(rater=self, dataset=None, kind=TaskKind(kind))
+
+    @factory.post_generation
+    def qualified_in(self, create, extracted, **kwargs):
+        """UserFactory(qualified_for=["STS"], qualified_in=dataset) grants them in that
+        dataset alone (as a quiz or a campaign link does). Runs after qualified_for."""
+        if extracted is not None:
+            Qualification.objects.filter(rater=self, dataset__isnull=True).update(dataset=extracted)
 
 
 # The method a pair of each kind gets when the test does not name one.

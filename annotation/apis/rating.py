@@ -267,22 +267,41 @@ class RaterRatingListApi(APIView):
         return Response(self.RaterRatingListOutputSerializer(ratings, many=True).data)
 
 
+_QUALIFICATION_DATASET_HELP = (
+    "A dataset's name: the kinds granted in that dataset alone. Left out: the kinds granted in every "
+    "dataset. A rater may rate a kind in a dataset when either grants it."
+)
+
+
 class RaterQualificationsApi(APIView):
-    """The task kinds a rater may be served (admins): GET to read, PUT to set exactly."""
+    """The task kinds a rater may be served (admins), per dataset or in every dataset:
+    GET to read, PUT to set exactly (the other scope's grants stay)."""
 
     permission_classes = [IsAdmin]
 
+    class RaterQualificationsParamsSerializer(serializers.Serializer):
+        dataset = serializers.CharField(required=False, help_text=_QUALIFICATION_DATASET_HELP)
+
     class RaterQualificationsKindsSerializer(serializers.Serializer):
         kinds = serializers.ListField(child=serializers.ChoiceField(choices=TaskKind.choices), allow_empty=True)
+        dataset = serializers.CharField(required=False, allow_null=True, help_text=_QUALIFICATION_DATASET_HELP)
 
-    @extend_schema(responses={200: RaterQualificationsKindsSerializer})
+    @extend_schema(
+        parameters=[RaterQualificationsParamsSerializer], responses={200: RaterQualificationsKindsSerializer}
+    )
     def get(self, request, username: str):
-        return Response({"kinds": selectors.user_qualification_kinds(username=username)})
+        params = self.RaterQualificationsParamsSerializer(data=request.query_params.dict())
+        params.is_valid(raise_exception=True)
+        dataset = params.validated_data.get("dataset")
+        kinds = selectors.user_qualification_kinds(username=username, dataset=dataset)
+        return Response({"kinds": kinds, "dataset": dataset})
 
     @extend_schema(request=RaterQualificationsKindsSerializer, responses={200: RaterQualificationsKindsSerializer})
     def put(self, request, username: str):
         data = self.RaterQualificationsKindsSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         rater = selectors.user_get(username=username)
-        kinds = accounts.qualifications_set(rater=rater, kinds=data.validated_data["kinds"])
-        return Response({"kinds": kinds})
+        name = data.validated_data.get("dataset")
+        dataset = selectors.dataset_get(name=name) if name is not None else None
+        kinds = accounts.qualifications_set(rater=rater, kinds=data.validated_data["kinds"], dataset=dataset)
+        return Response({"kinds": kinds, "dataset": name})

@@ -34,8 +34,9 @@ WITH ds AS (
       )
 ),
 kinds AS (
-    SELECT q.{qualification.kind} FROM {qualification} q
+    SELECT DISTINCT q.{qualification.kind} FROM {qualification} q
     WHERE q.{qualification.rater} = %(rater)s
+      AND (q.{qualification.dataset} IS NULL OR q.{qualification.dataset} IN (SELECT {dataset.id} FROM ds))
       AND (%(kind)s::varchar IS NULL OR q.{qualification.kind} = %(kind)s::varchar)
 ),
 held AS (
@@ -119,4 +120,4 @@ def gold_claim() -> Statement:
         ("slot_table", "text"),
         ("slot_pk", "text"),
     )
-    return Statement("gold_claim_v2", sql, params)
+    return Statement("gold_claim_v3", sql, params)

@@ -65,15 +65,50 @@ class QueueCounter(models.Model):
         return f"{self.dataset_id}/{self.kind}: {self.pairs_open} open"
 
 
+class QualificationQuerySet(models.QuerySet):
+    def in_dataset(self, dataset_id: int | None):
+        """Grants that hold in the dataset: its own rows and the global ones (no dataset)."""
+        return self.filter(Q(dataset_id=dataset_id) | Q(dataset__isnull=True))
+
+    def granted_kinds(self, *, rater, dataset_id: int | None) -> list[str]:
+        """The kinds ``rater`` may rate in the dataset, sorted; without a dataset, the
+        kinds granted for every dataset."""
+        rows = self.filter(rater=rater)
+        rows = rows.in_dataset(dataset_id) if dataset_id is not None else rows.filter(dataset__isnull=True)
+        return sorted(set(rows.values_list("kind", flat=True)))
+
+
 class Qualification(models.Model):
-    """A rater may be served tasks of this kind."""
+    """A rater may be served tasks of this kind in this dataset. Quizzes and campaign links
+    grant a kind in their dataset only; a row without a dataset is an admin's grant of the
+    kind in every dataset."""
 
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="qualifications")
+    dataset = models.ForeignKey(
+        Dataset,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The dataset this grant holds in; empty: every dataset.",
+    )
     kind = models.CharField(max_length=4, choices=TaskKind.choices)
     granted_at = models.DateTimeField(auto_now_add=True)
 
+    objects = QualificationQuerySet.as_manager()
+
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["rater", "kind"], name="qualification_unique")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["rater", "dataset", "kind"],
+                condition=Q(dataset__isnull=False),
+                name="qualification_unique_in_dataset",
+            ),
+            models.UniqueConstraint(
+                fields=["rater", "kind"], condition=Q(dataset__isnull=True), name="qualification_unique_global"
+            ),
+        ]
 
     def __str__(self) -> str:
-        return f"{self.rater} may rate {self.kind}"
+        where = f"in dataset {self.dataset_id}" if self.dataset_id is not None else "in every dataset"
+        return f"{self.rater} may rate {self.kind} {where}"

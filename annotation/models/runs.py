@@ -6,8 +6,6 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from annotation.uploads import upload_is_stored
-
 
 class JobStatus(models.TextChoices):
     PENDING = "pending", "pending"
@@ -38,7 +36,7 @@ class BackgroundRun(models.Model):
     """Status, progress, message and runner of one background run: the admin pages, the
     API and the CLI all read a run's progress from its row.
 
-    A run may read files uploaded for it (``upload_paths``): they are removed when it
+    A run may read files uploaded for it (``annotation.uploads.upload_paths``): they are removed when it
     succeeds, or UPLOAD_KEEP_FAILED_DAYS after it failed (``annotation.upload_cleanup``).
     """
 
@@ -68,9 +66,9 @@ class BackgroundRun(models.Model):
     class Meta:
         abstract = True
 
-    def upload_paths(self) -> list[str]:
-        """The stored uploads (``annotation.uploads``) this run reads; never a file a CLI
-        user named, which is not ours to remove."""
+    def input_paths(self) -> list[str]:
+        """The files this run reads, as its parameters name them: stored uploads or files a
+        CLI user named (``annotation.uploads.upload_paths`` keeps the uploads)."""
         raise NotImplementedError(f"{type(self).__name__} must say which uploaded files it reads")
 
 
@@ -97,9 +95,9 @@ class Job(BackgroundRun):
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} ({self.status})"
 
-    def upload_paths(self) -> list[str]:
+    def input_paths(self) -> list[str]:
         keys = JOB_UPLOAD_PARAMS.get(self.kind, ())
-        return [self.params[key] for key in keys if self.params.get(key) and upload_is_stored(self.params[key])]
+        return [self.params[key] for key in keys if self.params.get(key)]
 
 
 # The params of each job kind that name an input file (an upload, or a CLI user's file).

@@ -40,7 +40,7 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
     now = service_now(now)
     expires = now + lease_ttl()
     # A gold pair now and then, looking like any other (annotation.gold.serving).
-    kinds = None if use_postgres_sql() else qualified_kinds(rater)
+    kinds = None if use_postgres_sql() else qualified_kinds(rater, dataset=dataset)
     gold = gold_claim(rater=rater, dataset=dataset, kinds=kinds, kind=kind, now=now, expires=expires)
     if gold is not None:
         return gold
@@ -67,9 +67,13 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
     return None
 
 
-def qualified_kinds(rater) -> list[str]:
-    """The task kinds ``rater`` may be served, sorted."""
-    return sorted(Qualification.objects.filter(rater=rater).values_list("kind", flat=True))
+def qualified_kinds(rater, *, dataset: str) -> list[str]:
+    """The task kinds ``rater`` may be served in the named dataset, sorted (none in an
+    unknown dataset)."""
+    dataset_id = Dataset.objects.filter(name=dataset).values_list("id", flat=True).first()
+    if dataset_id is None:
+        return []
+    return Qualification.objects.granted_kinds(rater=rater, dataset_id=dataset_id)
 
 
 def _explain_nothing_claimed(*, rater, dataset: str, kind: str | None) -> None:
@@ -80,11 +84,16 @@ def _explain_nothing_claimed(*, rater, dataset: str, kind: str | None) -> None:
         raise NotFound(f"no dataset named {dataset!r}")
     if is_paused(rater=rater, dataset_id=dataset_id):
         raise paused_error(username=rater.get_username(), dataset=dataset)
-    kinds = qualified_kinds(rater)
+    kinds = Qualification.objects.granted_kinds(rater=rater, dataset_id=dataset_id)
     if not kinds:
-        raise Forbidden(f"{rater.get_username()} has no task qualifications yet; an admin grants STS, SIS or SITS")
+        raise Forbidden(
+            f"{rater.get_username()} has no task qualifications in {dataset!r} yet; an admin grants STS, SIS or SITS"
+        )
     if kind is not None and kind not in kinds:
-        raise Forbidden(f"{rater.get_username()} is not qualified for {kind} pairs (qualified for: {', '.join(kinds)})")
+        raise Forbidden(
+            f"{rater.get_username()} is not qualified for {kind} pairs in {dataset!r} "
+            f"(qualified for: {', '.join(kinds)})"
+        )
 
 
 def _claim_postgres(*, rater, dataset: str, kind: str | None, now: datetime, expires: datetime) -> Assignment | None:
@@ -124,7 +133,8 @@ def _claim_portable(*, rater, dataset: str, kind: str | None, now: datetime, exp
     dataset_id = Dataset.objects.filter(name=dataset).values_list("id", flat=True).first()
     if dataset_id is None or is_paused(rater=rater, dataset_id=dataset_id):
         return None
-    kinds = [k for k in qualified_kinds(rater) if kind is None or k == kind]
+    granted = Qualification.objects.granted_kinds(rater=rater, dataset_id=dataset_id)
+    kinds = [k for k in granted if kind is None or k == kind]
     if not kinds:
         return None
     slots = RatingSlot.objects.select_for_update(skip_locked=True, of=("self",))

@@ -75,7 +75,8 @@ def _render(sql: str, **fragments: str) -> str:
 
 
 # ``ds`` is empty for a rater an admin (or the gold rule) paused in the dataset: such a
-# rater is served nothing, and the caller says why.
+# rater is served nothing, and the caller says why. ``kinds``: those granted to the rater
+# in this dataset or in every dataset (a grant without a dataset).
 # Candidates: the rater's own lease (held), the head of the open queue for each kind the
 # rater may rate (fresh), and the oldest expired lease in reach (stale). ``pick`` takes
 # the held one, else the highest batch priority, an expired lease before fresh work, and
@@ -92,8 +93,9 @@ WITH ds AS (
       )
 ),
 kinds AS (
-    SELECT q.{qualification.kind} FROM {qualification} q
+    SELECT DISTINCT q.{qualification.kind} FROM {qualification} q
     WHERE q.{qualification.rater} = %(rater)s
+      AND (q.{qualification.dataset} IS NULL OR q.{qualification.dataset} IN (SELECT {dataset.id} FROM ds))
       AND (%(kind)s::varchar IS NULL OR q.{qualification.kind} = %(kind)s::varchar)
 ),
 held AS (
@@ -183,7 +185,7 @@ def claim() -> Statement:
         ("now", "timestamptz"),
         ("expires", "timestamptz"),
     )
-    return Statement("queue_claim_v2", sql, params)
+    return Statement("queue_claim_v3", sql, params)
 
 
 # The pair row is locked inside the materialized CTE, before the outer query's row lock

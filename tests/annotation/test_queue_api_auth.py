@@ -127,8 +127,8 @@ def test_admins_set_qualifications(split):
     UserFactory(username="nina", roles=["rater"])
     response = admin.put("/api/raters/nina/qualifications/", {"kinds": ["SIS", "STS"]}, format="json")
     assert response.status_code == 200
-    assert response.json() == {"kinds": ["SIS", "STS"]}
-    assert admin.get("/api/raters/nina/qualifications/").json() == {"kinds": ["SIS", "STS"]}
+    assert response.json() == {"kinds": ["SIS", "STS"], "dataset": None}
+    assert admin.get("/api/raters/nina/qualifications/").json() == {"kinds": ["SIS", "STS"], "dataset": None}
     assert admin.put("/api/raters/nina/qualifications/", {"kinds": ["XX"]}, format="json").status_code == 400
     assert admin.get("/api/raters/nobody/qualifications/").status_code == 404
     _, rater = rater_client()

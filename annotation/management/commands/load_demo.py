@@ -129,7 +129,7 @@ class Command(BaseCommand):
             user.groups.add(Group.objects.get_or_create(name=role)[0])
             if role == RATER:
                 for kind in TaskKind.values:
-                    Qualification.objects.get_or_create(rater=user, kind=kind)
+                    Qualification.objects.get_or_create(rater=user, dataset=None, kind=kind)
 
     @transaction.atomic
     def _ensure_examples(self) -> None:
