@@ -9,8 +9,9 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 SHARED_DIR = Path(os.environ.get("SHARED_DIR", REPO_DIR.parent / "shared"))
 
 if os.environ.get("MUTATION_TEST_DATABASE"):
-    # `make mutation`: prepared databases, one per mutmut worker (see tests/mutation_db.py).
-    from tests.mutation_db import django_db_setup  # noqa: F401
+    # `make mutation`: prepared databases, one per mutmut worker, and tests marked sql_paths
+    # on both SQL paths (see tests/mutation_mode.py).
+    from tests.mutation_mode import _sql_path, django_db_setup, pytest_generate_tests  # noqa: F401
 
 
 def pytest_collection_modifyitems(config, items):

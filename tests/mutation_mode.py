@@ -1,5 +1,7 @@
-"""Test databases for `make mutation` (scripts/mutation.py), loaded by tests/conftest.py
-only when MUTATION_TEST_DATABASE is set.
+"""How the tests run under `make mutation` (scripts/mutation.py): tests/conftest.py takes
+these fixtures and hooks only when MUTATION_TEST_DATABASE is set.
+
+Test databases.
 
 mutmut runs a fresh pytest session for every mutant, several at once. pytest-django's own
 set-up would create or migrate a test database each time, which alone would take longer
@@ -72,3 +74,17 @@ def django_db_setup(django_test_environment, django_db_blocker):
         with django_db_blocker.unblock():
             connections.close_all()
         handle.close()
+
+
+def pytest_generate_tests(metafunc):
+    """Tests marked ``sql_paths`` run once per SQL path (the test command runs their files a
+    second time with SQL_PATHS=portable instead, which mutmut cannot do), so a mutant of the
+    ORM path meets the tests too. Tests taking the ``engine`` fixture choose their path."""
+    if metafunc.definition.get_closest_marker("sql_paths") and "engine" not in metafunc.fixturenames:
+        metafunc.fixturenames.append("_sql_path")
+        metafunc.parametrize("_sql_path", ["postgres", "portable"], indirect=True)
+
+
+@pytest.fixture
+def _sql_path(request, settings):
+    settings.SQL_PATHS = request.param
