@@ -6,11 +6,12 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.contrib.auth import authenticate
+from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.signals import user_logged_in
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models.functions import Lower
 from django.utils import timezone
 from knox.models import AuthToken
 
@@ -105,6 +106,27 @@ def tokens_prune_expired(*, now=None) -> int:
     with transaction.atomic():
         deleted, _ = AuthToken.objects.filter(expiry__lt=now or timezone.now()).delete()
     return deleted
+
+
+def username_taken_message(wanted: str, existing: str) -> str:
+    """How a creation path refuses ``wanted`` when ``existing`` holds the name (the user
+    table's unique index on lower(username) refuses it in any case)."""
+    if wanted == existing:
+        return f"a user named {wanted!r} exists already"
+    return (
+        f"a user named {wanted!r} cannot be made: {existing!r} exists already and usernames may not differ only by case"
+    )
+
+
+def username_holder(username: str) -> str | None:
+    """The existing username equal to ``username`` but for case, or None when it is free."""
+    return (
+        get_user_model()
+        .objects.annotate(folded=Lower("username"))
+        .filter(folded=username.lower())
+        .values_list("username", flat=True)
+        .first()
+    )
 
 
 def password_check(*, password: str, user=None) -> None:

@@ -7,16 +7,17 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from annotation.accounts import tokens_revoke_all
+from annotation.accounts import tokens_revoke_all, username_holder, username_taken_message
 from annotation.errors import DomainError
 from annotation.models import Qualification, TaskKind
 from annotation.onboarding import invitation_renew, rater_list_read, raters_add
 from annotation.roles import RATER, has_role
 from annotation.upload_limits import limited_upload_view, upload_form_is_valid
-from annotation.uploads import PAIR_LIST, upload_as_temporary_file
+from annotation.uploads import PAIR_LIST
 
 User = get_user_model()
 
@@ -26,6 +27,26 @@ class RaterListForm(forms.Form):
         label="Rater list (CSV)",
         help_text="Header username,email,kinds; kinds such as 'STS SIS'. One bad row refuses the whole file.",
     )
+
+
+def _username_free(form, username: str | None) -> str | None:
+    """The form's username when no other user holds it in any case (the user table's
+    index on lower(username) would refuse it with an error page)."""
+    if username:
+        holder = username_holder(username)
+        if holder is not None and (form.instance.pk is None or holder != form.instance.get_username()):
+            raise forms.ValidationError(username_taken_message(username, holder))
+    return username
+
+
+class UserAddForm(AdminUserCreationForm):
+    def clean_username(self):
+        return _username_free(self, self.cleaned_data.get("username"))
+
+
+class UserEditForm(UserChangeForm):
+    def clean_username(self):
+        return _username_free(self, self.cleaned_data.get("username"))
 
 
 class QualificationInline(admin.TabularInline):
@@ -55,6 +76,8 @@ def _qualify_action(kind: str):
 
 
 class AccountUserAdmin(UserAdmin):
+    add_form = UserAddForm
+    form = UserEditForm
     actions = [
         "deactivate",
         *(_qualify_action(kind) for kind in TaskKind.values),
@@ -85,9 +108,9 @@ class AccountUserAdmin(UserAdmin):
         invited = None
         if request.method == "POST" and upload_form_is_valid(request, form):
             try:
-                with upload_as_temporary_file(form.cleaned_data["file"], default_name="raters.csv") as csv_path:
-                    rows = rater_list_read(csv_path)
-                    invited = raters_add(rows=rows, created_by=request.user)
+                upload = form.cleaned_data["file"]
+                rows = rater_list_read(upload, name=upload.name or "raters.csv")
+                invited = raters_add(rows=rows, created_by=request.user)
             except DomainError as problem:
                 form.add_error("file", str(problem))
         context = {

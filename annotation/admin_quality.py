@@ -20,9 +20,17 @@ from annotation.exclusion.services import (
     rating_exclusion_create,
     rating_exclusion_undo,
 )
-from annotation.gold.pause import is_paused, rater_pause, rater_pause_lift
-from annotation.models import ExclusionState, GoldPair, QualitySettings, RaterPause, RatingExclusion
-from annotation.quiz import quiz_set
+from annotation.gold.pause import is_paused, pause_refusal, rater_pause, rater_pause_lift
+from annotation.models import (
+    Dataset,
+    ExclusionPause,
+    ExclusionState,
+    GoldPair,
+    QualitySettings,
+    RaterPause,
+    RatingExclusion,
+)
+from annotation.quiz import quiz_pools, quiz_set
 
 User = get_user_model()
 
@@ -32,6 +40,12 @@ class ExclusionForm(forms.ModelForm):
         widget=forms.Textarea(attrs={"rows": 3}),
         max_length=MAX_REASON,
         help_text="Kept with every excluded rating and listed (with the rater's pseudonym) in export manifests.",
+    )
+    keep_active = forms.BooleanField(
+        required=False,
+        label="Keep the rater active",
+        help_text="Unticked (the default): the rater is paused in the dataset and claims nothing more there "
+        "until the pause is lifted under Rater pauses.",
     )
 
     class Meta:
@@ -55,6 +69,7 @@ class ExclusionForm(forms.ModelForm):
                 reason=data["reason"],
                 window_start=data.get("window_start"),
                 window_end=data.get("window_end"),
+                keep_active=data.get("keep_active", False),
                 now=timezone.now(),
             )
         except DomainError as error:
@@ -75,6 +90,7 @@ class RatingExclusionAdmin(admin.ModelAdmin):
         "ratings_superseded",
         "created_by",
         "created_at",
+        "pause",
         "reason",
     ]
     list_filter = ["dataset", "state"]
@@ -107,6 +123,7 @@ class RatingExclusionAdmin(admin.ModelAdmin):
             reason=data["reason"],
             window_start=data.get("window_start"),
             window_end=data.get("window_end"),
+            keep_active=data.get("keep_active", False),
             created_by=request.user,
         )
         obj.pk = created.pk
@@ -116,9 +133,15 @@ class RatingExclusionAdmin(admin.ModelAdmin):
         return super().log_addition(request, obj, message)
 
     def response_add(self, request, obj, post_url_continue=None):
+        standing = {
+            ExclusionPause.PAUSED: f"{obj.rater} is paused in {obj.dataset} until the pause is lifted",
+            ExclusionPause.ALREADY_PAUSED: f"{obj.rater} was paused in {obj.dataset} already and stays paused",
+            ExclusionPause.KEPT_ACTIVE: f"{obj.rater} was kept active in {obj.dataset} (not paused)",
+        }[obj.pause]
         self.message_user(
             request,
-            f"Excluding the ratings of {obj.rater}: each affected pair gets a new slot per excluded rating.",
+            f"Excluding the ratings of {obj.rater}: each affected pair gets a new slot per excluded rating. "
+            f"{standing}.",
             messages.SUCCESS,
         )
         return HttpResponseRedirect(reverse("admin:annotation_ratingexclusion_changelist"))
@@ -158,7 +181,11 @@ class PauseForm(forms.ModelForm):
     def _post_clean(self):
         # rater_pause writes the row; the model's full_clean would ask for created_at.
         data = self.cleaned_data
-        if not self.errors and is_paused(rater=data["rater"], dataset_id=data["dataset"].pk):
+        if self.errors:
+            return
+        if refusal := pause_refusal(data["rater"]):
+            self.add_error("rater", ValidationError(str(refusal)))
+        elif is_paused(rater=data["rater"], dataset_id=data["dataset"].pk):
             self.add_error(None, ValidationError(f"{data['rater']} is already paused in {data['dataset']}"))
 
 
@@ -235,6 +262,14 @@ class GoldPairAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False  # ids come from the pairs' sequence: gold pairs are added by upload or promotion
 
+    def changelist_view(self, request, extra_context=None):
+        # Where quiz pairs are chosen, say which kinds' quiz pools are too small (on the
+        # page itself, not again after an action's redirect).
+        if request.method == "GET":
+            for text in small_quiz_pools():
+                self.message_user(request, text, messages.WARNING)
+        return super().changelist_view(request, extra_context)
+
     def get_queryset(self, request):
         flagged = Count("leases", filter=~Q(leases__flag_reason=""), distinct=True)
         return super().get_queryset(request).annotate(rated=Count("ratings", distinct=True), flagged=flagged)
@@ -266,6 +301,18 @@ class GoldPairAdmin(admin.ModelAdmin):
         self.message_user(request, f"{changed} gold pair(s) taken out of the quiz.")
 
 
+def small_quiz_pools() -> list[str]:
+    """One line per dataset and kind whose quiz pool holds fewer than twice the attempt length."""
+    dataset_ids = GoldPair.objects.filter(in_quiz=True, active=True).values_list("dataset_id", flat=True).distinct()
+    names = dict(Dataset.objects.filter(pk__in=dataset_ids).values_list("pk", "name"))
+    return [
+        f"Dataset {names[dataset_id]}, {pool.describe()}"
+        for dataset_id in sorted(names, key=names.get)
+        for pool in quiz_pools(dataset_id=dataset_id)
+        if pool.too_small
+    ]
+
+
 def _quiz_set_selected(queryset, *, in_quiz: bool) -> int:
     """quiz_set for selected gold pairs of any datasets; how many changed."""
     groups: dict[int, list[int]] = {}
@@ -282,3 +329,12 @@ class QualitySettingsInline(admin.StackedInline):
     model = QualitySettings
     can_delete = False
     verbose_name = "quality control"
+    readonly_fields = ["quiz_pools"]
+
+    @admin.display(description="quiz pools")
+    def quiz_pools(self, settings: QualitySettings) -> str:
+        """Each kind's quiz pool against quiz_length, saying when one is too small."""
+        if settings is None or settings.dataset_id is None:
+            return "-"
+        pools = quiz_pools(dataset_id=settings.dataset_id)
+        return " ".join(pool.describe() for pool in pools) or "No quiz: no gold pair is in a quiz."

@@ -4,8 +4,9 @@ Opening ``/join/<token>/?PROLIFIC_PID=..&STUDY_ID=..&SESSION_ID=..`` makes (or r
 the rater of that external id: one external id is one account however often, in however
 many tabs, the link is opened (the unique user name and the unique (link, external id)
 row decide races). A participant rates up to the link's quota of items, then is shown
-the completion code. The claim refuses a participant at their quota (QuotaReached), so
-neither a second tab nor a script gets more items than the quota."""
+the completion code. The rating policy (``annotation.rating.policy``) refuses a claim or a
+submit past the quota (QuotaReached, counted by ``annotation.rating.quota``), so neither a
+second tab nor a script gets more items than the quota."""
 
 from __future__ import annotations
 
@@ -22,18 +23,20 @@ from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotation.errors import DomainError, Forbidden
+from annotation.errors import DomainError
 from annotation.models import (
     CampaignLink,
     GoldPair,
-    GoldPurpose,
-    GoldRating,
     Participant,
     Qualification,
     Rating,
     TaskKind,
 )
-from annotation.roles import PARTICIPANT, RATER, has_role
+
+# QuotaReached is re-exported: the crowd's callers meet it when a participant is done.
+from annotation.rating.quota import QuotaReached as QuotaReached
+from annotation.rating.quota import participant_items_done
+from annotation.roles import PARTICIPANT, RATER
 
 EXTERNAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SIDE_PARAMS = {"study_id": "STUDY_ID", "session_id": "SESSION_ID"}
@@ -54,12 +57,6 @@ class JoinRefused(DomainError):
 
 class CampaignLinkError(DomainError):
     code = "campaign_link_invalid"
-
-
-class QuotaReached(Forbidden):
-    """The participant rated their quota of items: the completion code is theirs."""
-
-    code = "quota_reached"
 
 
 @dataclass(frozen=True)
@@ -224,23 +221,6 @@ def _grant_kinds_without_quiz(user, link: CampaignLink) -> None:
     )
 
 
-def participant_items_done(participant: Participant) -> int:
-    """Items the participant rated in the link's dataset since joining it (ordinary and
-    gold alike: to them every item is one item)."""
-    ratings = Rating.objects.filter(
-        rater_id=participant.user_id,
-        pair__dataset_id=participant.link.dataset_id,
-        created_at__gte=participant.started_at,
-    ).count()
-    gold = GoldRating.objects.filter(
-        rater_id=participant.user_id,
-        dataset_id=participant.link.dataset_id,
-        purpose=GoldPurpose.QUEUE,
-        created_at__gte=participant.started_at,
-    ).count()
-    return ratings + gold
-
-
 def participation_in(*, user, dataset_id: int) -> Participant | None:
     """The user's latest run through a campaign link of the dataset, if any."""
     return (
@@ -249,23 +229,6 @@ def participation_in(*, user, dataset_id: int) -> Participant | None:
         .order_by("-started_at")
         .first()
     )
-
-
-def quota_check(*, rater, dataset: str) -> None:
-    """Raise QuotaReached when ``rater`` is a crowd participant who has rated their
-    link's quota in ``dataset`` (or was already shown the completion code)."""
-    if not has_role(rater, PARTICIPANT):
-        return
-    participant = (
-        Participant.objects.select_related("link")
-        .filter(user=rater, link__dataset__name=dataset)
-        .order_by("-started_at")
-        .first()
-    )
-    if participant is None:
-        return
-    if participant.finished_at is not None or participant_items_done(participant) >= participant.link.quota:
-        raise QuotaReached(f"you rated the {participant.link.quota} items of this study; your completion code is ready")
 
 
 class Step:

@@ -40,3 +40,19 @@ def bigint_problem(value: int) -> str | None:
     if BIGINT_MIN <= value <= BIGINT_MAX:
         return None
     return f"is {value}, outside the 64-bit range a stored number can hold ({BIGINT_MIN:,} to {BIGINT_MAX:,})"
+
+
+# What a spreadsheet reads as the start of a formula (OWASP's list: = + - @, and tab and
+# carriage return, after which some spreadsheets look again).
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def formula_problem(text: str) -> str | None:
+    """Why ``text`` cannot be an id or file name that a CSV file carries unchanged (a
+    spreadsheet would run it as a formula), or None when it can."""
+    if text.startswith(FORMULA_LEADS):
+        return (
+            f"begins with {text[0]!r}, which spreadsheets read as the start of a formula; "
+            f"ids and file names may not begin with {' '.join(map(repr, FORMULA_LEADS))}"
+        )
+    return None

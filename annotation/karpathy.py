@@ -10,7 +10,10 @@ names ``000000032001.jpg``), caption keys use that prefix and image keys become
 ``<prefix>_<cocoid as 12 digits><extension>``, the CxC spelling.
 
 Every value is checked before anything is stored: text without NUL characters, ids
-within 64 bits, file paths that stay below the images folder, lengths within the limits.
+within 64 bits, file paths that stay below the images folder, lengths within the limits,
+and no key, file name or folder that begins like a spreadsheet formula (= + - @, tab,
+CR): keys reach the CxC export files, which are written byte for byte as the release
+writes them, so they cannot be escaped there.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from annotation.inputs import bigint_problem, nul_problem
+from annotation.inputs import bigint_problem, formula_problem, nul_problem
 
 _PREFIXED_NAME = re.compile(r"^(?P<prefix>.+)_(?P<number>\d+)(?P<ext>\.[A-Za-z0-9]+)$")
 
@@ -74,6 +77,8 @@ def parse_karpathy(
     ``limits`` (callers that store the records pass them) also for values that are too long.
     """
     path = Path(path)
+    if key_prefix and (problem := formula_problem(key_prefix)):
+        raise KarpathyError(f"{path}: key prefix {key_prefix!r} {problem}")
     data = _load(path)
     wanted = set(splits) if splits else None
     seen_splits: set[str] = set()
@@ -165,10 +170,12 @@ def _image_record(
         raise KarpathyError(
             f"{where}: field 'filename' must name one file (its folder goes in 'filepath'), got {filename!r}"
         )
+    _check_formula(filename, "field 'filename'", where)
     filepath = entry.get("filepath", "")
     if not isinstance(filepath, str):
         raise KarpathyError(f"{where}: field 'filepath' must be a string")
     _check_text(filepath, "filepath", where, limits.filename_chars if limits else None)
+    _check_formula(filepath, "field 'filepath'", where)
     folder = PurePosixPath(filepath)
     if folder.is_absolute() or ".." in folder.parts or "\\" in filepath:
         raise KarpathyError(
@@ -181,6 +188,8 @@ def _image_record(
             raise KarpathyError(f"{where}: field 'cocoid' must be an integer")
         _check_bigint(cocoid, "cocoid", where)
     image_key, caption_prefix = _keys_for(filename, cocoid, key_prefix, where)
+    # The caption keys begin with the same prefix as the image key.
+    _check_formula(image_key, f"image key {image_key[:60]!r}", where)
     if limits is not None and len(image_key) > limits.key_chars:
         raise KarpathyError(
             f"{where}: image key {image_key[:60]!r}... is {len(image_key):,} characters, "
@@ -238,6 +247,12 @@ def _check_text(value: str, name: str, where: str, max_chars: int | None) -> Non
     problem = nul_problem(value)
     if problem:
         raise KarpathyError(f"{where}: field {name!r} {problem}")
+
+
+def _check_formula(value: str, what: str, where: str) -> None:
+    problem = formula_problem(value)
+    if problem:
+        raise KarpathyError(f"{where}: {what} {problem}")
 
 
 def _check_bigint(value: int, name: str, where: str) -> None:

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
+import os
 import re
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import BinaryIO
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -19,10 +23,11 @@ from django.contrib.auth.models import Group
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models.functions import Lower
 from django.utils import timezone
 
-from annotation.accounts import password_check
+from annotation.accounts import password_check, username_taken_message
 from annotation.errors import DomainError
 from annotation.inputs import nul_problem
 from annotation.models import Invitation, Qualification, TaskKind
@@ -30,6 +35,14 @@ from annotation.roles import RATER
 
 COLUMNS = ("username", "email", "kinds")
 MAX_ROWS = 10_000
+# Three short fields: a username (150), an e-mail address (254) and a few kinds.
+MAX_LINE_BYTES = 4096
+# Every set of task kinds a row can name, sorted as rows keep them.
+_KINDS = {
+    kinds: kinds
+    for size in range(1, len(TaskKind.values) + 1)
+    for kinds in itertools.combinations(sorted(TaskKind.values), size)
+}
 
 
 class RaterListError(DomainError):
@@ -41,7 +54,7 @@ class InvitationInvalid(DomainError):
     http_status = 404
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RaterRow:
     line: int
     username: str
@@ -59,29 +72,54 @@ class Invited:
     expires_at: datetime
 
 
-def rater_list_read(path: Path) -> list[RaterRow]:
+def rater_list_read(source: str | os.PathLike | BinaryIO, *, name: str | None = None) -> list[RaterRow]:
     """The rows of a rater CSV (header ``username,email,kinds``; kinds separated by
-    spaces, ``|`` or ``;``). Raises RaterListError naming the line and column."""
-    name = Path(path).name
+    spaces, ``|`` or ``;``), from a path or a binary file (an upload, read where it
+    lies). Read line by line: a file of any size holds at most one line of at most
+    MAX_LINE_BYTES in memory besides the rows kept, and the row limit refuses it as soon
+    as row MAX_ROWS + 1 is read. Raises RaterListError naming the line and column."""
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as handle:
+            return _rows_of(handle, name or Path(source).name)
+    return _rows_of(source, name or "raters.csv")
+
+
+def _rows_of(stream: BinaryIO, name: str) -> list[RaterRow]:
+    reader = csv.reader(_lines(stream, name))
+    parsed, seen = [], {}
     try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            rows = list(csv.reader(handle))
-    except UnicodeDecodeError as exc:
-        raise RaterListError(f"{name}: not UTF-8 text ({exc})") from exc
+        header = next(reader, None)
+        if header is None or [column.strip() for column in header] != list(COLUMNS):
+            raise RaterListError(f"{name}: the header must be exactly {','.join(COLUMNS)}")
+        for line, values in enumerate(reader, start=2):
+            if line - 1 > MAX_ROWS:
+                raise RaterListError(f"{name}: at most {MAX_ROWS} raters per file")
+            if not any(value.strip() for value in values):
+                continue
+            parsed.append(_row(name, line, values, seen))
     except csv.Error as exc:
         raise RaterListError(f"{name}: not a readable CSV file ({exc})") from exc
-    if not rows or [column.strip() for column in rows[0]] != list(COLUMNS):
-        raise RaterListError(f"{name}: the header must be exactly {','.join(COLUMNS)}")
-    if len(rows) - 1 > MAX_ROWS:
-        raise RaterListError(f"{name}: at most {MAX_ROWS} raters per file")
-    parsed, seen = [], {}
-    for line, values in enumerate(rows[1:], start=2):
-        if not any(value.strip() for value in values):
-            continue
-        parsed.append(_row(name, line, values, seen))
     if not parsed:
         raise RaterListError(f"{name}: no raters below the header")
     return parsed
+
+
+def _lines(stream: BinaryIO, name: str) -> Iterator[str]:
+    """The file's lines as text, each at most MAX_LINE_BYTES (a file without line breaks
+    would otherwise be read whole as one line)."""
+    for number in itertools.count(1):
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_LINE_BYTES:
+            raise RaterListError(
+                f"{name}: line {number} is longer than {MAX_LINE_BYTES:,} bytes; "
+                "a rater row is a username, an e-mail address and task kinds"
+            )
+        try:
+            yield raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise RaterListError(f"{name}: not UTF-8 text (line {number}: {exc})") from exc
 
 
 def _row(name: str, line: int, values: list[str], seen: dict[str, int]) -> RaterRow:
@@ -107,6 +145,7 @@ def _row(name: str, line: int, values: list[str], seen: dict[str, int]) -> Rater
         except ValidationError:
             raise RaterListError(f"{where}, column email: {email!r} is not an e-mail address") from None
     kinds = tuple(sorted({kind.upper() for kind in re.split(r"[\s|;]+", kinds_text) if kind}))
+    kinds = _KINDS.get(kinds, kinds)  # one tuple per set of kinds: ten thousand rows share a few
     unknown = [kind for kind in kinds if kind not in TaskKind.values]
     if unknown or not kinds:
         raise RaterListError(
@@ -125,30 +164,44 @@ def raters_add(*, rows: list[RaterRow], created_by=None, now: datetime | None = 
     none. Raises RaterListError when a username is taken (naming its line)."""
     now = now or timezone.now()
     users = get_user_model()
-    taken = {
-        name.lower()
-        for name in users.objects.filter(username__in=[row.username for row in rows]).values_list("username", flat=True)
-    }
-    clash = next((row for row in rows if row.username.lower() in taken), None)
-    if clash is not None:
-        raise RaterListError(f"line {clash.line}: a user named {clash.username!r} exists already")
+    taken = (
+        users.objects.annotate(folded=Lower("username"))
+        .filter(folded__in=[row.username.lower() for row in rows])
+        .order_by("username")
+        .values_list("username", flat=True)
+        .first()
+    )
+    if taken is not None:
+        clash = next(row for row in rows if row.username.lower() == taken.lower())
+        raise RaterListError(f"line {clash.line}: {username_taken_message(clash.username, taken)}")
     expires = now + timedelta(hours=settings.INVITATION_TTL_HOURS)
     invited = []
-    with transaction.atomic():
-        group, _ = Group.objects.get_or_create(name=RATER)
-        for row in rows:
-            user = users(username=row.username, email=row.email)
-            user.set_unusable_password()
-            user.save()
-            user.groups.add(group)
-            # An admin's list: the kinds hold in every dataset.
-            Qualification.objects.bulk_create([Qualification(rater=user, kind=kind) for kind in row.kinds])
-            token = secrets.token_urlsafe(32)
-            Invitation.objects.create(
-                user=user, token_digest=_digest(token), created_by=created_by, created_at=now, expires_at=expires
-            )
-            invited.append(Invited(username=row.username, kinds=row.kinds, token=token, expires_at=expires))
+    try:
+        with transaction.atomic():
+            _create_raters(rows, invited, created_by=created_by, now=now, expires=expires)
+    except IntegrityError:
+        # Someone made one of these names (in any case) while this file was being read.
+        raise RaterListError(
+            "a user with one of these names (in any case) was created meanwhile; nothing was added, send the file again"
+        ) from None
     return invited
+
+
+def _create_raters(rows: list[RaterRow], invited: list[Invited], *, created_by, now: datetime, expires: datetime):
+    users = get_user_model()
+    group, _ = Group.objects.get_or_create(name=RATER)
+    for row in rows:
+        user = users(username=row.username, email=row.email)
+        user.set_unusable_password()
+        user.save()
+        user.groups.add(group)
+        # An admin's list: the kinds hold in every dataset.
+        Qualification.objects.bulk_create([Qualification(rater=user, kind=kind) for kind in row.kinds])
+        token = secrets.token_urlsafe(32)
+        Invitation.objects.create(
+            user=user, token_digest=_digest(token), created_by=created_by, created_at=now, expires_at=expires
+        )
+        invited.append(Invited(username=row.username, kinds=row.kinds, token=token, expires_at=expires))
 
 
 def invitation_renew(*, user, created_by=None, now: datetime | None = None) -> Invited:

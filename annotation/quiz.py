@@ -1,9 +1,24 @@
-"""The qualification quiz (issue #16): the gold pairs an admin put in a dataset's quiz for
-a task kind, asked one by one in the rating page; after each answer the rater sees the
-reference level and its explanation. An attempt is passed when the mean absolute error of
-its answers is below the dataset's ``quiz_max_error``, which grants the kind (a
-Qualification). A rater has QUIZ_ATTEMPTS attempts, each in its own order. Answers are
-GoldRating rows (purpose ``quiz``), never ratings of the dataset."""
+"""The qualification quiz (issues #16, #25): questions drawn from the gold pairs an admin put
+in a dataset's quiz for a task kind (the kind's pool), asked one by one in the rating page.
+An attempt is passed when the mean absolute error of its answers is strictly below the
+dataset's ``quiz_max_error``, which grants the kind (a Qualification). Answers are
+GoldRating rows (purpose ``quiz``), never ratings of the dataset.
+
+The quiz must test, not teach the answers to its own retake:
+- After each answer the rater is told the reference's level NAME (and its description)
+  and the pair's explanation, never a number: no reference score, no per-answer error,
+  not even the level's digit. A name covers a whole level, so it does not let anyone
+  replay a reference to the decimal.
+- Each attempt asks ``quiz_length`` questions (QualitySettings) drawn at random, and the
+  second attempt never repeats a question of the first: what attempt 1 revealed about its
+  pairs is worth nothing in attempt 2. The pool must hold at least twice the length; a
+  smaller pool asks ``pool // 2`` questions per attempt so the second still never repeats,
+  and a pool of one question cannot run a quiz at all (QuizTooSmall): the kind stays
+  closed until an admin adds questions, it is never opened without a quiz.
+- A finished attempt reports its mean error: one aggregate over questions that rater is
+  never asked again (and, gold serving's rule, never served as gold), so it calibrates the
+  rater without giving them anything to replay. Over a one-question attempt (a pool of 2
+  or 3) it is that question's error, still of a pair they never meet again."""
 
 from __future__ import annotations
 
@@ -12,12 +27,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
+from django.db.models import Count
 
 from annotation import cxc
 from annotation.errors import Conflict, DomainError, NotFound
 from annotation.gold.ids import ids_reserve
 from annotation.gold.serving import gold_pair_assignment
 from annotation.models import (
+    DEFAULT_QUIZ_LENGTH,
     DEFAULT_QUIZ_MAX_ERROR,
     QUIZ_ATTEMPTS,
     Dataset,
@@ -37,6 +54,51 @@ class QuizOver(DomainError):
 
     code = "quiz_over"
     http_status = 403
+
+
+class QuizTooSmall(DomainError):
+    """The kind's quiz pool is too small to draw an attempt that repeats no question."""
+
+    code = "quiz_too_small"
+    http_status = 409
+
+
+def attempt_length(*, pool: int, quiz_length: int) -> int:
+    """Questions per attempt: ``quiz_length``, or half the pool (rounded down) when the
+    pool holds fewer than twice that, so the second attempt never repeats a question."""
+    return min(quiz_length, pool // 2)
+
+
+@dataclass(frozen=True)
+class QuizPool:
+    """A kind's quiz pool in a dataset, as the admin pages and API report it."""
+
+    kind: str
+    size: int
+    quiz_length: int
+
+    @property
+    def attempt_length(self) -> int:
+        return attempt_length(pool=self.size, quiz_length=self.quiz_length)
+
+    @property
+    def too_small(self) -> bool:
+        return self.size < 2 * self.quiz_length
+
+    def describe(self) -> str:
+        text = f"{self.kind} quiz: {self.size} question(s) in the pool"
+        if not self.too_small:
+            return f"{text}, {self.quiz_length} per attempt."
+        missing = 2 * self.quiz_length - self.size
+        if self.attempt_length == 0:
+            return (
+                f"{text}: too small, the quiz cannot run, so raters not yet qualified stay closed out of "
+                f"{self.kind}; add {missing} more for attempts of {self.quiz_length}."
+            )
+        return (
+            f"{text}: too small for {self.quiz_length} per attempt (two attempts that never repeat need "
+            f"{2 * self.quiz_length}); attempts ask {self.attempt_length}. Add {missing} more."
+        )
 
 
 @dataclass(frozen=True)
@@ -69,13 +131,14 @@ class QuizState:
 
 @dataclass(frozen=True)
 class QuizFeedback:
-    """What the page shows after an answer: the reference and how far the answer was."""
+    """What the page shows after an answer: the names of the levels nearest the rater's
+    answer and the reference, the reference level's description for the kind, and the
+    pair's explanation. Never a number (see the module's docstring)."""
 
-    score: float
-    reference_score: float
-    reference_level: int
+    your_level: str
+    reference_level: str
+    reference_detail: str
     explanation: str
-    error: float
     replayed: bool
     state: QuizState
 
@@ -87,6 +150,37 @@ def quiz_pair_ids(*, dataset_id: int, kind: str) -> list[int]:
         .order_by("pk")
         .values_list("pk", flat=True)
     )
+
+
+def quiz_settings(dataset_id: int) -> tuple[int, float]:
+    """The dataset's (quiz_length, quiz_max_error), the defaults without a settings row."""
+    row = QualitySettings.objects.filter(dataset_id=dataset_id).values_list("quiz_length", "quiz_max_error").first()
+    return row or (DEFAULT_QUIZ_LENGTH, DEFAULT_QUIZ_MAX_ERROR)
+
+
+def quiz_settings_set(*, dataset_id: int, **values) -> None:
+    """Set the dataset's ``quiz_length`` and/or ``quiz_max_error`` (the row is created with
+    the other defaults when there is none)."""
+    with transaction.atomic():
+        QualitySettings.objects.update_or_create(dataset_id=dataset_id, defaults=values)
+
+
+def quiz_pools(*, dataset_id: int) -> list[QuizPool]:
+    """The dataset's quiz pools, one per kind that has active quiz pairs, by kind."""
+    quiz_length, _ = quiz_settings(dataset_id)
+    sizes = (
+        GoldPair.objects.filter(dataset_id=dataset_id, in_quiz=True, active=True)
+        .values_list("kind")
+        .annotate(size=Count("pk"))
+        .order_by("kind")
+    )
+    return [QuizPool(kind=kind, size=size, quiz_length=quiz_length) for kind, size in sizes]
+
+
+def quiz_attempt_length(*, dataset_id: int, kind: str) -> int:
+    """How many questions an attempt at the kind's quiz asks now (0: it cannot run)."""
+    pool = len(quiz_pair_ids(dataset_id=dataset_id, kind=kind))
+    return attempt_length(pool=pool, quiz_length=quiz_settings(dataset_id)[0])
 
 
 def quiz_set(*, dataset_id: int, gold_pair_ids: list[int], in_quiz: bool) -> int:
@@ -101,14 +195,17 @@ def quiz_set(*, dataset_id: int, gold_pair_ids: list[int], in_quiz: bool) -> int
 
 
 def quiz_offered(*, rater, dataset_id: int, kind: str) -> bool:
-    """Whether the rating page should show the kind's quiz to this rater: a quiz exists,
-    the rater is not qualified yet, and an attempt is open or still to take."""
+    """Whether the rating page should show the kind's quiz to this rater: the rater is not
+    qualified yet, and an attempt is open, or one is still to take and the pool holds
+    questions for it (a too small pool offers nothing: the kind stays closed)."""
     if Qualification.objects.filter(rater=rater, kind=kind).in_dataset(dataset_id).exists():
         return False
-    if not GoldPair.objects.filter(dataset_id=dataset_id, kind=kind, in_quiz=True, active=True).exists():
+    attempts = list(QuizAttempt.objects.filter(rater=rater, dataset_id=dataset_id, kind=kind))
+    if any(attempt.finished_at is None for attempt in attempts):
+        return True
+    if len(attempts) >= QUIZ_ATTEMPTS:
         return False
-    attempts = QuizAttempt.objects.filter(rater=rater, dataset_id=dataset_id, kind=kind)
-    return attempts.count() < QUIZ_ATTEMPTS or attempts.filter(finished_at__isnull=True).exists()
+    return bool(_draw_size(dataset_id, kind, attempts)[1])
 
 
 def quiz_state(*, rater, dataset: str, kind: str, start: bool = False, rng=None, now=None) -> QuizState:
@@ -200,20 +297,39 @@ def _latest_attempt(rater, dataset_id: int, kind: str, *, lock: bool) -> QuizAtt
     return (attempts.select_for_update() if lock else attempts).first()
 
 
+def _generator() -> random.Random:
+    """The attempts' draws come from the operating system's generator: nothing a rater
+    sees (ids, earlier attempts) predicts the next draw."""
+    return random.SystemRandom()
+
+
+def _draw_size(dataset_id: int, kind: str, previous: list[QuizAttempt]) -> tuple[list[int], int]:
+    """The pool's questions no previous attempt asked, and how many the next attempt
+    draws from them: the attempt length, or fewer when an admin shrank the pool since."""
+    pool = quiz_pair_ids(dataset_id=dataset_id, kind=kind)
+    asked = {pair_id for attempt in previous for pair_id in attempt.order}
+    fresh = [pair_id for pair_id in pool if pair_id not in asked]
+    length = attempt_length(pool=len(pool), quiz_length=quiz_settings(dataset_id)[0])
+    return fresh, min(length, len(fresh))
+
+
 def _attempt_begin(rater, dataset_id: int, kind: str, *, previous: QuizAttempt | None, rng, now) -> QuizAttempt:
-    """The next attempt, its questions shuffled (never in the previous attempt's order
-    when there are two or more). Raises NotFound without a quiz, QuizOver after the last."""
-    pair_ids = quiz_pair_ids(dataset_id=dataset_id, kind=kind)
-    if not pair_ids:
+    """The next attempt: questions drawn at random from the kind's pool, none that an
+    earlier attempt asked. Raises NotFound without a quiz, QuizOver after the last attempt,
+    QuizTooSmall when the pool cannot give the attempt a question."""
+    if not quiz_pair_ids(dataset_id=dataset_id, kind=kind):
         raise NotFound(f"there is no {kind} qualification quiz in this dataset; ask an admin to qualify you")
     number = 1 if previous is None else previous.number + 1
     if number > QUIZ_ATTEMPTS:
         raise QuizOver(f"you used both attempts at the {kind} quiz without passing; the task stays closed to you")
-    rng = rng or random.Random()
-    order = list(pair_ids)
-    rng.shuffle(order)
-    while previous is not None and len(order) > 1 and order == previous.order:
-        rng.shuffle(order)
+    earlier = list(QuizAttempt.objects.filter(rater=rater, dataset_id=dataset_id, kind=kind))
+    fresh, size = _draw_size(dataset_id, kind, earlier)
+    if size == 0:
+        raise QuizTooSmall(
+            f"the {kind} qualification quiz of this dataset has too few questions for attempt {number} "
+            "(each attempt asks questions no earlier one did); ask an admin to add questions"
+        )
+    order = (rng or _generator()).sample(fresh, size)
     try:
         with transaction.atomic():
             return QuizAttempt.objects.create(
@@ -233,15 +349,13 @@ def _expected_pair(attempt: QuizAttempt | None, dataset: str, kind: str) -> int:
 
 
 def _attempt_finish(attempt: QuizAttempt, *, now) -> None:
-    threshold = (
-        QualitySettings.objects.filter(dataset_id=attempt.dataset_id).values_list("quiz_max_error", flat=True).first()
-    )
-    threshold = DEFAULT_QUIZ_MAX_ERROR if threshold is None else threshold
+    _, threshold = quiz_settings(attempt.dataset_id)
     answers = _answers(attempt)
     mean_error = sum(abs(a.score - a.gold_score) for a in answers) / len(answers)
     attempt.finished_at = now
     attempt.mean_error = mean_error
     attempt.threshold = threshold
+    # Strictly below: an attempt exactly at the threshold is not passed.
     attempt.passed = mean_error < threshold
     attempt.save(update_fields=["finished_at", "mean_error", "threshold", "passed"])
     if attempt.passed:
@@ -298,13 +412,12 @@ def _state_of(attempt: QuizAttempt) -> QuizState:
 
 
 def _feedback(answer: GoldRating, gold: GoldPair, state: QuizState, *, replayed: bool) -> QuizFeedback:
+    reference = cxc.nearest_level(answer.gold_score)
     return QuizFeedback(
-        score=answer.score,
-        reference_score=answer.gold_score,
-        # The nearest level, halves up (round() would take 2.5 to 2).
-        reference_level=int(answer.gold_score + 0.5),
+        your_level=cxc.level_name(answer.score),
+        reference_level=cxc.LEVEL_NAMES[reference],
+        reference_detail=cxc.LEVEL_DETAILS[gold.kind][reference],
         explanation=gold.explanation,
-        error=abs(answer.score - answer.gold_score),
         replayed=replayed,
         state=state,
     )

@@ -24,6 +24,7 @@ from annotation.models import (
     Pair,
     PairSkip,
     Qualification,
+    QualitySettings,
     QueueCounter,
     Rating,
     RatingSlot,
@@ -146,10 +147,18 @@ class RaterProgress:
 
 
 def rater_pairs_left(*, rater, kinds: list[str], dataset_id: int | None = None) -> dict[tuple[int, str], int]:
-    """(dataset id, kind) -> pairs that still need ratings and that the rater has neither
-    rated nor skipped (a held one counts), for ``kinds`` (and one dataset if given):
-    the per-kind queue counters minus the rater's own unfinished pairs. Three grouped
-    reads whatever the queue size; pairs with nothing left are absent."""
+    """(dataset id, kind) -> pairs left for the rater, for ``kinds`` (and one dataset if
+    given); pairs with nothing left are absent.
+
+    Gold pairs count as any other, so the figure moves alike whichever pair a rater
+    rates or skips: the ordinary pairs that still need ratings and that the rater has
+    neither rated nor skipped (a held one counts), plus their held gold lease, plus,
+    while ordinary pairs are left (gold follows the ordinary pace) and the dataset serves
+    gold, the gold pairs the queue may still serve them (``gold_unmet``). Claiming
+    either moves a pair into "held" and leaves the figure; rating or skipping either
+    takes one off. Five grouped reads whatever the queue size."""
+    from annotation.gold.serving import gold_unmet  # gold serving imports the queue, which reads this
+
     counters = QueueCounter.objects.filter(kind__in=kinds)
     rated = RatingSlot.objects.filter(rater=rater, kind__in=kinds, pair_complete=False, state=SlotState.DONE)
     skipped = PairSkip.objects.filter(
@@ -158,10 +167,14 @@ def rater_pairs_left(*, rater, kinds: list[str], dataset_id: int | None = None) 
         pair__ratings_done__lt=F("pair__ratings_required"),
         pair__retired_at__isnull=True,
     )
+    held_gold = GoldLease.objects.filter(
+        rater=rater, kind__in=kinds, state=GoldLeaseState.LEASED, gold_pair__active=True
+    )
     if dataset_id is not None:
         counters = counters.filter(dataset_id=dataset_id)
         rated = rated.filter(dataset_id=dataset_id)
         skipped = skipped.filter(pair__dataset_id=dataset_id)
+        held_gold = held_gold.filter(dataset_id=dataset_id)
     left = _count_by(counters, ("dataset_id", "kind"), Sum("pairs_open"))
     not_for_rater = (
         _count_by(rated, ("dataset_id", "kind"), Count("id")),
@@ -170,7 +183,23 @@ def rater_pairs_left(*, rater, kinds: list[str], dataset_id: int | None = None) 
     for counts in not_for_rater:
         for key, n in counts.items():
             left[key] = left.get(key, 0) - n
+    unmet = _count_by(gold_unmet(rater=rater, dataset_id=dataset_id, kinds=kinds), ("dataset_id", "kind"), Count("id"))
+    gold_off = _datasets_without_gold({dataset for dataset, _ in unmet})
+    for key, n in unmet.items():
+        if left.get(key, 0) > 0 and key[0] not in gold_off:
+            left[key] += n
+    for key, n in _count_by(held_gold, ("dataset_id", "kind"), Count("id")).items():
+        left[key] = left.get(key, 0) + n
     return {key: n for key, n in left.items() if n > 0}
+
+
+def _datasets_without_gold(dataset_ids: set[int]) -> set[int]:
+    """Of ``dataset_ids``, those whose queue serves no gold (gold_one_in 0)."""
+    if not dataset_ids:
+        return set()
+    return set(
+        QualitySettings.objects.filter(dataset_id__in=dataset_ids, gold_one_in=0).values_list("dataset_id", flat=True)
+    )
 
 
 def _count_by(queryset: QuerySet, fields: tuple[str, str], total) -> dict[tuple, int]:
@@ -204,7 +233,7 @@ def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: dateti
         .values("id", "lease_expires_at")
         .first()
     ) or (
-        GoldLease.objects.filter(rater=rater, dataset=ds, state=GoldLeaseState.LEASED)
+        GoldLease.objects.filter(rater=rater, dataset=ds, state=GoldLeaseState.LEASED, gold_pair__active=True)
         .order_by("leased_at")
         .values("id", "lease_expires_at")
         .first()

@@ -361,7 +361,11 @@ SPECTACULAR_SETTINGS = {
     # required (PATCH /api/sampling/batches/<id>/ needs its priority), not as all optional.
     "COMPONENT_SPLIT_PATCH": False,
     # <id:...> (config/converters.py): a whole number of at most 64 bits.
-    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "format": "int64", "minimum": 0, "maximum": 2**63 - 1}},
+    "PATH_CONVERTER_OVERRIDES": {
+        "id": {"type": "integer", "format": "int64", "minimum": 0, "maximum": 2**63 - 1},
+        # A rating slot as the rater knows it (config/converters.py, annotation/opaque_ids.py).
+        "slot_ref": {"type": "string", "pattern": "^[0-9]{1,19}$", "description": "An opaque id."},
+    },
     "ENUM_NAME_OVERRIDES": {
         "TaskKindEnum": "annotation.models.TaskKind",
         "FlagReasonEnum": "annotation.models.FlagReason",

@@ -8,13 +8,13 @@ table and its CSV agree on what a column means.
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import pairwise
 
+from annotation import spreadsheet_csv
 from annotation.cxc import KINDS
 
 # A queued refresh that has not produced a snapshot by then is reported as stuck, not
@@ -208,6 +208,7 @@ def rater_columns(kinds: list[str]) -> list[Column]:
         Column("flags", "Flags", lambda r: r["flags"]),
         Column("last_active", "Last active (UTC)", lambda r: r["last_active"], _short_time),
         Column("gold_items", "Gold items", lambda r: r.get("gold_items", 0)),
+        Column("gold_passed", "Gold passed on", lambda r: r.get("gold_passed", 0)),
         Column("gold_error", "Gold error", lambda r: r.get("gold_error"), lambda v: _number(v, 2)),
         Column("gold_bias", "Gold bias", lambda r: r.get("gold_bias"), _signed),
         Column("excluded", "Excluded", lambda r: r.get("excluded", 0)),
@@ -239,7 +240,8 @@ def _csv_value(value) -> object:
 def raters_csv(data: dict) -> str:
     columns = rater_columns(kinds_of(data))
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    # Admins open this file in a spreadsheet: a username like -2+3 or @SUM is escaped.
+    writer = spreadsheet_csv.writer(out, lineterminator="\n")
     writer.writerow(["rater_id", *(column.key for column in columns)])
     for rater in sorted(data["raters"], key=lambda r: r["rater_id"]):
         writer.writerow([rater["rater_id"], *(_csv_value(column.value(rater)) for column in columns)])

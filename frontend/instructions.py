@@ -1,5 +1,9 @@
 """What the rater reads above the pairs, per task kind, in the project's own words."""
 
+# The scale's level names and texts are facts of the task that the quiz API tells raters
+# too; they live with the other CxC facts (annotation.cxc) and the pages take them here.
+from annotation.cxc import LEVEL_DETAILS, LEVEL_NAMES, level_name, levels_for  # noqa: F401
+
 INSTRUCTIONS = {
     "STS": {
         "title": "Compare two sentences",
@@ -38,55 +42,3 @@ INSTRUCTIONS = {
         ],
     },
 }
-
-
-# The six levels of the 0-5 scale, lowest first. Names carry no digits: the slider's
-# screen-reader text names the nearest level, never a number.
-LEVEL_NAMES = (
-    "Unrelated",
-    "Same topic only",
-    "Some shared details",
-    "Roughly equivalent",
-    "Mostly equivalent",
-    "Equivalent",
-)
-
-LEVEL_DETAILS = {
-    "STS": (
-        "The two sentences are about different things.",
-        "Not equivalent; they only touch the same topic or a loosely related theme.",
-        "Not equivalent, but they share some details: people, actions, objects or setting.",
-        "Roughly the same meaning, but an important detail differs or is missing.",
-        "Mostly the same meaning; only unimportant details differ.",
-        "The two sentences mean the same thing.",
-    ),
-    "SIS": (
-        "The two pictures are completely dissimilar.",
-        "Not the same kind of scene; only the general theme is related.",
-        "Different scenes that share some details: people, actions, objects or background.",
-        "Roughly the same kind of scene, but an important part differs or is missing.",
-        "Mostly the same kind of scene; similar participants, actions, objects and background, small differences.",
-        "Near-duplicate scenes, possibly seen from another viewpoint.",
-    ),
-    "SITS": (
-        "The sentence and the picture are completely unmatched.",
-        "The sentence only shares the picture's general topic or theme.",
-        "Not a description of the picture, but it names some of its details: people, actions, objects, background.",
-        "The sentence roughly describes the picture, but gets an important detail wrong or leaves it out.",
-        "The sentence describes the picture well; only unimportant details are off or missing.",
-        "The sentence is an almost perfect description of the picture.",
-    ),
-}
-
-
-def levels_for(kind: str) -> list[dict]:
-    """[{"level": 0, "name": ..., "detail": ...}, ...] for one task kind."""
-    return [
-        {"level": level, "name": name, "detail": detail}
-        for level, (name, detail) in enumerate(zip(LEVEL_NAMES, LEVEL_DETAILS[kind], strict=True))
-    ]
-
-
-def level_name(score: float) -> str:
-    """Name of the level nearest to a score on the 0-5 scale."""
-    return LEVEL_NAMES[min(len(LEVEL_NAMES) - 1, max(0, round(score)))]

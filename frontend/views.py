@@ -7,12 +7,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from annotation.accounts import WeakPassword
-from annotation.crowd import Step, participant_next, participation_in
-from annotation.errors import NotFound
+from annotation.crowd import Step, participant_next
+from annotation.errors import Forbidden, NotFound
 from annotation.gold.pause import active_pause
 from annotation.models import QUIZ_ATTEMPTS, FlagReason, QuizAttempt, TaskKind
 from annotation.onboarding import InvitationInvalid, invitation_accept, invitation_get
-from annotation.quiz import quiz_offered, quiz_pair_ids
+from annotation.quiz import quiz_attempt_length, quiz_offered
+from annotation.rating import policy
 from annotation.roles import PARTICIPANT, RATER, has_role
 from annotation.selectors import dataset_get, qualification_kinds
 from frontend.crowd import participant_next_url
@@ -56,9 +57,15 @@ def rate_page(request, dataset: str, kind: str):
         return _no_such_dataset(request, dataset)
     if active_pause(rater=request.user, dataset_id=dataset_obj.pk) is not None:
         return redirect("rate-paused", dataset=dataset_obj.name)
-    participant = (
-        participation_in(user=request.user, dataset_id=dataset_obj.pk) if has_role(request.user, PARTICIPANT) else None
-    )
+    participant = None
+    if has_role(request.user, PARTICIPANT):
+        # A participant sees only their study's dataset and kinds (the rating policy's WHO).
+        try:
+            participant = policy.entry_check(rater=request.user, dataset=dataset_obj.name, kind=kind)
+        except Forbidden as refused:
+            text = str(refused)
+            context = {"title": "Not part of your study", "text": text[:1].upper() + text[1:] + "."}
+            return render(request, "frontend/message.html", context, status=403)
     if participant is not None and participant_next(participant)[0] != Step.RATE:
         return redirect("join-done", token=participant.link.token)
     is_rater = has_role(request.user, RATER)
@@ -129,7 +136,7 @@ def _quiz_page(request, dataset, kind: str, participant):
         "dataset": dataset,
         "kind": kind,
         "quiz": True,
-        "quiz_total": len(quiz_pair_ids(dataset_id=dataset.pk, kind=kind)),
+        "quiz_total": quiz_attempt_length(dataset_id=dataset.pk, kind=kind),
         "instructions": INSTRUCTIONS[kind],
         "examples": worked_example_list(dataset=dataset, kind=kind),
         "config": config,

@@ -62,3 +62,18 @@ def rate_pair(
     ]
     pair.refresh_from_db(fields=["ratings_done"])
     return results
+
+
+def db_id(kind: str, value: str) -> int:
+    """The database id of an opaque id the rating API answered (``kind``: slot, pair,
+    rating or flag; annotation.apis.fields.rater_ids)."""
+    from annotation.apis.fields import rater_ids
+
+    return rater_ids().decode(kind, int(value))
+
+
+def api_id(kind: str, value: int) -> str:
+    """The opaque id the rating API gives for the database id ``value``."""
+    from annotation.apis.fields import rater_ids
+
+    return str(rater_ids().encode(kind, value))

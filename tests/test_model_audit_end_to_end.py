@@ -17,6 +17,7 @@ from frontend.models import WorkedExample
 from sampling.models import AuditRetrieval
 from tests.annotation.queue_support import submit_kwargs
 from tests.factories import UserFactory
+from tests.rating_support import db_id
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -64,7 +65,7 @@ def rate_everything(raters: int = 5) -> None:
                 break
             assignment = claim.json()
             pair = Pair.objects.select_related("caption_a", "caption_b", "image_a", "image_b").get(
-                pk=assignment["pair_id"]
+                pk=db_id("pair", assignment["pair_id"])
             )
             score = round(human_score(pair, rng, captions, images), 2)
             answer = client.post(

@@ -39,14 +39,24 @@ class RatingExclusionSerializer(serializers.ModelSerializer):
             "undo_reason",
             "ratings_restored",
             "ratings_superseded",
+            "pause",
         ]
+        extra_kwargs = {
+            "pause": {
+                "help_text": "What the exclusion did to the rater in the dataset: paused (they claim and submit "
+                "nothing more there until an admin lifts the pause), already_paused, or kept_active "
+                "(created with keep_active)."
+            }
+        }
 
 
 class ExclusionListApi(APIView):
     """A dataset's exclusions (newest first), or exclude a rater's ratings: all given so
     far, or those created in [window_start, window_end). The exclusion is applied in the
     background (202); each affected pair gets a new slot per excluded rating, so it again
-    collects N valid ratings from N distinct raters."""
+    collects N valid ratings from N distinct raters. The rater is paused in the dataset
+    at once unless ``keep_active`` is true; ``pause`` in the answer says which happened.
+    A second exclusion of the same rater and window (not undone) is refused (409)."""
 
     permission_classes = [IsAdmin]
 
@@ -55,6 +65,11 @@ class ExclusionListApi(APIView):
         reason = serializers.CharField(max_length=MAX_REASON)
         window_start = serializers.DateTimeField(required=False, allow_null=True, default=None)
         window_end = serializers.DateTimeField(required=False, allow_null=True, default=None)
+        keep_active = serializers.BooleanField(
+            required=False,
+            default=False,
+            help_text="Leave the rater unpaused (they go on rating in the dataset). Default: pause them.",
+        )
 
     @extend_schema(responses={200: RatingExclusionSerializer(many=True), 404: error_response("No such dataset.")})
     def get(self, request, dataset: str):
@@ -65,8 +80,9 @@ class ExclusionListApi(APIView):
         request=ExclusionCreateSerializer,
         responses={
             202: RatingExclusionSerializer,
-            400: error_response("Bad window or reason, or no valid rating of the rater in scope."),
+            400: error_response("Bad window or reason, no valid rating of the rater in scope, or an admin to pause."),
             404: error_response("No such dataset or user."),
+            409: error_response("The same ratings are excluded already (the message names that exclusion)."),
         },
     )
     def post(self, request, dataset: str):
@@ -79,6 +95,7 @@ class ExclusionListApi(APIView):
             reason=values["reason"],
             window_start=values["window_start"],
             window_end=values["window_end"],
+            keep_active=values["keep_active"],
             created_by=request.user,
         )
         return Response(RatingExclusionSerializer(exclusion).data, status=status.HTTP_202_ACCEPTED)

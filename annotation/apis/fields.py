@@ -1,10 +1,63 @@
 """Serializer fields shared by the API modules."""
 
+import functools
+import hashlib
+
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotation.opaque_ids import ID_LIMIT, OpaqueIds
 from annotation.runs import RunKind, run_is_stale
+
+# The ids a rater receives and sends (annotation.opaque_ids): rating slots (gold leases
+# among them), pairs (gold pairs among them), ratings (gold ratings among them), flags.
+RATER_ID_KINDS = ("slot", "pair", "rating", "flag")
+OPAQUE_ID_PATTERN = r"^[0-9]{1,19}$"
+
+
+@functools.cache
+def _rater_ids(secret_key: str) -> OpaqueIds:
+    key = hashlib.sha256(b"annotation.opaque_ids\0" + secret_key.encode()).digest()
+    return OpaqueIds(key, RATER_ID_KINDS)
+
+
+def rater_ids() -> OpaqueIds:
+    """The permutation of the ids raters see, keyed by the settings' SECRET_KEY (so a
+    rater's ids stay valid across restarts and workers, and change with the key)."""
+    return _rater_ids(settings.SECRET_KEY)
+
+
+def rater_id_decode(kind: str, text: str) -> int | None:
+    """The database id of an opaque id a rater sent (digits), or None when it is no id."""
+    if not text.isascii() or not text.isdigit() or len(text) > 19 or int(text) >= ID_LIMIT:
+        return None
+    return rater_ids().decode(kind, int(text))
+
+
+@extend_schema_field({"type": "string", "pattern": OPAQUE_ID_PATTERN, "description": "An opaque id."})
+class OpaqueIdField(serializers.Field):
+    """A database id as the rater sees it: the decimal digits of its opaque id, a string
+    (63-bit values are beyond the whole numbers a JavaScript number holds exactly).
+    Written: the opaque id; read: the database id, or invalid."""
+
+    default_error_messages = {"invalid": "Not an id of this kind: send the id as the API gave it."}
+
+    def __init__(self, id_kind: str, **kwargs):
+        if id_kind not in RATER_ID_KINDS:
+            raise ValueError(f"unknown id kind {id_kind!r}")
+        self.id_kind = id_kind
+        super().__init__(**kwargs)
+
+    def to_representation(self, value) -> str:
+        return str(rater_ids().encode(self.id_kind, value))
+
+    def to_internal_value(self, data) -> int:
+        decoded = rater_id_decode(self.id_kind, data) if isinstance(data, str) else None
+        if decoded is None:
+            self.fail("invalid")
+        return decoded
 
 
 class StrictFloatField(serializers.FloatField):

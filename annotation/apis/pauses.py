@@ -58,6 +58,7 @@ class PauseListApi(APIView):
         request=PauseCreateSerializer,
         responses={
             201: RaterPauseSerializer,
+            400: error_response("No reason, or the user is an admin (admins, staff and superusers are never paused)."),
             404: error_response("No such dataset or user."),
             409: error_response("The rater is paused already."),
         },

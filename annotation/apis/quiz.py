@@ -1,5 +1,7 @@
-"""The qualification quiz API (raters): load the quiz of a task kind and answer its
-questions one by one; each answer is told its reference level and explanation."""
+"""The qualification quiz API. Raters load the quiz of a task kind and answer its
+questions one by one; each answer is told the reference level's name and the pair's
+explanation, never a number (see annotation.quiz). Admins set a dataset's quiz length and
+pass threshold and read each kind's pool against that length."""
 
 import dataclasses
 
@@ -8,12 +10,13 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import queue, quiz
+from annotation import queue, quiz, selectors
 from annotation.apis.fields import StrictFloatField, StrictIntegerField
 from annotation.apis.rating import ItemSerializer
 from annotation.errors import NotFound
-from annotation.models import TaskKind
-from annotation.roles import IsRater
+from annotation.models import MAX_QUIZ_LENGTH, TaskKind
+from annotation.rating import policy
+from annotation.roles import IsAdmin, IsRater
 from config.openapi import error_response
 
 
@@ -25,7 +28,10 @@ def _kind(kind: str) -> str:
 
 
 class QuizResultSerializer(serializers.Serializer):
-    mean_error = serializers.FloatField(help_text="Mean absolute error of the attempt's answers (0-5 scale).")
+    mean_error = serializers.FloatField(
+        help_text="Mean absolute error of the finished attempt's answers (0-5 scale): an aggregate over questions "
+        "this rater is never asked again."
+    )
     threshold = serializers.FloatField(help_text="Passed when mean_error is below this.")
     passed = serializers.BooleanField()
 
@@ -50,7 +56,7 @@ class QuizStateSerializer(serializers.Serializer):
 class QuizStateApi(APIView):
     """Your place in the quiz of a task kind: the next question of your open attempt, or
     the result of the last one. The first call begins attempt 1; ``start`` begins your
-    second attempt after a failed first (in another order)."""
+    second attempt after a failed first, with other questions than the first's."""
 
     permission_classes = [IsRater]
 
@@ -63,19 +69,22 @@ class QuizStateApi(APIView):
             200: QuizStateSerializer,
             403: error_response("Both attempts failed."),
             404: error_response("No quiz."),
+            409: error_response("The quiz has too few questions for the attempt."),
         },
     )
     def post(self, request, dataset: str, kind: str):
         data = self.QuizStateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        policy.entry_check(rater=request.user, dataset=dataset, kind=_kind(kind))
         state = quiz.quiz_state(rater=request.user, dataset=dataset, kind=_kind(kind), **data.validated_data)
         return Response(QuizStateSerializer(state).data)
 
 
 class QuizAnswerApi(APIView):
-    """Answer the current question of your open quiz attempt. 201 with the reference
-    level, its explanation and your error; 200 when the same idempotency key was sent
-    before; 409 when the question is not the one you were asked."""
+    """Answer the current question of your open quiz attempt. 201 with the names of the
+    levels nearest your answer and the reference, and the pair's explanation (no scores,
+    no error); 200 when the same idempotency key was sent before; 409 when the question
+    is not the one you were asked."""
 
     permission_classes = [IsRater]
 
@@ -88,11 +97,10 @@ class QuizAnswerApi(APIView):
         idempotency_key = serializers.CharField(max_length=queue.MAX_IDEMPOTENCY_KEY)
 
     class QuizFeedbackSerializer(serializers.Serializer):
-        score = serializers.FloatField()
-        reference_score = serializers.FloatField()
-        reference_level = serializers.IntegerField(help_text="The scale level nearest the reference, 0-5.")
-        explanation = serializers.CharField(allow_blank=True)
-        error = serializers.FloatField()
+        your_level = serializers.CharField(help_text="Name of the scale level nearest your answer.")
+        reference_level = serializers.CharField(help_text="Name of the scale level nearest the reference.")
+        reference_detail = serializers.CharField(help_text="That level's description for this task kind.")
+        explanation = serializers.CharField(allow_blank=True, help_text="Why the pair belongs at its level.")
         replayed = serializers.BooleanField()
         state = QuizStateSerializer()
 
@@ -108,6 +116,57 @@ class QuizAnswerApi(APIView):
     def post(self, request, dataset: str, kind: str):
         data = self.QuizAnswerInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        policy.entry_check(rater=request.user, dataset=dataset, kind=_kind(kind))
         feedback = quiz.quiz_answer(rater=request.user, dataset=dataset, kind=_kind(kind), **data.validated_data)
         body = self.QuizFeedbackSerializer(feedback).data
         return Response(body, status=status.HTTP_200_OK if feedback.replayed else status.HTTP_201_CREATED)
+
+
+class QuizPoolSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    size = serializers.IntegerField(help_text="Active gold pairs in the kind's quiz.")
+    attempt_length = serializers.IntegerField(help_text="Questions per attempt now; 0: the quiz cannot run.")
+    too_small = serializers.BooleanField(help_text="Fewer than twice quiz_length: attempts are shorter, or none.")
+    message = serializers.CharField(source="describe")
+
+
+class QuizSettingsSerializer(serializers.Serializer):
+    quiz_length = serializers.IntegerField(min_value=1, max_value=MAX_QUIZ_LENGTH, help_text="Questions per attempt.")
+    quiz_max_error = serializers.FloatField(
+        max_value=queue.SCORE_MAX, help_text="An attempt passes when its mean absolute error is strictly below this."
+    )
+    pools = QuizPoolSerializer(many=True, read_only=True, help_text="Each kind that has quiz pairs, by kind.")
+
+    def validate_quiz_max_error(self, value: float) -> float:
+        if value <= 0:
+            raise serializers.ValidationError("must be above 0: an attempt passes when its mean error is below it")
+        return value
+
+
+class QuizSettingsApi(APIView):
+    """A dataset's quiz settings (admins): questions per attempt and the pass threshold,
+    and each kind's pool, saying when one is too small for two attempts that never repeat
+    a question. PUT sets either setting or both."""
+
+    permission_classes = [IsAdmin]
+
+    @extend_schema(responses={200: QuizSettingsSerializer, 404: error_response("No such dataset.")})
+    def get(self, request, dataset: str):
+        return Response(_quiz_settings_body(selectors.dataset_get(name=dataset).pk))
+
+    @extend_schema(
+        request=QuizSettingsSerializer,
+        responses={200: QuizSettingsSerializer, 400: error_response("Bad value."), 404: error_response("No dataset.")},
+    )
+    def put(self, request, dataset: str):
+        found = selectors.dataset_get(name=dataset)
+        data = QuizSettingsSerializer(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        quiz.quiz_settings_set(dataset_id=found.pk, **data.validated_data)
+        return Response(_quiz_settings_body(found.pk))
+
+
+def _quiz_settings_body(dataset_id: int) -> dict:
+    quiz_length, quiz_max_error = quiz.quiz_settings(dataset_id)
+    pools = quiz.quiz_pools(dataset_id=dataset_id)
+    return QuizSettingsSerializer({"quiz_length": quiz_length, "quiz_max_error": quiz_max_error, "pools": pools}).data

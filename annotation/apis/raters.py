@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 from annotation.onboarding import rater_list_read, raters_add
 from annotation.roles import IsAdmin
 from annotation.upload_limits import LimitedMultiPartParser
-from annotation.uploads import PAIR_LIST, upload_as_temporary_file
+from annotation.uploads import PAIR_LIST
 from config.openapi import error_response
 
 
@@ -25,7 +25,8 @@ class RaterBulkAddApi(APIView):
     """Add raters from a CSV with the header ``username,email,kinds`` (kinds such as
     ``STS SIS``): accounts in the rater group, qualified for their kinds, each with an
     invitation link to set a password. One bad row (a repeated or taken username, an
-    unknown kind) refuses the whole file, naming its line; nothing is made then."""
+    unknown kind) refuses the whole file, naming its line; nothing is made then. The file
+    is read as a stream: more than the row limit is refused at the first row over it."""
 
     permission_classes = [IsAdmin]
     parser_classes = [LimitedMultiPartParser]
@@ -45,8 +46,9 @@ class RaterBulkAddApi(APIView):
     def post(self, request):
         data = self.RaterFileSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        with upload_as_temporary_file(data.validated_data["file"], default_name="raters.csv") as path:
-            invited = raters_add(rows=rater_list_read(path), created_by=request.user)
+        upload = data.validated_data["file"]
+        # Read where the upload lies, line by line: memory stays flat whatever its size.
+        invited = raters_add(rows=rater_list_read(upload, name=upload.name or "raters.csv"), created_by=request.user)
         body = [
             {
                 "username": rater.username,

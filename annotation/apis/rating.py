@@ -12,8 +12,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import accounts, queue, selectors
-from annotation.apis.fields import StrictFloatField, StrictIntegerField
+from annotation.apis.fields import OpaqueIdField, StrictFloatField, StrictIntegerField
 from annotation.models import FlagReason, Modality, TaskKind
+from annotation.rating import policy
 from annotation.roles import IsAdmin, IsRater
 from config.openapi import error_response
 
@@ -31,8 +32,8 @@ class ItemSerializer(serializers.Serializer):
 
 
 class AssignmentSerializer(serializers.Serializer):
-    slot_id = serializers.IntegerField()
-    pair_id = serializers.IntegerField()
+    slot_id = OpaqueIdField("slot", help_text="The slot's opaque id, for its URLs (heartbeat, submit, skip, flag).")
+    pair_id = OpaqueIdField("pair")
     dataset = serializers.CharField()
     kind = serializers.ChoiceField(choices=TaskKind.choices)
     lease_expires_at = serializers.DateTimeField()
@@ -75,14 +76,14 @@ class RatingClaimApi(APIView):
     def post(self, request, dataset: str):
         data = self.RatingClaimInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        assignment = queue.slot_claim(rater=request.user, dataset=dataset, kind=data.validated_data["kind"])
+        assignment = policy.slot_claim(rater=request.user, dataset=dataset, kind=data.validated_data["kind"])
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(AssignmentSerializer(assignment).data)
 
 
 class LeaseSerializer(serializers.Serializer):
-    slot_id = serializers.IntegerField()
+    slot_id = OpaqueIdField("slot")
     lease_expires_at = serializers.DateTimeField()
 
 
@@ -94,7 +95,7 @@ class SlotHeartbeatApi(APIView):
 
     @extend_schema(request=None, responses={200: LeaseSerializer, 409: SLOT_TAKEN})
     def post(self, request, dataset: str, slot_id: int):
-        expires = queue.slot_heartbeat(rater=request.user, dataset=dataset, slot_id=slot_id)
+        expires = policy.slot_heartbeat(rater=request.user, dataset=dataset, slot_id=slot_id)
         return Response(LeaseSerializer({"slot_id": slot_id, "lease_expires_at": expires}).data)
 
 
@@ -124,9 +125,9 @@ class RatingSubmitApi(APIView):
         )
 
     class RatingSubmitOutputSerializer(serializers.Serializer):
-        rating_id = serializers.IntegerField()
-        pair_id = serializers.IntegerField()
-        slot_id = serializers.IntegerField()
+        rating_id = OpaqueIdField("rating")
+        pair_id = OpaqueIdField("pair")
+        slot_id = OpaqueIdField("slot")
         created_at = serializers.DateTimeField()
         replayed = serializers.BooleanField(help_text="An earlier submission with this key was returned.")
 
@@ -147,10 +148,10 @@ class RatingSubmitApi(APIView):
         next_kind = data.validated_data.pop("claim_next_kind", None)
         submission = {"rater": request.user, "dataset": dataset, "slot_id": slot_id, **data.validated_data}
         if next_kind is None:
-            result = queue.rating_submit(**submission)
+            result = policy.rating_submit(**submission)
             body = self.RatingSubmitOutputSerializer(result).data
         else:
-            result, assignment = queue.rating_submit_and_claim_next(next_kind=next_kind, **submission)
+            result, assignment = policy.rating_submit_and_claim_next(next_kind=next_kind, **submission)
             body = self.RatingSubmitOutputSerializer(result).data
             body["next"] = AssignmentSerializer(assignment).data if assignment is not None else None
         return Response(body, status=status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED)
@@ -163,12 +164,12 @@ class SlotSkipApi(APIView):
     permission_classes = [IsRater]
 
     class SlotSkipOutputSerializer(serializers.Serializer):
-        slot_id = serializers.IntegerField()
-        pair_id = serializers.IntegerField()
+        slot_id = OpaqueIdField("slot")
+        pair_id = OpaqueIdField("pair")
 
     @extend_schema(request=None, responses={200: SlotSkipOutputSerializer, 409: SLOT_TAKEN})
     def post(self, request, dataset: str, slot_id: int):
-        pair_id = queue.slot_skip(rater=request.user, dataset=dataset, slot_id=slot_id)
+        pair_id = policy.slot_skip(rater=request.user, dataset=dataset, slot_id=slot_id)
         return Response(self.SlotSkipOutputSerializer({"slot_id": slot_id, "pair_id": pair_id}).data)
 
 
@@ -183,8 +184,8 @@ class SlotFlagApi(APIView):
         note = serializers.CharField(required=False, allow_blank=True, default="", max_length=queue.MAX_FLAG_NOTE)
 
     class SlotFlagOutputSerializer(serializers.Serializer):
-        id = serializers.IntegerField()
-        pair_id = serializers.IntegerField()
+        id = OpaqueIdField("flag")
+        pair_id = OpaqueIdField("pair")
         reason = serializers.CharField()
         note = serializers.CharField()
         created_at = serializers.DateTimeField()
@@ -193,7 +194,7 @@ class SlotFlagApi(APIView):
     def post(self, request, dataset: str, slot_id: int):
         data = self.SlotFlagInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        flag = queue.slot_flag(rater=request.user, dataset=dataset, slot_id=slot_id, **data.validated_data)
+        flag = policy.slot_flag(rater=request.user, dataset=dataset, slot_id=slot_id, **data.validated_data)
         return Response(self.SlotFlagOutputSerializer(flag).data, status=status.HTTP_201_CREATED)
 
 
@@ -206,10 +207,12 @@ class RaterProgressApi(APIView):
         dataset = serializers.CharField()
         kinds = serializers.ListField(child=serializers.CharField(), help_text="Task kinds you are qualified for.")
         ratings_today = serializers.IntegerField()
-        pairs_left = serializers.IntegerField(help_text="Pairs of your kinds still needing ratings, not rated by you.")
+        pairs_left = serializers.IntegerField(
+            help_text="Pairs of your kinds left for you: the one you hold and those you may still be served."
+        )
         pairs_left_by_kind = serializers.DictField(child=serializers.IntegerField(), help_text="pairs_left per kind.")
         day_starts_at = serializers.DateTimeField()
-        held_slot_id = serializers.IntegerField(allow_null=True)
+        held_slot_id = OpaqueIdField("slot", allow_null=True)
         held_until = serializers.DateTimeField(allow_null=True)
 
     @extend_schema(
@@ -237,12 +240,12 @@ class RaterRatingListApi(APIView):
     permission_classes = [IsRater]
 
     class RaterRatingListParamsSerializer(serializers.Serializer):
-        before = serializers.IntegerField(required=False, min_value=1)
+        before = OpaqueIdField("rating", required=False, help_text="The id of the oldest rating of the last page.")
         limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=50)
 
     class RaterRatingListOutputSerializer(serializers.Serializer):
-        id = serializers.IntegerField()
-        pair_id = serializers.IntegerField()
+        id = OpaqueIdField("rating")
+        pair_id = OpaqueIdField("pair")
         kind = serializers.CharField()
         score = serializers.FloatField()
         time_on_item_ms = serializers.IntegerField()

@@ -21,6 +21,8 @@ from annotation.models import (
     DEFAULT_SPEED_FLOORS,
     Dataset,
     Flag,
+    GoldLease,
+    GoldLeaseState,
     GoldPurpose,
     GoldRating,
     Pair,
@@ -159,6 +161,21 @@ def _per_rater(queryset) -> tuple[dict[int, int], dict[int, float]]:
     return counts, latest
 
 
+def _per_rater_leases(leases) -> tuple[dict[int, int], dict[int, float]]:
+    """Gold leases per rater and the latest (epoch s). A gold lease records when it was
+    leased, not when it was passed on: within the lease's minutes."""
+    rows = leases.order_by().values("rater_id").annotate(n=Count("id"), last=Max("leased_at"))
+    return {row["rater_id"]: row["n"] for row in rows}, {row["rater_id"]: row["last"].timestamp() for row in rows}
+
+
+def _add_per_rater(counts: dict[int, int], latest: dict[int, float], leases) -> None:
+    """Add gold leases per rater to ``counts`` and ``latest`` (``_per_rater_leases``)."""
+    more, more_latest = _per_rater_leases(leases)
+    for rater, n in more.items():
+        counts[rater] = counts.get(rater, 0) + n
+        latest[rater] = max(latest.get(rater, 0.0), more_latest[rater])
+
+
 def quality_inputs(dataset: Dataset) -> dict:
     """The quality-control columns of CampaignInputs: queue gold ratings as rater ids and
     differences from the reference, excluded and superseded counts and active pauses
@@ -210,6 +227,11 @@ def campaign_inputs(dataset: Dataset, *, now: datetime) -> CampaignInputs:
     flagged_by_rater = Flag.objects.filter(pair=OuterRef("pair"), rater=OuterRef("rater"))
     skips, last_skip = _per_rater(PairSkip.objects.filter(pair__dataset=dataset).exclude(Exists(flagged_by_rater)))
     flags, last_flag = _per_rater(Flag.objects.filter(pair__dataset=dataset))
+    # Gold pairs passed on count as any other: a rater who skips every gold pair shows it.
+    gold_passed = GoldLease.objects.filter(dataset=dataset, state=GoldLeaseState.SKIPPED)
+    _add_per_rater(skips, last_skip, gold_passed.filter(flag_id__isnull=True))
+    _add_per_rater(flags, last_flag, GoldLease.objects.filter(dataset=dataset, flag_id__isnull=False))
+    gold_passed_per_rater, _ = _per_rater_leases(gold_passed)
     last_passed = {rater: max(last_skip.get(rater, 0.0), last_flag.get(rater, 0.0)) for rater in {*skips, *flags}}
     quality = quality_inputs(dataset)
     rater_ids = {
@@ -234,6 +256,7 @@ def campaign_inputs(dataset: Dataset, *, now: datetime) -> CampaignInputs:
         last_passed=last_passed,
         speed_floors=speed_floors(dataset),
         now_s=now.timestamp(),
+        gold_passed=gold_passed_per_rater,
         **quality,
     )
 

@@ -47,6 +47,9 @@ class CampaignInputs:
     gold_difference: np.ndarray = field(default_factory=lambda: np.empty(0))
     invalid: dict[int, dict[str, int]] = field(default_factory=dict)
     paused: dict[int, dict] = field(default_factory=dict)
+    # Gold pairs each rater passed on (skipped or flagged unrated), also within ``skips``
+    # and ``flags``: a rater who passes on gold far more than on other pairs dodges it.
+    gold_passed: dict[int, int] = field(default_factory=dict)
 
 
 def number(value: float) -> float | None:
@@ -189,6 +192,7 @@ def rater_rows(inputs: CampaignInputs, rows: np.ndarray, agreement: CompleteAgre
                 "gold_items": int(gold_n[row]),
                 "gold_error": number(gold_mae[row]),
                 "gold_bias": number(gold_bias[row]),
+                "gold_passed": int(inputs.gold_passed.get(rater, 0)),
                 "excluded": inputs.invalid.get(rater, {}).get("excluded", 0),
                 "superseded": inputs.invalid.get(rater, {}).get("superseded", 0),
                 "paused": inputs.paused.get(rater),

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from annotation.errors import Conflict, DomainError, NotFound
 from annotation.exclusion.chunks import ChunkResult, exclude_chunk, rating_scope, restore_chunk
-from annotation.models import Dataset, ExclusionState, Rating, RatingExclusion, RatingStatus
+from annotation.gold.pause import pause_refusal, rater_pause_unless_paused
+from annotation.models import Dataset, ExclusionPause, ExclusionState, Rating, RatingExclusion, RatingStatus
 from annotation.queue.shapes import service_now
 
 # Pairs per transaction: long enough to be fast, short enough that a submission on one
@@ -37,12 +38,18 @@ def rating_exclusion_create(
     created_by,
     window_start: datetime | None = None,
     window_end: datetime | None = None,
+    keep_active: bool = False,
     now: datetime | None = None,
 ) -> RatingExclusion:
     """Record the exclusion of ``rater``'s ratings in ``dataset`` (all ratings given before
     now, or those created in [window_start, window_end)) and queue its application.
-    Raises ExclusionInputError, with nothing written, for an empty or too long reason,
-    a window that is empty or reaches into the future, or no valid rating in scope."""
+    Unless ``keep_active``, the rater is paused in the dataset in the same transaction
+    (an excluded rater who went on claiming would give ratings nobody trusts); the
+    exclusion's ``pause`` says what happened. Raises ExclusionInputError, with nothing
+    written, for an empty or too long reason, a window that is empty or reaches into the
+    future, no valid rating in scope or an admin to pause; Conflict naming the exclusion
+    of the same rater, dataset and window that is not undone (also when it is made at
+    the same moment by another request)."""
     from annotation.tasks import run_rating_exclusion  # tasks import this module
 
     now = service_now(now)
@@ -53,19 +60,44 @@ def rating_exclusion_create(
             reason=reason,
             window_start=window_start,
             window_end=window_end,
+            keep_active=keep_active,
             now=now,
         )
         exclusion.created_by = created_by
-        exclusion.save()
+        exclusion.pause = ExclusionPause.KEPT_ACTIVE if keep_active else ExclusionPause.PAUSED
+        try:
+            with transaction.atomic():
+                exclusion.save()
+        except IntegrityError:  # exclusion_one_per_window: a twin committed meanwhile
+            raise _twin_conflict(exclusion) from None
+        if not keep_active:
+            _, paused_now = rater_pause_unless_paused(
+                rater=rater,
+                dataset=dataset,
+                reason=f"excluded (exclusion #{exclusion.pk}): {exclusion.reason}",
+                created_by=created_by,
+                now=now,
+            )
+            if not paused_now:
+                exclusion.pause = ExclusionPause.ALREADY_PAUSED
+                exclusion.save(update_fields=["pause"])
         transaction.on_commit(lambda: run_rating_exclusion.delay(exclusion.id))
     return exclusion
 
 
 def rating_exclusion_check(
-    *, dataset: Dataset, rater, reason: str, window_start: datetime | None, window_end: datetime | None, now: datetime
+    *,
+    dataset: Dataset,
+    rater,
+    reason: str,
+    window_start: datetime | None,
+    window_end: datetime | None,
+    now: datetime,
+    keep_active: bool = False,
 ) -> RatingExclusion:
-    """The unsaved exclusion these values make, or ExclusionInputError naming what is
-    wrong with them (forms call this to show the error beside the fields)."""
+    """The unsaved exclusion these values make, or ExclusionInputError (Conflict for a
+    twin) naming what is wrong with them (forms call this to show the error beside the
+    fields)."""
     reason = (reason or "").strip()
     if not reason:
         raise ExclusionInputError("an exclusion needs a reason (it is kept with the excluded ratings)")
@@ -76,13 +108,50 @@ def rating_exclusion_check(
             raise ExclusionInputError(f"{name} {value.isoformat()} is in the future")
     if window_start is not None and window_end is not None and window_start >= window_end:
         raise ExclusionInputError("window_start must be before window_end")
+    if not keep_active and (refusal := pause_refusal(rater)):
+        raise ExclusionInputError(f"{refusal}; exclude with keep_active to leave them unpaused")
     exclusion = RatingExclusion(
         dataset=dataset, rater=rater, reason=reason, window_start=window_start, window_end=window_end, created_at=now
     )
+    if twin := _twin(exclusion):
+        raise _twin_conflict(exclusion, twin)
     if not Rating.objects.filter(rating_scope(exclusion), status=RatingStatus.VALID).exists():
         window = "" if window_start is None and window_end is None else " in that time window"
         raise ExclusionInputError(f"{rater.get_username()} has no valid ratings in {dataset.name}{window}")
     return exclusion
+
+
+def _twin(exclusion: RatingExclusion) -> RatingExclusion | None:
+    """The exclusion not undone of the same rater, dataset and window."""
+    return (
+        RatingExclusion.objects.filter(
+            rater_id=exclusion.rater_id,
+            dataset_id=exclusion.dataset_id,
+            window_start=exclusion.window_start,
+            window_end=exclusion.window_end,
+        )
+        .exclude(state=ExclusionState.UNDONE)
+        .first()
+    )
+
+
+def _twin_conflict(exclusion: RatingExclusion, twin: RatingExclusion | None = None) -> Conflict:
+    twin = twin or _twin(exclusion)
+    name = exclusion.rater.get_username()
+    window = (
+        "all ratings"
+        if exclusion.window_start is None and exclusion.window_end is None
+        else f"ratings from {_when(exclusion.window_start, 'the first')} to {_when(exclusion.window_end, 'now')}"
+    )
+    which = f"exclusion #{twin.pk} ({twin.state})" if twin is not None else "another exclusion"
+    return Conflict(
+        f"{name}'s {window} in {exclusion.dataset.name} are already excluded by {which}; "
+        "undo it first, or give a window that starts after it"
+    )
+
+
+def _when(value: datetime | None, default: str) -> str:
+    return default if value is None else value.isoformat()
 
 
 def rating_exclusion_undo(

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from annotation.errors import Conflict, DomainError, Forbidden, NotFound
 from annotation.models import GoldPurpose, GoldRating, QualitySettings, RaterPause
+from annotation.roles import ADMIN, has_role
 
 
 class PauseInputError(DomainError):
@@ -67,20 +68,47 @@ def pause_if_gold_error_high(*, rater_id: int, dataset_id: int, now: datetime) -
 MAX_PAUSE_TEXT = 2000
 
 
+def pause_refusal(rater) -> PauseInputError | None:
+    """Why ``rater`` may not be paused (admins, staff and superusers: a pause would lock
+    the people who lift pauses out of their own review), else None."""
+    if has_role(rater, ADMIN):
+        return PauseInputError(
+            f"{rater.get_username()} is an admin (or staff or superuser) and cannot be paused; "
+            "take the admin role away first if they should stop rating"
+        )
+    return None
+
+
 def rater_pause(*, rater, dataset, reason: str, created_by, now: datetime | None = None) -> RaterPause:
     """An admin pauses a rater in a dataset: they claim nothing there until the pause is
     lifted (a rating already being given is still accepted). Raises Conflict when they
-    are paused already, DomainError for an empty reason."""
+    are paused already, PauseInputError for an empty reason or an admin as the rater."""
     reason = (reason or "").strip()
     if not reason or len(reason) > MAX_PAUSE_TEXT:
         raise PauseInputError(f"a pause needs a reason of 1 to {MAX_PAUSE_TEXT} characters")
+    if refusal := pause_refusal(rater):
+        raise refusal
+    pause, created = rater_pause_unless_paused(
+        rater=rater, dataset=dataset, reason=reason, created_by=created_by, now=now
+    )
+    if not created:
+        raise Conflict(f"{rater.get_username()} is already paused in {dataset.name}")
+    return pause
+
+
+def rater_pause_unless_paused(
+    *, rater, dataset, reason: str, created_by, now: datetime | None = None
+) -> tuple[RaterPause, bool]:
+    """Pause the rater in the dataset, or find the pause they are under: (pause, whether
+    it is new). The caller has checked ``reason`` and ``pause_refusal``."""
     try:
         with transaction.atomic():
-            return RaterPause.objects.create(
+            pause = RaterPause.objects.create(
                 rater=rater, dataset=dataset, reason=reason, created_by=created_by, created_at=now or timezone.now()
             )
-    except IntegrityError:
-        raise Conflict(f"{rater.get_username()} is already paused in {dataset.name}") from None
+            return pause, True
+    except IntegrityError:  # pause_one_active: paused already (perhaps a moment ago)
+        return RaterPause.objects.get(rater=rater, dataset=dataset, lifted_at__isnull=True), False
 
 
 def rater_pause_lift(*, pause_id: int, lifted_by, note: str = "", now: datetime | None = None) -> RaterPause:

@@ -4,9 +4,10 @@ page nor the API tells them apart. A gold lease's id comes from the slots' seque
 gold rating's from the ratings' (``annotation.gold.ids``); a gold rating never touches a
 pair, a slot, a rating or a counter of the dataset.
 
-The queue calls ``gold_claim`` before its ordinary claim, and the ``gold_*`` actions when
-a slot id it was given is no slot (so ordinary work pays one extra statement per claim
-and nothing per submission).
+The rating policy (``annotation.rating.policy``) calls ``gold_claim`` before the queue's
+ordinary claim, and the ``gold_*`` actions when the queue finds no slot of the id it was
+given (so ordinary work pays one extra statement per claim and nothing per submission).
+This module imports the queue's shapes; the queue imports nothing of it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from annotation.errors import Conflict, Forbidden, NotFound
 from annotation.gold import serving_sql
@@ -31,20 +32,22 @@ from annotation.models import (
     GoldPair,
     GoldPurpose,
     GoldRating,
+    PairSkip,
     QualitySettings,
+    QuizAttempt,
     Rating,
     RatingSlot,
     SlotState,
 )
+from annotation.queue.claim import assignment_from_row
 from annotation.queue.shapes import Assignment, SubmitResult, assignment_of
+from annotation.queue.submit import speed_floor_seconds
 from annotation.sql import execute, use_postgres_sql
 
 
 def gold_claim(*, rater, dataset: str, kinds: list[str] | None, kind: str | None, now, expires) -> Assignment | None:
     """The rater's gold lease (renewed), or with probability 1/gold_one_in a new one, or
     None. ``kinds``: the rater's qualified kinds (portable path only)."""
-    from annotation.queue.claim import assignment_from_row  # the queue imports this module
-
     if use_postgres_sql():
         values = {
             "dataset": dataset,
@@ -69,8 +72,8 @@ def _gold_claim_portable(*, rater, dataset: str, kinds: list[str], kind: str | N
         return None
     with transaction.atomic():
         held = (
-            GoldLease.objects.select_for_update()
-            .filter(rater=rater, dataset=ds, state=GoldLeaseState.LEASED, kind__in=kinds)
+            GoldLease.objects.select_for_update(of=("self",))
+            .filter(rater=rater, dataset=ds, state=GoldLeaseState.LEASED, kind__in=kinds, gold_pair__active=True)
             .order_by("leased_at")
             .first()
         )
@@ -83,12 +86,9 @@ def _gold_claim_portable(*, rater, dataset: str, kinds: list[str], kind: str | N
         one_in = DEFAULT_GOLD_ONE_IN if one_in is None else one_in
         if one_in <= 0 or random.random() * one_in >= 1:
             return None
-        met = GoldLease.objects.filter(gold_pair_id=OuterRef("pk"), rater=rater)
-        eligible = list(
-            GoldPair.objects.filter(dataset=ds, active=True, in_quiz=False, kind__in=kinds)
-            .filter(~Exists(met))
-            .values_list("pk", "kind")
-        )
+        if not _ordinary_work_left(rater=rater, dataset_id=ds.pk, kinds=kinds, now=now):
+            return None
+        eligible = list(gold_unmet(rater=rater, dataset_id=ds.pk, kinds=kinds).values_list("pk", "kind"))
         if not eligible:
             return None
         pair_id, pair_kind = random.choice(eligible)
@@ -107,6 +107,46 @@ def _gold_claim_portable(*, rater, dataset: str, kinds: list[str], kind: str | N
         except IntegrityError:  # a concurrent claim of the same rater leased one first
             return None
         return _lease_assignment(lease_id, resumed=False)
+
+
+def _ordinary_work_left(*, rater, dataset_id: int, kinds: list[str], now) -> bool:
+    """The ordinary claim could serve the rater a slot of ``kinds`` now: an open slot, or
+    one whose lease expired, of a pair they neither rated, hold nor skipped."""
+    mine = RatingSlot.objects.filter(pair_id=OuterRef("pair_id"), rater=rater)
+    skipped = PairSkip.objects.filter(pair_id=OuterRef("pair_id"), rater=rater)
+    claimable = Q(state=SlotState.OPEN) | Q(state=SlotState.LEASED, lease_expires_at__lt=now)
+    return (
+        RatingSlot.objects.filter(claimable, dataset_id=dataset_id, kind__in=kinds)
+        .filter(~Exists(mine), ~Exists(skipped))
+        .exists()
+    )
+
+
+def gold_met_in_quiz(*, rater, dataset_id: int | None = None) -> set[int]:
+    """Ids of the gold pairs ``rater`` met in a quiz: asked in any attempt (answered or
+    not) or answered, whether or not the pair is in the quiz now."""
+    attempts = QuizAttempt.objects.filter(rater=rater)
+    answers = GoldRating.objects.filter(rater=rater, purpose=GoldPurpose.QUIZ)
+    if dataset_id is not None:
+        attempts, answers = attempts.filter(dataset_id=dataset_id), answers.filter(dataset_id=dataset_id)
+    met = {int(pk) for order in attempts.values_list("order", flat=True) for pk in order}
+    return met | set(answers.values_list("gold_pair_id", flat=True))
+
+
+def gold_unmet(*, rater, dataset_id: int | None, kinds: list[str]) -> QuerySet[GoldPair]:
+    """The gold pairs the queue may still serve ``rater`` (of ``kinds``, in one dataset
+    or all): active, not in the quiz, never met in the queue or a quiz, and not made from
+    a pair the rater rated, held or skipped. The PostgreSQL statement
+    (``serving_sql.gold_claim``) states the same rules."""
+    met = GoldLease.objects.filter(gold_pair_id=OuterRef("pk"), rater=rater)
+    rated_source = RatingSlot.objects.filter(pair_id=OuterRef("source_pair_id"), rater=rater)
+    skipped_source = PairSkip.objects.filter(pair_id=OuterRef("source_pair_id"), rater=rater)
+    pairs = GoldPair.objects.filter(active=True, in_quiz=False, kind__in=kinds)
+    if dataset_id is not None:
+        pairs = pairs.filter(dataset_id=dataset_id)
+    return pairs.filter(~Exists(met), ~Exists(rated_source), ~Exists(skipped_source)).exclude(
+        pk__in=gold_met_in_quiz(rater=rater, dataset_id=dataset_id)
+    )
 
 
 def _lease_assignment(lease_id: int, *, resumed: bool) -> Assignment:
@@ -150,13 +190,13 @@ def _locked_lease(*, lease_id: int, dataset: str) -> GoldLease | None:
     slot) when it is one of another dataset."""
     lease = GoldLease.objects.select_for_update().select_related("dataset").filter(pk=lease_id).first()
     if lease is not None and lease.dataset.name != dataset:
-        raise NotFound(f"rating slot #{lease_id} is not in dataset {dataset!r}")
+        raise NotFound(f"this rating slot is not in dataset {dataset!r}")
     return lease
 
 
 def _not_held(lease: GoldLease, rater) -> Exception:
     """The error a slot in the same position answers (annotation.queue.slots.not_held_error)."""
-    slot = f"rating slot #{lease.pk}"
+    slot = "this rating slot"
     if lease.rater_id == rater.pk and lease.state == GoldLeaseState.DONE:
         return Conflict(f"{slot} is already rated by you")
     if lease.rater_id == rater.pk:
@@ -168,8 +208,6 @@ def gold_submit(*, rater, dataset: str, lease_id: int, rating: Mapping, now: dat
     """Store the rater's score on a gold lease they hold (None: no such gold lease).
     ``rating``: the values as ``rating_submit`` names them (score, time_on_item_ms,
     time_to_first_move_ms, adjustments, key)."""
-    from annotation.queue.submit import speed_floor_seconds  # the queue imports this module
-
     try:
         with transaction.atomic():
             lease = _locked_lease(lease_id=lease_id, dataset=dataset)

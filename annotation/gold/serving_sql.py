@@ -10,19 +10,29 @@ from annotation.models import (
     Dataset,
     GoldLease,
     GoldPair,
+    GoldPurpose,
+    GoldRating,
     Image,
+    PairSkip,
     Qualification,
     QualitySettings,
+    QuizAttempt,
     RaterPause,
     RatingSlot,
 )
-from annotation.queue.statements import _Table
+from annotation.queue.statements import _NOT_TOUCHED_SQL, _Table
 from annotation.sql import Statement
 
-# ``held``: the rater's gold lease (resumed, renewed). Otherwise, when the rater holds no
-# ordinary slot of these kinds either (``busy``: that one is resumed first), with
-# probability 1 / gold_one_in (``due``), a random active gold pair of a kind they may
-# rate that they never met, and not one of the quiz's, is leased to them. No row: serve an ordinary pair.
+# ``held``: the rater's gold lease of an active gold pair (resumed, renewed). Otherwise,
+# when the rater holds no ordinary slot of these kinds either (``busy``: that one is
+# resumed first), with probability 1 / gold_one_in (``due``), and only while the ordinary
+# claim could serve them a slot of these kinds now (``work``: gold follows the ordinary
+# pace, so an empty queue never answers with gold), a random active gold pair of a kind
+# they may rate is leased to them: one they never met in the queue or in any quiz attempt
+# (its questions, answered or not, also after the pair left the quiz), not one of the
+# quiz's, and not the source of a promoted gold pair they rated or skipped. No row: serve
+# an ordinary pair. ``work`` is a subquery of ``due`` after the cheap random() test, so
+# the claims that serve no gold do not pay for it (PostgreSQL evaluates subplans last).
 _GOLD_CLAIM_SQL = """
 WITH ds AS (
     SELECT d.{dataset.id}, COALESCE(q.{settings.gold_one_in}, {default_one_in}) AS one_in
@@ -41,6 +51,7 @@ kinds AS (
 ),
 held AS (
     SELECT g.{lease.id} FROM {lease} g JOIN ds ON g.{lease.dataset} = ds.{dataset.id}
+    JOIN {gold} hp ON hp.{gold.id} = g.{lease.gold_pair} AND hp.{gold.active}
     WHERE g.{lease.rater} = %(rater)s AND g.{lease.state} = 'leased'
       AND g.{lease.kind} IN (SELECT {qualification.kind} FROM kinds)
     ORDER BY g.{lease.leased_at} LIMIT 1
@@ -56,6 +67,19 @@ due AS (
     SELECT ds.{dataset.id} FROM ds
     WHERE ds.one_in > 0 AND random() * ds.one_in < 1
       AND NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM busy)
+      AND (
+          EXISTS (
+              SELECT 1 FROM {slot} s
+              WHERE s.{slot.dataset} = ds.{dataset.id} AND s.{slot.state} = 'open'
+                AND s.{slot.kind} IN (SELECT {qualification.kind} FROM kinds) AND {not_touched}
+          )
+          OR EXISTS (
+              SELECT 1 FROM {slot} s
+              WHERE s.{slot.dataset} = ds.{dataset.id} AND s.{slot.state} = 'leased'
+                AND s.{slot.lease_expires_at} < %(now)s
+                AND s.{slot.kind} IN (SELECT {qualification.kind} FROM kinds) AND {not_touched}
+          )
+      )
 ),
 pick AS (
     SELECT gp.{gold.id}, gp.{gold.kind}, gp.{gold.dataset}
@@ -64,6 +88,21 @@ pick AS (
       AND NOT EXISTS (
           SELECT 1 FROM {lease} l WHERE l.{lease.gold_pair} = gp.{gold.id} AND l.{lease.rater} = %(rater)s
       )
+      AND NOT EXISTS (
+          SELECT 1 FROM {gold_rating} r
+          WHERE r.{gold_rating.gold_pair} = gp.{gold.id} AND r.{gold_rating.rater} = %(rater)s
+            AND r.{gold_rating.purpose} = {quiz_purpose}
+      )
+      AND NOT EXISTS (
+          SELECT 1 FROM {attempt} a
+          WHERE a.{attempt.rater} = %(rater)s AND a.{attempt.dataset} = gp.{gold.dataset}
+            AND a.{attempt.kind} = gp.{gold.kind} AND a.{attempt.order} @> to_jsonb(gp.{gold.id})
+      )
+      AND (gp.{gold.source_pair} IS NULL OR NOT EXISTS (
+          SELECT 1 FROM {slot} m WHERE m.{slot.pair} = gp.{gold.source_pair} AND m.{slot.rater} = %(rater)s
+      ) AND NOT EXISTS (
+          SELECT 1 FROM {skip} x WHERE x.{skip.pair} = gp.{gold.source_pair} AND x.{skip.rater} = %(rater)s
+      ))
     ORDER BY random() LIMIT 1
 ),
 fresh AS (
@@ -108,9 +147,20 @@ def gold_claim() -> Statement:
         "slot": RatingSlot,
         "caption": Caption,
         "image": Image,
+        "skip": PairSkip,
+        "gold_rating": GoldRating,
+        "attempt": QuizAttempt,
     }
     tables = {name: _Table(model) for name, model in models.items()}
-    sql = _GOLD_CLAIM_SQL.format(**tables, default_one_in=DEFAULT_GOLD_ONE_IN)
+    # As the ordinary claim's (annotation.queue.statements._NOT_TOUCHED_SQL): a pair the
+    # rater rated, holds or skipped is no work for them.
+    not_touched = _NOT_TOUCHED_SQL.format(**tables)
+    sql = _GOLD_CLAIM_SQL.format(
+        **tables,
+        default_one_in=DEFAULT_GOLD_ONE_IN,
+        not_touched=not_touched,
+        quiz_purpose=f"'{GoldPurpose.QUIZ.value}'",
+    )
     params = (
         ("dataset", "text"),
         ("rater", "bigint"),

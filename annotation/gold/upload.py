@@ -27,7 +27,7 @@ from annotation.models import (
     Rating,
     RatingStatus,
 )
-from annotation.pairs import PairSpec
+from annotation.pairs import PairSpec, pair_ids_by_identity
 
 SCORE = "gold_score"
 EXPLANATION = "explanation"
@@ -55,6 +55,7 @@ def gold_pairs_upload(*, dataset: Dataset, path: Path, created_by=None) -> int:
     parsed = _rows(name, kind, columns, rows[1:])
     items = _resolve(name, dataset, kind, parsed)
     gold = [_gold_pair(dataset, kind, row, items, created_by) for row in parsed]
+    _refuse_queued(name, dataset, parsed, gold)
     for pair, pk in zip(gold, ids_reserve(Pair, len(gold)), strict=True):
         pair.pk = pk
     try:
@@ -63,6 +64,23 @@ def gold_pairs_upload(*, dataset: Dataset, path: Path, created_by=None) -> int:
     except IntegrityError:
         raise GoldInputError(f"{name}: a pair of the file is a gold pair of {dataset.name} already") from None
     return len(gold)
+
+
+def _refuse_queued(name: str, dataset: Dataset, rows: list[dict], gold: list[GoldPair]) -> None:
+    """GoldInputError for the first row whose pair (in either order) is queued in the
+    dataset: a rater who rated it would meet it again as gold, and gold must look new."""
+
+    def identity(pair: GoldPair) -> tuple:
+        return (pair.kind, pair.caption_a_id, pair.caption_b_id, pair.image_a_id, pair.image_b_id)
+
+    identities = [identity(pair) for pair in gold]
+    queued = pair_ids_by_identity(dataset_id=dataset.pk, identities=identities)
+    for row, wanted in zip(rows, identities, strict=True):
+        if wanted in queued:
+            raise GoldInputError(
+                f"{name}: line {row['line']}: the pair {row['a']}, {row['b']} is queued in {dataset.name} already "
+                f"(pair #{queued[wanted]}); its raters would meet it again as gold"
+            )
 
 
 def _header(name: str, header: list[str]) -> tuple[str, dict[str, int]]:

@@ -11,7 +11,8 @@ the audit file ``gold_<split>.csv``.
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 
 from annotation import cxc
 from annotation.models.items import Caption, Dataset, Image, Split, TaskKind
@@ -24,6 +25,8 @@ DEFAULT_PAUSE_WINDOW = 5
 DEFAULT_PAUSE_MAX_ERROR = 1.0
 DEFAULT_PROMOTE_MAX_SD = 0.5
 DEFAULT_QUIZ_MAX_ERROR = 1.0
+DEFAULT_QUIZ_LENGTH = 5
+MAX_QUIZ_LENGTH = 50
 
 
 class QualitySettings(models.Model):
@@ -47,7 +50,14 @@ class QualitySettings(models.Model):
     )
     quiz_max_error = models.FloatField(
         default=DEFAULT_QUIZ_MAX_ERROR,
-        help_text="A qualification quiz is passed when the mean absolute error of its answers is below this.",
+        help_text="A qualification quiz attempt is passed when the mean absolute error of its answers is strictly "
+        "below this (exactly at it fails).",
+    )
+    quiz_length = models.PositiveSmallIntegerField(
+        default=DEFAULT_QUIZ_LENGTH,
+        help_text="Questions per quiz attempt, drawn at random from the kind's quiz pool; the second attempt "
+        "never repeats a question of the first, so each kind's pool needs at least twice this many gold pairs. "
+        "A smaller pool asks half of it per attempt (rounded down).",
     )
 
     class Meta:
@@ -60,6 +70,10 @@ class QualitySettings(models.Model):
             models.CheckConstraint(
                 condition=Q(quiz_max_error__gt=0) & Q(quiz_max_error__lte=cxc.SCORE_MAX),
                 name="quality_quiz_max_error_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(quiz_length__gte=1) & Q(quiz_length__lte=MAX_QUIZ_LENGTH),
+                name="quality_quiz_length_in_range",
             ),
         ]
 
@@ -263,6 +277,19 @@ class ExclusionState(models.TextChoices):
     UNDONE = "undone", "undone"
 
 
+class ExclusionPause(models.TextChoices):
+    """What an exclusion did to the rater's standing in the dataset."""
+
+    PAUSED = "paused", "paused"
+    ALREADY_PAUSED = "already_paused", "already paused"
+    KEPT_ACTIVE = "kept_active", "kept active"
+
+
+# Stands in for an open window end in the one-exclusion constraint: NULLs never clash in
+# a unique index, and two "all ratings" exclusions of one rater must.
+_NO_WINDOW = Value("1970-01-01T00:00:00+00:00", output_field=models.DateTimeField())
+
+
 class RatingExclusion(models.Model):
     """An admin's decision to exclude a rater's ratings in a dataset (all of them, or
     those created in [window_start, window_end)). Excluded ratings stay stored, marked
@@ -288,10 +315,26 @@ class RatingExclusion(models.Model):
     undo_reason = models.TextField(blank=True)
     ratings_restored = models.PositiveIntegerField(default=0)
     ratings_superseded = models.PositiveIntegerField(default=0)
+    pause = models.CharField(
+        max_length=14,
+        choices=ExclusionPause.choices,
+        blank=True,
+        help_text="Whether the exclusion paused the rater in the dataset (empty: made before exclusions paused).",
+    )
 
     class Meta:
         constraints = [
             models.CheckConstraint(condition=~Q(reason=""), name="exclusion_reason_not_empty"),
+            # Three admins (or one double click) excluding the same ratings at once make
+            # one exclusion: the others are refused naming it.
+            models.UniqueConstraint(
+                F("rater"),
+                F("dataset"),
+                Coalesce("window_start", _NO_WINDOW),
+                Coalesce("window_end", _NO_WINDOW),
+                condition=~Q(state="undone"),
+                name="exclusion_one_per_window",
+            ),
             models.CheckConstraint(
                 condition=Q(window_start__isnull=True)
                 | Q(window_end__isnull=True)

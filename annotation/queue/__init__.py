@@ -27,6 +27,10 @@ the clock, and raises a DomainError naming the problem, with nothing written, on
 Modules: ``shapes`` (limits, input error, items and assignments), ``claim``, ``submit``,
 ``slots`` (slot locking, heartbeat, skip, flag), ``upkeep`` (expired leases, counters)
 and ``statements`` (every SQL statement of the hot path).
+
+This package is a mechanism: it knows slots and leases, not crowds, quizzes or gold.
+Every entry point goes through ``annotation.rating.policy``, which decides who may claim
+or submit and routes between gold serving and this queue.
 """
 
 from annotation.cxc import SCORE_MAX, SCORE_MIN
@@ -45,7 +49,7 @@ from annotation.queue.shapes import (
     lease_ttl,
 )
 from annotation.queue.slots import slot_flag, slot_heartbeat, slot_skip
-from annotation.queue.submit import rating_submit, rating_submit_and_claim_next
+from annotation.queue.submit import rating_submit
 from annotation.queue.upkeep import leases_release_expired, queue_counters_add, queue_counters_rebuild
 
 __all__ = [
@@ -66,7 +70,6 @@ __all__ = [
     "queue_counters_add",
     "queue_counters_rebuild",
     "rating_submit",
-    "rating_submit_and_claim_next",
     "slot_claim",
     "slot_flag",
     "slot_heartbeat",

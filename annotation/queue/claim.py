@@ -27,23 +27,15 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
     highest batch priority first, then an expired lease, then a kind at random (so every
     kind advances), within a kind the pair closest to completion. Returns None
     when nothing is left for the rater. Raises NotFound for an unknown dataset,
-    RaterPaused (a Forbidden) while the rater is paused in the dataset, QuotaReached (a
-    Forbidden) for a crowd participant who rated their quota, and Forbidden when the rater
-    lacks the qualification.
-    """
-    from annotation.crowd import quota_check  # both import the queue's shapes
-    from annotation.gold.serving import gold_claim
+    RaterPaused (a Forbidden) while the rater is paused in the dataset, and Forbidden when
+    the rater lacks the qualification in the dataset.
 
+    This is the queue's mechanism only: who may claim (crowd quota, campaign links) and
+    whether a gold pair comes first is ``annotation.rating.policy``'s to decide.
+    """
     check_kind(kind)
-    # A crowd participant at their link's quota gets the completion code, not a pair.
-    quota_check(rater=rater, dataset=dataset)
     now = service_now(now)
     expires = now + lease_ttl()
-    # A gold pair now and then, looking like any other (annotation.gold.serving).
-    kinds = None if use_postgres_sql() else qualified_kinds(rater, dataset=dataset)
-    gold = gold_claim(rater=rater, dataset=dataset, kinds=kinds, kind=kind, now=now, expires=expires)
-    if gold is not None:
-        return gold
     # A unique violation means a concurrent claim by the same rater won the race for
     # the same pair or lease; the next attempt sees its result.
     for attempt in range(3):

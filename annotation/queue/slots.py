@@ -1,5 +1,7 @@
 """The slot a request names: reading and locking it, who may write on it, and the slot
-actions of a rater who holds it (heartbeat, skip, flag). Submissions lock the same way."""
+actions of a rater who holds it (heartbeat, skip, flag). Submissions lock the same way.
+An id that is no slot of the dataset raises NotFound; ``annotation.rating.policy`` then
+tries it as a gold lease."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Case, F, Value, When
 
 from annotation.errors import Conflict, DomainError, Forbidden, NotFound
-from annotation.models import Flag, FlagReason, GoldLease, Pair, PairSkip, RatingSlot, SlotState
+from annotation.models import Flag, FlagReason, Pair, PairSkip, RatingSlot, SlotState
 from annotation.queue import statements
 from annotation.queue.shapes import MAX_FLAG_NOTE, QueueInputError, lease_ttl, service_now
 from annotation.sql import execute, use_postgres_sql
@@ -65,9 +67,9 @@ def lock_slot(*, slot_id: int, dataset: str, lock_pair: bool) -> SlotView:
 
 def _slot_view(*, slot_id: int, dataset: str, row: dict | None) -> SlotView:
     if row is None:
-        raise NotFound(f"no rating slot #{slot_id}")
+        raise NotFound("no such rating slot")
     if row["dataset__name"] != dataset:
-        raise NotFound(f"rating slot #{slot_id} is not in dataset {dataset!r}")
+        raise NotFound(f"this rating slot is not in dataset {dataset!r}")
     return SlotView(
         slot_id=slot_id,
         state=row["state"],
@@ -82,24 +84,6 @@ def _slot_view(*, slot_id: int, dataset: str, row: dict | None) -> SlotView:
     )
 
 
-def serving():
-    """annotation.gold.serving, imported when first needed (it imports the queue's shapes)."""
-    from annotation.gold import serving as module
-
-    return module
-
-
-def _lock_or_gold(*, slot_id: int, dataset: str) -> SlotView | None:
-    """The locked slot, or None when ``slot_id`` is a gold lease (a gold action follows;
-    it raises NotFound itself when it is neither)."""
-    try:
-        return lock_slot(slot_id=slot_id, dataset=dataset, lock_pair=False)
-    except NotFound:
-        if not GoldLease.objects.filter(pk=slot_id).exists():
-            raise
-        return None
-
-
 def holds(view: SlotView, rater_id: int) -> bool:
     """The rater may write on this slot: they hold its lease (expired or not), or their
     lease expired and the slot went back to the queue without anyone taking it since."""
@@ -109,8 +93,10 @@ def holds(view: SlotView, rater_id: int) -> bool:
 
 
 def not_held_error(view: SlotView, rater_id: int) -> DomainError:
-    """The error for a write on a slot the rater does not hold, naming why."""
-    slot = f"rating slot #{view.slot_id}"
+    """The error for a write on a slot the rater does not hold, naming why. Error texts
+    name no slot id: the rater knows which slot they sent, by its opaque id, and a
+    database id would tell which slots are gold (annotation.opaque_ids)."""
+    slot = "this rating slot"
     if view.state == SlotState.DONE and view.rater_id == rater_id:
         return Conflict(f"{slot} is already rated by you")
     if view.previous_rater_id == rater_id:
@@ -134,9 +120,7 @@ def slot_heartbeat(*, rater, dataset: str, slot_id: int, now: datetime | None = 
     expires = now + lease_ttl()
     try:
         with transaction.atomic():
-            view = _lock_or_gold(slot_id=slot_id, dataset=dataset)
-            if view is None:
-                return serving().gold_heartbeat(rater=rater, dataset=dataset, lease_id=slot_id, expires=expires)
+            view = lock_slot(slot_id=slot_id, dataset=dataset, lock_pair=False)
             if not holds(view, rater.pk):
                 raise not_held_error(view, rater.pk)
             RatingSlot.objects.filter(pk=slot_id).update(
@@ -147,7 +131,7 @@ def slot_heartbeat(*, rater, dataset: str, slot_id: int, now: datetime | None = 
             )
     except IntegrityError:
         raise Conflict(
-            f"your lease on rating slot #{slot_id} expired and you have since claimed another {view.kind} slot "
+            f"your lease on this rating slot expired and you have since claimed another {view.kind} slot "
             "(of this pair, or of this dataset); finish that one"
         ) from None
     return expires
@@ -170,9 +154,7 @@ def slot_skip(*, rater, dataset: str, slot_id: int, now: datetime | None = None)
     a skip is harmless. Returns the pair id."""
     now = service_now(now)
     with transaction.atomic():
-        view = _lock_or_gold(slot_id=slot_id, dataset=dataset)
-        if view is None:
-            return serving().gold_skip(rater=rater, dataset=dataset, lease_id=slot_id)
+        view = lock_slot(slot_id=slot_id, dataset=dataset, lock_pair=False)
         if not holds(view, rater.pk):
             if PairSkip.objects.filter(pair_id=view.pair_id, rater=rater).exists():
                 return view.pair_id
@@ -197,11 +179,7 @@ def slot_flag(*, rater, dataset: str, slot_id: int, reason: str, note: str = "",
         raise QueueInputError("a flag with reason 'other' needs a note saying what is wrong")
     now = service_now(now)
     with transaction.atomic():
-        view = _lock_or_gold(slot_id=slot_id, dataset=dataset)
-        if view is None:
-            return serving().gold_flag(
-                rater=rater, dataset=dataset, lease_id=slot_id, reason=reason, note=note, now=now
-            )
+        view = lock_slot(slot_id=slot_id, dataset=dataset, lock_pair=False)
         rated = view.state == SlotState.DONE and view.rater_id == rater.pk
         if not rated:
             if holds(view, rater.pk):

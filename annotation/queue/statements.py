@@ -295,8 +295,8 @@ def submit() -> Statement:
 # The common case in one statement and one round trip: the pair row is locked first (in
 # the materialized CTE, the lock order of every submission), the slot update carries the
 # holder check, and the rest follows only if it matched. No row back means "not the
-# common case" (not held, a repeat, another dataset): the caller then takes the
-# step-by-step path that says why.
+# common case" (not held, a repeat, another dataset, a rater paused since the claim):
+# the caller then takes the step-by-step path that says why.
 _SUBMIT_FAST_SQL = """
 WITH p AS MATERIALIZED (
     SELECT pr.{pair.id}, pr.{pair.ratings_done} + 1 AS done,
@@ -304,6 +304,10 @@ WITH p AS MATERIALIZED (
     FROM {pair} pr
     WHERE pr.{pair.id} = (SELECT {slot.pair} FROM {slot} WHERE {slot.id} = %(slot)s)
       AND pr.{pair.dataset} = (SELECT {dataset.id} FROM {dataset} WHERE {dataset.name} = %(dataset_name)s)
+      AND NOT EXISTS (
+          SELECT 1 FROM {pause} rp
+          WHERE rp.{pause.rater} = %(rater)s AND rp.{pause.dataset} = pr.{pair.dataset} AND rp.{pause.lifted_at} IS NULL
+      )
     FOR NO KEY UPDATE OF pr
 ),
 s AS (
@@ -345,7 +349,7 @@ def submit_fast() -> Statement:
     row when the rater does not simply hold the slot (then nothing was written)."""
     sql = _render(_SUBMIT_FAST_SQL, insert_rating=_render(_INSERT_RATING_SQL, default_floors=_default_floors()))
     params = (("slot", "bigint"), ("dataset_name", "text"), ("rater", "bigint"), *_RATING_PARAMS)
-    return Statement("queue_submit_fast_v2", sql, params)
+    return Statement("queue_submit_fast_v3", sql, params)
 
 
 def all_statements() -> tuple[Statement, ...]:

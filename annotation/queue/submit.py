@@ -1,6 +1,7 @@
 """Submitting a rating: the checks of a submission, the one-statement common case on
-PostgreSQL, the lock-then-write path that also explains refusals, replays of a repeated
-submission, and the conflicts a unique rule names."""
+PostgreSQL, the lock-then-write path that also explains refusals (a pause since the
+claim among them), replays of a repeated submission, and the conflicts a unique rule
+names."""
 
 from __future__ import annotations
 
@@ -13,17 +14,15 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
 from annotation.cxc import SCORE_MAX, SCORE_MIN
-from annotation.errors import Conflict, DomainError, NotFound
-from annotation.gold.pause import RaterPaused
+from annotation.errors import Conflict, DomainError
+from annotation.gold.pause import is_paused, paused_error
 from annotation.models import DEFAULT_SPEED_FLOORS, Pair, QueueCounter, Rating, RatingSlot, SlotState, SpeedFloor
 from annotation.queue import statements
-from annotation.queue.claim import slot_claim
 from annotation.queue.shapes import (
     MAX_ADJUSTMENTS,
     MAX_IDEMPOTENCY_KEY,
     MAX_TIME_ON_ITEM_MS,
     SCORE_DECIMALS,
-    Assignment,
     QueueInputError,
     SubmitResult,
     service_now,
@@ -32,20 +31,35 @@ from annotation.queue.slots import SlotView, holds, lock_slot, not_held_error
 from annotation.sql import execute, use_postgres_sql
 
 
-def rating_submit_and_claim_next(
-    *, rater, dataset: str, slot_id: int, next_kind: str, **submission
-) -> tuple[SubmitResult, Assignment | None]:
-    """Store a rating, then claim the rater's next pair of ``next_kind`` (None when none
-    is left, when the rater is paused or at their quota: the page's next claim then says
-    which), so the rating page shows it without another round trip. The rating commits
-    first; the claim is its own short transaction, and a failed claim never loses it."""
-    from annotation.crowd import QuotaReached  # annotation.crowd imports the queue's shapes
-
-    result = rating_submit(rater=rater, dataset=dataset, slot_id=slot_id, **submission)
-    try:
-        return result, slot_claim(rater=rater, dataset=dataset, kind=next_kind)
-    except (RaterPaused, QuotaReached):
-        return result, None
+def submission_values(
+    *,
+    rater,
+    score: float,
+    time_on_item_ms: int,
+    time_to_first_move_ms: int | None,
+    adjustments: int,
+    idempotency_key: str,
+    now: datetime,
+) -> dict:
+    """A checked submission as the submit statements (and gold serving) name its values:
+    rater, score (rounded), time_on_item_ms, time_to_first_move_ms, adjustments, key, now.
+    Raises QueueInputError naming the first bad value."""
+    _check_submission(
+        score=score,
+        time_on_item_ms=time_on_item_ms,
+        time_to_first_move_ms=time_to_first_move_ms,
+        adjustments=adjustments,
+        idempotency_key=idempotency_key,
+    )
+    return {
+        "rater": rater.pk,
+        "score": round(float(score), SCORE_DECIMALS),
+        "time_on_item_ms": time_on_item_ms,
+        "time_to_first_move_ms": time_to_first_move_ms,
+        "adjustments": adjustments,
+        "key": idempotency_key,
+        "now": now,
+    }
 
 
 def rating_submit(
@@ -68,26 +82,22 @@ def rating_submit(
     ``adjustments`` counts slider moves. Repeating a submission with the same
     ``idempotency_key`` returns the stored rating (``replayed=True``) and stores
     nothing. A lease that expired is still accepted while the slot is free; once
-    another rater has taken it the submission is refused with Conflict.
+    another rater has taken it the submission is refused with Conflict. A rater paused
+    in the dataset since the claim is refused with RaterPaused, nothing stored. Raises
+    NotFound for an id that is no slot of the dataset (whether it is a gold lease is
+    ``annotation.rating.policy``'s to try next).
     """
-    _check_submission(
+    clock_given = now is not None
+    now = service_now(now)
+    rating = submission_values(
+        rater=rater,
         score=score,
         time_on_item_ms=time_on_item_ms,
         time_to_first_move_ms=time_to_first_move_ms,
         adjustments=adjustments,
         idempotency_key=idempotency_key,
+        now=now,
     )
-    clock_given = now is not None
-    now = service_now(now)
-    rating = {
-        "rater": rater.pk,
-        "score": round(float(score), SCORE_DECIMALS),
-        "time_on_item_ms": time_on_item_ms,
-        "time_to_first_move_ms": time_to_first_move_ms,
-        "adjustments": adjustments,
-        "key": idempotency_key,
-        "now": now,
-    }
     try:
         if use_postgres_sql():
             stored = _submit_postgres_fast({**rating, "slot": slot_id, "dataset_name": dataset})
@@ -98,13 +108,6 @@ def rating_submit(
         return _submit_stepwise(
             rater=rater, dataset=dataset, slot_id=slot_id, rating=rating, clock_when_locked=not clock_given
         )
-    except NotFound:
-        from annotation.gold.serving import gold_submit  # gold.serving imports the queue's shapes
-
-        gold = gold_submit(rater=rater, dataset=dataset, lease_id=slot_id, rating=rating, now=now)
-        if gold is None:
-            raise
-        return gold
     except IntegrityError:
         raise _submit_conflict(rater=rater, slot_id=slot_id, idempotency_key=idempotency_key) from None
 
@@ -172,6 +175,10 @@ def _submit_stepwise(*, rater, dataset: str, slot_id: int, rating: Mapping, cloc
             if replay is not None:
                 return replay
             raise not_held_error(view, rater.pk)
+        # The fast statement stores nothing for a paused rater: the pause may have come
+        # between claim and submit (an admin, the gold rule, an exclusion).
+        if is_paused(rater=rater, dataset_id=view.dataset_id):
+            raise paused_error(username=rater.get_username(), dataset=dataset)
         done = view.ratings_done + 1
         params = {
             **rating,
@@ -253,6 +260,6 @@ def _submit_conflict(*, rater, slot_id: int, idempotency_key: str) -> DomainErro
     used = Rating.objects.filter(rater=rater, idempotency_key=idempotency_key).values_list("slot_id", flat=True).first()
     if used is not None and used != slot_id:
         return Conflict(
-            f"idempotency key {idempotency_key!r} was already used for rating slot #{used}; use a new key for each item"
+            f"idempotency key {idempotency_key!r} was already used for another rating slot; use a new key for each item"
         )
-    return Conflict(f"you already hold or rated another slot of the pair of rating slot #{slot_id}")
+    return Conflict("you already hold or rated another slot of this pair")

@@ -31,3 +31,15 @@ def hand_files(tmp_path):
     from tests.annotation.evaluation_data import write_hand_files
 
     return write_hand_files(tmp_path / "input")
+
+
+@pytest.fixture
+def seeded(monkeypatch):
+    """Make the quiz attempts' draws reproducible: ``seeded(n)`` seeds the next ones."""
+    import random
+
+    def seed(value: int):
+        generator = random.Random(value)
+        monkeypatch.setattr("annotation.quiz._generator", lambda: generator)
+
+    return seed

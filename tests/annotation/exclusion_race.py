@@ -12,7 +12,7 @@ import time
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from annotation.errors import DomainError
+from annotation.errors import Conflict, DomainError
 from annotation.exclusion.chunks import rating_scope
 from annotation.exclusion.services import (
     ExclusionInputError,
@@ -89,10 +89,16 @@ class _Race:
                     continue
                 victim = users.get(pk=rng.choice(candidates))
                 try:
+                    # keep_active: the race is about exclusion racing with the victim's
+                    # own claims and submits, which a pause would stop.
                     exclusion = rating_exclusion_create(
-                        dataset=self.dataset, rater=victim, reason=f"round {round_number}", created_by=self.admin
+                        dataset=self.dataset,
+                        rater=victim,
+                        reason=f"round {round_number}",
+                        created_by=self.admin,
+                        keep_active=True,
                     )
-                except ExclusionInputError:
+                except (ExclusionInputError, Conflict):  # nothing in scope, or excluded already
                     continue
                 rating_exclusion_run(exclusion_id=exclusion.id)
                 self.exclusions += 1

@@ -1,5 +1,6 @@
 """Helpers shared by the rating-queue tests: a controllable clock, queue builders, the
-engine fixture of the service tests, and the clients and URLs of the API tests.
+engine fixture of the service tests, and the clients and URLs of the API tests. ``claim``
+and ``submit`` go through the rating policy, as every entry point does.
 
 Fixtures here are taken into a test module by assignment (``engine = queue_support.engine``)."""
 
@@ -14,7 +15,7 @@ from rest_framework.test import APIClient
 import annotation.queue.submit as queue_submit
 from annotation.models import SamplingMethod, TaskKind
 from annotation.pairs import PairSpec, pairs_create_bulk
-from annotation.queue import rating_submit, slot_claim
+from annotation.rating.policy import rating_submit, slot_claim
 from tests.factories import CaptionFactory, ImageFactory, SamplingBatchFactory, SplitFactory, UserFactory
 
 # The lease length the queue tests run with (settings.LEASE_TTL_SECONDS via the clock fixture).

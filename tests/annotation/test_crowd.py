@@ -19,7 +19,7 @@ from annotation.crowd import (
     study_url,
 )
 from annotation.models import CampaignLink, Participant, Qualification, QualitySettings
-from annotation.queue import rating_submit_and_claim_next, slot_claim
+from annotation.rating.policy import rating_submit_and_claim_next, slot_claim
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
 

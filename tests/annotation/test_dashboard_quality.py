@@ -45,7 +45,14 @@ def test_rater_rows_carry_gold_error_exclusions_and_pauses(tmp_path, clock, djan
             submit(user, dataset, assignment.slot_id, f"{number}-{step}", score=score)
     admin = UserFactory(roles=["admin"])
     clock.advance(60)
-    exclude(django_capture_on_commit_callbacks, dataset=dataset, rater=sloppy, reason="gold", created_by=admin)
+    exclude(
+        django_capture_on_commit_callbacks,
+        dataset=dataset,
+        rater=sloppy,
+        reason="gold",
+        created_by=admin,
+        keep_active=True,  # the pause below is the one the row shows
+    )
     rater_pause(rater=sloppy, dataset=dataset, reason="gold error", created_by=admin)
 
     data = campaign_snapshot_refresh(dataset).data

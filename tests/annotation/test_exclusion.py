@@ -5,6 +5,7 @@ import pytest
 from annotation.errors import Conflict
 from annotation.exclusion import services
 from annotation.exclusion.services import ExclusionInputError, rating_exclusion_create, rating_exclusion_run
+from annotation.gold.pause import RaterPaused
 from annotation.models import (
     ExclusionState,
     Pair,
@@ -73,7 +74,15 @@ def test_excluding_a_rater_marks_their_ratings_and_reopens_one_slot_per_pair(
 
 def test_top_up_slots_go_to_other_raters_and_never_to_the_excluded_one(campaign, django_capture_on_commit_callbacks):
     dataset, pairs, bad, good, admin = campaign
-    exclude(django_capture_on_commit_callbacks, dataset=dataset, rater=bad, reason="spam", created_by=admin)
+    # keep_active: even an excluded rater left unpaused is never served their own pairs again
+    exclude(
+        django_capture_on_commit_callbacks,
+        dataset=dataset,
+        rater=bad,
+        reason="spam",
+        created_by=admin,
+        keep_active=True,
+    )
     assert claim(bad, dataset) is None
     assert all(claim(user, dataset) is None for user in good), "they rated these pairs already"
     newcomer = rater()
@@ -114,11 +123,28 @@ def test_ratings_given_after_the_exclusion_stay_valid(campaign, clock, django_ca
     dataset, pairs, bad, _, admin = campaign
     _, more = queue_pairs(split=pairs[0].split, n_pairs=1, ratings_per_pair=N)
     assignment = claim(bad, dataset)  # held while the admin excludes
-    exclude(django_capture_on_commit_callbacks, dataset=dataset, rater=bad, reason="spam", created_by=admin)
+    # keep_active: a paused rater's submit is refused (the policy); the exclusion's own
+    # scope, ratings created before it, is what this test is about.
+    capture = django_capture_on_commit_callbacks
+    exclude(capture, dataset=dataset, rater=bad, reason="spam", created_by=admin, keep_active=True)
     clock.advance(5)
     submit(bad, dataset, assignment.slot_id, "late")
     assert Rating.objects.get(rater=bad, pair=more[0]).status == RatingStatus.VALID
     assert pair_problems(dataset.id) == []
+
+
+def test_an_excluded_rater_is_paused_and_their_held_item_is_refused(
+    campaign, clock, django_capture_on_commit_callbacks
+):
+    dataset, pairs, bad, _, admin = campaign
+    queue_pairs(split=pairs[0].split, n_pairs=1, ratings_per_pair=N)
+    assignment = claim(bad, dataset)  # held while the admin excludes
+    exclude(django_capture_on_commit_callbacks, dataset=dataset, rater=bad, reason="spam", created_by=admin)
+    stored = Rating.objects.filter(rater=bad).count()
+    clock.advance(5)
+    with pytest.raises(RaterPaused):
+        submit(bad, dataset, assignment.slot_id, "late")
+    assert Rating.objects.filter(rater=bad).count() == stored
 
 
 def test_undo_restores_the_ratings_and_closes_the_unrated_top_up_slots(campaign, django_capture_on_commit_callbacks):

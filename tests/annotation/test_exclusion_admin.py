@@ -1,9 +1,11 @@
 """Excluding and undoing in the admin: the add form calls the service, errors show on
 the form, the undo action and the user action that opens the form."""
 
+import html
+
 import pytest
 
-from annotation.models import ExclusionState, Rating, RatingExclusion, RatingStatus
+from annotation.models import ExclusionPause, ExclusionState, RaterPause, Rating, RatingExclusion, RatingStatus
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory
 
@@ -70,3 +72,26 @@ def test_the_undo_action_and_the_user_action(setup, django_capture_on_commit_cal
     answer = client.post("/admin/auth/user/", {"action": "exclude_ratings", "_selected_action": [bad.pk]})
     assert answer.status_code == 302 and answer["Location"] == ADD + f"?rater={bad.pk}"
     assert client.get(LIST + f"{exclusion.pk}/delete/").status_code == 403
+
+
+def test_the_admin_message_says_whether_the_rater_was_paused(setup, django_capture_on_commit_callbacks):
+    dataset, bad, client = setup
+    form = {"dataset": dataset.pk, "rater": bad.pk, "reason": "bots", "window_start_0": "", "window_end_0": ""}
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.post(ADD, form, follow=True)
+    page = answer.content.decode()
+    assert f"{bad} is paused in {dataset} until the pause is lifted" in page
+    assert RaterPause.objects.filter(rater=bad, dataset=dataset, lifted_at__isnull=True).exists()
+    twin = client.post(ADD, form)
+    assert "are already excluded by exclusion #" in html.unescape(twin.content.decode())
+    assert RatingExclusion.objects.count() == 1
+
+
+def test_keep_active_in_the_admin_leaves_the_rater_unpaused(setup, django_capture_on_commit_callbacks):
+    dataset, bad, client = setup
+    form = {"dataset": dataset.pk, "rater": bad.pk, "reason": "x", "keep_active": "on", "window_end_0": ""}
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.post(ADD, form, follow=True)
+    assert f"{bad} was kept active in {dataset} (not paused)" in answer.content.decode()
+    assert not RaterPause.objects.exists()
+    assert RatingExclusion.objects.get().pause == ExclusionPause.KEPT_ACTIVE

@@ -19,10 +19,11 @@ from annotation.models import (
     Rating,
     TaskKind,
 )
-from annotation.queue import slot_flag, slot_heartbeat, slot_skip
+from annotation.rating.policy import slot_flag, slot_heartbeat, slot_skip
 from tests.annotation import queue_support
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import ImageFactory, SplitFactory
+from tests.rating_support import db_id
 
 pytestmark = pytest.mark.django_db
 engine = queue_support.engine
@@ -125,13 +126,13 @@ def test_gold_ratings_are_kept_apart_and_answer_like_ratings(engine, clock, camp
     assert is_gold(assignment) and assignment.resumed is False
     assert claim(user, campaign).slot_id == assignment.slot_id, "a held gold lease is resumed"
     assert slot_heartbeat(rater=user, dataset=campaign.name, slot_id=assignment.slot_id) is not None
-    with pytest.raises(Forbidden, match=f"you do not hold rating slot #{assignment.slot_id}: it belongs to another"):
+    with pytest.raises(Forbidden, match="you do not hold this rating slot: it belongs to another"):
         submit(other, campaign, assignment.slot_id, "x")
     result = submit(user, campaign, assignment.slot_id, "k1", score=2.0)
     assert result.replayed is False and result.pair_id == assignment.pair_id
     again = submit(user, campaign, assignment.slot_id, "k1", score=2.0)
     assert again.replayed is True and again.rating_id == result.rating_id
-    with pytest.raises(Conflict, match=f"rating slot #{assignment.slot_id} is already rated by you"):
+    with pytest.raises(Conflict, match="this rating slot is already rated by you"):
         submit(user, campaign, assignment.slot_id, "k2")
     stored = GoldRating.objects.get(pk=result.rating_id)
     assert (stored.score, stored.rater, stored.gold_score) == (
@@ -240,8 +241,9 @@ def test_the_raters_own_list_and_progress_count_gold_like_any_rating(clock, camp
         submit(user, campaign, assignment.slot_id, f"k{step}")
     listed = client.get(f"{base}/ratings/?limit=20").json()
     gold_ids = set(GoldRating.objects.values_list("id", flat=True))
-    assert len(listed) == 10 and gold_ids and gold_ids < {row["id"] for row in listed}
-    assert [row["id"] for row in listed] == sorted((row["id"] for row in listed), reverse=True)
+    stored_ids = [db_id("rating", row["id"]) for row in listed]
+    assert len(listed) == 10 and gold_ids and gold_ids < set(stored_ids)
+    assert stored_ids == sorted(stored_ids, reverse=True), "newest first"
     assert len({frozenset(row) for row in listed}) == 1, "gold and ordinary rows have the same fields"
     assert client.get(f"{base}/progress/").json()["ratings_today"] == 10
     older = client.get(f"{base}/ratings/?limit=3&before={listed[2]['id']}").json()

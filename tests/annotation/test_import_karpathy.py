@@ -209,3 +209,27 @@ def test_the_caption_and_file_name_limits_are_settings(tmp_path, settings):
     )
     assert summary.captions == 1
     assert Caption.objects.get().text == "x" * 12
+
+
+@pytest.mark.parametrize(
+    ("change", "options", "message"),
+    [
+        ({"filename": "=HYPERLINK(1)_000000000001.jpg"}, [], "field 'filename' begins with '='"),
+        ({"filename": "@SUM_000000000001.jpg"}, [], "field 'filename' begins with '@'"),
+        ({"filename": "+x_000000000001.jpg"}, [], "field 'filename' begins with '+'"),
+        ({"filename": "-2+3_000000000001.jpg"}, [], "images[1] (-2+3_000000000001.jpg): field 'filename' begins"),
+        ({"filepath": "=folder"}, [], "images[1] (COCO_val2014_000000000002.jpg): field 'filepath' begins with '='"),
+        ({}, ["--key-prefix=-COCO"], "key prefix '-COCO' begins with '-'"),
+    ],
+    ids=["equals", "at", "plus", "minus", "filepath", "key-prefix"],
+)
+def test_the_import_refuses_ids_and_file_names_a_spreadsheet_would_run(tmp_path, change, options, message):
+    """CxC files stay byte-compatible, so keys that begin like a formula cannot be escaped
+    when exported: the import refuses them, naming the entry, and writes nothing."""
+    entries = [image_entry(1, sentids=(1,)), {**image_entry(2, sentids=(2,)), **change}]
+    path = write_json(tmp_path, {"images": entries})
+    with pytest.raises(CommandError) as refused:
+        call_command("import_karpathy", str(path), "--name", "coco", "--image-url-prefix", "https://x/", *options)
+    assert message in str(refused.value)
+    assert "spreadsheets read as the start of a formula" in str(refused.value)
+    assert table_counts() == {"Dataset": 0, "Split": 0, "Image": 0, "Caption": 0}

@@ -5,7 +5,7 @@ import pytest
 from annotation.gold.upload import gold_pairs_upload
 from annotation.models import GoldLease, GoldPair, RaterPause
 from tests.annotation.queue_support import rater
-from tests.factories import ImageFactory, SplitFactory
+from tests.factories import ImageFactory, SplitFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -51,3 +51,14 @@ def test_a_pause_is_made_and_lifted_in_the_admin(admin_client):
     admin_client.post("/admin/annotation/raterpause/", {"action": "lift_pauses", "_selected_action": [pause.pk]})
     pause.refresh_from_db()
     assert pause.lifted_at is not None and pause.lift_note == "lifted in the admin"
+
+
+def test_an_admin_cannot_be_paused_in_the_admin(admin_client):
+    split = SplitFactory()
+    boss = UserFactory(is_staff=True)
+    answer = admin_client.post(
+        "/admin/annotation/raterpause/add/", {"rater": boss.pk, "dataset": split.dataset.pk, "reason": "check"}
+    )
+    assert answer.status_code == 200
+    assert "is an admin (or staff or superuser) and cannot be paused" in answer.content.decode()
+    assert not RaterPause.objects.exists()

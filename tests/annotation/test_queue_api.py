@@ -22,6 +22,7 @@ from tests.annotation.queue_support import (
     submit_kwargs,
 )
 from tests.factories import DatasetFactory, SplitFactory, UserFactory
+from tests.rating_support import api_id, db_id
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +52,7 @@ def test_claim_heartbeat_submit_cycle(split, clock):
     assert response.status_code == 201
     stored = response.json()
     assert stored["replayed"] is False
-    rating = Rating.objects.get(pk=stored["rating_id"])
+    rating = Rating.objects.get(pk=db_id("rating", stored["rating_id"]))
     assert (
         rating.rater_id,
         rating.score,
@@ -94,7 +95,7 @@ def test_expired_lease_taken_by_another_gives_409(clock):
     response = alice.post(rate_url(split.dataset, "submit", slot_id), submit_kwargs("late"), format="json")
     assert response.status_code == 409
     assert response.json()["detail"] == (
-        f"your lease on rating slot #{slot_id} expired and it was claimed by another rater; claim the next pair"
+        "your lease on this rating slot expired and it was claimed by another rater; claim the next pair"
     )
     assert Rating.objects.count() == 0
 
@@ -125,7 +126,7 @@ def test_bad_submission_is_400_naming_the_field_and_stores_nothing(split, clock,
     assert response.status_code == 400
     assert message in response.json()["detail"]
     assert Rating.objects.count() == 0
-    assert RatingSlot.objects.get(pk=slot_id).state == SlotState.LEASED
+    assert RatingSlot.objects.get(pk=db_id("slot", slot_id)).state == SlotState.LEASED
 
 
 @pytest.mark.parametrize(
@@ -166,20 +167,23 @@ def test_slot_of_another_dataset_or_not_held(split, clock):
     slot_id = api_claim(alice, split.dataset).json()["slot_id"]
     response = alice.post(rate_url(other.dataset, "submit", slot_id), submit_kwargs("a"), format="json")
     assert response.status_code == 404
-    assert response.json()["detail"] == f"rating slot #{slot_id} is not in dataset {other.dataset.name!r}"
+    assert response.json()["detail"] == f"this rating slot is not in dataset {other.dataset.name!r}"
     response = bob.post(rate_url(split.dataset, "submit", slot_id), submit_kwargs("b"), format="json")
     assert response.status_code == 403
     assert "you do not hold" in response.json()["detail"]
     for action in ("heartbeat", "skip"):
         assert bob.post(rate_url(split.dataset, action, slot_id)).status_code == 403
-    assert alice.post(rate_url(split.dataset, "submit", 10**9), submit_kwargs("a"), format="json").status_code == 404
+    unknown = api_id("slot", 10**9)
+    assert alice.post(rate_url(split.dataset, "submit", unknown), submit_kwargs("a"), format="json").status_code == 404
     assert api_claim(alice, DatasetFactory.build(name="missing")).status_code == 404
     assert Rating.objects.count() == 0
-    assert RatingSlot.objects.get(pk=slot_id).rater_id != bob_user.pk
+    assert RatingSlot.objects.get(pk=db_id("slot", slot_id)).rater_id != bob_user.pk
 
 
-@pytest.mark.parametrize("slot_id", [2**63, 2**63 - 1, 10**30])
+@pytest.mark.parametrize("slot_id", [2**63, 2**63 - 1, 10**30, "012"])
 def test_a_slot_id_beyond_64_bits_is_a_404_like_any_unknown_slot(split, clock, slot_id):
+    """Beyond 63 bits no opaque id matches the URL; 2**63 - 1 is the opaque id of a slot
+    that does not exist; the answers name no database id either way."""
     _, client = rater_client()
     api_claim(client, split.dataset)
     answers = {
@@ -191,7 +195,9 @@ def test_a_slot_id_beyond_64_bits_is_a_404_like_any_unknown_slot(split, clock, s
     for action, response in answers.items():
         assert response.status_code == 404, (action, response.content)
         assert response.json()["code"] == "not_found"
-        assert str(slot_id) in response.json()["detail"]
+        detail = response.json()["detail"]
+        assert detail == "no such rating slot" or detail.startswith("no API endpoint at"), detail
+        assert "#" not in detail
     assert Rating.objects.count() == 0 and Flag.objects.count() == 0 and PairSkip.objects.count() == 0
 
 
@@ -201,7 +207,7 @@ def test_skip_and_flag(split, clock):
     response = client.post(rate_url(split.dataset, "skip", first["slot_id"]))
     assert response.status_code == 200
     assert response.json() == {"slot_id": first["slot_id"], "pair_id": first["pair_id"]}
-    assert PairSkip.objects.filter(rater=user, pair_id=first["pair_id"]).exists()
+    assert PairSkip.objects.filter(rater=user, pair_id=db_id("pair", first["pair_id"])).exists()
 
     second = api_claim(client, split.dataset).json()
     assert second["pair_id"] != first["pair_id"]
@@ -213,8 +219,9 @@ def test_skip_and_flag(split, clock):
     assert response.status_code == 201
     assert response.json()["reason"] == "broken_image"
     flag = Flag.objects.get()
-    assert (flag.pair_id, flag.rater_id, flag.note) == (second["pair_id"], user.id, "grey box")
-    assert RatingSlot.objects.get(pk=second["slot_id"]).state == SlotState.OPEN
+    assert (flag.pair_id, flag.rater_id, flag.note) == (db_id("pair", second["pair_id"]), user.id, "grey box")
+    assert response.json()["id"] == api_id("flag", flag.pk)
+    assert RatingSlot.objects.get(pk=db_id("slot", second["slot_id"])).state == SlotState.OPEN
 
     bad = client.post(rate_url(split.dataset, "flag", second["slot_id"]), {"reason": "boring"}, format="json")
     assert bad.status_code == 400
@@ -239,10 +246,10 @@ def test_progress_and_own_ratings(split, clock):
 
     ratings = client.get(rate_url(split.dataset, "ratings")).json()
     assert [r["kind"] for r in ratings] == ["SIS"]
-    assert Rating.objects.get(pk=ratings[0]["id"]).rater_id == user.id
+    assert Rating.objects.get(pk=db_id("rating", ratings[0]["id"])).rater_id == user.id
     assert client.get(rate_url(split.dataset, "ratings"), {"limit": 0}).status_code == 400
     # An empty value is not an integer, as the schema says (not "leave it out").
-    empty = client.get(rate_url(split.dataset, "ratings"), {"limit": "", "before": 1})
+    empty = client.get(rate_url(split.dataset, "ratings"), {"limit": "", "before": ratings[0]["id"]})
     assert empty.status_code == 400
     assert empty.json()["errors"] == {"limit": ["A valid integer is required."]}
 
@@ -275,7 +282,8 @@ def test_openapi_schema_lists_the_rater_api_without_warnings(split):
     assert "items" in schema["components"]["schemas"]["Assignment"]["properties"]
     submit_params = schema["paths"]["/api/rate/{dataset}/slots/{slot_id}/submit/"]["post"]["parameters"]
     [slot_param] = [param for param in submit_params if param["name"] == "slot_id"]
-    assert slot_param["schema"] == {"type": "integer", "format": "int64", "minimum": 0, "maximum": 2**63 - 1}
+    assert slot_param["schema"] == {"type": "string", "pattern": "^[0-9]{1,19}$", "description": "An opaque id."}
+    assert schema["components"]["schemas"]["Assignment"]["properties"]["slot_id"]["type"] == "string"
     served = client_for(UserFactory()).get("/api/schema/", {"format": "json"})
     assert served.status_code == 200
 
@@ -301,8 +309,8 @@ assert clients[0].post(base + "/claim/", {}, format="json").json()["resumed"] is
 assert clients[2].post(base + "/claim/", {}, format="json").status_code == 204
 for client, slot in zip(clients, slots):
     body = submit_kwargs("key-" + str(slot))
-    assert client.post(base + "/slots/%d/submit/" % slot, body, format="json").status_code == 201
-    assert client.post(base + "/slots/%d/submit/" % slot, body, format="json").status_code == 200
+    assert client.post(base + "/slots/%s/submit/" % slot, body, format="json").status_code == 201
+    assert client.post(base + "/slots/%s/submit/" % slot, body, format="json").status_code == 200
 assert Rating.objects.count() == 2
 print("EMBEDDED-OK")
 """

@@ -26,6 +26,7 @@ from knox.models import AuthToken
 from annotation.models import Pair, QueueCounter, Rating, RatingSlot, SlotState
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
+from tests.rating_support import db_id
 
 REPO = Path(__file__).resolve().parents[2]
 PORTS = range(8121, 8130)
@@ -143,7 +144,7 @@ def _rate(api: Api, rater_id: int, seed: int, tally: Tally, stop: threading.Even
             tally.problem(f"submit by {rater_id} on slot {slot}: {status} {body}")
             return
         with tally.lock:
-            tally.acknowledged[body["rating_id"]] = (rater_id, slot)
+            tally.acknowledged[db_id("rating", body["rating_id"])] = (rater_id, slot)
         rated += 1
         if rng.random() < 0.05:  # the response was lost on the way: send it again
             status, again = api.post(f"/slots/{slot}/submit/", submission)
@@ -257,7 +258,7 @@ def test_fifty_five_raters_rate_a_thousand_pairs_to_completion(fast_passwords, s
     # The walked-away leases went back into the queue and someone else rated them.
     assert len(tally.abandoned) == WALKAWAY_RATERS
     for rater_id, slot_id in tally.abandoned:
-        slot = RatingSlot.objects.get(pk=slot_id)
+        slot = RatingSlot.objects.get(pk=db_id("slot", slot_id))
         assert slot.rater_id != rater_id
         assert slot.previous_rater_id == rater_id
     cycles = len(tally.acknowledged)

@@ -1,6 +1,8 @@
 """Raters in bulk through the API and the admin; invitation links renewed; deactivate and
 qualify from the user admin."""
 
+import json
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -95,3 +97,88 @@ def test_user_actions_deactivate_qualify_and_renew_invitations(staff):
     assert Invitation.objects.filter(user=ana).count() == 1
     change = staff.get(f"/admin/auth/user/{ana.pk}/change/").content.decode()
     assert "qualification (a task kind this rater may rate)" in change.lower() or "qualifications" in change.lower()
+
+
+# --- a large file is read as a stream ---------------------------------------------------
+
+
+def _multipart_file(path, rows_text_lines, *, boundary="raterlistboundary") -> int:
+    """Write a multipart body with one file field ``file`` holding the given lines; its size."""
+    with open(path, "wb") as out:
+        out.write(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="raters.csv"\r\n'
+            "Content-Type: text/csv\r\n\r\n".encode()
+        )
+        for chunk in rows_text_lines:
+            out.write(chunk)
+        out.write(f"\r\n--{boundary}--\r\n".encode())
+    return path.stat().st_size
+
+
+def _post_through_wsgi(body_path, size: int, token: str, boundary="raterlistboundary"):
+    """POST the body from a file, as a WSGI server hands it over (not held in memory)."""
+    from django.test.client import ClientHandler
+
+    with open(body_path, "rb") as stream:
+        environ = {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": "/api/raters/",
+            "SERVER_NAME": "testserver",
+            "SERVER_PORT": "80",
+            "wsgi.url_scheme": "http",
+            "wsgi.input": stream,
+            "CONTENT_TYPE": f"multipart/form-data; boundary={boundary}",
+            "CONTENT_LENGTH": str(size),
+            "HTTP_AUTHORIZATION": f"Token {token}",
+        }
+        return ClientHandler(enforce_csrf_checks=False)(environ)
+
+
+def _many_rows(target_bytes: int):
+    yield b"username,email,kinds\n"
+    written, number = 0, 0
+    while written < target_bytes:
+        block = b"".join(f"rater{number + i:08d},r{number + i}@example.org,STS SIS\n".encode() for i in range(10_000))
+        number += 10_000
+        written += len(block)
+        yield block
+
+
+def _one_long_line(target_bytes: int):
+    yield b"username,email,kinds\n"
+    for _ in range(target_bytes // 2**20):
+        yield b"x" * 2**20
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (_many_rows, "raters.csv: at most 10000 raters per file"),
+        (_one_long_line, "raters.csv: line 2 is longer than 4,096 bytes"),
+    ],
+    ids=["rows", "one-line"],
+)
+def test_a_50_mb_rater_list_is_refused_with_flat_memory(tmp_path, settings, lines, message):
+    """Issue #25: a 59.5 MB rater CSV took a worker from 170 MB to 1.5 GB before the row
+    limit refused it. Read as a stream, the peak of Python allocations while the request
+    runs stays within a few MB whatever the file's size."""
+    import tracemalloc
+
+    from knox.models import AuthToken
+
+    settings.UPLOAD_MAX_PAIRLIST_BYTES = 64 * 2**20
+    _, token = AuthToken.objects.create(user=UserFactory(roles=["admin"]))
+    body = tmp_path / "body"
+    size = _multipart_file(body, lines(50 * 2**20))
+    assert size > 50 * 2**20
+    users_before = get_user_model().objects.count()
+    tracemalloc.start()
+    try:
+        response = _post_through_wsgi(body, size, token)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert response.status_code == 400, response.content[:500]
+    assert message in json.loads(response.content)["detail"]
+    assert peak < 8 * 2**20, f"peak {peak / 2**20:.1f} MiB"
+    assert get_user_model().objects.count() == users_before

@@ -7,6 +7,7 @@ from rest_framework.test import APIClient
 from annotation.models import Rating, RatingSlot, SlotState
 from tests.annotation.queue_support import queue_pairs, submit_kwargs
 from tests.factories import SplitFactory, UserFactory
+from tests.rating_support import db_id
 
 pytestmark = pytest.mark.django_db
 
@@ -34,8 +35,8 @@ def test_submit_returns_the_next_pair_of_the_kind_then_null():
     following = answer.json()["next"]
     assert following["kind"] == "SIS"
     assert following["pair_id"] != first["pair_id"]
-    assert RatingSlot.objects.get(pk=following["slot_id"]).state == SlotState.LEASED
-    assert RatingSlot.objects.get(pk=following["slot_id"]).rater == user
+    assert RatingSlot.objects.get(pk=db_id("slot", following["slot_id"])).state == SlotState.LEASED
+    assert RatingSlot.objects.get(pk=db_id("slot", following["slot_id"])).rater == user
     last = submit(client, split.dataset, following["slot_id"], "k2", claim_next_kind="SIS")
     assert last.status_code == 201
     assert last.json()["next"] is None

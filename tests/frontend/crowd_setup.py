@@ -1,17 +1,19 @@
 """A crowd campaign on the demo dataset for the participant tests and bench-join: a link
-for SIS pairs, and optionally a three-question SIS quiz (references 0, 2.5 and 5)."""
+for SIS pairs, and optionally a six-question SIS quiz pool (attempts of three at the
+default quiz length of five, so the second attempt asks the other three)."""
 
 from annotation.crowd import campaign_link_create
+from annotation.cxc import level_name
 from annotation.gold.ids import ids_reserve
 from annotation.models import CampaignLink, Dataset, GoldPair, GoldSource, Image, Pair, QualitySettings, TaskKind
 from annotation.quiz import quiz_set
 
-QUIZ_REFERENCES = (0.0, 2.5, 5.0)
+QUIZ_REFERENCES = (0.0, 2.5, 5.0, 1.0, 4.0, 3.0)
 
 
 def sis_quiz(dataset: Dataset) -> list[GoldPair]:
-    """Three SIS gold pairs in the quiz, on images the queued demo pairs start from last."""
-    images = list(Image.objects.filter(dataset=dataset).order_by("-id")[:6])
+    """Six SIS gold pairs in the quiz, on images the queued demo pairs start from last."""
+    images = list(Image.objects.filter(dataset=dataset).order_by("-id")[: 2 * len(QUIZ_REFERENCES)])
     ids = ids_reserve(Pair, len(QUIZ_REFERENCES))
     made = []
     for index, reference in enumerate(QUIZ_REFERENCES):
@@ -25,7 +27,7 @@ def sis_quiz(dataset: Dataset) -> list[GoldPair]:
                 image_a=a,
                 image_b=b,
                 gold_score=reference,
-                explanation=f"Reference explained: {reference:g} because of what the pictures share.",
+                explanation=f"Reference explained: {level_name(reference)} because of what the pictures share.",
                 source=GoldSource.UPLOAD,
             )
         )

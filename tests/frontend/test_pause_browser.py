@@ -1,5 +1,6 @@
 """A paused rater sees the pause page, in a real headless Chromium: on opening the rating
-page, and mid-session after their last rating was stored; lifted, they rate again."""
+page, and mid-session, where the rating they were giving is refused (issue #25: a pause
+since the claim stores nothing); lifted, they rate again."""
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -39,7 +40,7 @@ def test_a_paused_rater_sees_the_pause_page_and_returns_once_lifted(page, live_s
     assert page.url.endswith("/rate/")
 
 
-def test_a_rater_paused_mid_session_keeps_their_rating_and_lands_on_the_pause_page(page, live_server, demo):
+def test_a_rater_paused_mid_session_has_their_rating_refused_and_lands_on_the_pause_page(page, live_server, demo):
     session_for(page, live_server)
     page.goto(f"{live_server.url}/rate/demo/sis/")
     page.wait_for_selector("#pair[data-ready]")
@@ -47,5 +48,5 @@ def test_a_rater_paused_mid_session_keeps_their_rating_and_lands_on_the_pause_pa
     page.mouse.click(*track_point(page, 0.5))
     page.keyboard.press("Enter")
     page.wait_for_selector("[data-testid=paused]")
-    assert Rating.objects.filter(rater__username="rater1").count() == 1
+    assert Rating.objects.filter(rater__username="rater1").count() == 0
     assert PAUSED_TEXT in page.locator("main").inner_text()

@@ -7,7 +7,7 @@ import pytest
 from annotation.models import Flag, Pair, QueueCounter, Rating
 from annotation.selectors import rater_progress
 from tests.frontend.rating_setup import rater
-from tests.frontend.test_rating_page import held_slot, open_kind, session_for, track_point
+from tests.frontend.test_rating_page import held_slot, open_kind, session_for, shown, track_point
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
@@ -50,7 +50,7 @@ def inside_viewport(box: dict, viewport: dict) -> bool:
 
 
 def wait_for_next_pair(page, slot):
-    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{slot.id}'])")
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{shown(slot)}'])")
 
 
 def test_flag_with_reason_other_asks_for_a_note_and_sends_it(page, live_server, demo):

@@ -12,6 +12,7 @@ from django.test import Client
 
 from annotation.models import Qualification, Rating, RatingSlot, SlotState
 from tests.frontend.rating_setup import rater
+from tests.rating_support import api_id
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
@@ -52,6 +53,11 @@ def held_slot(username="rater1"):
     return RatingSlot.objects.get(rater=rater(username), state=SlotState.LEASED)
 
 
+def shown(slot) -> str:
+    """The slot's id as the page knows it (its opaque id, ``#pair[data-ready]``)."""
+    return api_id("slot", slot.id)
+
+
 def test_log_in_read_instructions_drag_keyboard_submit_and_store(page, live_server, demo, screenshot_dir):
     log_in(page, live_server, next_path="/rate/demo/sts/")
     page.wait_for_selector("#pair[data-ready]")
@@ -84,7 +90,7 @@ def test_log_in_read_instructions_drag_keyboard_submit_and_store(page, live_serv
     page.keyboard.press("Shift+ArrowRight")  # coarse step: 0.5
     assert page.locator("#submit").is_enabled()
     page.keyboard.press("Enter")
-    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{slot.id}'])")
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{shown(slot)}'])")
 
     stored = Rating.objects.get(slot=slot)
     assert stored.rater == rater()
@@ -114,11 +120,11 @@ def test_no_digit_of_the_value_is_visible(page, live_server, demo):
     )
     slot = held_slot()
     page.keyboard.press("Enter")
-    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{slot.id}'])")
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{shown(slot)}'])")
     value = Rating.objects.get(slot=slot).score
     assert value == pytest.approx(5 * 0.6943, abs=0.02)
-    for shown in {f"{value:.1f}", f"{value:.2f}", f"{value:.3f}", f"{value * 20:.0f}%", f"{value * 20:.1f}"}:
-        assert shown not in page_text, f"the value appears in the page as {shown!r}"
+    for text in {f"{value:.1f}", f"{value:.2f}", f"{value:.3f}", f"{value * 20:.0f}%", f"{value * 20:.1f}"}:
+        assert text not in page_text, f"the value appears in the page as {text!r}"
 
 
 def test_sis_and_sits_pages_and_sits_descriptions_on_hover_and_for_the_set_level(
@@ -174,7 +180,7 @@ def test_response_lost_after_the_server_stored_it_is_retried_once(page, live_ser
     page.route("**/submit/", lose_first_answer)
     page.mouse.click(*track_point(page, 0.3))
     page.keyboard.press("Enter")
-    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{slot.id}'])", timeout=15000)
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{shown(slot)}'])", timeout=15000)
     assert len(calls) >= 2 and len(set(calls)) == 1
     assert Rating.objects.filter(slot=slot).count() == 1
     assert Rating.objects.filter(rater=rater()).count() == 1
@@ -192,9 +198,9 @@ def test_offline_during_submit_keeps_the_rating_until_back_online(page, live_ser
     assert "kept" in page.locator("#notice").inner_text()
     assert Rating.objects.filter(slot=slot).count() == 0
     pending = page.evaluate("() => JSON.parse(localStorage.getItem('cxc-outbox:rater1:demo'))")
-    assert [p["slot_id"] for p in pending] == [slot.id]
+    assert [p["slot_id"] for p in pending] == [shown(slot)]
     page.context.set_offline(False)
-    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{slot.id}'])", timeout=20000)
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{shown(slot)}'])", timeout=20000)
     assert Rating.objects.filter(slot=slot).count() == 1
     assert Rating.objects.get(slot=slot).score == pytest.approx(0.82 * 5, abs=0.02)
 
@@ -210,7 +216,7 @@ def test_rating_kept_across_a_reload_is_sent_once(page, live_server, demo):
     page.wait_for_selector("#notice:not([hidden])")
     page.unroute("**/submit/")
     page.reload()
-    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{slot.id}'])")
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{shown(slot)}'])")
     assert Rating.objects.filter(slot=slot).count() == 1
 
 
@@ -219,12 +225,12 @@ def test_skip_and_flag(page, live_server, demo):
     open_kind(page, live_server, "sis")
     first = held_slot()
     page.click("#skip")
-    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{first.id}'])")
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{shown(first)}'])")
     assert RatingSlot.objects.get(pk=first.pk).state == SlotState.OPEN
     second = held_slot()
     page.select_option("#flag-reason", "broken_image")
     page.click("#flag")
-    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{second.id}'])")
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{shown(second)}'])")
     assert second.pair.flags.get().reason == "broken_image"
     assert "reported" in page.locator("#notice").inner_text()
 
@@ -279,5 +285,5 @@ def test_lease_is_renewed_while_the_page_is_open(page, live_server, demo, settin
     assert slot.lease_expires_at > first_expiry
     page.mouse.click(*track_point(page, 0.9))
     page.keyboard.press("Enter")
-    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{slot.id}'])")
+    page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{shown(slot)}'])")
     assert Rating.objects.filter(slot=slot, rater=rater()).count() == 1

@@ -17,7 +17,7 @@ from annotation.models import Dataset, Job, Pair, RatingSlot
 from annotation.tasks import run_export_job
 from sampling.models import SamplingBatch
 from tests.frontend.rating_setup import rater
-from tests.rating_support import rate_pair
+from tests.rating_support import api_id, rate_pair
 
 # The demo accounts (annotation/management/commands/load_demo.py), one per role.
 _DEMO_PASSWORDS = {username: password for username, password, _ in DEMO_ACCOUNTS}
@@ -61,7 +61,7 @@ def world_build() -> World:
             "split": list(dataset.splits.values_list("name", flat=True)),
             "job_id": [job.id, *Job.objects.exclude(pk=job.id).values_list("id", flat=True)[:2]],
             "name": [*files[:3], "manifest.json"],
-            "slot_id": slots,
+            "slot_id": [api_id("slot", slot) for slot in slots],  # as the rating API gives them
             "batch_id": batch_ids,
             "username": ["rater1", "rater2", "researcher"],
             "key": image_keys,

@@ -1,10 +1,10 @@
 // The qualification quiz in the rating page: the same pair, slider and Submit as the task;
-// after each answer the reference level and its explanation, then the next question.
+// after each answer the reference level's name, its description and the pair's explanation
+// (the API sends names, never numbers), then the next question.
 // A passed attempt reloads the page, which then serves the task itself.
 import { NetworkError, call } from "./api.js";
 import { itemNode, showNoticeIn } from "./items.js";
 import { createSlider } from "./slider.js";
-import { nearestLevel } from "./scale.js";
 import { ItemTimer, newKey } from "./state.js";
 
 const config = JSON.parse(document.getElementById("rate-config").textContent);
@@ -48,11 +48,6 @@ function updateControls() {
   el.submit.disabled = question === null || busy || slider.value === null;
 }
 
-function levelText(level) {
-  const entry = config.levels[level];
-  return `${entry.name}: ${entry.detail}`;
-}
-
 /** Show where the rater stands: the next question, or the attempt's result. */
 function show(state) {
   const place = state.result ? "finished" : `question ${state.answered + 1} of ${state.total}`;
@@ -90,7 +85,7 @@ function showResult(state) {
   } else if (state.attempts_left > 0) {
     heading.textContent = "Not passed this time";
     text.textContent =
-      "Your answers were too far from the reference levels on average. Read the instructions and the explanations again; you have one more attempt, with the questions in another order.";
+      "Your answers were too far from the reference levels on average. Read the instructions and the explanations again; you have one more attempt, with other questions.";
     el.again.hidden = false;
   } else {
     heading.textContent = "The quiz was not passed";
@@ -104,8 +99,8 @@ function showResult(state) {
 function showFeedback(answer) {
   el.submit.hidden = true;
   el.feedback.hidden = false;
-  el.feedback.querySelector(".reference").textContent = `Reference: ${levelText(answer.reference_level)}`;
-  el.feedback.querySelector(".yours").textContent = `Your answer: ${nearestLevel(config.levels, answer.score).name}`;
+  el.feedback.querySelector(".reference").textContent = `Reference: ${answer.reference_level}: ${answer.reference_detail}`;
+  el.feedback.querySelector(".yours").textContent = `Your answer: ${answer.your_level}`;
   el.feedback.querySelector(".explanation").textContent = answer.explanation;
   el.feedback.querySelector(".explanation").hidden = !answer.explanation;
   el.next.textContent = answer.state.result ? "See the result" : "Next question";

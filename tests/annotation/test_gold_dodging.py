@@ -1,0 +1,281 @@
+"""A rater who wants to dodge gold, probing the rating API: nothing they receive or can
+count tells a gold pair from an ordinary one (ids, progress, empty queues, error texts),
+gold skips show on the dashboard, and gold never repeats a pair they met elsewhere (a
+queued pair, a quiz question)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+
+import pytest
+
+from annotation.gold.upload import GoldInputError, gold_pairs_promote, gold_pairs_upload
+from annotation.models import GoldLease, GoldPair, Pair, PairSkip, QualitySettings, QuizAttempt, Rating
+from tests.annotation import queue_support
+from tests.annotation.queue_support import TTL, client_for, queue_pairs, rate_url, rater, submit_kwargs
+from tests.factories import ImageFactory, SplitFactory, UserFactory
+from tests.rating_support import db_id, rate_pair
+
+pytestmark = pytest.mark.django_db
+engine = queue_support.engine
+
+
+def campaign(tmp_path, *, n_pairs: int, n_gold: int, ratings_per_pair: int = 3, one_in: int = 3):
+    """A split with ``n_pairs`` SIS pairs queued and ``n_gold`` gold SIS pairs on other
+    images, served one claim in ``one_in``."""
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=n_pairs, ratings_per_pair=ratings_per_pair)
+    images = [ImageFactory(split=split, dataset=split.dataset) for _ in range(n_gold + 1)]
+    lines = ["image1,image2,gold_score"] + [
+        f"{images[i].key},{images[i + 1].key},{i % 6 * 0.8:.1f}" for i in range(n_gold)
+    ]
+    path = tmp_path / "gold.csv"
+    path.write_text("\n".join(lines) + "\n")
+    assert gold_pairs_upload(dataset=split.dataset, path=path) == n_gold
+    set_rate(split.dataset, one_in)
+    return split.dataset
+
+
+def set_rate(dataset, one_in: int) -> None:
+    QualitySettings.objects.update_or_create(dataset=dataset, defaults={"gold_one_in": one_in})
+
+
+def is_gold(answer: dict) -> bool:
+    """What the attacker cannot see: whether the assignment is a gold lease."""
+    return GoldLease.objects.filter(pk=db_id("slot", answer["slot_id"])).exists()
+
+
+def claim(client, dataset):
+    return client.post(rate_url(dataset, "claim"), {}, format="json")
+
+
+def submit(client, dataset, slot_id, key):
+    response = client.post(rate_url(dataset, "submit", slot_id), submit_kwargs(key), format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def progress(client, dataset) -> dict:
+    return client.get(rate_url(dataset, "progress")).json()
+
+
+def test_ids_do_not_order_gold_after_ordinary_pairs(engine, clock, tmp_path):
+    dataset = campaign(tmp_path, n_pairs=70, n_gold=30)
+    client = client_for(rater(["SIS"]))
+    served = []
+    for step in range(60):
+        answer = claim(client, dataset).json()
+        served.append((int(answer["slot_id"]), int(answer["pair_id"]), is_gold(answer)))
+        rated = submit(client, dataset, answer["slot_id"], f"k{step}")
+        served[-1] += (int(rated["rating_id"]),)
+    gold = [row for row in served if row[2]]
+    ordinary = [row for row in served if not row[2]]
+    assert len(gold) >= 5 and len(ordinary) >= 20, (len(gold), len(ordinary))
+    for column, name in ((0, "slot"), (1, "pair"), (3, "rating")):
+        assert min(row[column] for row in gold) < max(row[column] for row in ordinary), f"gold {name} ids on top"
+        in_order = [row[column] for row in served]
+        assert in_order != sorted(in_order), f"{name} ids grow with the claims"
+
+
+def test_progress_moves_alike_for_a_gold_and_an_ordinary_pair(engine, clock, tmp_path):
+    dataset = campaign(tmp_path, n_pairs=3, n_gold=1, one_in=1)
+    client = client_for(rater(["SIS"]))
+    changes = {}
+    for _ in range(2):  # the one gold pair first (one claim in one), then an ordinary one
+        before = progress(client, dataset)
+        answer = claim(client, dataset).json()
+        claimed = progress(client, dataset)
+        submit(client, dataset, answer["slot_id"], f"k-{answer['slot_id']}")
+        rated = progress(client, dataset)
+        changes[is_gold(answer)] = [
+            (
+                later["pairs_left"] - earlier["pairs_left"],
+                later["pairs_left_by_kind"]["SIS"] - earlier["pairs_left_by_kind"]["SIS"],
+                later["ratings_today"] - earlier["ratings_today"],
+                later["held_slot_id"] is not None,
+            )
+            for earlier, later in ((before, claimed), (claimed, rated))
+        ]
+    assert set(changes) == {True, False}
+    assert changes[True] == changes[False] == [(0, 0, 0, True), (-1, -1, 1, False)]
+
+
+def test_no_gold_once_the_raters_ordinary_work_is_done(engine, clock, tmp_path):
+    dataset = campaign(tmp_path, n_pairs=4, n_gold=30, ratings_per_pair=2, one_in=2)
+    user = rater(["SIS"])
+    client = client_for(user)
+    for step in itertools.count():
+        response = claim(client, dataset)
+        if response.status_code == 204:
+            break
+        submit(client, dataset, response.json()["slot_id"], f"k{step}")
+    assert Rating.objects.filter(rater=user).count() == 4, "the rater rated every ordinary pair"
+    gold_met = GoldLease.objects.filter(rater=user).count()
+    assert gold_met < 30
+    # The queue is empty for this rater: every claim answers 204, never a gold pair.
+    assert [claim(client, dataset).status_code for _ in range(30)] == [204] * 30
+    assert GoldLease.objects.filter(rater=user).count() == gold_met
+    assert progress(client, dataset)["pairs_left"] == 0
+
+
+def test_no_gold_once_the_queue_is_rated_by_others(engine, clock, tmp_path):
+    dataset = campaign(tmp_path, n_pairs=2, n_gold=10, ratings_per_pair=1, one_in=1)
+    client = client_for(rater(["SIS"]))
+    for pair in Pair.objects.filter(dataset=dataset):
+        rate_pair(pair, [3.0])
+    assert [claim(client, dataset).status_code for _ in range(20)] == [204] * 20
+    assert not GoldLease.objects.exists()
+
+
+def _answers(client, dataset, slot_id, steps, *, clock, keys: str) -> list[tuple]:
+    """(step, status, detail, code, fields) of each step on one slot; "expire" moves the
+    clock past the lease."""
+    answers = []
+    for step in steps:
+        if step == "expire":
+            clock.advance(TTL + 5)
+            continue
+        action, _, key = step.partition(":")
+        body = {"reason": "broken_image"} if action == "flag" else submit_kwargs(keys + key) if key else {}
+        response = client.post(rate_url(dataset, action, slot_id), body, format="json")
+        data = response.json()
+        answers.append((step, response.status_code, data.get("detail"), data.get("code"), sorted(data)))
+    return answers
+
+
+SCRIPTS = {
+    "rated": ["heartbeat", "submit:a", "submit:a", "submit:b", "heartbeat", "skip", "flag", "flag"],
+    "skipped": ["skip", "skip", "heartbeat", "submit:c", "flag", "flag"],
+    "expired": ["expire", "heartbeat", "expire", "skip", "flag", "submit:e"],
+    "expired-then-rated": ["expire", "submit:d", "heartbeat", "skip"],
+}
+
+
+@pytest.mark.parametrize("script", list(SCRIPTS))
+def test_every_slot_action_answers_gold_and_ordinary_alike(engine, clock, tmp_path, script):
+    dataset = campaign(tmp_path, n_pairs=10, n_gold=4)
+    holder, other = client_for(rater(["SIS"])), client_for(rater(["SIS"]))
+    answers = {}
+    for gold in (True, False):
+        set_rate(dataset, 1 if gold else 0)
+        answer = claim(holder, dataset).json()
+        assert is_gold(answer) is gold
+        keys = "gold-" if gold else "pair-"
+        # Another rater on the slot the holder has: refused alike.
+        others = ["heartbeat", "submit:x", "skip", "flag"]
+        answers[gold] = _answers(other, dataset, answer["slot_id"], others, clock=clock, keys=keys)
+        answers[gold] += _answers(holder, dataset, answer["slot_id"], SCRIPTS[script], clock=clock, keys=keys)
+    assert answers[True] == answers[False]
+
+
+def _raters_csv(admin_client, dataset, capture) -> dict[str, dict]:
+    with capture(execute=True):
+        assert admin_client.post(f"/campaigns/{dataset.name}/refresh/").status_code == 302
+    response = admin_client.get(f"/campaigns/{dataset.name}/raters/?format=csv")
+    assert response.status_code == 200
+    rows = csv.DictReader(io.StringIO(response.content.decode()))
+    return {row["username"]: row for row in rows}
+
+
+def test_gold_skips_count_on_the_dashboards_rater_table(
+    engine, clock, tmp_path, client, django_capture_on_commit_callbacks
+):
+    dataset = campaign(tmp_path, n_pairs=10, n_gold=5, one_in=1)
+    dodger = rater(["SIS"])
+    api = client_for(dodger)
+    for _ in range(5):  # every gold pair skipped unseen
+        answer = claim(api, dataset).json()
+        assert is_gold(answer)
+        assert api.post(rate_url(dataset, "skip", answer["slot_id"])).status_code == 200
+    answer = claim(api, dataset).json()  # no gold left: an ordinary pair, skipped too
+    assert not is_gold(answer)
+    assert api.post(rate_url(dataset, "skip", answer["slot_id"])).status_code == 200
+    client.force_login(UserFactory(roles=["admin"], is_staff=True))
+    rows = _raters_csv(client, dataset, django_capture_on_commit_callbacks)
+    assert rows[dodger.username]["skips"] == "6"
+    assert rows[dodger.username]["gold_passed"] == "5"
+    assert PairSkip.objects.filter(rater=dodger).count() == 1
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_gold_pair_equal_to_a_queued_pair_is_refused(tmp_path, reverse):
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=3)
+    pair = Pair.objects.select_related("image_a", "image_b").order_by("id")[1]
+    keys = (pair.image_b.key, pair.image_a.key) if reverse else (pair.image_a.key, pair.image_b.key)
+    spare = [ImageFactory(split=split, dataset=split.dataset) for _ in range(2)]
+    path = tmp_path / "gold.csv"
+    path.write_text(f"image1,image2,gold_score\n{spare[0].key},{spare[1].key},2.0\n{keys[0]},{keys[1]},3.0\n")
+    admin = client_for(UserFactory(roles=["admin"]))
+    with open(path, "rb") as handle:
+        response = admin.post(f"/api/datasets/{split.dataset.name}/gold/", {"file": handle}, format="multipart")
+    assert response.status_code == 400, response.content
+    detail = response.json()["detail"]
+    assert "line 3" in detail and keys[0] in detail and keys[1] in detail and "queued" in detail
+    assert not GoldPair.objects.exists()
+    with pytest.raises(GoldInputError, match="line 3"):
+        gold_pairs_upload(dataset=split.dataset, path=path)
+
+
+def test_a_pair_met_in_a_quiz_is_never_served_as_gold(engine, clock, tmp_path, admin_client):
+    dataset = campaign(tmp_path, n_pairs=8, n_gold=5, ratings_per_pair=2, one_in=1)
+    quiz_ids = sorted(GoldPair.objects.values_list("pk", flat=True))[:4]
+    GoldPair.objects.filter(pk__in=quiz_ids).update(in_quiz=True)
+    user = rater(["SIS"])
+    client = client_for(user)
+    state = client.post(f"/api/rate/{dataset.name}/quiz/sis/", {}, format="json").json()
+    answer = {**submit_kwargs("quiz-1"), "gold_pair_id": state["gold_pair_id"]}
+    assert client.post(f"/api/rate/{dataset.name}/quiz/sis/answer/", answer, format="json").status_code == 201
+    # The admin takes the questions out of the quiz: they become gold pairs of the queue.
+    admin_client.post("/admin/annotation/goldpair/", {"action": "quiz_remove", "_selected_action": quiz_ids})
+    assert not GoldPair.objects.filter(in_quiz=True).exists()
+    served = []
+    for step in itertools.count():
+        response = claim(client, dataset)
+        if response.status_code == 204:
+            break
+        served.append(is_gold(response.json()))
+        submit(client, dataset, response.json()["slot_id"], f"k{step}")
+    asked = set(QuizAttempt.objects.get(rater=user).order)  # the questions of the attempt
+    assert state["gold_pair_id"] in asked and asked <= set(quiz_ids)
+    met = set(GoldLease.objects.filter(rater=user).values_list("gold_pair_id", flat=True))
+    assert met == set(GoldPair.objects.values_list("pk", flat=True)) - asked, "every gold pair but those asked"
+    assert served.count(True) == len(met) and served.count(False) == 8
+
+
+def test_a_retired_gold_pair_is_never_served(engine, clock, tmp_path):
+    dataset = campaign(tmp_path, n_pairs=6, n_gold=4, ratings_per_pair=2, one_in=1)
+    kept = GoldPair.objects.order_by("pk").first()
+    GoldPair.objects.exclude(pk=kept.pk).update(active=False)
+    user = rater(["SIS"])
+    client = client_for(user)
+    for step in itertools.count():
+        response = claim(client, dataset)
+        if response.status_code == 204:
+            break
+        submit(client, dataset, response.json()["slot_id"], f"k{step}")
+    assert list(GoldLease.objects.filter(rater=user).values_list("gold_pair_id", flat=True)) == [kept.pk]
+
+
+def test_a_promoted_gold_pair_is_never_served_to_its_own_raters(engine, clock, tmp_path):
+    dataset = campaign(tmp_path, n_pairs=6, n_gold=1, ratings_per_pair=3, one_in=1)
+    raters = [rater(["SIS"]) for _ in range(3)]
+    source = Pair.objects.order_by("id").first()
+    rate_pair(source, [2.0, 2.1, 2.2], raters=raters)
+    assert gold_pairs_promote(dataset=dataset, kind="SIS", max_sd=0.5) == 1
+    promoted = GoldPair.objects.get(source_pair=source)
+    client = client_for(raters[0])
+    for step in itertools.count():
+        response = claim(client, dataset)
+        if response.status_code == 204:
+            break
+        submit(client, dataset, response.json()["slot_id"], f"k{step}")
+    met = set(GoldLease.objects.filter(rater=raters[0]).values_list("gold_pair_id", flat=True))
+    assert met == set(GoldPair.objects.exclude(pk=promoted.pk).values_list("pk", flat=True)), "only the uploaded one"
+    # A rater who never met the source pair is served the promoted gold pair.
+    newcomer = client_for(rater(["SIS"]))
+    first = claim(newcomer, dataset).json()
+    second = (submit(newcomer, dataset, first["slot_id"], "n1"), claim(newcomer, dataset).json())[1]
+    assert {is_gold(first), is_gold(second)} == {True}

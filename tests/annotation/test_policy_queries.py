@@ -1,0 +1,52 @@
+"""The policy costs a plain rater nothing on the hot path: a claim and a submit through
+the API, token-authenticated, take as many queries as before the policy existed (the
+claim statement checks pause and qualification; the submit statement checks the pause)."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from knox.models import AuthToken
+from rest_framework.test import APIClient
+
+from tests.annotation.queue_support import queue_pairs
+from tests.factories import SplitFactory, UserFactory
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+# Counted on the code before the policy (the commit before it), the same way.
+CLAIM_QUERIES = 7
+SUBMIT_QUERIES = 4
+
+
+def token_client(user) -> APIClient:
+    _, key = AuthToken.objects.create(user=user)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    return client
+
+
+def claim_and_submit(client, dataset, key: str) -> tuple[int, int]:
+    """Queries of one claim and of one submit of the claimed pair."""
+    with CaptureQueriesContext(connection) as claimed:
+        response = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json")
+    assert response.status_code == 200, response.content
+    body = {
+        "score": 2.5,
+        "time_on_item_ms": 4000,
+        "time_to_first_move_ms": 600,
+        "adjustments": 1,
+        "idempotency_key": key,
+    }
+    with CaptureQueriesContext(connection) as submitted:
+        stored = client.post(f"/api/rate/{dataset}/slots/{response.json()['slot_id']}/submit/", body, format="json")
+    assert stored.status_code == 201, stored.content
+    return len(claimed.captured_queries), len(submitted.captured_queries)
+
+
+def test_a_plain_raters_claim_and_submit_cost_no_more_queries_than_before_the_policy():
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=6, ratings_per_pair=3)
+    client = token_client(UserFactory(roles=["rater"], qualified_for=["SIS"]))
+    claim_and_submit(client, split.dataset.name, "warm")  # prepares the statements once per connection
+    counts = claim_and_submit(client, split.dataset.name, "measured")
+    assert counts == (CLAIM_QUERIES, SUBMIT_QUERIES)
