@@ -54,6 +54,10 @@ def prepare_databases(template: str, workers: int) -> None:
     django.setup()
     from django.db import connection
 
+    quote = connection.ops.quote_name
+    with connection._nodb_cursor() as cursor:  # a clean start, without Django's "already exists" notice
+        for name in [template, *(f"{template}_{number}" for number in range(1, workers + 1))]:
+            cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)} WITH (FORCE)")
     connection.settings_dict.setdefault("TEST", {})["NAME"] = template
     connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
     for number in range(1, workers + 1):

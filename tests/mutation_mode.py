@@ -1,8 +1,6 @@
 """How the tests run under `make mutation` (scripts/mutation.py): tests/conftest.py takes
 these fixtures and hooks only when MUTATION_TEST_DATABASE is set.
 
-Test databases.
-
 mutmut runs a fresh pytest session for every mutant, several at once. pytest-django's own
 set-up would create or migrate a test database each time, which alone would take longer
 than the mutant's tests, and sessions running side by side must not share one database
@@ -10,6 +8,9 @@ than the mutant's tests, and sessions running side by side must not share one da
 template database and clones it into MUTATION_DB_SLOTS slots; each session takes the first
 free slot (an flock held for the session, released by the kernel if the worker is killed)
 and points the connection at it.
+
+mutmut runs one test selection; tests marked ``sql_paths`` run in it once per SQL path
+(see pytest_generate_tests).
 """
 
 import fcntl
