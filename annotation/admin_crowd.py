@@ -1,6 +1,7 @@
 """Crowd-platform campaign links in the admin: make a link for a dataset and kinds (the
 token is drawn by the service, never typed), copy its study URL, read its participants'
-numbers (started, finished, median time, ratings); and the quiz set of gold pairs."""
+numbers (started, finished, median time, ratings); and the participants themselves, with
+their external ids and how each run ended, to approve or reject them on the platform."""
 
 from django import forms
 from django.contrib import admin
@@ -31,6 +32,7 @@ class CampaignLinkForm(forms.ModelForm):
             "kinds",
             "quota",
             "completion_code",
+            "partial_code",
             "return_url",
             "id_param",
             "max_participants",
@@ -40,11 +42,15 @@ class CampaignLinkForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
+        for field in ("completion_code", "partial_code"):
+            if field in data:
+                data[field] = (data[field] or "").strip()
         try:
             campaign_link_check(
                 kinds=data.get("kinds") or [],
                 quota=data.get("quota"),
                 completion_code=(data.get("completion_code") or "").strip(),
+                partial_code=(data.get("partial_code") or "").strip(),
                 return_url=data.get("return_url") or "",
                 id_param=data.get("id_param") or "",
             )
@@ -57,7 +63,7 @@ class ParticipantInline(admin.TabularInline):
     model = Participant
     extra = 0
     can_delete = False
-    fields = ["user", "external_id", "study_id", "started_at", "finished_at", "items_done"]
+    fields = ["external_id", "user", "study_id", "started_at", "finished_at", "outcome", "items_done", "skips_done"]
     readonly_fields = fields
 
     def has_add_permission(self, request, obj=None) -> bool:
@@ -137,3 +143,44 @@ class CampaignLinkAdmin(admin.ModelAdmin):
     @admin.display(description="ratings")
     def ratings(self, link: CampaignLink) -> int:
         return self._stats(link).ratings
+
+
+@admin.register(Participant)
+class ParticipantAdmin(admin.ModelAdmin):
+    """Every participant of every link: read only (a link makes them), filtered by link
+    and outcome, searched by external id, as a platform's approve/reject list needs."""
+
+    list_display = [
+        "external_id",
+        "link",
+        "study_id",
+        "started_at",
+        "finished_at",
+        "outcome",
+        "items_done",
+        "skips_done",
+    ]
+    list_filter = ["link", "outcome"]
+    search_fields = ["external_id", "study_id", "session_id"]
+    readonly_fields = [
+        "link",
+        "user",
+        "external_id",
+        "study_id",
+        "session_id",
+        "started_at",
+        "finished_at",
+        "outcome",
+        "items_done",
+        "skips_done",
+    ]
+    fields = readonly_fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("link", "user")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

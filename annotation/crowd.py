@@ -1,12 +1,16 @@
 """Crowd-platform entry (issue #16): campaign links for Prolific and platforms alike.
 
 Opening ``/join/<token>/?PROLIFIC_PID=..&STUDY_ID=..&SESSION_ID=..`` makes (or resumes)
-the rater of that external id: one external id is one account however often, in however
-many tabs, the link is opened (the unique user name and the unique (link, external id)
-row decide races). A participant rates up to the link's quota of items, then is shown
-the completion code. The rating policy (``annotation.rating.policy``) refuses a claim or a
-submit past the quota (QuotaReached, counted by ``annotation.rating.quota``), so neither a
-second tab nor a script gets more items than the quota."""
+the participant of that link and external id: one external id is one account however
+often, in however many tabs, the link is opened (the unique user name and the unique
+(link, external id) row decide races). The link only ever signs in an account it made:
+participant group only, no usable password (``_crowd_user``); a name that belongs to any
+other account refuses the join. A participant rates up to the link's quota of items,
+then is shown the completion code; one whose pairs run out first sees how many they
+rated and, if earned, the link's partial code (``completion_outcome``). The rating policy
+(``annotation.rating.policy``) refuses a claim or a submit past the quota or the end page
+(QuotaReached, counted by ``annotation.rating.quota``), so neither a second tab nor a
+script gets more items than the quota."""
 
 from __future__ import annotations
 
@@ -26,8 +30,14 @@ from django.utils import timezone
 from annotation.errors import DomainError
 from annotation.models import (
     CampaignLink,
+    GoldLease,
+    GoldLeaseState,
     GoldPair,
+    GoldPurpose,
+    GoldRating,
+    PairSkip,
     Participant,
+    ParticipantOutcome,
     Qualification,
     Rating,
     TaskKind,
@@ -36,7 +46,7 @@ from annotation.models import (
 # QuotaReached is re-exported: the crowd's callers meet it when a participant is done.
 from annotation.rating.quota import QuotaReached as QuotaReached
 from annotation.rating.quota import participant_items_done
-from annotation.roles import PARTICIPANT, RATER
+from annotation.roles import PARTICIPANT
 
 EXTERNAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SIDE_PARAMS = {"study_id": "STUDY_ID", "session_id": "SESSION_ID"}
@@ -67,14 +77,23 @@ class LinkStats:
     ratings: int
 
 
-def campaign_link_check(*, kinds: list[str], quota: int, completion_code: str, return_url: str, id_param: str) -> None:
+CODE = re.compile(r"[A-Za-z0-9_-]{1,100}")
+
+
+def campaign_link_check(
+    *, kinds: list[str], quota: int, completion_code: str, return_url: str, id_param: str, partial_code: str = ""
+) -> None:
     """Raise CampaignLinkError naming the first bad value of a campaign link."""
     if not kinds or any(kind not in TaskKind.values for kind in kinds):
         raise CampaignLinkError(f"kinds must be one or more of {', '.join(TaskKind.values)}, got {kinds!r}")
     if quota is None or quota < 1:
         raise CampaignLinkError(f"quota must be at least 1 item per participant, got {quota}")
-    if not re.fullmatch(r"[A-Za-z0-9_-]{1,100}", completion_code or ""):
+    if not CODE.fullmatch(completion_code or ""):
         raise CampaignLinkError("the completion code must be 1-100 letters, digits, '-' or '_'")
+    if partial_code and not CODE.fullmatch(partial_code):
+        raise CampaignLinkError("the partial code must be empty or 1-100 letters, digits, '-' or '_'")
+    if partial_code and partial_code == completion_code:
+        raise CampaignLinkError("the partial code must differ from the completion code")
     if return_url and urlsplit(return_url).scheme not in ("http", "https"):
         raise CampaignLinkError(f"the return URL must start with http:// or https://, got {return_url!r}")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,49}", id_param or ""):
@@ -88,6 +107,7 @@ def campaign_link_create(
     kinds: list[str],
     quota: int,
     completion_code: str,
+    partial_code: str = "",
     return_url: str = "",
     id_param: str = "PROLIFIC_PID",
     max_participants: int | None = None,
@@ -98,9 +118,14 @@ def campaign_link_create(
     """A new campaign link with a fresh random token. Raises CampaignLinkError naming the
     bad value."""
     kinds = sorted({kind.upper() for kind in kinds})
-    completion_code = completion_code.strip()
+    completion_code, partial_code = completion_code.strip(), partial_code.strip()
     campaign_link_check(
-        kinds=kinds, quota=quota, completion_code=completion_code, return_url=return_url, id_param=id_param
+        kinds=kinds,
+        quota=quota,
+        completion_code=completion_code,
+        partial_code=partial_code,
+        return_url=return_url,
+        id_param=id_param,
     )
     with transaction.atomic():
         return CampaignLink.objects.create(
@@ -110,6 +135,7 @@ def campaign_link_create(
             kinds=kinds,
             quota=quota,
             completion_code=completion_code,
+            partial_code=partial_code,
             return_url=return_url,
             id_param=id_param,
             max_participants=max_participants,
@@ -155,6 +181,10 @@ def participant_join(*, token: str, params: Mapping[str, str], now: datetime | N
         )
     known = Participant.objects.select_related("user", "link__dataset").filter(link=link, external_id=external_id)
     if (participant := known.first()) is not None:
+        # Checked on every visit: an account given a password or a role since it joined
+        # is no longer the link's to sign in.
+        if not _is_participant_account(participant.user, id_param=link.id_param, external_id=external_id):
+            raise _name_taken(link)
         return participant
     if not link.active or (link.expires_at is not None and link.expires_at <= now):
         raise JoinRefused(
@@ -181,30 +211,57 @@ def _participant_new(link: CampaignLink, external_id: str, params: Mapping[str, 
             )
             _grant_kinds_without_quiz(user, link)
     except IntegrityError:
-        # The same id's other tab made it a moment ago.
-        return Participant.objects.select_related("user", "link__dataset").get(link=link, external_id=external_id)
+        # The same id's other tab made it a moment ago; or another account took the
+        # name in the same moment, which refuses the join as a clash found above does.
+        known = Participant.objects.select_related("user", "link__dataset").filter(link=link, external_id=external_id)
+        if (participant := known.first()) is None:
+            raise _name_taken(link) from None
+        return participant
     participant.link = link
     return participant
 
 
 def _crowd_user(link: CampaignLink, external_id: str):
-    """The one account of an external id on the link's platform, without a password."""
+    """The one account of an external id on the link's platform, without a password:
+    made here, or an account an earlier campaign link made for the same id. Any other
+    account of that name (a rater's, an admin's, one made by hand) raises JoinRefused:
+    a link must never sign a visitor in as someone else."""
     prefix = PLATFORM_PREFIX.get(link.id_param, link.id_param.lower())
     users = get_user_model()
     username = f"{prefix}-{external_id}"
-    user = users.objects.filter(username=username).first()
+    # Any case: ``Prolific-Alice`` is no more a way in than ``prolific-alice``.
+    user = users.objects.filter(username__iexact=username).first()
     if user is not None:
+        if not _is_participant_account(user, id_param=link.id_param, external_id=external_id):
+            raise _name_taken(link)
         return user
     user = users(username=username)
     user.set_unusable_password()
     with transaction.atomic():
         user.save()
-    groups = {group.name: group for group in Group.objects.filter(name__in=(RATER, PARTICIPANT))}
-    for role in (RATER, PARTICIPANT):
-        if role not in groups:
-            groups[role], _ = Group.objects.get_or_create(name=role)
-    user.groups.add(*groups.values())
+    group, _ = Group.objects.get_or_create(name=PARTICIPANT)
+    user.groups.add(group)
     return user
+
+
+def _is_participant_account(user, *, id_param: str, external_id: str) -> bool:
+    """Whether ``user`` is nothing but the participant account a campaign link of the
+    same platform made for ``external_id``: participant group only, no usable password,
+    no staff or superuser flag, and a participant row with that id."""
+    if user.is_staff or user.is_superuser or user.has_usable_password():
+        return False
+    groups = set(user.groups.values_list("name", flat=True))
+    if groups != {PARTICIPANT}:
+        return False
+    return Participant.objects.filter(user=user, link__id_param=id_param, external_id=external_id).exists()
+
+
+def _name_taken(link: CampaignLink) -> JoinRefused:
+    return JoinRefused(
+        f"This participant id ({link.id_param}) cannot be used for this study: it is taken by another account. "
+        "Nobody was signed in. Please contact the researcher of the study.",
+        http_status=409,
+    )
 
 
 def _grant_kinds_without_quiz(user, link: CampaignLink) -> None:
@@ -236,60 +293,126 @@ class Step:
 
     RATE = "rate"  # rate (or take the quiz of) ``kind``
     DONE = "done"  # the quota is rated: the completion code
-    NO_WORK = "no_work"  # nothing left for them before the quota: the code all the same
+    NO_WORK = "no_work"  # nothing left for them before the quota: the partial code, if earned
     SCREENED_OUT = "screened_out"  # every kind's quiz failed: no code, return the study
+    FINISHED = "finished"  # the end page was shown: ``Participant.outcome`` says which
 
 
 def participant_next(participant: Participant) -> tuple[str, str | None]:
-    """(Step, kind): the first of the link's kinds the participant may rate with pairs
-    left for them, or whose quiz they may still take; else why they are through."""
+    """(Step, kind): a quiz of the link's kinds the participant still has to take comes
+    first, then the first kind they may rate with pairs left for them; else why they
+    are through."""
     from annotation.quiz import quiz_offered
     from annotation.selectors import rater_pairs_left
 
     link = participant.link
-    if participant.finished_at is not None or participant_items_done(participant) >= link.quota:
+    if participant.finished_at is not None:
+        return Step.FINISHED, None
+    if participant_items_done(participant) >= link.quota:
         return Step.DONE, None
     qualified = set(
         Qualification.objects.filter(rater_id=participant.user_id)
         .in_dataset(link.dataset_id)
         .values_list("kind", flat=True)
     )
+    # The quiz gates its kind's ratings and screens the participant: taken before any
+    # quiz-free kind of the link, so nobody rates their quota around it.
+    for kind in link.kinds:
+        if kind not in qualified and quiz_offered(rater=participant.user, dataset_id=link.dataset_id, kind=kind):
+            return Step.RATE, kind
     left = rater_pairs_left(rater=participant.user, kinds=list(link.kinds), dataset_id=link.dataset_id)
     for kind in link.kinds:
         if kind in qualified and left.get((link.dataset_id, kind), 0) > 0:
-            return Step.RATE, kind
-        if kind not in qualified and quiz_offered(rater=participant.user, dataset_id=link.dataset_id, kind=kind):
             return Step.RATE, kind
     if qualified.intersection(link.kinds):
         return Step.NO_WORK, None
     return Step.SCREENED_OUT, None
 
 
-def participant_finish(participant: Participant, *, now: datetime | None = None) -> Participant:
-    """Record that the participant was shown the completion code (once)."""
+def participant_skips(participant: Participant) -> int:
+    """Pairs (ordinary and gold) the participant skipped or flagged in the link's
+    dataset since joining it."""
+    ordinary = PairSkip.objects.filter(
+        rater_id=participant.user_id,
+        pair__dataset_id=participant.link.dataset_id,
+        created_at__gte=participant.started_at,
+    ).count()
+    gold = GoldLease.objects.filter(
+        rater_id=participant.user_id,
+        dataset_id=participant.link.dataset_id,
+        state=GoldLeaseState.SKIPPED,
+        leased_at__gte=participant.started_at,
+    ).count()
+    return ordinary + gold
+
+
+def completion_outcome(*, step: str, items_done: int, skips_done: int, partial_code: str) -> str:
+    """How a run that reached ``step`` ends (a ParticipantOutcome value).
+
+    The full code needs the quota rated (``Step.DONE``). A run whose pairs ran out first
+    earns the link's partial code only with real work in it: at least one rating and no
+    more skips than ratings, so skipping pairs until the queue is empty (each skip takes
+    a pair out of the participant's queue for good) earns nothing. Everything else,
+    and any run of a link without a partial code, is asked to return the study."""
+    if step == Step.DONE:
+        return ParticipantOutcome.COMPLETED
+    if step == Step.NO_WORK and partial_code and items_done >= 1 and skips_done <= items_done:
+        return ParticipantOutcome.PARTIAL
+    return ParticipantOutcome.RETURNED
+
+
+def participant_finish(participant: Participant, *, step: str, now: datetime | None = None) -> Participant:
+    """End the run (once) as ``step`` decides: record the items rated, the skips and
+    the outcome (``completion_outcome``). A finished run keeps what was recorded first:
+    its end page shows the same code, or none, every time; the claim serves it nothing."""
     if participant.finished_at is None:
-        done = participant_items_done(participant)
+        if step not in (Step.DONE, Step.NO_WORK, Step.SCREENED_OUT):
+            raise ValueError(f"a run cannot end at step {step!r}")
+        done, skips = participant_items_done(participant), participant_skips(participant)
+        outcome = completion_outcome(
+            step=step, items_done=done, skips_done=skips, partial_code=participant.link.partial_code
+        )
         Participant.objects.filter(pk=participant.pk, finished_at__isnull=True).update(
-            finished_at=now or timezone.now(), items_done=done
+            finished_at=now or timezone.now(), items_done=done, skips_done=skips, outcome=outcome
         )
         participant.refresh_from_db()
     return participant
 
 
-def completion_url(link: CampaignLink) -> str:
-    """Where the completion page sends the participant back to the platform."""
-    if link.return_url:
-        return link.return_url
-    return f"{PROLIFIC_COMPLETE}?{urlencode({'cc': link.completion_code})}"
+def participant_code(participant: Participant) -> str:
+    """The code the participant's finished run was given: the completion code, the
+    partial code, or '' (returned)."""
+    link = participant.link
+    return {
+        ParticipantOutcome.COMPLETED: link.completion_code,
+        ParticipantOutcome.PARTIAL: link.partial_code,
+    }.get(participant.outcome, "")
+
+
+def completion_url(link: CampaignLink, outcome: str = ParticipantOutcome.COMPLETED) -> str:
+    """Where the end page sends the participant back to the platform; '' for nowhere.
+    A completed run goes to the link's return URL, or Prolific's with the code. A
+    partial run goes to Prolific's URL with the partial code only when the link has no
+    return URL of its own (that one may carry the full code); a returned run goes
+    nowhere (it is returned on the platform)."""
+    if outcome == ParticipantOutcome.COMPLETED:
+        if link.return_url:
+            return link.return_url
+        return f"{PROLIFIC_COMPLETE}?{urlencode({'cc': link.completion_code})}"
+    if outcome == ParticipantOutcome.PARTIAL and not link.return_url and link.id_param == "PROLIFIC_PID":
+        return f"{PROLIFIC_COMPLETE}?{urlencode({'cc': link.partial_code})}"
+    return ""
 
 
 def link_stats(link: CampaignLink) -> LinkStats:
-    """Participants started and finished, the median minutes from joining to the code,
-    and the ratings they gave in the link's dataset."""
+    """Participants started and finished, the median minutes from joining to the end
+    page, and the items (ratings and queue gold ratings) they gave in the link's dataset."""
     rows = list(link.participants.values_list("user_id", "started_at", "finished_at"))
     minutes = [(end - start).total_seconds() / 60 for _, start, end in rows if end is not None]
-    ratings = Rating.objects.filter(
-        rater_id__in=[user_id for user_id, _, _ in rows], pair__dataset_id=link.dataset_id
+    users = [user_id for user_id, _, _ in rows]
+    ratings = Rating.objects.filter(rater_id__in=users, pair__dataset_id=link.dataset_id).count()
+    ratings += GoldRating.objects.filter(
+        rater_id__in=users, dataset_id=link.dataset_id, purpose=GoldPurpose.QUEUE
     ).count()
     return LinkStats(
         started=len(rows),

@@ -1,11 +1,14 @@
-"""Roles are Django groups: rater, admin, researcher. Staff users count as admins."""
+"""Roles are Django groups: rater, admin, researcher, participant. Staff users count as
+admins. A participant (an account a campaign link made) rates like a rater, through
+``may_rate`` and ``IsRater``, and is never an admin or a researcher."""
 
 from rest_framework.permissions import BasePermission
 
 RATER = "rater"
 ADMIN = "admin"
 RESEARCHER = "researcher"
-# Crowd-platform participants (annotation.crowd): raters who came through a campaign link.
+# Crowd-platform participants (annotation.crowd): accounts a campaign link made. They
+# are not in the rater group, so nothing that lists or manages raters takes them in.
 PARTICIPANT = "participant"
 ROLES = (RATER, ADMIN, RESEARCHER, PARTICIPANT)
 
@@ -36,6 +39,12 @@ def user_roles(user) -> list[str]:
     return sorted(role for role in ROLES if has_role(user, role))
 
 
+def may_rate(user) -> bool:
+    """Whether the user may use the rater-facing pages and APIs (rating, quiz): raters
+    and crowd participants. What they may rate is the rating policy's question."""
+    return has_role(user, RATER) or has_role(user, PARTICIPANT)
+
+
 class IsAdmin(BasePermission):
     message = "Only admins may do this."
 
@@ -51,7 +60,9 @@ class IsResearcher(BasePermission):
 
 
 class IsRater(BasePermission):
+    """Raters and crowd participants (``may_rate``)."""
+
     message = "Only raters may do this."
 
     def has_permission(self, request, view) -> bool:
-        return has_role(request.user, RATER)
+        return may_rate(request.user)

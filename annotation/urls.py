@@ -1,7 +1,20 @@
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
-from annotation.apis import accounts, datasets, exclusions, exports, gold, images, jobs, pauses, quiz, raters, rating
+from annotation.apis import (
+    accounts,
+    campaign_links,
+    datasets,
+    exclusions,
+    exports,
+    gold,
+    images,
+    jobs,
+    pauses,
+    quiz,
+    raters,
+    rating,
+)
 
 urlpatterns = [
     path("auth/token/", accounts.TokenApi.as_view(), name="auth-token"),
@@ -21,6 +34,11 @@ urlpatterns = [
     ),
     path("datasets/<slug:dataset>/pauses/", pauses.PauseListApi.as_view(), name="pause-list"),
     path("datasets/<slug:dataset>/pauses/<id:pause_id>/lift/", pauses.PauseLiftApi.as_view(), name="pause-lift"),
+    path(
+        "datasets/<slug:dataset>/campaign-links/",
+        campaign_links.CampaignLinkListApi.as_view(),
+        name="campaign-link-list",
+    ),
     path("datasets/<slug:dataset>/gold/", gold.GoldListApi.as_view(), name="gold-list"),
     path("datasets/<slug:dataset>/gold/promote/", gold.GoldPromoteApi.as_view(), name="gold-promote"),
     path("datasets/<slug:dataset>/quiz/", quiz.QuizSettingsApi.as_view(), name="quiz-settings"),

@@ -1,6 +1,11 @@
-"""Crowd-platform pages: a campaign link signs the participant in (no password) and sends
-them through the instructions, the quiz where a kind needs it and their quota of pairs,
-to the completion code and back to the platform."""
+"""Crowd-platform pages: a campaign link signs its own participant in (no password) and
+sends them through the instructions, the quiz where a kind needs it and their quota of
+pairs, to the end page: the completion code, the partial code, or a request to return
+the study, and back to the platform.
+
+A link that cannot be followed (unknown, closed, full, or an id whose account is not the
+link's to sign in) shows a page saying why and signs nobody in; a session already open in
+the browser is left as it was, so a crafted link can neither sign someone in nor out."""
 
 from django.contrib.auth import login
 from django.shortcuts import redirect, render
@@ -10,11 +15,12 @@ from annotation.crowd import (
     JoinRefused,
     Step,
     completion_url,
+    participant_code,
     participant_finish,
     participant_join,
     participant_next,
 )
-from annotation.models import Participant
+from annotation.models import Participant, ParticipantOutcome, Qualification
 
 # Long enough to copy the code, short enough that nobody wonders what to do next.
 REDIRECT_SECONDS = 8
@@ -48,38 +54,64 @@ def _next_step(participant: Participant):
 
 
 def join_done(request, token: str):
-    """The end of a participant's run: the completion code and the way back, or, when
-    every quiz was failed, a request to return the study (no code)."""
+    """The end of a participant's run, decided once and shown the same way after:
+    the completion code once the quota is rated; the partial code when the pairs ran
+    out first and the run earned it; else a request to return the study."""
     participant = _own_participation(request, token)
     if participant is None:
         return _not_yours(request)
     step, _ = participant_next(participant)
     if step == Step.RATE:
         return redirect("join-next", token=token)
+    participant = participant_finish(participant, step=step)
     link = participant.link
-    if step == Step.SCREENED_OUT:
+    numbers = f"you rated {participant.items_done} of {link.quota} items"
+    extra = {"redirect_url": completion_url(link, participant.outcome), "return_label": _return_label(link)}
+    if participant.outcome == ParticipantOutcome.COMPLETED:
+        text = f"You rated every item of this study ({participant.items_done} of {link.quota}). Thank you!"
+        return _crowd_page(request, "done", "Study complete", text, code=participant_code(participant), **extra)
+    if participant.outcome == ParticipantOutcome.PARTIAL:
+        text = (
+            f"There are no more items for you in this study; {numbers}. Thank you! "
+            "Enter the partial completion code below on the platform: it tells the researcher how far you got."
+        )
+        return _crowd_page(
+            request,
+            "partial",
+            "No more items for you",
+            text,
+            code=participant_code(participant),
+            code_label="Your partial completion code",
+            **extra,
+        )
+    granted = Qualification.objects.filter(rater_id=participant.user_id, kind__in=link.kinds)
+    if not granted.in_dataset(link.dataset_id).exists():
         text = (
             "You did not pass the qualification quiz, so this study cannot continue. Thank you for your time; "
             "please return the study on the platform."
         )
         return _crowd_page(request, "screened_out", "Thank you for trying", text)
-    participant_finish(participant)
-    text = (
-        "You rated every item of this study. Thank you!"
-        if step == Step.DONE
-        else "There are no more pairs for you in this study right now; you are done. Thank you!"
+    return _crowd_page(request, "returned", "No more items for you", _returned_text(participant, numbers))
+
+
+def _returned_text(participant: Participant, numbers: str) -> str:
+    link = participant.link
+    if not link.partial_code:
+        reason = "This study has no completion code for unfinished work"
+    else:
+        # The rule of annotation.crowd.completion_outcome, in the participant's words.
+        reason = (
+            f"You skipped {participant.skips_done} and rated {participant.items_done}: a partial code needs "
+            "at least one rating and no more skips than ratings"
+        )
+    return (
+        f"There are no more items for you in this study; {numbers}. {reason}, so please return the study "
+        "on the platform. If you think this is wrong, contact the researcher through the platform."
     )
-    return _crowd_page(
-        request,
-        "done",
-        "Study complete",
-        text,
-        code=link.completion_code,
-        redirect_url=completion_url(link),
-        return_label="Back to Prolific"
-        if link.id_param == "PROLIFIC_PID" and not link.return_url
-        else "Back to the study",
-    )
+
+
+def _return_label(link) -> str:
+    return "Back to Prolific" if link.id_param == "PROLIFIC_PID" and not link.return_url else "Back to the study"
 
 
 def participant_next_url(participant: Participant) -> str:

@@ -14,7 +14,7 @@ from annotation.models import QUIZ_ATTEMPTS, FlagReason, QuizAttempt, TaskKind
 from annotation.onboarding import InvitationInvalid, invitation_accept, invitation_get
 from annotation.quiz import quiz_attempt_length, quiz_offered
 from annotation.rating import policy
-from annotation.roles import PARTICIPANT, RATER, has_role
+from annotation.roles import PARTICIPANT, has_role, may_rate
 from annotation.selectors import dataset_get, qualification_kinds
 from frontend.crowd import participant_next_url
 from frontend.instructions import INSTRUCTIONS, levels_for
@@ -66,9 +66,14 @@ def rate_page(request, dataset: str, kind: str):
             text = str(refused)
             context = {"title": "Not part of your study", "text": text[:1].upper() + text[1:] + "."}
             return render(request, "frontend/message.html", context, status=403)
-    if participant is not None and participant_next(participant)[0] != Step.RATE:
-        return redirect("join-done", token=participant.link.token)
-    is_rater = has_role(request.user, RATER)
+    if participant is not None:
+        # A participant follows their link's order (a quiz before any rating), not URLs.
+        step, next_kind = participant_next(participant)
+        if step != Step.RATE:
+            return redirect("join-done", token=participant.link.token)
+        if next_kind != kind:
+            return redirect("rate-page", dataset=dataset_obj.name, kind=next_kind.lower())
+    is_rater = may_rate(request.user)
     kinds = qualification_kinds(rater=request.user, dataset_id=dataset_obj.pk) if is_rater else []
     if kind not in kinds:
         if is_rater and quiz_offered(rater=request.user, dataset_id=dataset_obj.pk, kind=kind):

@@ -66,7 +66,7 @@ def rate_pair(
 
 def db_id(kind: str, value: str) -> int:
     """The database id of an opaque id the rating API answered (``kind``: slot, pair,
-    rating or flag; annotation.apis.fields.rater_ids)."""
+    rating, flag or question; annotation.apis.fields.rater_ids)."""
     from annotation.apis.fields import rater_ids
 
     return rater_ids().decode(kind, int(value))

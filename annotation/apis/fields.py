@@ -13,7 +13,7 @@ from annotation.runs import RunKind, run_is_stale
 
 # The ids a rater receives and sends (annotation.opaque_ids): rating slots (gold leases
 # among them), pairs (gold pairs among them), ratings (gold ratings among them), flags.
-RATER_ID_KINDS = ("slot", "pair", "rating", "flag")
+RATER_ID_KINDS = ("slot", "pair", "rating", "flag", "question")
 OPAQUE_ID_PATTERN = r"^[0-9]{1,19}$"
 
 

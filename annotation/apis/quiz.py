@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import queue, quiz, selectors
-from annotation.apis.fields import StrictFloatField, StrictIntegerField
+from annotation.apis.fields import OpaqueIdField, StrictFloatField, StrictIntegerField
 from annotation.apis.rating import ItemSerializer
 from annotation.errors import NotFound
 from annotation.models import MAX_QUIZ_LENGTH, TaskKind
@@ -43,7 +43,9 @@ class QuizStateSerializer(serializers.Serializer):
     attempts_left = serializers.IntegerField(help_text="Attempts not yet begun, plus this one while it is open.")
     answered = serializers.IntegerField()
     total = serializers.IntegerField()
-    gold_pair_id = serializers.IntegerField(allow_null=True, help_text="The question to answer; null when finished.")
+    gold_pair_id = OpaqueIdField(
+        "question", allow_null=True, help_text="The question to answer (an opaque id); null when finished."
+    )
     items = serializers.SerializerMethodField()
     result = QuizResultSerializer(allow_null=True, help_text="Set once the attempt is finished.")
     qualified = serializers.BooleanField(help_text="The rater may now rate this kind.")
@@ -89,7 +91,7 @@ class QuizAnswerApi(APIView):
     permission_classes = [IsRater]
 
     class QuizAnswerInputSerializer(serializers.Serializer):
-        gold_pair_id = StrictIntegerField(min_value=1)
+        gold_pair_id = OpaqueIdField("question", help_text="The question answered, as the quiz gave it.")
         score = StrictFloatField(min_value=queue.SCORE_MIN, max_value=queue.SCORE_MAX)
         time_on_item_ms = StrictIntegerField(min_value=0, max_value=queue.MAX_TIME_ON_ITEM_MS)
         time_to_first_move_ms = StrictIntegerField(min_value=0, allow_null=True)

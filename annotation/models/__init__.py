@@ -21,7 +21,14 @@ from annotation.models.items import (
     Split,
     TaskKind,
 )
-from annotation.models.onboarding import QUIZ_ATTEMPTS, CampaignLink, Invitation, Participant, QuizAttempt
+from annotation.models.onboarding import (
+    QUIZ_ATTEMPTS,
+    CampaignLink,
+    Invitation,
+    Participant,
+    ParticipantOutcome,
+    QuizAttempt,
+)
 from annotation.models.pairs import Pair, Rating, RatingSlot, RatingStatus, SlotState
 from annotation.models.quality import (
     DEFAULT_GOLD_ONE_IN,
@@ -81,6 +88,7 @@ __all__ = [
     "Pair",
     "PairSkip",
     "Participant",
+    "ParticipantOutcome",
     "Qualification",
     "QualitySettings",
     "QueueCounter",

@@ -74,9 +74,11 @@ class QuizAttempt(models.Model):
 class CampaignLink(models.Model):
     """An entry link for a crowd platform (Prolific, or any platform that appends a
     participant id to a URL): whoever opens ``/join/<token>/?<id_param>=...`` becomes
-    (or resumes) the rater of that external id, rates up to ``quota`` items of ``kinds``
-    in ``dataset`` and is shown ``completion_code``. The token is shown to admins again,
-    so it is stored as is: it lets a visitor in as a participant, never as anyone else."""
+    (or resumes) the participant of that external id, rates up to ``quota`` items of
+    ``kinds`` in ``dataset`` and is shown ``completion_code``; one whose queue runs dry
+    first is shown ``partial_code`` (when set and earned, see annotation.crowd). The token
+    is shown to admins again, so it is stored as is: it lets a visitor in as a
+    participant, never as anyone else."""
 
     dataset = models.ForeignKey("annotation.Dataset", on_delete=models.CASCADE, related_name="campaign_links")
     name = models.CharField(max_length=200, help_text="For the admins, e.g. 'Prolific pilot, 20 people'.")
@@ -84,6 +86,12 @@ class CampaignLink(models.Model):
     kinds = models.JSONField(help_text='Task kinds the participants rate, e.g. ["STS"].')
     quota = models.PositiveIntegerField(help_text="Items (pairs) each participant rates before the completion code.")
     completion_code = models.CharField(max_length=100)
+    partial_code = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="Shown to a participant whose pairs ran out before the quota (after real work); "
+        "empty: such participants are asked to return the study.",
+    )
     return_url = models.URLField(
         max_length=1000,
         blank=True,
@@ -109,10 +117,22 @@ class CampaignLink(models.Model):
             models.CheckConstraint(condition=Q(quota__gte=1), name="campaign_link_quota_positive"),
             models.CheckConstraint(condition=~Q(completion_code=""), name="campaign_link_has_code"),
             models.CheckConstraint(condition=~Q(id_param=""), name="campaign_link_has_id_param"),
+            # The partial code must not be a second copy of the full one.
+            models.CheckConstraint(
+                condition=~Q(partial_code=models.F("completion_code")), name="campaign_link_partial_code_differs"
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.dataset_id})"
+
+
+class ParticipantOutcome(models.TextChoices):
+    """How a participant's run ended, fixed when the end page is first shown."""
+
+    COMPLETED = "completed", "completed (quota rated, completion code shown)"
+    PARTIAL = "partial", "partial (pairs ran out, partial code shown)"
+    RETURNED = "returned", "returned (no code: asked to return the study)"
 
 
 class Participant(models.Model):
@@ -127,12 +147,25 @@ class Participant(models.Model):
     session_id = models.CharField(max_length=64, blank=True)
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
-    items_done = models.PositiveIntegerField(default=0, help_text="Items rated when the completion code was shown.")
+    items_done = models.PositiveIntegerField(default=0, help_text="Items rated when the end page was shown.")
+    skips_done = models.PositiveIntegerField(
+        default=0, help_text="Pairs skipped or flagged when the end page was shown."
+    )
+    outcome = models.CharField(
+        max_length=10,
+        choices=ParticipantOutcome.choices,
+        blank=True,
+        help_text="How the run ended (which code, if any, was shown); empty while it goes on.",
+    )
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["link", "external_id"], name="participant_once_per_link"),
             models.UniqueConstraint(fields=["link", "user"], name="participant_user_once_per_link"),
+            models.CheckConstraint(
+                condition=Q(finished_at__isnull=True, outcome="") | (Q(finished_at__isnull=False) & ~Q(outcome="")),
+                name="participant_outcome_when_finished",
+            ),
         ]
         indexes = [models.Index(fields=["user", "finished_at"], name="participant_user_idx")]
 

@@ -46,7 +46,7 @@ from annotation.queue.claim import qualified_kinds
 from annotation.queue.shapes import Assignment, SubmitResult, check_kind, lease_ttl, service_now
 from annotation.queue.submit import submission_values
 from annotation.rating.quota import QuotaReached, quota_reached_error, quota_use
-from annotation.roles import PARTICIPANT, RATER, has_role
+from annotation.roles import PARTICIPANT, has_role, may_rate
 from annotation.sql import use_postgres_sql
 
 __all__ = [
@@ -69,7 +69,8 @@ def participation(*, rater, dataset: str) -> Participant | None:
     query: the roles are known from authentication); the participant's run through a
     link of this dataset for a crowd participant. Raises Forbidden for a user without the
     rater role and for a participant outside the dataset of their study."""
-    if not has_role(rater, RATER):
+    # Raters and campaign-link participants (who are not in the rater group) rate.
+    if not may_rate(rater):
         raise Forbidden(f"{rater.get_username()} is not a rater; only raters rate")
     if not has_role(rater, PARTICIPANT):
         return None

@@ -1,5 +1,7 @@
-"""Campaign links: one external id is one rater, bad links and ids get clear pages with
-nothing made, the quota is held by the claim, the per-link numbers, the admin."""
+"""Campaign links: one external id is one participant, bad links and ids get clear pages
+with nothing made, the quota is held by the claim (gold items counted), a link of two
+kinds moves from one to the next, the per-link numbers, the admin. Gold is on throughout
+(uploaded gold pairs served at one claim in two), as in a real study."""
 
 from datetime import timedelta
 
@@ -18,10 +20,10 @@ from annotation.crowd import (
     participant_next,
     study_url,
 )
-from annotation.models import CampaignLink, Participant, Qualification, QualitySettings
+from annotation.models import CampaignLink, Participant, Qualification
 from annotation.rating.policy import rating_submit_and_claim_next, slot_claim
-from tests.annotation.queue_support import queue_pairs
-from tests.factories import SplitFactory, UserFactory
+from tests.annotation.crowd_support import SIS_PAIRS, crowd_dataset, items_rated
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -29,11 +31,8 @@ PID = "60a1b2c3d4e5f60718293a4b"
 
 
 @pytest.fixture
-def dataset():
-    split = SplitFactory()
-    queue_pairs(split=split, n_pairs=8, ratings_per_pair=3)
-    QualitySettings.objects.create(dataset=split.dataset, gold_one_in=0)
-    return split.dataset
+def dataset(tmp_path):
+    return crowd_dataset(tmp_path, gold_one_in=2)
 
 
 def make_link(dataset, **extra) -> CampaignLink:
@@ -41,12 +40,12 @@ def make_link(dataset, **extra) -> CampaignLink:
     return campaign_link_create(dataset=dataset, **values)
 
 
-def rate(participant, slot):
+def rate(participant, slot, next_kind: str = "SIS"):
     return rating_submit_and_claim_next(
         rater=participant.user,
         dataset=participant.link.dataset.name,
         slot_id=slot.slot_id,
-        next_kind="SIS",
+        next_kind=next_kind,
         score=2.0,
         time_on_item_ms=3000,
         time_to_first_move_ms=500,
@@ -64,7 +63,8 @@ def test_one_external_id_is_one_rater_however_often_the_link_is_opened(dataset):
     assert get_user_model().objects.filter(username=f"prolific-{PID}").count() == 1
     user = first.user
     assert not user.has_usable_password()
-    assert set(user.groups.values_list("name", flat=True)) == {"rater", "participant"}
+    # The participant role only: no rater group, so no rater list or rater action takes them in.
+    assert set(user.groups.values_list("name", flat=True)) == {"participant"}
     # No quiz for SIS in this dataset: the link itself qualifies them.
     assert list(Qualification.objects.filter(rater=user).values_list("kind", flat=True)) == ["SIS"]
     # The same person on a second link of the same platform is the same rater.
@@ -87,15 +87,32 @@ def test_the_claim_holds_the_quota_and_the_submit_stops_serving_at_it(dataset):
 def test_a_participant_with_nothing_left_is_done_early_and_one_who_failed_every_quiz_is_screened_out(dataset):
     participant = participant_join(token=make_link(dataset, quota=100).token, params={"PROLIFIC_PID": PID})
     assert participant_next(participant) == (Step.RATE, "SIS")
-    pairs_open = dataset.pairs.count()
     slot = slot_claim(rater=participant.user, dataset=dataset.name, kind="SIS")
-    for _ in range(pairs_open):
+    while slot is not None:
         _, slot = rate(participant, slot)
-        if slot is None:
-            break
+    assert items_rated(participant.user, dataset) >= SIS_PAIRS
     assert participant_next(participant) == (Step.NO_WORK, None)
     Qualification.objects.filter(rater=participant.user).delete()
     assert participant_next(participant) == (Step.SCREENED_OUT, None)
+
+
+def test_a_link_of_two_kinds_moves_on_to_the_second_and_counts_the_quota_over_both(dataset):
+    participant = participant_join(
+        token=make_link(dataset, kinds=["SIS", "STS"], quota=SIS_PAIRS + 3).token, params={"PROLIFIC_PID": PID}
+    )
+    assert participant_next(participant) == (Step.RATE, "SIS")
+    slot = slot_claim(rater=participant.user, dataset=dataset.name, kind="SIS")
+    while slot is not None and items_rated(participant.user, dataset) < SIS_PAIRS + 3:
+        _, slot = rate(participant, slot)
+    if items_rated(participant.user, dataset) < SIS_PAIRS + 3:
+        # SIS ran dry first (fewer gold items came): the link sends them on to STS.
+        assert participant_next(participant) == (Step.RATE, "STS")
+        slot = slot_claim(rater=participant.user, dataset=dataset.name, kind="STS")
+        while items_rated(participant.user, dataset) < SIS_PAIRS + 3:
+            _, slot = rate(participant, slot, next_kind="STS")
+    assert participant_next(participant) == (Step.DONE, None)
+    with pytest.raises(QuotaReached):
+        slot_claim(rater=participant.user, dataset=dataset.name, kind="STS")
 
 
 @pytest.mark.parametrize(
@@ -165,8 +182,9 @@ def test_link_numbers_and_the_prolific_url(dataset):
     participant_join(token=link.token, params={"PROLIFIC_PID": "second"}, now=start)
     slot = slot_claim(rater=early.user, dataset=dataset.name, kind="SIS")
     rate(early, slot)
-    Participant.objects.filter(pk=early.pk).update(finished_at=start + timedelta(minutes=12))
+    Participant.objects.filter(pk=early.pk).update(finished_at=start + timedelta(minutes=12), outcome="completed")
     stats = link_stats(link)
+    # The item may have been a gold pair: it counts the same.
     assert (stats.started, stats.finished, stats.median_minutes, stats.ratings) == (2, 1, 12.0, 1)
     url = study_url(link, "https://rate.example.org/")
     assert url == (

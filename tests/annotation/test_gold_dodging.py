@@ -239,7 +239,7 @@ def test_a_pair_met_in_a_quiz_is_never_served_as_gold(engine, clock, tmp_path, a
         served.append(is_gold(response.json()))
         submit(client, dataset, response.json()["slot_id"], f"k{step}")
     asked = set(QuizAttempt.objects.get(rater=user).order)  # the questions of the attempt
-    assert state["gold_pair_id"] in asked and asked <= set(quiz_ids)
+    assert db_id("question", state["gold_pair_id"]) in asked and asked <= set(quiz_ids)
     met = set(GoldLease.objects.filter(rater=user).values_list("gold_pair_id", flat=True))
     assert met == set(GoldPair.objects.values_list("pk", flat=True)) - asked, "every gold pair but those asked"
     assert served.count(True) == len(met) and served.count(False) == 8

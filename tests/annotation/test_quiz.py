@@ -16,6 +16,7 @@ from annotation.quiz import QuizOver, attempt_length, quiz_answer, quiz_offered,
 from annotation.rating.policy import slot_claim
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import ImageFactory, SplitFactory, UserFactory
+from tests.rating_support import api_id, db_id
 
 pytestmark = pytest.mark.django_db
 
@@ -93,16 +94,17 @@ def answer_all(rater, dataset, *, distance: float, seed: int = 0):
 
 def api_attempt(client, dataset, *, score_for, start=False, tag="a"):
     """Take a whole attempt through the HTTP API as a rater's browser would; ``score_for``
-    picks the score for a question id. Returns [(question id, answer JSON)]."""
+    picks the score for a question's database id. Returns [(question id, answer JSON)]."""
     base = f"/api/rate/{dataset.name}/quiz/sis/"
     answer = client.post(base, {"start": start}, format="json")
     assert answer.status_code == 200, answer.content
     state = answer.json()
     asked = []
     while state["result"] is None:
-        question = state["gold_pair_id"]
+        # The API names questions by opaque ids; the tests compare database ids.
+        question = db_id("question", state["gold_pair_id"])
         body = {
-            "gold_pair_id": question,
+            "gold_pair_id": state["gold_pair_id"],
             "score": score_for(question),
             "time_on_item_ms": 3000,
             "time_to_first_move_ms": 500,
@@ -194,7 +196,7 @@ def test_replaying_attempt_ones_learned_answers_in_attempt_two_gets_no_help(data
     assert state["attempt"] == 2
     # Nothing learned is asked, and an answer to a learned question is refused.
     replay = {
-        "gold_pair_id": next(iter(learned)),
+        "gold_pair_id": api_id("question", next(iter(learned))),
         "score": next(iter(learned.values())),
         "time_on_item_ms": 3000,
         "time_to_first_move_ms": 500,
@@ -314,3 +316,33 @@ def test_the_quiz_api_asks_answers_and_names_a_bad_kind(dataset, newcomer):
 
 def test_attempt_length_is_half_a_small_pool():
     assert [attempt_length(pool=pool, quiz_length=5) for pool in (0, 1, 2, 3, 9, 10, 40)] == [0, 0, 1, 1, 4, 5, 5]
+
+
+def test_the_quiz_names_its_questions_by_opaque_ids_not_database_ids(dataset, newcomer):
+    client = api_for(newcomer)
+    state = client.post(f"/api/rate/{dataset.name}/quiz/sis/", {}, format="json").json()
+    question = state["gold_pair_id"]
+    pair_ids = set(GoldPair.objects.values_list("pk", flat=True))
+    assert isinstance(question, str) and int(question) not in pair_ids
+    assert db_id("question", question) in pair_ids
+    # The database id itself is no question the API knows.
+    body = {
+        "gold_pair_id": str(db_id("question", question)),
+        "score": 2.0,
+        "time_on_item_ms": 3000,
+        "time_to_first_move_ms": 500,
+        "adjustments": 1,
+        "idempotency_key": "by-database-id",
+    }
+    refused = client.post(f"/api/rate/{dataset.name}/quiz/sis/answer/", body, format="json")
+    assert refused.status_code in (400, 409), refused.content
+
+
+def api_answer_values():
+    return {
+        "score": 2.0,
+        "time_on_item_ms": 3000,
+        "time_to_first_move_ms": 500,
+        "adjustments": 1,
+        "idempotency_key": "x",
+    }

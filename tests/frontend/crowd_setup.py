@@ -1,14 +1,32 @@
-"""A crowd campaign on the demo dataset for the participant tests and bench-join: a link
-for SIS pairs, and optionally a six-question SIS quiz pool (attempts of three at the
-default quiz length of five, so the second attempt asks the other three)."""
+"""A crowd campaign on the demo dataset for the participant tests: gold pairs uploaded
+and served in the queue (gold on, as in a real study), a link of one or more kinds, and
+optionally a six-question SIS quiz pool (attempts of three at the default quiz length of
+five, so the second attempt asks the other three)."""
+
+import itertools
+import tempfile
+from pathlib import Path
 
 from annotation.crowd import campaign_link_create
-from annotation.cxc import level_name
+from annotation.cxc import ITEM_COLUMNS, level_name
 from annotation.gold.ids import ids_reserve
-from annotation.models import CampaignLink, Dataset, GoldPair, GoldSource, Image, Pair, QualitySettings, TaskKind
+from annotation.gold.upload import gold_pairs_upload
+from annotation.models import (
+    CampaignLink,
+    Caption,
+    Dataset,
+    GoldPair,
+    GoldSource,
+    Image,
+    Pair,
+    QualitySettings,
+    TaskKind,
+)
 from annotation.quiz import quiz_set
 
 QUIZ_REFERENCES = (0.0, 2.5, 5.0, 1.0, 4.0, 3.0)
+# One claim in GOLD_ONE_IN serves a gold pair while the rater has gold pairs left.
+GOLD_ONE_IN = 2
 
 
 def sis_quiz(dataset: Dataset) -> list[GoldPair]:
@@ -35,14 +53,51 @@ def sis_quiz(dataset: Dataset) -> list[GoldPair]:
     return made
 
 
-def sis_link(dataset: Dataset, *, quota: int, return_url: str = "", **extra) -> CampaignLink:
-    """A Prolific link for SIS pairs; no gold pairs served in the queue, so the quota
-    counts ordinary pairs only."""
-    QualitySettings.objects.update_or_create(dataset=dataset, defaults={"gold_one_in": 0})
+def queue_gold(dataset: Dataset, *, one_in: int = GOLD_ONE_IN) -> int:
+    """Upload three SIS and three STS gold pairs (pairs neither queued nor in the quiz)
+    through the gold upload, and serve gold at one claim in ``one_in``."""
+    rows = {TaskKind.SIS: _free_pairs(dataset, TaskKind.SIS, 3), TaskKind.STS: _free_pairs(dataset, TaskKind.STS, 3)}
+    made = 0
+    with tempfile.TemporaryDirectory() as folder:
+        for kind, pairs in rows.items():
+            path = Path(folder) / f"gold-{kind.lower()}.csv"
+            lines = [",".join((*ITEM_COLUMNS[kind], "gold_score", "explanation"))]
+            lines += [f"{a},{b},{1.5 * n:.1f},level {n}" for n, (a, b) in enumerate(pairs)]
+            path.write_text("\n".join(lines) + "\n")
+            made += gold_pairs_upload(dataset=dataset, path=path)
+    QualitySettings.objects.update_or_create(dataset=dataset, defaults={"gold_one_in": one_in})
+    return made
+
+
+def _free_pairs(dataset: Dataset, kind: str, n: int) -> list[tuple[str, str]]:
+    """``n`` pairs of item keys (SIS: images, STS: captions) that no queued pair, gold
+    pair or quiz pair of the dataset joins, from the last items on."""
+    if kind == TaskKind.SIS:
+        items = list(Image.objects.filter(dataset=dataset).order_by("-id").values_list("id", "key"))
+        taken = [*Pair.objects.filter(dataset=dataset, kind=kind).values_list("image_a", "image_b")]
+        taken += GoldPair.objects.filter(dataset=dataset, kind=kind).values_list("image_a", "image_b")
+    else:
+        items = list(Caption.objects.filter(dataset=dataset).order_by("-id").values_list("id", "key"))
+        taken = [*Pair.objects.filter(dataset=dataset, kind=kind).values_list("caption_a", "caption_b")]
+        taken += GoldPair.objects.filter(dataset=dataset, kind=kind).values_list("caption_a", "caption_b")
+    taken_sets = {frozenset(pair) for pair in taken}
+    free = [
+        (key_a, key_b)
+        for (id_a, key_a), (id_b, key_b) in itertools.combinations(items, 2)
+        if frozenset((id_a, id_b)) not in taken_sets
+    ]
+    assert len(free) >= n, f"the demo has only {len(free)} {kind} pairs left for gold"
+    return free[:n]
+
+
+def crowd_link(dataset: Dataset, *, kinds: tuple[str, ...], quota: int, return_url: str = "", **extra) -> CampaignLink:
+    """A Prolific link for ``kinds`` with gold on (``queue_gold``): the quota counts
+    ordinary and gold items alike."""
+    queue_gold(dataset)
     return campaign_link_create(
         dataset=dataset,
         name="Prolific pilot",
-        kinds=["SIS"],
+        kinds=list(kinds),
         quota=quota,
         completion_code="C0DE42",
         return_url=return_url,

@@ -144,6 +144,7 @@ SEMANTIC_400 = {
     ("POST", "/api/datasets/{dataset}/pauses/{pause_id}/lift/"): "the note must be text without NUL characters",
     ("POST", "/api/datasets/{dataset}/exclusions/"): "the rater must have valid ratings in the window",
     ("POST", "/api/datasets/{dataset}/exclusions/{exclusion_id}/undo/"): "the reason must be text without NUL",
+    ("POST", "/api/datasets/{dataset}/campaign-links/"): "codes, id parameter and return URL a platform takes",
 }
 POSITIVE_EXPECTED = ["2xx", "3xx", 401, 403, 404, 409, 429]
 
