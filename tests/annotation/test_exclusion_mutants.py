@@ -9,7 +9,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation.exclusion.services import rating_exclusion_undo
+from annotation.errors import Conflict
+from annotation.exclusion.services import rating_exclusion_create, rating_exclusion_undo
 from annotation.models import Pair, QueueCounter, Rating, RatingStatus, TaskKind
 from annotation.pairs import pairs_retire
 from tests.annotation.exclusion_support import exclude, pair_problems, undo
@@ -127,3 +128,37 @@ def test_the_list_is_newest_first_in_constant_queries_and_a_missing_one_is_named
     assert len(three_rows) == len(two_rows), "the people and the dataset come with the rows"
     missing = admin_api.get(url(dataset, 999999))
     assert (missing.status_code, missing.json()["detail"]) == (404, f"no exclusion #999999 in {dataset.name}")
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "scope"),
+    [
+        (None, None, "all ratings"),
+        (-150, -100, "ratings from {start} to {end}"),
+        (-150, None, "ratings from {start} to now"),
+        (None, -10, "ratings from the first to {end}"),
+    ],
+)
+def test_a_twin_exclusion_is_refused_naming_the_rater_window_and_exclusion(
+    rated, clock, django_capture_on_commit_callbacks, start, end, scope
+):
+    dataset, _, first, _, admin = rated
+    now = clock()
+    window = {
+        "window_start": None if start is None else now + timedelta(seconds=start),
+        "window_end": None if end is None else now + timedelta(seconds=end),
+    }
+    made = exclude(
+        django_capture_on_commit_callbacks, dataset=dataset, rater=first, reason="x", created_by=admin, **window
+    )
+    text = scope.format(
+        start=window["window_start"] and window["window_start"].isoformat(),
+        end=window["window_end"] and window["window_end"].isoformat(),
+    )
+    expected = (
+        f"{first.username}'s {text} in {dataset.name} are already excluded by exclusion #{made.id} (applied); "
+        "undo it first, or give a window that starts after it"
+    )
+    with pytest.raises(Conflict) as refused:
+        rating_exclusion_create(dataset=dataset, rater=first, reason="again", created_by=admin, **window)
+    assert str(refused.value) == expected
