@@ -251,7 +251,7 @@ def quiz_answer(
                 return replay
             expected = _expected_pair(attempt, dataset, kind)
             if gold_pair_id != expected:
-                raise Conflict(f"gold pair #{gold_pair_id} is not the question you were asked; reload the quiz")
+                raise Conflict("that is not the question you were asked; reload the quiz")
             gold = GoldPair.objects.get(pk=expected)
             (rating_id,) = ids_reserve(Rating, 1)
             answer = GoldRating.objects.create(

@@ -45,6 +45,16 @@ def may_rate(user) -> bool:
     return has_role(user, RATER) or has_role(user, PARTICIPANT)
 
 
+class IsTeamMember(BasePermission):
+    """Raters, researchers and admins: the people of the lab. A crowd participant sees
+    their own study's pages only, never the lab's lists."""
+
+    message = "Participants of a study see their study only."
+
+    def has_permission(self, request, view) -> bool:
+        return any(has_role(request.user, role) for role in (RATER, RESEARCHER, ADMIN))
+
+
 class IsAdmin(BasePermission):
     message = "Only admins may do this."
 

@@ -9,7 +9,7 @@ from annotation import selectors
 from annotation.apis.jobs import JobSerializer
 from annotation.jobs import import_job_start
 from annotation.models import Job, Modality
-from annotation.roles import IsAdmin
+from annotation.roles import IsAdmin, IsTeamMember
 from annotation.upload_limits import LimitedMultiPartParser
 from annotation.uploads import EMBEDDINGS, KARPATHY, upload_store, upload_store_all
 
@@ -23,6 +23,10 @@ class DatasetSerializer(serializers.Serializer):
 
 
 class DatasetListApi(APIView):
+    """The datasets (raters, researchers and admins; not crowd participants)."""
+
+    permission_classes = [IsTeamMember]
+
     @extend_schema(responses=DatasetSerializer(many=True))
     def get(self, request):
         return Response(DatasetSerializer(selectors.dataset_list(), many=True).data)

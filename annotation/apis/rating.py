@@ -221,6 +221,7 @@ class RaterProgressApi(APIView):
     )
     def get(self, request, dataset: str):
         tz = _time_zone(request.query_params.get("tz"))
+        policy.participation(rater=request.user, dataset=dataset)  # who: a participant reads their study only
         progress = selectors.rater_progress(rater=request.user, dataset=dataset, tz=tz)
         return Response(self.RaterProgressOutputSerializer(progress).data)
 
@@ -261,6 +262,7 @@ class RaterRatingListApi(APIView):
         # field as "left out", while the schema (and a client) means an integer.
         params = self.RaterRatingListParamsSerializer(data=request.query_params.dict())
         params.is_valid(raise_exception=True)
+        policy.participation(rater=request.user, dataset=dataset)  # who: a participant reads their study only
         ratings = selectors.rater_rating_list(
             rater=request.user,
             dataset=dataset,

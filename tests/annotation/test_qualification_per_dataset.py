@@ -15,6 +15,7 @@ from annotation.models import GoldPair, Qualification, QualitySettings
 from annotation.quiz import quiz_set
 from tests.annotation.queue_support import client_for, queue_pairs
 from tests.factories import ImageFactory, SplitFactory, UserFactory
+from tests.rating_support import db_id
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +45,7 @@ def pass_quiz(client, dataset) -> None:
     while state["gold_pair_id"] is not None:
         answer = {
             "gold_pair_id": state["gold_pair_id"],
-            "score": GoldPair.objects.get(pk=state["gold_pair_id"]).gold_score,
+            "score": GoldPair.objects.get(pk=db_id("question", state["gold_pair_id"])).gold_score,
             "time_on_item_ms": 4000,
             "time_to_first_move_ms": 700,
             "adjustments": 2,

@@ -346,3 +346,23 @@ def api_answer_values():
         "adjustments": 1,
         "idempotency_key": "x",
     }
+
+
+def test_a_stale_answer_is_refused_without_naming_any_id(dataset, newcomer):
+    client = api_for(newcomer)
+    state = client.post(f"/api/rate/{dataset.name}/quiz/sis/", {}, format="json").json()
+    body = {
+        "gold_pair_id": state["gold_pair_id"],
+        "score": 2.0,
+        "time_on_item_ms": 3000,
+        "time_to_first_move_ms": 500,
+        "adjustments": 1,
+        "idempotency_key": "first",
+    }
+    assert client.post(f"/api/rate/{dataset.name}/quiz/sis/answer/", body, format="json").status_code == 201
+    stale = client.post(
+        f"/api/rate/{dataset.name}/quiz/sis/answer/", {**body, "idempotency_key": "again"}, format="json"
+    )
+    assert stale.status_code == 409
+    assert "not the question you were asked" in stale.json()["detail"]
+    assert not any(ch.isdigit() for ch in stale.json()["detail"]), stale.json()["detail"]
