@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-dashboard bench-exclusion bench-join
+.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-dashboard bench-exclusion bench-join mutation
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -92,3 +92,10 @@ bench-sampling-1m: $(STAMP)
 # database cxc_bench_field): import, upload, rate every pair, export, check row order.
 bench-field-cxc: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/field_cxc_val.py
+
+# Mutation testing (mutmut) of the rating policy, gold, quiz, crowd, exclusion and quota
+# modules against their tests, one cloned test database per worker; not in CI. Survivors in
+# mutants/survivors.txt; last line: {"mutants", "killed", "survived", "timeout", ...}.
+# MUTATION_ARGS="--resume" keeps earlier verdicts; see scripts/mutation.py.
+mutation: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) scripts/mutation.py $(MUTATION_ARGS)

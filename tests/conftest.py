@@ -8,6 +8,11 @@ import pytest
 REPO_DIR = Path(__file__).resolve().parent.parent
 SHARED_DIR = Path(os.environ.get("SHARED_DIR", REPO_DIR.parent / "shared"))
 
+if os.environ.get("MUTATION_TEST_DATABASE"):
+    # `make mutation`: prepared databases, one per mutmut worker, and tests marked sql_paths
+    # on both SQL paths (see tests/mutation_mode.py).
+    from tests.mutation_mode import _sql_path, django_db_setup, pytest_generate_tests  # noqa: F401
+
 
 def pytest_collection_modifyitems(config, items):
     without_pg = os.environ.get("TESTS_WITHOUT_POSTGRES")

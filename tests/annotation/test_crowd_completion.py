@@ -10,10 +10,10 @@ import re
 import pytest
 from rest_framework.test import APIClient
 
-from annotation.crowd import CampaignLinkError, campaign_link_create
+from annotation.crowd import CampaignLinkError, campaign_link_create, completion_url, link_stats, study_url
 from annotation.models import CampaignLink, Participant, ParticipantOutcome
 from tests.annotation.crowd_support import SIS_PAIRS, ParticipantClient, crowd_dataset, items_rated, sts_quiz
-from tests.annotation.queue_support import queue_pairs
+from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -210,3 +210,44 @@ def test_a_bad_partial_code_is_refused_by_the_service(dataset):
 
 def browser_user(browser: ParticipantClient):
     return Participant.objects.get(link=browser.link, external_id=browser.external_id).user
+
+
+# What `make mutation` found untested: one end page ends one run, the platform URLs, a
+# link's numbers.
+
+
+def rate_quota(browser, quota=2):
+    for _ in range(quota):
+        assert browser.submit(browser.claim("SIS")).status_code == 201
+
+
+def test_one_participants_end_page_ends_only_their_run(dataset):
+    link = make_link(dataset, quota=2)
+    done, busy = joined(link, "done-1"), joined(link, "busy-1")
+    rate_quota(done)
+    assert FULL in done.done_page().content.decode()
+    assert Participant.objects.get(external_id="busy-1").finished_at is None
+    assert busy.claim("SIS") is not None, "the other participant still rates"
+    first_end = Participant.objects.get(external_id="done-1").finished_at
+    done.done_page()
+    assert Participant.objects.get(external_id="done-1").finished_at == first_end, "ended once"
+
+
+def test_the_platform_urls(dataset):
+    prolific = make_link(dataset, quota=2)
+    assert study_url(prolific, "https://rate.example.org/") == (
+        f"https://rate.example.org/join/{prolific.token}/"
+        "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+    )
+    assert completion_url(prolific) == f"https://app.prolific.com/submissions/complete?cc={FULL}"
+    assert completion_url(prolific, "partial") == f"https://app.prolific.com/submissions/complete?cc={PART}"
+
+
+def test_the_links_numbers_count_its_own_participants(dataset):
+    link = make_link(dataset, quota=2)
+    participant = joined(link, "p-1")
+    rate_quota(participant)
+    outsider = rater(["SIS"])
+    submit(outsider, dataset, claim(outsider, dataset).slot_id, "outsider")
+    stats = link_stats(link)
+    assert (stats.started, stats.ratings) == (1, 2)

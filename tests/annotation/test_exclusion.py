@@ -22,7 +22,7 @@ from tests.annotation.exclusion_support import exclude, pair_problems, undo
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sql_paths]
 
 N = 3
 

@@ -7,7 +7,7 @@ from tests.annotation.exclusion_support import pair_problems
 from tests.annotation.queue_support import claim, client_for, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sql_paths]
 
 
 @pytest.fixture

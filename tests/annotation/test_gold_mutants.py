@@ -1,0 +1,81 @@
+"""Promoting agreed pairs to gold, the details `make mutation` found untested: only
+complete pairs in the queue, the agreement bound itself, the reference's precision, the
+limit, the pair's items and who promoted (annotation.gold.upload.gold_pairs_promote)."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from annotation.gold.upload import GoldInputError, gold_pairs_promote
+from annotation.models import GoldPair, Pair
+from annotation.pairs import pairs_retire
+from annotation.rating.policy import slot_skip
+from tests.annotation.queue_support import claim, queue_pairs, rater, submit
+from tests.factories import SplitFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def rated_sts(scores_per_pair: list[list[float]], *, incomplete: int = 0):
+    """STS pairs, pair i rated with scores_per_pair[i] (one rater per score); the first
+    ``incomplete`` pairs get one slot more than they are rated, so they stay incomplete."""
+    split = SplitFactory()
+    width = max(len(scores) for scores in scores_per_pair)
+    _, pairs = queue_pairs(split=split, kind="STS", n_pairs=len(scores_per_pair), ratings_per_pair=width)
+    wanted = {pair.id: scores for pair, scores in zip(pairs, scores_per_pair, strict=True)}
+    for number in range(width):
+        user = rater(["STS"])
+        while (assignment := claim(user, split.dataset)) is not None:
+            scores = wanted[assignment.pair_id]
+            if number < len(scores):
+                submit(user, split.dataset, assignment.slot_id, f"{number}-{assignment.pair_id}", score=scores[number])
+            else:
+                slot_skip(rater=user, dataset=split.dataset.name, slot_id=assignment.slot_id)
+    return split.dataset, pairs
+
+
+def test_the_api_promotes_complete_agreed_pairs_with_their_items_and_promoter(clock):
+    admin = UserFactory(roles=["admin"])
+    admin_api = APIClient()
+    admin_api.force_authenticate(admin)
+    dataset, pairs = rated_sts([[3.0, 3.0], [1.0, 2.0], [4.0, 4.0], [2.0, 2.0]])
+    pairs_retire(pair_ids=[pairs[2].id])
+    highest_pair = Pair.objects.order_by("-id").values_list("id", flat=True).first()
+    answer = admin_api.post(
+        f"/api/datasets/{dataset.name}/gold/promote/", {"kind": "STS", "max_sd": 0.6}, format="json"
+    )
+    assert answer.status_code == 201, answer.json()
+    assert answer.json() == {"created": 2}, "sd 0.71 is over 0.6 (0.5 only without Bessel's correction); retired"
+    promoted = {gold.source_pair_id: gold for gold in GoldPair.objects.all()}
+    assert set(promoted) == {pairs[0].id, pairs[3].id}
+    for pair in (pairs[0], pairs[3]):
+        gold = promoted[pair.id]
+        items = (gold.caption_a_id, gold.caption_b_id, gold.image_a_id, gold.image_b_id, gold.swapped)
+        assert items == (pair.caption_a_id, pair.caption_b_id, pair.image_a_id, pair.image_b_id, pair.swapped)
+        assert gold.created_by == admin
+        assert gold.pk > highest_pair, "gold takes its id from the pairs' sequence"
+
+
+def test_the_reference_keeps_four_decimals_and_the_limit_holds(clock):
+    dataset, pairs = rated_sts([[1.0, 2.0, 2.0], [2.0, 3.0, 3.0]])
+    admin = UserFactory(roles=["admin"])
+    assert gold_pairs_promote(dataset=dataset, kind="STS", max_sd=1.0, limit=1, created_by=admin) == 1
+    assert GoldPair.objects.get().gold_score == pytest.approx(1.6667, abs=1e-9)
+    assert gold_pairs_promote(dataset=dataset, kind="STS", max_sd=1.0, limit=1, created_by=admin) == 1
+    assert sorted(GoldPair.objects.values_list("source_pair_id", flat=True)) == [pairs[0].id, pairs[1].id]
+
+
+def test_incomplete_pairs_are_not_promoted(clock):
+    dataset, _ = rated_sts([[3.0, 3.0], [3.0]])
+    assert gold_pairs_promote(dataset=dataset, kind="STS", max_sd=0) == 1
+
+
+@pytest.mark.parametrize(("max_sd", "limit"), [(-0.01, 1), (5.01, 1), (1.0, 0)])
+def test_bad_bounds_are_refused(max_sd, limit):
+    with pytest.raises(GoldInputError, match="^max_sd must be between 0 and 5 and limit at least 1$"):
+        gold_pairs_promote(dataset=SplitFactory().dataset, kind="STS", max_sd=max_sd, limit=limit)
+
+
+@pytest.mark.parametrize("max_sd", [0.0, 5.0])
+def test_the_bounds_themselves_are_accepted(max_sd, clock):
+    dataset, _ = rated_sts([[3.0, 3.0]])
+    assert gold_pairs_promote(dataset=dataset, kind="STS", max_sd=max_sd, limit=1) == 1

@@ -1,0 +1,91 @@
+"""How the tests run under `make mutation` (scripts/mutation.py): tests/conftest.py takes
+these fixtures and hooks only when MUTATION_TEST_DATABASE is set.
+
+mutmut runs a fresh pytest session for every mutant, several at once. pytest-django's own
+set-up would create or migrate a test database each time, which alone would take longer
+than the mutant's tests, and sessions running side by side must not share one database
+(a transactional test empties every table at its end). So scripts/mutation.py migrates one
+template database and clones it into MUTATION_DB_SLOTS slots; each session takes the first
+free slot (an flock held for the session, released by the kernel if the worker is killed)
+and points the connection at it.
+
+mutmut runs one test selection; tests marked ``sql_paths`` run in it once per SQL path
+(see pytest_generate_tests).
+"""
+
+import fcntl
+import os
+from pathlib import Path
+
+import pytest
+
+TEMPLATE = os.environ.get("MUTATION_TEST_DATABASE", "")
+SLOTS = int(os.environ.get("MUTATION_DB_SLOTS", "1"))
+LOCK_DIR = Path(os.environ.get("MUTATION_LOCK_DIR", "."))
+
+
+def slot_name(template: str, number: int) -> str:
+    return f"{template}_{number}"
+
+
+def _claim_slot():
+    """The number of a free slot and the open lock file that holds it."""
+    LOCK_DIR.mkdir(parents=True, exist_ok=True)
+    for number in range(1, SLOTS + 1):
+        handle = open(LOCK_DIR / f"db-slot-{number}.lock", "w")  # noqa: SIM115 (held for the session)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        return number, handle
+    raise RuntimeError(f"all {SLOTS} mutation test databases are in use: more workers than MUTATION_DB_SLOTS")
+
+
+def _reclone_if_dirty(connection, name: str) -> None:
+    """A worker killed in the middle of a transactional test leaves its rows behind; the
+    next session on that slot starts again from the template rather than from those rows."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT EXISTS (SELECT 1 FROM auth_user)")
+        dirty = cursor.fetchone()[0]
+    if not dirty:
+        return
+    connection.close()
+    quote = connection.ops.quote_name
+    with connection._nodb_cursor() as cursor:
+        cursor.execute(f"DROP DATABASE {quote(name)} WITH (FORCE)")
+        cursor.execute(f"CREATE DATABASE {quote(name)} TEMPLATE {quote(TEMPLATE)}")
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_test_environment, django_db_blocker):
+    """Replaces pytest-django's fixture of the same name: no creation, no migrations."""
+    from django.db import connections
+
+    number, handle = _claim_slot()
+    name = slot_name(TEMPLATE, number)
+    connection = connections["default"]
+    connection.close()
+    connection.settings_dict["NAME"] = name
+    try:
+        with django_db_blocker.unblock():
+            _reclone_if_dirty(connection, name)
+        yield
+    finally:
+        with django_db_blocker.unblock():
+            connections.close_all()
+        handle.close()
+
+
+def pytest_generate_tests(metafunc):
+    """Tests marked ``sql_paths`` run once per SQL path (the test command runs their files a
+    second time with SQL_PATHS=portable instead, which mutmut cannot do), so a mutant of the
+    ORM path meets the tests too. Tests taking the ``engine`` fixture choose their path."""
+    if metafunc.definition.get_closest_marker("sql_paths") and "engine" not in metafunc.fixturenames:
+        metafunc.fixturenames.append("_sql_path")
+        metafunc.parametrize("_sql_path", ["postgres", "portable"], indirect=True)
+
+
+@pytest.fixture
+def _sql_path(request, settings):
+    settings.SQL_PATHS = request.param
