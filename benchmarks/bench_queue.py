@@ -112,9 +112,9 @@ def fill(database: str, open_slots: int, n_raters: int) -> tuple[int, list[str]]
             """
             INSERT INTO sampling_samplingbatch (dataset_id, split_id, source, methods, k, spaces, ratings_per_pair,
                 seed, priority, status, progress_done, progress_total, progress_message, pairs_per_method, error,
-                upload_path, runner, stats, created_at)
+                upload_path, runner, stats, audit, created_at)
             VALUES (%s, %s, 'sampled', '{"i2i_csim": null}', 5, '[]', %s, 0, 0, 'succeeded', 0, 0, '', '{}', '', '',
-                    '', '{}', now())
+                    '', '{}', '{}', now())
             RETURNING id
             """,
             [dataset, split, RATINGS_PER_PAIR],
@@ -214,9 +214,9 @@ def add_gold(database: str) -> None:
         cur.execute(
             r"""
             INSERT INTO annotation_goldpair (id, dataset_id, split_id, kind, image_a_id, image_b_id, swapped,
-                                             gold_score, explanation, source, active, created_at)
+                                             gold_score, explanation, source, active, in_quiz, created_at)
             SELECT nextval(pg_get_serial_sequence('annotation_pair', 'id')), %(d)s, %(s)s, 'SIS', a.id, b.id, false,
-                   2.5, '', 'upload', true, now()
+                   2.5, '', 'upload', true, false, now()
             FROM annotation_image a JOIN annotation_image b ON a.id < b.id
             WHERE a.key LIKE 'gold\_%%' AND b.key LIKE 'gold\_%%'
             ORDER BY a.id, b.id LIMIT %(n)s
@@ -224,8 +224,8 @@ def add_gold(database: str) -> None:
             {"d": dataset, "s": split, "n": GOLD_PAIRS},
         )
         cur.execute(
-            "INSERT INTO annotation_qualitysettings "
-            "(dataset_id, gold_one_in, auto_pause, pause_window, pause_max_error) VALUES (%s, %s, false, 5, 1.0)",
+            "INSERT INTO annotation_qualitysettings (dataset_id, gold_one_in, auto_pause, pause_window, "
+            "pause_max_error, quiz_max_error, quiz_length) VALUES (%s, %s, false, 5, 1.0, 0.75, 5)",
             [dataset, GOLD_ONE_IN],
         )
     conn.autocommit = True
