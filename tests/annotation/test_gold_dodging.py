@@ -57,6 +57,17 @@ def submit(client, dataset, slot_id, key):
     return response.json()
 
 
+def rate_until_dry(client, dataset) -> list[dict]:
+    """Claim and rate until the claim answers 204; returns the assignments served, in order."""
+    served = []
+    for step in itertools.count():
+        response = claim(client, dataset)
+        if response.status_code == 204:
+            return served
+        served.append(response.json())
+        submit(client, dataset, response.json()["slot_id"], f"k{step}")
+
+
 def progress(client, dataset) -> dict:
     return client.get(rate_url(dataset, "progress")).json()
 
@@ -106,11 +117,7 @@ def test_no_gold_once_the_raters_ordinary_work_is_done(engine, clock, tmp_path):
     dataset = campaign(tmp_path, n_pairs=4, n_gold=30, ratings_per_pair=2, one_in=2)
     user = rater(["SIS"])
     client = client_for(user)
-    for step in itertools.count():
-        response = claim(client, dataset)
-        if response.status_code == 204:
-            break
-        submit(client, dataset, response.json()["slot_id"], f"k{step}")
+    rate_until_dry(client, dataset)
     assert Rating.objects.filter(rater=user).count() == 4, "the rater rated every ordinary pair"
     gold_met = GoldLease.objects.filter(rater=user).count()
     assert gold_met < 30
@@ -231,13 +238,7 @@ def test_a_pair_met_in_a_quiz_is_never_served_as_gold(engine, clock, tmp_path, a
     # The admin takes the questions out of the quiz: they become gold pairs of the queue.
     admin_client.post("/admin/annotation/goldpair/", {"action": "quiz_remove", "_selected_action": quiz_ids})
     assert not GoldPair.objects.filter(in_quiz=True).exists()
-    served = []
-    for step in itertools.count():
-        response = claim(client, dataset)
-        if response.status_code == 204:
-            break
-        served.append(is_gold(response.json()))
-        submit(client, dataset, response.json()["slot_id"], f"k{step}")
+    served = [is_gold(assignment) for assignment in rate_until_dry(client, dataset)]
     asked = set(QuizAttempt.objects.get(rater=user).order)  # the questions of the attempt
     assert db_id("question", state["gold_pair_id"]) in asked and asked <= set(quiz_ids)
     met = set(GoldLease.objects.filter(rater=user).values_list("gold_pair_id", flat=True))
@@ -251,11 +252,7 @@ def test_a_retired_gold_pair_is_never_served(engine, clock, tmp_path):
     GoldPair.objects.exclude(pk=kept.pk).update(active=False)
     user = rater(["SIS"])
     client = client_for(user)
-    for step in itertools.count():
-        response = claim(client, dataset)
-        if response.status_code == 204:
-            break
-        submit(client, dataset, response.json()["slot_id"], f"k{step}")
+    rate_until_dry(client, dataset)
     assert list(GoldLease.objects.filter(rater=user).values_list("gold_pair_id", flat=True)) == [kept.pk]
 
 
@@ -267,11 +264,7 @@ def test_a_promoted_gold_pair_is_never_served_to_its_own_raters(engine, clock, t
     assert gold_pairs_promote(dataset=dataset, kind="SIS", max_sd=0.5) == 1
     promoted = GoldPair.objects.get(source_pair=source)
     client = client_for(raters[0])
-    for step in itertools.count():
-        response = claim(client, dataset)
-        if response.status_code == 204:
-            break
-        submit(client, dataset, response.json()["slot_id"], f"k{step}")
+    rate_until_dry(client, dataset)
     met = set(GoldLease.objects.filter(rater=raters[0]).values_list("gold_pair_id", flat=True))
     assert met == set(GoldPair.objects.exclude(pk=promoted.pk).values_list("pk", flat=True)), "only the uploaded one"
     # A rater who never met the source pair is served the promoted gold pair.
