@@ -337,7 +337,7 @@ def participant_next(participant: Participant) -> tuple[str, str | None]:
     first, then the first kind they may rate with pairs left for them; else why they
     are through."""
     from annotation.quiz import quiz_offered
-    from annotation.selectors import rater_pairs_left
+    from annotation.selectors import rater_kinds_with_pairs_left
 
     link = participant.link
     if participant.finished_at is not None:
@@ -355,9 +355,9 @@ def participant_next(participant: Participant) -> tuple[str, str | None]:
             return Step.RATE, kind
     if participant_items_done(participant) >= link.quota:
         return Step.DONE, None
-    left = rater_pairs_left(rater=participant.user, kinds=list(link.kinds), dataset_id=link.dataset_id)
+    left = rater_kinds_with_pairs_left(rater=participant.user, kinds=list(link.kinds), dataset_id=link.dataset_id)
     for kind in link.kinds:
-        if kind in qualified and left.get((link.dataset_id, kind), 0) > 0:
+        if kind in qualified and kind in left:
             return Step.RATE, kind
     if qualified.intersection(link.kinds):
         return Step.NO_WORK, None

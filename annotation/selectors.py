@@ -159,6 +159,30 @@ def rater_pairs_left(*, rater, kinds: list[str], dataset_id: int | None = None) 
     takes one off. Five grouped reads whatever the queue size."""
     from annotation.gold.serving import gold_unmet  # gold serving imports the queue, which reads this
 
+    left = _ordinary_left(rater=rater, kinds=kinds, dataset_id=dataset_id)
+    unmet = _count_by(gold_unmet(rater=rater, dataset_id=dataset_id, kinds=kinds), ("dataset_id", "kind"), Count("id"))
+    gold_off = _datasets_without_gold({dataset for dataset, _ in unmet})
+    for key, n in unmet.items():
+        if left.get(key, 0) > 0 and key[0] not in gold_off:
+            left[key] += n
+    for key, n in _held_gold(rater=rater, kinds=kinds, dataset_id=dataset_id).items():
+        left[key] = left.get(key, 0) + n
+    return {key: n for key, n in left.items() if n > 0}
+
+
+def rater_kinds_with_pairs_left(*, rater, kinds: list[str], dataset_id: int) -> set[str]:
+    """The kinds of ``kinds`` with a pair left for the rater in the dataset
+    (``rater_pairs_left`` above zero), in four grouped reads: gold pairs left count only
+    while ordinary pairs are left, so they never decide it."""
+    left = _ordinary_left(rater=rater, kinds=kinds, dataset_id=dataset_id)
+    for key, n in _held_gold(rater=rater, kinds=kinds, dataset_id=dataset_id).items():
+        left[key] = left.get(key, 0) + n
+    return {kind for (_, kind), n in left.items() if n > 0}
+
+
+def _ordinary_left(*, rater, kinds: list[str], dataset_id: int | None) -> dict[tuple[int, str], int]:
+    """(dataset id, kind) -> ordinary pairs that still need ratings and that the rater has
+    neither rated nor skipped (a held one counts); may be zero or less."""
     counters = QueueCounter.objects.filter(kind__in=kinds)
     rated = RatingSlot.objects.filter(rater=rater, kind__in=kinds, pair_complete=False, state=SlotState.DONE)
     skipped = PairSkip.objects.filter(
@@ -167,14 +191,10 @@ def rater_pairs_left(*, rater, kinds: list[str], dataset_id: int | None = None) 
         pair__ratings_done__lt=F("pair__ratings_required"),
         pair__retired_at__isnull=True,
     )
-    held_gold = GoldLease.objects.filter(
-        rater=rater, kind__in=kinds, state=GoldLeaseState.LEASED, gold_pair__active=True
-    )
     if dataset_id is not None:
         counters = counters.filter(dataset_id=dataset_id)
         rated = rated.filter(dataset_id=dataset_id)
         skipped = skipped.filter(pair__dataset_id=dataset_id)
-        held_gold = held_gold.filter(dataset_id=dataset_id)
     left = _count_by(counters, ("dataset_id", "kind"), Sum("pairs_open"))
     not_for_rater = (
         _count_by(rated, ("dataset_id", "kind"), Count("id")),
@@ -183,14 +203,15 @@ def rater_pairs_left(*, rater, kinds: list[str], dataset_id: int | None = None) 
     for counts in not_for_rater:
         for key, n in counts.items():
             left[key] = left.get(key, 0) - n
-    unmet = _count_by(gold_unmet(rater=rater, dataset_id=dataset_id, kinds=kinds), ("dataset_id", "kind"), Count("id"))
-    gold_off = _datasets_without_gold({dataset for dataset, _ in unmet})
-    for key, n in unmet.items():
-        if left.get(key, 0) > 0 and key[0] not in gold_off:
-            left[key] += n
-    for key, n in _count_by(held_gold, ("dataset_id", "kind"), Count("id")).items():
-        left[key] = left.get(key, 0) + n
-    return {key: n for key, n in left.items() if n > 0}
+    return left
+
+
+def _held_gold(*, rater, kinds: list[str], dataset_id: int | None) -> dict[tuple[int, str], int]:
+    """(dataset id, kind) -> the rater's held leases of active gold pairs."""
+    held = GoldLease.objects.filter(rater=rater, kind__in=kinds, state=GoldLeaseState.LEASED, gold_pair__active=True)
+    if dataset_id is not None:
+        held = held.filter(dataset_id=dataset_id)
+    return _count_by(held, ("dataset_id", "kind"), Count("id"))
 
 
 def _datasets_without_gold(dataset_ids: set[int]) -> set[int]:

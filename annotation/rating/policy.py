@@ -30,7 +30,6 @@ from datetime import datetime
 from django.db import transaction
 
 from annotation import queue
-from annotation.crowd import participation_in
 from annotation.errors import Forbidden, NotFound
 from annotation.gold import serving as gold
 from annotation.gold.pause import RaterPaused, is_paused, paused_error
@@ -48,7 +47,7 @@ from annotation.queue.claim import qualified_kinds
 from annotation.queue.shapes import Assignment, SubmitResult, check_kind, lease_ttl, service_now
 from annotation.queue.submit import submission_values
 from annotation.quiz import quiz_offered
-from annotation.rating.quota import QuotaReached, quota_reached_error, quota_use
+from annotation.rating.quota import QuotaReached, QuotaUse, quota_reached_error, quota_use
 from annotation.roles import PARTICIPANT, has_role, may_rate
 from annotation.sql import use_postgres_sql
 
@@ -73,22 +72,32 @@ def participation(*, rater, dataset: str) -> Participant | None:
     query: the roles are known from authentication); the participant's run through a
     link of this dataset for a crowd participant. Raises Forbidden for a user without the
     rater role and for a participant outside the dataset of their study."""
-    # Raters and campaign-link participants (who are not in the rater group) rate.
+    if not _is_participant(rater):
+        return None
+    return _participation_of(rater=rater, dataset=dataset, lock=False)
+
+
+def _is_participant(rater) -> bool:
+    """Whether the rater acts as a crowd participant; raises Forbidden for a user who may
+    not rate at all. Raters and campaign-link participants (who are not in the rater
+    group) rate."""
     if not may_rate(rater):
         raise Forbidden(f"{rater.get_username()} is not a rater; only raters rate")
-    if not has_role(rater, PARTICIPANT):
-        return None
-    dataset_id = Dataset.objects.filter(name=dataset).values_list("id", flat=True).first()
-    participant = participation_in(user=rater, dataset_id=dataset_id) if dataset_id is not None else None
+    return has_role(rater, PARTICIPANT)
+
+
+def _participation_of(*, rater, dataset: str, lock: bool) -> Participant:
+    """The participant's latest run through a link of ``dataset``, in one query; with
+    ``lock``, its row stays locked until the transaction ends, so their claims and
+    submits take their quota decisions one at a time. Raises Forbidden outside the
+    dataset of their study."""
+    runs = Participant.objects.select_related("link__dataset").filter(user=rater, link__dataset__name=dataset)
+    if lock:
+        runs = runs.select_for_update(of=("self",))
+    participant = runs.order_by("-started_at").first()
     if participant is None:
         raise Forbidden("you joined a study through its link; you may rate only in that study")
     return participant
-
-
-def _locked(participant: Participant) -> Participant:
-    """The participant's row, locked until the transaction ends: their claims and
-    submits take their quota decisions one at a time."""
-    return Participant.objects.select_for_update(of=("self",)).select_related("link__dataset").get(pk=participant.pk)
 
 
 def _check_link_kind(participant: Participant, kind: str) -> None:
@@ -140,19 +149,34 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
     nothing is left for them. Raises Forbidden (who or may they: RaterPaused,
     QuotaReached and plain Forbidden), NotFound for an unknown dataset."""
     check_kind(kind)
-    participant = participation(rater=rater, dataset=dataset)
-    if participant is None:
+    if not _is_participant(rater):
         return _serve(rater=rater, dataset=dataset, kind=kind, now=now)
     with transaction.atomic():
-        participant = _locked(participant)
-        for each in _participant_claim_kinds(participant, rater=rater, kind=kind):
-            assignment = _serve(rater=rater, dataset=dataset, kind=each, now=now)
-            if assignment is not None:
-                return assignment
+        participant = _participation_of(rater=rater, dataset=dataset, lock=True)
+        return _participant_claim(participant, rater=rater, dataset=dataset, kind=kind, now=now)
+
+
+def _participant_claim(
+    participant: Participant,
+    *,
+    rater,
+    dataset: str,
+    kind: str | None,
+    now: datetime | None,
+    use: QuotaUse | None = None,
+) -> Assignment | None:
+    """A locked participant's claim: the kinds ``_participant_claim_kinds`` allows, in
+    order, until one serves an item. ``use``: their quota use when the caller knows it."""
+    for each in _participant_claim_kinds(participant, rater=rater, kind=kind, use=use):
+        assignment = _serve(rater=rater, dataset=dataset, kind=each, now=now)
+        if assignment is not None:
+            return assignment
     return None
 
 
-def _participant_claim_kinds(participant: Participant, *, rater, kind: str | None) -> list[str]:
+def _participant_claim_kinds(
+    participant: Participant, *, rater, kind: str | None, use: QuotaUse | None = None
+) -> list[str]:
     """The kinds to try, in order, for a participant's claim: a kind they hold an item
     of first (resumed), then the link's other kinds. Raises QuotaReached once the
     completion code was shown or ratings and held items fill the quota (then only a
@@ -164,7 +188,7 @@ def _participant_claim_kinds(participant: Participant, *, rater, kind: str | Non
     if participant.finished_at is not None:
         raise quota_reached_error(participant)
     _check_quiz_first(participant, kind=kind)
-    use = quota_use(participant)
+    use = use or quota_use(participant)
     if use.done >= use.quota:
         raise quota_reached_error(participant)
     wanted = [kind] if kind is not None else list(link.kinds)
@@ -205,27 +229,30 @@ def rating_submit(*, rater, dataset: str, slot_id: int, now: datetime | None = N
     RaterPaused for a rater paused since the claim and, for a participant, QuotaReached
     when this rating would pass the quota, Forbidden for an item outside their study;
     nothing is stored then."""
-    participant = participation(rater=rater, dataset=dataset)
-    if participant is None:
+    if not _is_participant(rater):
         return _store(rater=rater, dataset=dataset, slot_id=slot_id, now=now, submission=submission)
     with transaction.atomic():
-        participant = _locked(participant)
-        _participant_may_submit(participant, slot_id=slot_id)
+        participant = _participation_of(rater=rater, dataset=dataset, lock=True)
+        _participant_may_submit(participant, slot_id=slot_id, use=quota_use(participant))
         return _store(rater=rater, dataset=dataset, slot_id=slot_id, now=now, submission=submission)
 
 
-def _participant_may_submit(participant: Participant, *, slot_id: int) -> None:
-    link = participant.link
-    item = (
-        RatingSlot.objects.filter(pk=slot_id, dataset_id=link.dataset_id).values("kind", "state", "rater_id").first()
-        or GoldLease.objects.filter(pk=slot_id, dataset_id=link.dataset_id).values("kind", "state", "rater_id").first()
-    )
-    if item is None:
-        return  # the queue names the unknown id
-    _check_link_kind(participant, item["kind"])
-    if item["state"] in (SlotState.DONE, GoldLeaseState.DONE) and item["rater_id"] == participant.user_id:
-        return  # a repeat of a stored rating: the queue answers the replay, storing nothing
-    use = quota_use(participant)
+def _participant_may_submit(participant: Participant, *, slot_id: int, use: QuotaUse) -> None:
+    """Raise Forbidden for an item of a kind outside the participant's link, QuotaReached
+    when rating it would pass the quota. An item they hold is of a link kind (``use``
+    holds only those) and needs no lookup."""
+    if slot_id not in {held_id for held_id, _ in use.held}:
+        fields = ("kind", "state", "rater_id")
+        in_dataset = {"pk": slot_id, "dataset_id": participant.link.dataset_id}
+        item = (
+            RatingSlot.objects.filter(**in_dataset).values(*fields).first()
+            or GoldLease.objects.filter(**in_dataset).values(*fields).first()
+        )
+        if item is None:
+            return  # the queue names the unknown id
+        _check_link_kind(participant, item["kind"])
+        if item["state"] in (SlotState.DONE, GoldLeaseState.DONE) and item["rater_id"] == participant.user_id:
+            return  # a repeat of a stored rating: the queue answers the replay, storing nothing
     if use.done + use.held_other_than(slot_id) >= use.quota:
         raise quota_reached_error(participant)
 
@@ -251,13 +278,31 @@ def rating_submit_and_claim_next(
     """Store a rating, then claim the rater's next pair of ``next_kind`` (None when none
     is left, or when the claim is refused: paused, at the quota, a kind outside the
     study; the page's next claim then says why), so the rating page shows it without
-    another round trip. The rating commits first; the claim is its own short
-    transaction, and a refused claim never loses it."""
-    result = rating_submit(rater=rater, dataset=dataset, slot_id=slot_id, **submission)
-    try:
-        return result, slot_claim(rater=rater, dataset=dataset, kind=next_kind)
-    except (RaterPaused, QuotaReached, Forbidden):
-        return result, None
+    another round trip. A refused claim never loses the rating: a rater's claim is its
+    own transaction after the rating's; a participant's runs in a savepoint of the
+    rating's transaction, under the same lock of their run, with the quota use the
+    submit read (one rated item more, one held less)."""
+    check_kind(next_kind)
+    if not _is_participant(rater):
+        result = _store(rater=rater, dataset=dataset, slot_id=slot_id, now=None, submission=submission)
+        try:
+            return result, _serve(rater=rater, dataset=dataset, kind=next_kind, now=None)
+        except (RaterPaused, Forbidden):
+            return result, None
+    with transaction.atomic():
+        participant = _participation_of(rater=rater, dataset=dataset, lock=True)
+        use = quota_use(participant)
+        _participant_may_submit(participant, slot_id=slot_id, use=use)
+        result = _store(rater=rater, dataset=dataset, slot_id=slot_id, now=None, submission=submission)
+        after = use if result.replayed else use.after_rating(slot_id)
+        try:
+            with transaction.atomic():
+                claimed = _participant_claim(
+                    participant, rater=rater, dataset=dataset, kind=next_kind, now=None, use=after
+                )
+        except (RaterPaused, QuotaReached, Forbidden):
+            claimed = None
+    return result, claimed
 
 
 # --- slot actions ------------------------------------------------------------------------

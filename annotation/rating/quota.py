@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import Count, IntegerField, Subquery
+from django.db.models.functions import Coalesce
+
 from annotation.errors import Forbidden
 from annotation.models import (
     GoldLease,
@@ -38,6 +41,11 @@ class QuotaUse:
     def held_other_than(self, lease_id: int | None) -> int:
         return sum(1 for held_id, _ in self.held if held_id != lease_id)
 
+    def after_rating(self, lease_id: int) -> QuotaUse:
+        """The use once the held item ``lease_id`` is rated: one more done, one less held."""
+        held = tuple((held_id, kind) for held_id, kind in self.held if held_id != lease_id)
+        return QuotaUse(quota=self.quota, done=self.done + 1, held=held)
+
 
 def quota_reached_error(participant: Participant) -> QuotaReached:
     return QuotaReached(f"you rated the {participant.link.quota} items of this study; your completion code is ready")
@@ -45,26 +53,35 @@ def quota_reached_error(participant: Participant) -> QuotaReached:
 
 def participant_items_done(participant: Participant) -> int:
     """Items the participant rated in the link's dataset and kinds since joining
-    (ordinary and queue gold ratings alike)."""
+    (ordinary and queue gold ratings alike), in one query."""
     link = participant.link
     ratings = Rating.objects.filter(
         rater_id=participant.user_id,
         pair__dataset_id=link.dataset_id,
         pair__kind__in=link.kinds,
         created_at__gte=participant.started_at,
-    ).count()
+    )
     gold = GoldRating.objects.filter(
         rater_id=participant.user_id,
         dataset_id=link.dataset_id,
         purpose=GoldPurpose.QUEUE,
         gold_pair__kind__in=link.kinds,
         created_at__gte=participant.started_at,
-    ).count()
-    return ratings + gold
+    )
+    ordinary, queue_gold = (
+        Participant.objects.filter(pk=participant.pk).values_list(_count_of(ratings), _count_of(gold)).get()
+    )
+    return ordinary + queue_gold
+
+
+def _count_of(rows) -> Coalesce:
+    """``rows``' count as a scalar subquery (grouped by rater: one group at most)."""
+    counted = rows.order_by().values("rater_id").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
 def quota_use(participant: Participant) -> QuotaUse:
-    """What counts against the participant's quota now."""
+    """What counts against the participant's quota now (two queries)."""
     link = participant.link
     slots = RatingSlot.objects.filter(
         rater_id=participant.user_id, dataset_id=link.dataset_id, kind__in=link.kinds, state=SlotState.LEASED
@@ -72,7 +89,7 @@ def quota_use(participant: Participant) -> QuotaUse:
     gold = GoldLease.objects.filter(
         rater_id=participant.user_id, dataset_id=link.dataset_id, kind__in=link.kinds, state=GoldLeaseState.LEASED
     ).values_list("id", "kind", "leased_at")
-    held = sorted([*slots, *gold], key=lambda row: (row[2], row[0]))
+    held = sorted(slots.order_by().union(gold.order_by(), all=True), key=lambda row: (row[2], row[0]))
     return QuotaUse(
         quota=link.quota,
         done=participant_items_done(participant),

@@ -1,6 +1,7 @@
 """The policy costs a plain rater nothing on the hot path: a claim and a submit through
 the API, token-authenticated, take as many queries as before the policy existed (the
-claim statement checks pause and qualification; the submit statement checks the pause)."""
+claim statement checks pause and qualification; the submit statement checks the pause).
+A participant's checks cost a fixed handful of queries, whatever their history."""
 
 import pytest
 from django.db import connection
@@ -8,6 +9,8 @@ from django.test.utils import CaptureQueriesContext
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
+from annotation.crowd import campaign_link_create
+from tests.annotation.crowd_support import ParticipantClient, crowd_dataset
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
 
@@ -52,3 +55,33 @@ def test_a_plain_raters_claim_and_submit_cost_no_more_queries_than_before_the_po
     claim_and_submit(client, split.dataset.name, "warm")  # prepares the statements once per connection
     counts = claim_and_submit(client, split.dataset.name, "measured")
     assert counts == (CLAIM_QUERIES, SUBMIT_QUERIES)
+
+
+# A participant's claim and submit pass the policy's WHO and MAY THEY in four queries
+# (their run, locked; the items they hold; the items they rated; with the claim's
+# gold and queue statements and the session's own reads around them). Counted when the
+# participant path was folded (before: 18 for the claim, 31 for a submit with the next
+# claim), over session authentication as the rating page sends them.
+PARTICIPANT_CLAIM_QUERIES = 14
+PARTICIPANT_SUBMIT_AND_NEXT_QUERIES = 19
+
+
+def test_a_participants_claim_and_submit_with_the_next_claim_cost_a_fixed_number_of_queries(settings, tmp_path):
+    settings.SQL_PATHS = "postgres"
+    dataset = crowd_dataset(tmp_path, gold_one_in=0)
+    link = campaign_link_create(dataset=dataset, name="study", kinds=["SIS"], quota=5, completion_code="DONE1")
+    browser = ParticipantClient(link, "queries1")
+    assert browser.join().status_code == 302
+    warm = browser.claim("SIS")  # prepares the statements once per connection
+    assert browser.submit(warm).status_code == 201
+    with CaptureQueriesContext(connection) as claimed:
+        slot = browser.claim("SIS")
+    body = {"score": 1.5, "time_on_item_ms": 4000, "time_to_first_move_ms": 600, "adjustments": 1}
+    with CaptureQueriesContext(connection) as submitted:
+        stored = browser._post(
+            f"slots/{slot['slot_id']}/submit/", {**body, "idempotency_key": "q-1", "claim_next_kind": "SIS"}
+        )
+    assert stored.status_code == 201, stored.content
+    assert stored.json()["next"] is not None
+    assert len(claimed.captured_queries) <= PARTICIPANT_CLAIM_QUERIES
+    assert len(submitted.captured_queries) <= PARTICIPANT_SUBMIT_AND_NEXT_QUERIES
