@@ -1,4 +1,4 @@
-"""The instruction texts, checked without a database."""
+"""The instruction texts, checked without a database, and as the task and quiz pages show them."""
 
 import re
 
@@ -42,3 +42,23 @@ def test_skip_and_flag_are_named_only_in_task_only_points(kind):
     for point in INSTRUCTIONS[kind]["points"]:
         names_them = bool(re.search(r"\b(skip|flag)\b", point.text, re.IGNORECASE))
         assert names_them == point.task_only, point.text
+
+
+@pytest.mark.django_db
+def test_the_quiz_page_leaves_out_skip_and_flag_and_the_task_page_keeps_them(demo):
+    """Through the pages: the quiz has no Skip or Flag, so its instructions do not name them."""
+    from django.test import Client
+
+    from tests.frontend.crowd_setup import sis_quiz
+    from tests.frontend.rating_setup import rater
+
+    newcomer = rater("rater2")
+    newcomer.qualifications.filter(kind="SIS").delete()
+    sis_quiz(demo)
+    client = Client()
+    client.force_login(newcomer)
+    quiz = client.get("/rate/demo/sis/").content.decode()
+    assert "quiz-intro" in quiz and 'id="skip"' not in quiz
+    assert "Skip a pair" not in quiz
+    task = client.get("/rate/demo/sts/").content.decode()
+    assert 'id="skip"' in task and "Skip a pair you cannot judge" in task
