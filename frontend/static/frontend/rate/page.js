@@ -1,6 +1,7 @@
 // The rating page: wires the API, the slider and the session state to the DOM.
 import { NetworkError, rateApi } from "./api.js";
 import { itemNode, showNoticeIn } from "./items.js";
+import { Focus, enterAction } from "./keys.js";
 import { createSlider } from "./slider.js";
 import { ItemTimer, Outbox, newKey, retryDelay } from "./state.js";
 
@@ -249,6 +250,8 @@ async function submit() {
   busy = false;
   if (handleAuth(answer)) return;
   if (answer.status === 201 || answer.status === 200) {
+    // A notice about an earlier pair (its report was sent, a skip failed) is stale now.
+    showNotice("");
     refreshProgress();
     // The submit claimed the next pair too (claim_next_kind): null when none is left or
     // the rater was paused meanwhile; a claim then tells which.
@@ -264,6 +267,9 @@ async function passOn(action) {
   if (!assignment || busy) return;
   const flag = action === "flag" ? flagInput() : null;
   if (action === "flag" && flag === null) return;
+  // The button pressed is disabled while the server answers, which takes the focus from
+  // it: a failed attempt gives the focus back there; the next pair gives it to the slider.
+  const returnFocusTo = document.activeElement;
   busy = true;
   updateControls();
   try {
@@ -278,6 +284,7 @@ async function passOn(action) {
     showNotice("No connection. Try again in a moment.", "error");
     busy = false;
     updateControls();
+    if (returnFocusTo instanceof HTMLElement && !returnFocusTo.disabled) returnFocusTo.focus();
     return;
   }
   busy = false;
@@ -303,15 +310,13 @@ el.flag.addEventListener("click", () => passOn("flag"));
 el.flagReason.addEventListener("change", updateControls);
 el.flagNote.addEventListener("input", () => el.flagNote.removeAttribute("aria-invalid"));
 document.addEventListener("keydown", (event) => {
-  if (event.key !== "Enter" || event.isComposing || document.activeElement?.tagName === "SELECT") return;
-  if (document.activeElement === el.flagNote) {
-    // Enter in the note sends the report, never the rating.
-    event.preventDefault();
-    if (!el.flag.disabled) passOn("flag");
-  } else if (!el.submit.disabled) {
-    event.preventDefault();
-    submit();
-  }
+  if (event.key !== "Enter" || event.isComposing) return;
+  const focus = slider.hasFocus() ? Focus.SLIDER : document.activeElement === el.flagNote ? Focus.FLAG_NOTE : Focus.OTHER;
+  const action = enterAction(focus, { canSubmit: !el.submit.disabled, canFlag: !el.flag.disabled });
+  if (action === null) return;
+  event.preventDefault();
+  if (action === "submit") submit();
+  else passOn("flag");
 });
 
 // Ratings left from an earlier visit (closed tab, lost connection) are sent first.

@@ -4,6 +4,7 @@
 // A passed attempt reloads the page, which then serves the task itself.
 import { NetworkError, call } from "./api.js";
 import { itemNode, showNoticeIn } from "./items.js";
+import { Focus, enterAction } from "./keys.js";
 import { createSlider } from "./slider.js";
 import { ItemTimer, newKey } from "./state.js";
 
@@ -159,7 +160,9 @@ el.proceed.addEventListener("click", () => {
 });
 document.addEventListener("keydown", (event) => {
   if (event.key !== "Enter" || event.isComposing) return;
-  if (!el.submit.disabled && !el.submit.hidden) {
+  const focus = slider.hasFocus() ? Focus.SLIDER : Focus.OTHER;
+  const canSubmit = !el.submit.disabled && !el.submit.hidden;
+  if (enterAction(focus, { canSubmit, canFlag: false }) === "submit") {
     event.preventDefault();
     submit();
   }

@@ -53,6 +53,16 @@ export function createSlider(root, { kind, levels, onChange }) {
     item.append(name, detail);
     labels.append(item);
   }
+  // Nothing hovers on a touch screen: a tapped name shows its description until another
+  // name is tapped or the handle moves (then the nearest level's shows, as with a mouse).
+  labels.addEventListener("click", (event) => {
+    const item = event.target.closest(".scale-name")?.parentElement;
+    if (!item || event.pointerType === "mouse") return;
+    pick(item);
+  });
+  function pick(item) {
+    for (const other of labels.children) other.classList.toggle("picked", other === item);
+  }
   root.append(track, labels);
 
   let value = null;
@@ -83,6 +93,7 @@ export function createSlider(root, { kind, levels, onChange }) {
     const clamped = Math.min(MAX, Math.max(MIN, next));
     if (clamped === value) return;
     value = clamped;
+    pick(null);
     render();
     onChange?.(value, source);
   }
@@ -136,10 +147,14 @@ export function createSlider(root, { kind, levels, onChange }) {
     },
     reset() {
       value = null;
+      pick(null);
       render();
     },
     focus() {
       track.focus();
+    },
+    hasFocus() {
+      return document.activeElement === track;
     },
   };
 }

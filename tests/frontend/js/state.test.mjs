@@ -1,0 +1,65 @@
+// The rating session's state, without a browser: clock and storage are injected.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { ItemTimer, Outbox, newKey, retryDelay } from "../../../frontend/static/frontend/rate/state.js";
+
+function clock(times) {
+  const queue = [...times];
+  return () => queue.shift();
+}
+
+test("the timer counts a drag once and times the first move", () => {
+  // The clock is read when the pair shows, at the first move and for the facts.
+  const timer = new ItemTimer(clock([1000, 1400, 3000]));
+  timer.moved("pointer");
+  timer.moved("drag");
+  timer.moved("drag");
+  timer.moved("keyboard");
+  assert.deepEqual(timer.facts(), { time_on_item_ms: 2000, time_to_first_move_ms: 400, adjustments: 2 });
+});
+
+test("an untouched pair has no first move", () => {
+  const timer = new ItemTimer(clock([0, 2500]));
+  assert.deepEqual(timer.facts(), { time_on_item_ms: 2500, time_to_first_move_ms: null, adjustments: 0 });
+});
+
+class MemoryStorage {
+  constructor() {
+    this.items = new Map();
+  }
+  getItem(key) {
+    return this.items.has(key) ? this.items.get(key) : null;
+  }
+  setItem(key, value) {
+    this.items.set(key, String(value));
+  }
+}
+
+test("the outbox keeps one submission per idempotency key until removed", () => {
+  const storage = new MemoryStorage();
+  const outbox = new Outbox(storage, "cxc-outbox:r:demo");
+  outbox.add({ idempotency_key: "a", score: 1 });
+  outbox.add({ idempotency_key: "b", score: 2 });
+  outbox.add({ idempotency_key: "a", score: 3 });
+  assert.deepEqual(
+    new Outbox(storage, "cxc-outbox:r:demo").pending().map((s) => [s.idempotency_key, s.score]),
+    [
+      ["b", 2],
+      ["a", 3],
+    ],
+  );
+  outbox.remove("b");
+  assert.deepEqual(outbox.pending(), [{ idempotency_key: "a", score: 3 }]);
+});
+
+test("a damaged outbox reads as empty", () => {
+  const storage = new MemoryStorage();
+  storage.setItem("k", "{not json");
+  assert.deepEqual(new Outbox(storage, "k").pending(), []);
+});
+
+test("keys are 32 hex digits and retries back off to 15 s", () => {
+  assert.match(newKey(), /^[0-9a-f]{32}$/);
+  assert.deepEqual([0, 1, 2, 5, 10].map(retryDelay), [500, 1000, 2000, 15000, 15000]);
+});
