@@ -49,6 +49,7 @@ urlpatterns = [
     path("exports/", exports.ExportListApi.as_view(), name="export-list"),
     path("exports/<id:job_id>/", exports.ExportDetailApi.as_view(), name="export-detail"),
     path("exports/<id:job_id>/files/", exports.ExportFileListApi.as_view(), name="export-files"),
+    path("exports/<id:job_id>/archive", exports.ExportArchiveApi.as_view(), name="export-archive"),
     path("exports/<id:job_id>/files/<str:name>", exports.ExportFileDownloadApi.as_view(), name="export-file"),
     path("rate/<slug:dataset>/claim/", rating.RatingClaimApi.as_view(), name="rate-claim"),
     path(
