@@ -1,13 +1,14 @@
 """The researcher page: the datasets they may export, a form that starts an export through
 the export API, their export jobs with status, progress and download links (kept fresh
-by the page's script), and how to evaluate a model on an export."""
+by the page's script), and a form that evaluates a model with the dataset's own embedding
+spaces through the evaluation API, with its progress, report table and files."""
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.urls import reverse
 
 from annotation.export import FORMATS
-from annotation.models import Split
+from annotation.models import EmbeddingSpace, Split
 from annotation.roles import ADMIN, RESEARCHER, has_role
 from annotation.selectors import dataset_list
 
@@ -36,6 +37,20 @@ FILE_NOTES = (
 )  # fmt: skip
 
 
+def cli_model(spaces: list[dict]) -> str:
+    """A ``--model`` spec of the dataset's first image and caption spaces ("" without any):
+    unimodal unless both are there with one dimension (the command's joint default)."""
+    first = {}
+    for space in spaces:
+        first.setdefault(space["modality"], space)
+    if not first:
+        return ""
+    parts = [f"{modality}-space={space['name']}" for modality, space in sorted(first.items(), reverse=True)]
+    if len({space["dimension"] for space in first.values()}) > 1:
+        parts.append("spaces=unimodal")
+    return "stored:" + ",".join(parts)
+
+
 def file_note(name: str) -> str:
     """The note of the FILE_NOTES entry whose suffix ``name`` ends with (the longest)."""
     matches = [entry for entry in FILE_NOTES if name.endswith(entry[1])]
@@ -53,10 +68,27 @@ def research(request):
     splits: dict[int, list[str]] = {}
     for dataset_id, name in Split.objects.order_by("name").values_list("dataset_id", "name"):
         splits.setdefault(dataset_id, []).append(name)
+    spaces: dict[int, list[dict]] = {}
+    for space in EmbeddingSpace.objects.order_by("name").values("dataset_id", "name", "modality", "dimension"):
+        spaces.setdefault(space.pop("dataset_id"), []).append(space)
     context = {
-        "datasets": [{"name": d.name, "images": d.image_count or 0, "splits": splits.get(d.pk, [])} for d in datasets],
+        "datasets": [
+            {
+                "name": d.name,
+                "images": d.image_count or 0,
+                "splits": splits.get(d.pk, []),
+                "spaces": spaces.get(d.pk, []),
+            }
+            for d in datasets
+        ],
         "formats": [(name, FORMAT_NOTES[name]) for name in FORMATS],
         "file_notes": [(pattern, note) for pattern, _, note in FILE_NOTES],
-        "config": {"exports_url": reverse("export-list")},
+        "cli_model": cli_model(spaces.get(datasets[0].pk, [])) if datasets else "",
+        "config": {
+            "exports_url": reverse("export-list"),
+            "evaluations_url": reverse("evaluation-list"),
+            "spaces": {d.name: spaces.get(d.pk, []) for d in datasets},
+            "splits": {d.name: splits.get(d.pk, []) for d in datasets},
+        },
     }
     return render(request, "frontend/research.html", context)

@@ -46,3 +46,16 @@ def test_the_page_states_the_notes():
     html = client.get("/research/").content.decode()
     assert "one JSON object per pair" in html and "one JSON object per rating" not in html
     assert "What each file holds" in html and "&lt;task&gt;_&lt;split&gt;_raw.parquet" in html
+
+
+def test_the_printed_command_names_the_datasets_own_spaces():
+    from frontend.research import cli_model
+
+    two_models = [
+        {"name": "minilm", "modality": "caption", "dimension": 384},
+        {"name": "efficientnet_lite0", "modality": "image", "dimension": 1280},
+    ]
+    assert cli_model(two_models) == "stored:image-space=efficientnet_lite0,caption-space=minilm,spaces=unimodal"
+    joint = [{"name": "clip-txt", "modality": "caption", "dimension": 512}, {**two_models[1], "dimension": 512}]
+    assert cli_model(joint) == "stored:image-space=efficientnet_lite0,caption-space=clip-txt"
+    assert cli_model([]) == ""
