@@ -1,4 +1,4 @@
-"""Import and export jobs: create, start and run them from their status row (shared by
+"""Import, export and evaluation jobs: create, start and run them from their status row (shared by
 the Celery tasks, the CLI, the admin and the API). The lifecycle is annotation.runs'."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from django.db import transaction
 
+from annotation.evaluation.jobs import run_evaluation_params
 from annotation.export import export_staging_remove, run_export_params
 from annotation.models import Job
 from annotation.runs import JOB_LOCKS, Progress, RunKind, run_once, run_succeed, runs_fail_orphaned
@@ -48,6 +49,7 @@ RUNNERS: dict[str, Callable[[dict, Progress], dict]] = {
     Job.Kind.IMPORT_KARPATHY: _run_import_karpathy,
     Job.Kind.IMPORT_EMBEDDINGS: _run_import_embeddings,
     Job.Kind.EXPORT_DATASET: run_export_params,
+    Job.Kind.EVALUATE: run_evaluation_params,
 }
 
 

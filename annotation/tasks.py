@@ -32,6 +32,12 @@ def run_export_job(job_id: int) -> None:
     _run_job(job_id)
 
 
+@shared_task(acks_late=True)
+def run_evaluation_job(job_id: int) -> None:
+    """Run an evaluation job by id (idempotent, as run_import_job)."""
+    _run_job(job_id)
+
+
 def _run_job(job_id: int) -> None:
     try:
         job_run(job_id=job_id)

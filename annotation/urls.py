@@ -5,6 +5,7 @@ from annotation.apis import (
     accounts,
     campaign_links,
     datasets,
+    evaluations,
     exclusions,
     exports,
     gold,
@@ -49,6 +50,14 @@ urlpatterns = [
     path("exports/", exports.ExportListApi.as_view(), name="export-list"),
     path("exports/<id:job_id>/", exports.ExportDetailApi.as_view(), name="export-detail"),
     path("exports/<id:job_id>/files/", exports.ExportFileListApi.as_view(), name="export-files"),
+    path("evaluations/", evaluations.EvaluationListApi.as_view(), name="evaluation-list"),
+    path("evaluations/<id:job_id>/", evaluations.EvaluationDetailApi.as_view(), name="evaluation-detail"),
+    path(
+        "evaluations/<id:job_id>/files/<str:name>",
+        evaluations.EvaluationFileDownloadApi.as_view(),
+        name="evaluation-file",
+    ),
+    path("exports/<id:job_id>/archive", exports.ExportArchiveApi.as_view(), name="export-archive"),
     path("exports/<id:job_id>/files/<str:name>", exports.ExportFileDownloadApi.as_view(), name="export-file"),
     path("rate/<slug:dataset>/claim/", rating.RatingClaimApi.as_view(), name="rate-claim"),
     path(

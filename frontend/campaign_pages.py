@@ -121,15 +121,52 @@ def progress_rows(rows: list[dict]) -> list[dict]:
     return shaped
 
 
+def _span(seconds: float) -> str:
+    """``42 seconds``, ``1 minute``, ``6 minutes``, ``3 hours``, ``2 days``."""
+    for unit, size in (("day", 86_400), ("hour", 3_600), ("minute", 60)):
+        if seconds >= (2 * size if unit != "minute" else size):
+            count = int(seconds // size)
+            return f"{count} {unit}{'' if count == 1 else 's'}"
+    return f"{int(seconds)} seconds"
+
+
+def pace_text(progress: dict) -> dict:
+    """The pace figure: ``value`` (ratings per hour) and ``window``, the time it is
+    measured over, stated beside it."""
+    pace = progress.get("pace")
+    if pace is None:  # a snapshot made before the pace existed
+        return {"value": "—", "window": "(not in this snapshot: refresh it)"}
+    if pace["window"] is None:
+        return {"value": "—", "window": "(nothing rated yet)"}
+    if pace["window"] == "last_hour":
+        window = f"over the last {round(pace['window_seconds'] / 60)} minutes"
+    else:
+        window = f"since the first rating {_span(pace['window_seconds'])} ago"
+    per_hour = pace["per_hour"]
+    if per_hour is None:
+        return {"value": "—", "window": f"(no pace yet: {window})"}
+    value = f"{per_hour:,.0f} / hour" if per_hour >= 10 else f"{per_hour:.1f} / hour"
+    return {"value": value, "window": f"({window})"}
+
+
 def finish_text(progress: dict) -> dict:
     """The finish estimate as the page's figure shows it: ``when`` (big), ``note`` (what
     it rests on) and ``small`` when ``when`` is a sentence rather than a time."""
     if progress["ratings_remaining"] == 0:
         return {"when": "done", "note": "", "small": False}
-    estimate = parse_time(progress["finish_estimate"])
-    if estimate is None:
-        return {"when": "no estimate: no ratings in the last 24 h", "note": "", "small": True}
-    return {"when": format_time(estimate), "note": "(at the last 24 h rate)", "small": True}
+    pace = progress.get("pace")
+    if pace is None:
+        return {"when": "no estimate in this snapshot: refresh it", "note": "", "small": True}
+    state = pace["state"]
+    if state == "no_ratings":
+        return {"when": "no estimate: nothing rated yet", "note": "", "small": True}
+    if state == "too_early":
+        return {"when": "no estimate yet: the first rating is under a minute old", "note": "", "small": True}
+    if state == "idle":
+        return {"when": "no estimate: no ratings in the last hour", "note": "", "small": True}
+    left = progress["ratings_remaining"] / pace["per_hour"] * 3600
+    when = f"{format_time(parse_time(progress['finish_estimate']))}, in {_span(left)}"
+    return {"when": when, "note": "(at this pace)", "small": True}
 
 
 # --- tables beside charts ----------------------------------------------------------------
@@ -312,6 +349,7 @@ def dashboard_context(data: dict) -> dict:
         "by_kind": progress_rows(progress["by_kind"]),
         "by_batch": progress_rows(progress["by_batch"]),
         "finish": finish_text(progress),
+        "pace": pace_text(progress),
         "per_day_table": {
             "headers": ["date", "ratings"],
             "rows": [[row["date"], row["ratings"]] for row in progress["ratings_per_day"]],

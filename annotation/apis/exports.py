@@ -1,6 +1,6 @@
 """Exports (researchers and admins): start one, poll it, list and download its files."""
 
-from django.http import FileResponse
+from django.http import FileResponse, StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
@@ -40,6 +40,7 @@ class ExportJobSerializer(serializers.ModelSerializer):
     pairs = serializers.SerializerMethodField()
     ratings = serializers.SerializerMethodField()
     files = serializers.SerializerMethodField()
+    archive_url = serializers.SerializerMethodField(help_text="One zip of every file; null until the job succeeded.")
     stale = StaleRunField(JOB_RUNS)
 
     class Meta:
@@ -58,6 +59,7 @@ class ExportJobSerializer(serializers.ModelSerializer):
             "pairs",
             "ratings",
             "files",
+            "archive_url",
             "created_at",
             "started_at",
             "finished_at",
@@ -82,6 +84,13 @@ class ExportJobSerializer(serializers.ModelSerializer):
     def get_files(self, job) -> list[dict]:
         context = {**self.context, "job_id": job.id}
         return ExportFileSerializer(export.export_files(job=job), many=True, context=context).data
+
+    def get_archive_url(self, job) -> str | None:
+        if not export.export_files(job=job):
+            return None
+        path = reverse("export-archive", args=[job.id])
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request is not None else path
 
 
 class ExportRequestSerializer(serializers.Serializer):
@@ -161,3 +170,27 @@ class ExportFileDownloadApi(APIView):
     def get(self, request, job_id: int, name: str):
         path = export.export_file_path(job=selectors.export_job_get(job_id=job_id), name=name)
         return FileResponse(path.open("rb"), as_attachment=True, filename=name, content_type=export.media_type(name))
+
+
+class ExportArchiveApi(APIView):
+    """Download every file of a finished export as one zip,
+    ``<dataset>-export-<id>.zip`` (its files in the folder ``<dataset>-export-<id>/``).
+    The zip is made while it is sent: no copy of the export in memory or on disk."""
+
+    permission_classes = [IsResearcher]
+
+    def perform_content_negotiation(self, request, force=False):
+        return (JSONRenderer(), JSONRenderer.media_type)
+
+    @extend_schema(
+        responses={
+            (200, "application/zip"): OpenApiTypes.BINARY,
+            404: error_response("No such export job, or one of its files is no longer on disk."),
+            409: error_response("The export has not succeeded (yet); its files are not ready."),
+        }
+    )
+    def get(self, request, job_id: int):
+        name, chunks = export.export_archive(job=selectors.export_job_get(job_id=job_id))
+        response = StreamingHttpResponse(chunks, content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response

@@ -15,7 +15,7 @@ import numpy as np
 
 from annotation.aggregation import dense_unique, group_medians
 from annotation.cxc import FILE_PREFIX, KINDS
-from annotation.dashboard import stats
+from annotation.dashboard import pace, stats
 from annotation.dashboard.tables import ALL, CompleteAgreement, PairTable, RatingTable, complete_agreement, pair_rows
 
 LARGEST_DIFFERENCES = 10
@@ -100,7 +100,8 @@ def _progress_counts(pairs: PairTable, held: np.ndarray, flagged: np.ndarray, ch
 
 
 def progress(inputs: CampaignInputs, rows: np.ndarray) -> dict:
-    """Pairs per kind and per (batch, kind), ratings over time, rate and finish estimate."""
+    """Pairs per kind and per (batch, kind), ratings over time, the recent pace and the
+    finish estimate (:mod:`annotation.dashboard.pace`)."""
     pairs, at, now = inputs.pairs, inputs.ratings.at, inputs.now_s
     held = np.isin(pairs.id, inputs.held_pairs)
     flagged = np.isin(pairs.id, inputs.flagged_pairs)
@@ -129,7 +130,7 @@ def progress(inputs: CampaignInputs, rows: np.ndarray) -> dict:
         per_day = [{"date": day_text(first + i * stats.DAY_S), "ratings": int(n)} for i, n in enumerate(counts)]
     active = ~pairs.retired
     remaining = int(np.maximum(pairs.required[active] - pairs.done[active], 0).sum())
-    rate = stats.rate_and_finish(at, now_s=now, remaining=remaining)
+    recent_pace = pace.pace_and_finish(at, now_s=now, remaining=remaining)
     recent = inputs.ratings.rater[(at > now - stats.HOUR_S) & (at <= now)]
     return {
         "by_kind": by_kind,
@@ -138,10 +139,16 @@ def progress(inputs: CampaignInputs, rows: np.ndarray) -> dict:
         "ratings_per_hour_today": [
             {"hour": hour, "ratings": int(n)} for hour, n in enumerate(stats.hourly_counts(at, today))
         ],
-        "ratings_last_24h": rate.last_24h,
-        "rate_per_hour_24h": rate.per_hour,
+        "ratings_last_24h": int(np.count_nonzero((at > now - stats.DAY_S) & (at <= now))),
         "ratings_remaining": remaining,
-        "finish_estimate": iso(rate.finish_s),
+        "pace": {
+            "state": recent_pace.state,
+            "window": recent_pace.window,
+            "window_seconds": recent_pace.window_s,
+            "ratings": recent_pace.ratings,
+            "per_hour": recent_pace.per_hour,
+        },
+        "finish_estimate": iso(recent_pace.finish_s),
         "raters_active_last_hour": int(np.unique(recent).shape[0]),
         "leases_held": int(inputs.leases_held),
     }

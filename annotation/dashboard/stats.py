@@ -1,5 +1,5 @@
-"""Grouped counts, medians, shares, histograms and the finish estimate of the campaign
-dashboard. Pure numpy, no Django.
+"""Grouped counts, medians, shares and histograms of the campaign dashboard. Pure numpy,
+no Django (the pace and finish estimate: :mod:`annotation.dashboard.pace`).
 
 "Groups" are small non-negative ints (a rater's row, or a rater's row times the number
 of days plus the day): ``groups: int (m,)`` beside ``values: (m,)``, ``n_groups`` the
@@ -62,26 +62,6 @@ def hourly_counts(epoch_s: np.ndarray, day_start_s: float) -> np.ndarray:
     index = np.floor((np.asarray(epoch_s, dtype=np.float64) - day_start_s) / HOUR_S).astype(np.int64)
     keep = (index >= 0) & (index < 24)
     return np.bincount(index[keep], minlength=24)
-
-
-@dataclass(frozen=True)
-class Rate:
-    """Events in the 24 hours up to ``now``, that count per hour, and when the remaining
-    work ends at that rate (epoch seconds; None when the rate is 0)."""
-
-    last_24h: int
-    per_hour: float
-    finish_s: float | None
-
-
-def rate_and_finish(epoch_s: np.ndarray, *, now_s: float, remaining: int) -> Rate:
-    """The rate of events over (now - 24 h, now] and the finish time it implies for
-    ``remaining`` more events."""
-    epoch_s = np.asarray(epoch_s, dtype=np.float64)
-    last = int(np.count_nonzero((epoch_s > now_s - DAY_S) & (epoch_s <= now_s)))
-    per_hour = last / 24.0
-    finish = now_s + remaining / per_hour * HOUR_S if per_hour > 0 else None
-    return Rate(last_24h=last, per_hour=per_hour, finish_s=finish)
 
 
 def group_shares(groups: np.ndarray, hits: np.ndarray, n_groups: int) -> np.ndarray:

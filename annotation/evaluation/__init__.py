@@ -1,4 +1,5 @@
-"""Score a model's embeddings against a rated dataset with the CxC metrics. Pure numpy, no Django.
+"""Score a model's embeddings against a rated dataset with the CxC metrics. Pure numpy, no
+Django, except ``jobs`` (evaluation jobs run from the researcher page and the API).
 
 The ratings are CxC-format CSV files (``sts_<split>.csv``, ``sis_<split>.csv``,
 ``sits_<split>.csv``: two item ids, ``agg_score``, ``sampling_method``), ours or the

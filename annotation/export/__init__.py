@@ -11,7 +11,8 @@ counts the incomplete ones left out. The package's rooms:
 - :mod:`~annotation.export.manifest`: ``manifest.json``, ``agreement.json``, checksums.
 - :mod:`~annotation.export.formats`, :mod:`~annotation.export.writers`,
   :mod:`~annotation.export.parquet`: file names and the writers (pure, no Django).
-- :mod:`~annotation.export.jobs`: export jobs (start, run, files).
+- :mod:`~annotation.export.jobs`: export jobs (start, run, files, the zip of them all).
+- :mod:`~annotation.export.archive`: a zip made while it is sent (pure, no Django).
 """
 
 from importlib import import_module
@@ -21,7 +22,9 @@ from importlib import import_module
 _HOMES = {
     "formats": ("AGREEMENT", "FORMATS", "MANIFEST", "TASKS", "ExportBlock", "ExportError", "ExportFormatError",
                 "MEDIA_TYPES", "file_names", "file_stem", "media_type", "parse_formats"),
-    "jobs": ("export_file_path", "export_files", "export_job_create", "export_job_start", "run_export_params"),
+    "archive": ("zip_chunks",),
+    "jobs": ("export_archive", "export_archive_name", "export_file_path", "export_files", "export_job_create",
+             "export_job_start", "run_export_params"),
     "manifest": ("code_version", "sha256_file"),
     "plan": ("ExportPlan", "export_plan"),
     "run": ("BLOCK_RATINGS", "ExportSummary", "dataset_export"),

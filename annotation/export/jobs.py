@@ -3,13 +3,14 @@ the files a finished one offers."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 
 from annotation.errors import Conflict, NotFound
+from annotation.export.archive import zip_chunks
 from annotation.export.formats import FORMATS
 from annotation.export.plan import export_plan
 from annotation.export.run import dataset_export
@@ -101,3 +102,19 @@ def export_file_path(*, job: Job, name: str) -> Path:
     if not path.is_file():
         raise NotFound(f"file {name!r} of export job #{job.id} is no longer on disk")
     return path
+
+
+def export_archive_name(*, job: Job) -> str:
+    """``<dataset>-export-<job id>``: the zip's name without ``.zip`` and its one folder."""
+    return f"{job.params.get('dataset', 'dataset')}-export-{job.id}"
+
+
+def export_archive(*, job: Job) -> tuple[str, Iterator[bytes]]:
+    """The file name and the bytes (made as they are read) of one zip of every file of a
+    finished export job. Every file is checked before the first byte, so a missing one is
+    a NotFound (as :func:`export_file_path`) rather than a cut-off download."""
+    paths = [(entry["name"], export_file_path(job=job, name=entry["name"])) for entry in export_files(job=job)]
+    if not paths:
+        raise Conflict(f"export job #{job.id} is {job.status}; its zip can be downloaded once it has succeeded")
+    folder = export_archive_name(job=job)
+    return f"{folder}.zip", zip_chunks(paths, folder=folder)

@@ -73,12 +73,13 @@ class BackgroundRun(models.Model):
 
 
 class Job(BackgroundRun):
-    """An import or export job; ``params`` is its input, ``result`` what it produced."""
+    """An import, export or evaluation job; ``params`` is its input, ``result`` what it produced."""
 
     class Kind(models.TextChoices):
         IMPORT_KARPATHY = "import_karpathy", "import Karpathy JSON"
         IMPORT_EMBEDDINGS = "import_embeddings", "import embeddings"
         EXPORT_DATASET = "export_dataset", "export dataset"
+        EVALUATE = "evaluate", "evaluate models"
 
     kind = models.CharField(max_length=40, choices=Kind.choices)
     params = models.JSONField(default=dict, blank=True, help_text="The job's input, primitives only.")

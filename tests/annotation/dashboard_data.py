@@ -49,11 +49,13 @@ ALPHA = 1 / 6
 MEDIAN_SECONDS = {"A": 2.25, "B": 5.0, "C": 20.0}
 # Under the STS floor of 3 s: A 1, 2, 2.5 of 4 ratings; B 2.999 of 3; C none.
 FAST_SHARE = {"A": 0.75, "B": 1 / 3, "C": 0.0}
-# Ratings in (day 1 12:00, day 2 12:00]: six of P2 and P3 plus P4's = 7; 24 h rate 7/24 per
-# hour; remaining: 6 pairs in the queue x 3 - (9 + 1) = 8 ratings -> 8 / (7/24) = 192/7 h.
-RATE_PER_HOUR = 7 / 24
+# Ratings in (day 1 12:00, day 2 12:00]: six of P2 and P3 plus P4's = 7. The pace: the first
+# rating is a day old, so the last hour (11:00, 12:00] counts: P4's rating, 1 an hour;
+# remaining: 6 pairs in the queue x 3 - (9 + 1) = 8 ratings -> 8 hours at that pace.
+RATINGS_LAST_24H = 7
+PACE_PER_HOUR = 1.0
 REMAINING = 8
-FINISH_HOURS = 192 / 7
+FINISH_HOURS = 8.0
 PROGRESS_STS = {
     "pairs_queued": 6,  # P1-P5, P7 (P6 retired)
     "pairs_complete": 3,

@@ -72,8 +72,14 @@ def test_snapshot_equals_the_hand_computed_numbers(campaign):
     (by_batch,) = progress["by_batch"]
     assert by_batch["batch_id"] == batch.pk and by_batch["pairs_complete"] == 3
     assert progress["ratings_per_day"] == [{"date": "2026-03-01", "ratings": 3}, {"date": "2026-03-02", "ratings": 7}]
-    assert progress["ratings_last_24h"] == 7
-    assert progress["rate_per_hour_24h"] == pytest.approx(hand.RATE_PER_HOUR)
+    assert progress["ratings_last_24h"] == hand.RATINGS_LAST_24H
+    assert progress["pace"] == {
+        "state": "estimate",
+        "window": "last_hour",
+        "window_seconds": 3600.0,
+        "ratings": 1,
+        "per_hour": hand.PACE_PER_HOUR,
+    }
     assert progress["ratings_remaining"] == hand.REMAINING
     finish = datetime.fromisoformat(progress["finish_estimate"]).timestamp()
     assert finish == pytest.approx(hand.NOW.timestamp() + hand.FINISH_HOURS * 3600, abs=1e-3)

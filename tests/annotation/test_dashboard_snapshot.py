@@ -80,8 +80,14 @@ def test_progress_matches_the_hand_count(data):
     hours = {entry["hour"]: entry["ratings"] for entry in progress["ratings_per_hour_today"] if entry["ratings"]}
     assert len(progress["ratings_per_hour_today"]) == 24
     assert hours == {9: 3, 10: 3, 11: 1}
-    assert progress["ratings_last_24h"] == 7
-    assert progress["rate_per_hour_24h"] == pytest.approx(hand.RATE_PER_HOUR)
+    assert progress["ratings_last_24h"] == hand.RATINGS_LAST_24H
+    assert progress["pace"] == {
+        "state": "estimate",
+        "window": "last_hour",
+        "window_seconds": 3600.0,
+        "ratings": 1,
+        "per_hour": hand.PACE_PER_HOUR,
+    }
     assert progress["ratings_remaining"] == hand.REMAINING
     finish = hand.NOW.timestamp() + hand.FINISH_HOURS * 3600
     assert datetime.fromisoformat(progress["finish_estimate"]).timestamp() == pytest.approx(finish, abs=1e-3)

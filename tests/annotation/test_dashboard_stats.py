@@ -38,15 +38,6 @@ def test_daily_counts_list_every_day_and_hourly_counts_one_day():
     assert stats.day_start(first + 86_399.5) == first
 
 
-def test_rate_and_finish():
-    now = 1_000_000.0
-    rate = stats.rate_and_finish(np.array([now - stats.DAY_S, now - 10, now, now + 1]), now_s=now, remaining=4)
-    assert (rate.last_24h, rate.per_hour) == (2, 2 / 24)
-    assert rate.finish_s == pytest.approx(now + 48 * 3600)
-    idle = stats.rate_and_finish(np.array([now - 2 * stats.DAY_S]), now_s=now, remaining=4)
-    assert (idle.last_24h, idle.per_hour, idle.finish_s) == (0, 0.0, None)
-
-
 def test_group_medians_and_shares_agree_with_numpy():
     rng = np.random.default_rng(5)
     groups = rng.integers(0, 6, 301)

@@ -93,8 +93,42 @@ def test_dashboard_tables_hold_the_chart_numbers(data):
     assert mean_table["rows"][8][0] == "2.00 to 2.25"
     assert context["sd_table"]["headers"][:2] == ["bin", "STS"]
     assert context["per_day_table"]["rows"] == [["2026-03-01", 3], ["2026-03-02", 7]]
-    assert context["finish"]["when"] == "2026-03-03 15:25 UTC", "192/7 = 27.4 hours after noon on day 2"
+    assert context["finish"]["when"] == "2026-03-02 20:00 UTC, in 8 hours", "8 ratings to go at 1 an hour"
+    assert context["pace"] == {"value": "1.0 / hour", "window": "(over the last 60 minutes)"}
     assert context["charts"]["kinds"][0] == {"kind": "sts", "label": "STS"}
+
+
+def progress_at(state, window, window_seconds, per_hour, remaining=14_400, finish=None):
+    pace = {"state": state, "window": window, "window_seconds": window_seconds, "ratings": 0, "per_hour": per_hour}
+    return {"ratings_remaining": remaining, "pace": pace, "finish_estimate": finish}
+
+
+def test_the_pace_states_its_window_and_the_finish_what_it_rests_on():
+    first_minutes = progress_at("estimate", "since_first_rating", 360.0, 144_000.0, finish="2026-03-02T12:06:00+00:00")
+    assert pages.pace_text(first_minutes) == {
+        "value": "144,000 / hour",
+        "window": "(since the first rating 6 minutes ago)",
+    }
+    assert pages.finish_text(first_minutes)["when"] == "2026-03-02 12:06 UTC, in 6 minutes"
+    steady = progress_at("estimate", "last_hour", 3600.0, 250.0, remaining=12_000, finish="2026-03-04T12:00:00+00:00")
+    assert pages.pace_text(steady)["window"] == "(over the last 60 minutes)"
+    finish = pages.finish_text(steady)
+    assert finish == {"when": "2026-03-04 12:00 UTC, in 2 days", "note": "(at this pace)", "small": True}
+    idle = progress_at("idle", "last_hour", 3600.0, 0.0)
+    assert (pages.pace_text(idle)["value"], pages.finish_text(idle)["when"]) == (
+        "0.0 / hour",
+        "no estimate: no ratings in the last hour",
+    )
+    early = progress_at("too_early", "since_first_rating", 42.0, None)
+    assert pages.pace_text(early) == {"value": "—", "window": "(no pace yet: since the first rating 42 seconds ago)"}
+    assert pages.finish_text(early)["when"] == "no estimate yet: the first rating is under a minute old"
+    nothing = progress_at("no_ratings", None, 0.0, None)
+    assert pages.pace_text(nothing) == {"value": "—", "window": "(nothing rated yet)"}
+    assert pages.finish_text(nothing)["when"] == "no estimate: nothing rated yet"
+    done = progress_at("done", "last_hour", 3600.0, 5.0, remaining=0, finish="2026-03-02T11:00:00+00:00")
+    assert pages.finish_text(done)["when"] == "done"
+    older = {"ratings_remaining": 5, "finish_estimate": None}  # a snapshot from before the pace
+    assert "refresh" in pages.pace_text(older)["window"] and "refresh" in pages.finish_text(older)["when"]
 
 
 def test_rater_context_shapes_one_rater_and_refuses_an_unknown_one(data):

@@ -86,6 +86,25 @@ def test_dashboard_numbers_are_the_snapshots(campaign):
     assert html.count('class="numbers"') == html.count("data-chart="), "every chart has its numbers"
 
 
+def test_the_dashboard_states_the_window_of_its_pace(campaign):
+    data = campaign.data
+    data["progress"].update(
+        ratings_remaining=14_400,
+        finish_estimate=(campaign.made_at + timedelta(minutes=6)).isoformat(),
+        pace={
+            "state": "estimate",
+            "window": "since_first_rating",
+            "window_seconds": 360.0,
+            "ratings": 14_400,
+            "per_hour": 144_000.0,
+        },
+    )
+    campaign.save()
+    html = client_for("researcher").get("/campaigns/coco/").content.decode()
+    assert "144,000 / hour" in html and "since the first rating 6 minutes ago" in html
+    assert "in 6 minutes" in html and "(at this pace)" in html
+
+
 def test_without_a_snapshot_the_pages_say_so_and_offer_to_compute(campaign):
     CampaignSnapshot.objects.all().delete()
     client = client_for("admin")

@@ -1,6 +1,8 @@
 """The researcher page in a real headless Chromium: start an export from the form, watch a
-pending export run to the end without reloading, download its files."""
+pending export run to the end without reloading, download its files one by one and all
+in one zip, at 1280 and at 390 px."""
 
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,38 @@ def test_start_an_export_and_download_its_files(page, live_server, rated, export
     assert saved == (Path(job.params["out"]) / "sts_demo.csv").read_bytes()
     assert saved.startswith(b"caption1,caption2,")
     assert "succeeded" in row.inner_text()
+    assert errors == []
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (1280, 800)])
+def test_download_every_file_in_one_zip(page, live_server, rated, exports_dir, screenshot_dir, width, height):
+    errors = watch_errors(page)
+    page.set_viewport_size({"width": width, "height": height})
+    log_in(page, live_server, "researcher")
+    job = export_job_create(dataset_name="demo", splits=None, formats=["cxc", "jsonl", "parquet"], created_by=None)
+    run_export_job(job.id)
+    job.refresh_from_db()
+    page.goto(f"{live_server.url}/research/")
+    archive = page.wait_for_selector(f"#jobs tr[data-job='{job.id}'] a.archive")
+    # Nothing of the page is cut off: the page is no wider than the screen, and the zip
+    # link and the last file link are inside it.
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    last = page.locator(f"#jobs tr[data-job='{job.id}'] td.files a").last
+    for element in (archive, last.element_handle()):
+        box = element.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width, box
+    page.click("details.file-notes summary")
+    page.screenshot(path=str(screenshot_dir / f"research-zip-{width}.png"), full_page=True)
+    with page.expect_download() as download:
+        archive.click()
+    assert download.value.suggested_filename == f"demo-export-{job.id}.zip"
+    with zipfile.ZipFile(download.value.path()) as saved:
+        assert saved.testzip() is None
+        names = [entry["name"] for entry in job.result["files"]]
+        assert saved.namelist() == [f"demo-export-{job.id}/{name}" for name in names]
+        assert "sts_demo.jsonl" in names and "manifest.json" in names
+        sts = saved.read(f"demo-export-{job.id}/sts_demo.csv")
+        assert sts == (Path(job.result["out"]) / "sts_demo.csv").read_bytes()
     assert errors == []
 
 

@@ -4,7 +4,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.errors import DomainError
@@ -13,7 +12,6 @@ from annotation.evaluation import (
     BOTH_ITEMS,
     QUERY_RULES,
     EvaluationError,
-    RatedPairs,
     Space,
     SplitItems,
     evaluate,
@@ -22,10 +20,11 @@ from annotation.evaluation import (
     read_ratings_folder,
 )
 from annotation.evaluation.compare import comparison_csv, comparison_rows, format_comparison
+from annotation.evaluation.jobs import split_audited
 from annotation.evaluation.protocols import PROTOCOLS
 from annotation.evaluation.report import check_protocols
 from annotation.models import Modality
-from annotation.selectors import dataset_get, embedding_space_get, split_get, split_item_keys, split_rated_pairs
+from annotation.selectors import dataset_get, embedding_space_get, split_get, split_item_keys
 
 SPACE_PARTS = ("vectors", "ids", "space")
 # Keys of a --model NAME:key=value,... spec.
@@ -119,7 +118,7 @@ class Command(BaseCommand):
             items = SplitItems.from_pairs(split.name, image_keys, caption_pairs)
             ratings_split = options["ratings_split"] or options["split"]
             ratings = read_ratings_folder(options["ratings"], ratings_split) if options["ratings"] else None
-            audited = _audited(split) if options["audited"] else None
+            audited = split_audited(split) if options["audited"] else None
             reports = {}
             for name, (spaces, joint) in models.items():
                 self._progress(f"model {name}")
@@ -239,15 +238,6 @@ def _parse_model(text: str) -> tuple[str, dict[str, str]]:
     if spec.get("spaces") not in (None, "joint", "unimodal"):
         raise CommandError(f"--model {name!r}: spaces is joint or unimodal, got {spec['spaces']!r}")
     return name, spec
-
-
-def _audited(split) -> dict[str, RatedPairs]:
-    """The split's own fully rated pairs as rated rows per kind."""
-    source = f"dataset ratings of split {split.name!r}"
-    return {
-        kind: RatedPairs(kind=kind, source=source, first=first, second=second, scores=np.asarray(scores, np.float64))
-        for kind, (first, second, scores) in split_rated_pairs(split=split).items()
-    }
 
 
 def _write_text(text: str, path: Path) -> None:

@@ -32,6 +32,8 @@ function showSplits() {
   );
 }
 
+const COLUMNS = ["#", "Dataset", "Splits · formats", "Status", "Pairs · ratings", "Files"];
+
 function cell(content, className = "") {
   const td = document.createElement("td");
   if (className) td.className = className;
@@ -63,18 +65,20 @@ function statusCell(job) {
   return cell(parts);
 }
 
+function link(url, text, name) {
+  const a = document.createElement("a");
+  a.href = url;
+  a.textContent = text;
+  a.setAttribute("download", name);
+  return a;
+}
+
 function filesCell(job) {
   if (job.status !== "succeeded") return cell("—");
-  return cell(
-    job.files.map((file) => {
-      const link = document.createElement("a");
-      link.href = file.url;
-      link.textContent = file.name;
-      link.setAttribute("download", file.name);
-      return link;
-    }),
-    "files",
-  );
+  const zipName = `${job.dataset}-export-${job.id}.zip`;
+  const all = link(job.archive_url, `Download all (${zipName})`, zipName);
+  all.className = "archive";
+  return cell([all, ...job.files.map((file) => link(file.url, file.name, file.name))], "files");
 }
 
 function renderJobs(jobs) {
@@ -94,6 +98,8 @@ function renderJobs(jobs) {
         cell(counts),
         filesCell(job),
       );
+      // The column names, shown beside each value where the table stacks (a phone).
+      [...row.children].forEach((td, i) => td.setAttribute("data-label", COLUMNS[i]));
       return row;
     }),
   );

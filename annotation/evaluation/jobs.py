@@ -1,0 +1,232 @@
+"""Evaluation jobs: the ``evaluate`` command's work run in the background from a status
+row (the researcher page and the API), with the dataset's own embedding spaces, writing
+``report.json`` and ``comparison.csv`` into its own folder under ``EXPORT_DIR``.
+
+The Django side of the evaluation package (the other modules are pure numpy).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+
+from annotation.errors import Conflict, DomainError, NotFound
+from annotation.evaluation.compare import comparison_csv, comparison_rows
+from annotation.evaluation.inputs import EvaluationError, RatedPairs, SplitItems, load_space, read_ratings_folder
+from annotation.evaluation.report import evaluate
+from annotation.models import Dataset, Job, JobStatus, Modality
+from annotation.runs import Progress
+from annotation.selectors import (
+    dataset_get,
+    embedding_space_get,
+    export_job_get,
+    split_get,
+    split_item_keys,
+    split_rated_pairs,
+)
+from annotation.services import job_create
+
+REPORT = "report.json"
+COMPARISON = "comparison.csv"
+FILES = (REPORT, COMPARISON)
+MEDIA_TYPES = {REPORT: "application/json", COMPARISON: "text/csv"}
+
+
+class EvaluationRequestError(DomainError):
+    """An evaluation that cannot run as asked (the message names what is wrong)."""
+
+    code = "evaluation_invalid"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model to score: its name and the dataset's stored spaces it is read from (at
+    least one); ``joint``: one space for images and captions (a dual encoder)."""
+
+    name: str
+    image_space: str | None
+    caption_space: str | None
+    joint: bool
+
+
+def _model_check(dataset: Dataset, model: ModelSpec) -> dict:
+    if not model.name.strip():
+        raise EvaluationRequestError("every model needs a name")
+    if not (model.image_space or model.caption_space):
+        raise EvaluationRequestError(f"model {model.name!r} names no embedding space; choose one at least")
+    dimensions = {}
+    for modality, name in ((Modality.IMAGE, model.image_space), (Modality.CAPTION, model.caption_space)):
+        if name:
+            space = embedding_space_get(dataset=dataset, name=name)
+            if space.modality != modality:
+                raise EvaluationRequestError(
+                    f"model {model.name!r}: embedding space {name!r} holds {space.modality} vectors, "
+                    f"not {modality} vectors"
+                )
+            dimensions[modality] = space.dimension
+    if model.joint and (len(dimensions) != 2 or len(set(dimensions.values())) != 1):
+        raise EvaluationRequestError(
+            f"model {model.name!r}: a joint space needs an image and a caption space of one dimension "
+            f"(got {', '.join(f'{m} {d}-d' for m, d in dimensions.items())})"
+        )
+    return {"name": model.name.strip(), **{k: v for k, v in vars(model).items() if k != "name"}}
+
+
+def _ratings_dir(dataset: Dataset, export_id: int | None) -> str | None:
+    """The folder of a succeeded export of ``dataset`` with CxC files, or None."""
+    if export_id is None:
+        return None
+    export = export_job_get(job_id=export_id)
+    if export.params.get("dataset") != dataset.name:
+        raise EvaluationRequestError(f"export job #{export_id} is of dataset {export.params.get('dataset')!r}")
+    if export.status != JobStatus.SUCCEEDED:
+        raise Conflict(f"export job #{export_id} is {export.status}; its ratings can be used once it has succeeded")
+    if "cxc" not in export.params.get("formats", []):
+        raise EvaluationRequestError(f"export job #{export_id} has no CxC files (formats: cxc)")
+    return export.result["out"]
+
+
+def evaluation_job_start(
+    *,
+    dataset_name: str,
+    split: str,
+    models: Sequence[ModelSpec],
+    ratings_export: int | None = None,
+    audited: bool = True,
+    created_by=None,
+) -> Job:
+    """Check the request, create a pending evaluation job and queue it once the row is
+    committed. Raises NotFound / EvaluationRequestError / Conflict naming a bad request
+    before any row is written."""
+    from annotation.jobs import jobs_fail_orphaned  # the job runner imports this module
+    from annotation.tasks import run_evaluation_job
+
+    dataset = dataset_get(name=dataset_name)
+    split_get(dataset=dataset, name=split)
+    if not models:
+        raise EvaluationRequestError("choose at least one model")
+    checked = [_model_check(dataset, model) for model in models]
+    names = [model["name"] for model in checked]
+    if len(set(names)) != len(names):
+        raise EvaluationRequestError(f"give each model a name of its own (got {', '.join(names)})")
+    params = {
+        "dataset": dataset.name,
+        "split": split,
+        "models": checked,
+        "ratings_export": ratings_export,
+        "ratings_dir": _ratings_dir(dataset, ratings_export),
+        "audited": bool(audited),
+    }
+    jobs_fail_orphaned()
+    with transaction.atomic():
+        job = job_create(kind=Job.Kind.EVALUATE, params=params, created_by=created_by)
+        job.params["out"] = str(Path(settings.EXPORT_DIR).resolve() / f"evaluation-{job.id}")
+        job.save(update_fields=["params"])
+        transaction.on_commit(lambda: run_evaluation_job.delay(job.id))
+    return job
+
+
+def split_audited(split) -> dict[str, RatedPairs]:
+    """The split's own fully rated pairs as rated rows per kind (the audited positives)."""
+    source = f"dataset ratings of split {split.name!r}"
+    return {
+        kind: RatedPairs(kind=kind, source=source, first=first, second=second, scores=np.asarray(scores, np.float64))
+        for kind, (first, second, scores) in split_rated_pairs(split=split).items()
+    }
+
+
+def _write_text(text: str, path: Path) -> None:
+    """Write atomically: the file appears complete or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run_evaluation_params(params: dict, progress: Progress) -> dict:
+    """The job runner: score each model as the command does; write the report and the
+    comparison; returns the job's result (the comparison rows, the files)."""
+    dataset = dataset_get(name=params["dataset"])
+    split = split_get(dataset=dataset, name=params["split"])
+    models = params["models"]
+    try:
+        image_keys, caption_pairs = split_item_keys(split=split)
+        items = SplitItems.from_pairs(split.name, image_keys, caption_pairs)
+        ratings = read_ratings_folder(params["ratings_dir"], split.name) if params.get("ratings_dir") else None
+        audited = split_audited(split) if params.get("audited") else None
+        reports = {}
+        for done, model in enumerate(models):
+            spaces = {}
+            for modality in (Modality.IMAGE, Modality.CAPTION):
+                name = model[f"{modality}_space"]
+                stored = embedding_space_get(dataset=dataset, name=name) if name else None
+                spaces[modality] = load_space(stored.vectors_path, stored.ids_path) if stored else None
+
+            def step(message: str, done=done, name=model["name"]) -> None:
+                progress(done, len(models), f"model {name}: {message}")
+
+            step("loading")
+            report = evaluate(
+                items=items,
+                ratings=ratings,
+                audited=audited,
+                image_space=spaces[Modality.IMAGE],
+                caption_space=spaces[Modality.CAPTION],
+                joint=model["joint"],
+                progress=step,
+            )
+            vectors = {m: space.source if space is not None else None for m, space in spaces.items()}
+            reports[model["name"]] = {"vectors": vectors, **report}
+    except EvaluationError as exc:
+        raise EvaluationRequestError(str(exc)) from None
+    progress(len(models), len(models), "writing the report")
+    rows = comparison_rows(reports)
+    head = {"dataset": dataset.name, "split": split.name, "ratings_dir": params.get("ratings_dir")}
+    head |= {"audited": bool(params.get("audited"))}
+    out = Path(params["out"])
+    _write_text(
+        json.dumps(head | {"models": reports, "comparison": rows}, indent=2, allow_nan=False) + "\n", out / REPORT
+    )
+    _write_text(comparison_csv(rows), out / COMPARISON)
+    files = [{"name": name, "bytes": (out / name).stat().st_size} for name in FILES]
+    return {"out": str(out), "models": list(reports), "comparison": rows, "files": files}
+
+
+def evaluation_job_list(*, dataset_name: str | None = None):
+    """Evaluation jobs, newest first; only those of ``dataset_name`` when given."""
+    jobs = Job.objects.filter(kind=Job.Kind.EVALUATE).order_by("-created_at", "-id")
+    return jobs.filter(params__dataset=dataset_name) if dataset_name else jobs
+
+
+def evaluation_job_get(*, job_id: int) -> Job:
+    """The evaluation job ``job_id``; NotFound for a missing id or a job of another kind."""
+    job = Job.objects.filter(pk=job_id, kind=Job.Kind.EVALUATE).first()
+    if job is None:
+        raise NotFound(f"no evaluation job #{job_id}")
+    return job
+
+
+def evaluation_file_path(*, job: Job, name: str) -> Path:
+    """A file of a finished evaluation job. Conflict while it has not succeeded,
+    NotFound for another name or a removed file."""
+    if job.status != JobStatus.SUCCEEDED:
+        raise Conflict(f"evaluation job #{job.id} is {job.status}; its files can be downloaded once it has succeeded")
+    if name not in FILES:
+        raise NotFound(f"evaluation job #{job.id} has no file {name!r}")
+    path = Path(job.result["out"]) / name
+    if not path.is_file():
+        raise NotFound(f"file {name!r} of evaluation job #{job.id} is no longer on disk")
+    return path
