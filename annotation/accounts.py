@@ -18,7 +18,7 @@ from knox.models import AuthToken
 from annotation.errors import DomainError
 from annotation.lockout import is_locked_out, lockout_remaining, whole_minutes
 from annotation.models import Qualification, TaskKind
-from annotation.queue.shapes import QueueInputError
+from annotation.rating.queue.shapes import QueueInputError
 from annotation.roles import RATER, has_role, user_roles
 
 

@@ -10,7 +10,7 @@ from django.utils.html import format_html, format_html_join
 
 from annotation.models import Flag, Pair, Rating, RatingSlot
 from annotation.pairs import pairs_retire
-from annotation.queue import image_url_of
+from annotation.rating.queue import image_url_of
 
 
 class DerivedDataAdmin(admin.ModelAdmin):

@@ -16,7 +16,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotation.models import Flag, GoldPair, Pair, QueueCounter, RatingSlot, SlotState
-from annotation.queue import queue_counters_add
+from annotation.rating.queue import queue_counters_add
 
 # Rows per bulk statement.
 BULK_BATCH = 5_000

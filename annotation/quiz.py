@@ -46,7 +46,7 @@ from annotation.models import (
     QuizAttempt,
     Rating,
 )
-from annotation.queue.shapes import Item, QueueInputError, check_kind, service_now
+from annotation.rating.queue.shapes import Item, QueueInputError, check_kind, service_now
 
 
 class QuizOver(DomainError):

@@ -13,7 +13,7 @@ from annotation.errors import NotFound
 from annotation.exclusion.services import exclusions_resume, rating_exclusion_run
 from annotation.jobs import job_run, jobs_fail_orphaned
 from annotation.models import Dataset
-from annotation.queue import leases_release_expired, queue_counters_rebuild
+from annotation.rating.queue import leases_release_expired, queue_counters_rebuild
 from annotation.upload_cleanup import uploads_prune
 
 logger = logging.getLogger(__name__)

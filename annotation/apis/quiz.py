@@ -10,12 +10,12 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import queue, quiz, selectors
+from annotation import quiz, selectors
 from annotation.apis.fields import OpaqueIdField, StrictFloatField, StrictIntegerField
 from annotation.apis.rating import ItemSerializer
 from annotation.errors import NotFound
 from annotation.models import MAX_QUIZ_LENGTH, TaskKind
-from annotation.rating import policy
+from annotation.rating import policy, queue
 from annotation.roles import IsAdmin, IsRater
 from config.openapi import error_response
 

@@ -11,15 +11,15 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import accounts, queue, selectors
+from annotation import accounts, selectors
 from annotation.apis.fields import OpaqueIdField, StrictFloatField, StrictIntegerField
 from annotation.models import FlagReason, Modality, TaskKind
-from annotation.rating import policy
+from annotation.rating import policy, queue
 from annotation.roles import IsAdmin, IsRater
 from config.openapi import error_response
 
 # The slot actions refuse with 409 a slot the rater held until another rater took it, or
-# one they already rated (annotation/queue/slots.py not_held_error).
+# one they already rated (annotation/rating/queue/slots.py not_held_error).
 SLOT_TAKEN = error_response("Your lease expired and another rater took the slot, or you already rated it.")
 
 

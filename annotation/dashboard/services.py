@@ -72,7 +72,7 @@ def campaign_refresh_all() -> list[int]:
 def speed_floor_marks_refresh(*, dataset_id: int, kind: str) -> int:
     """Mark anew which of a dataset's ratings of ``kind`` were faster than its speed
     floor (after the floor changed), in one UPDATE; returns how many are marked now."""
-    from annotation.queue.submit import speed_floor_seconds  # the submissions' own rule
+    from annotation.rating.queue.submit import speed_floor_seconds  # the submissions' own rule
 
     floor_ms = 1000 * speed_floor_seconds(dataset_id, kind)
     ratings = Rating.objects.filter(pair__dataset_id=dataset_id, pair__kind=kind)

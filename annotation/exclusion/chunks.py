@@ -1,7 +1,7 @@
 """The writes of one chunk of pairs of an exclusion or its undo, in one transaction.
 
 Every chunk locks its pair rows first, in id order, FOR NO KEY UPDATE: the lock a
-submission takes before any slot row of its pair (annotation.queue). A submission racing
+submission takes before any slot row of its pair (annotation.rating.queue). A submission racing
 on one of these pairs therefore lands wholly before the chunk (its rating counted, then
 excluded if in scope) or wholly after it (filling a slot the chunk left open), and the
 invariant of a non-retired pair holds at every commit:

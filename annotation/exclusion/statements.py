@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import cache
 
 from annotation.models import Pair, QueueCounter, Rating, RatingSlot, SlotState
-from annotation.queue.statements import _Table
+from annotation.rating.queue.statements import _Table
 from annotation.sql import Statement
 
 # ``locked`` takes the pair rows in id order before anything else reads or writes them

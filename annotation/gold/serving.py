@@ -39,9 +39,9 @@ from annotation.models import (
     RatingSlot,
     SlotState,
 )
-from annotation.queue.claim import assignment_from_row
-from annotation.queue.shapes import Assignment, SubmitResult, assignment_of
-from annotation.queue.submit import key_used_error, speed_floor_seconds
+from annotation.rating.queue.claim import assignment_from_row
+from annotation.rating.queue.shapes import Assignment, SubmitResult, assignment_of
+from annotation.rating.queue.submit import key_used_error, speed_floor_seconds
 from annotation.sql import execute, use_postgres_sql
 
 
@@ -195,7 +195,7 @@ def _locked_lease(*, lease_id: int, dataset: str) -> GoldLease | None:
 
 
 def _not_held(lease: GoldLease, rater) -> Exception:
-    """The error a slot in the same position answers (annotation.queue.slots.not_held_error)."""
+    """The error a slot in the same position answers (annotation.rating.queue.slots.not_held_error)."""
     slot = "this rating slot"
     if lease.rater_id == rater.pk and lease.state == GoldLeaseState.DONE:
         return Conflict(f"{slot} is already rated by you")

@@ -20,7 +20,7 @@ from annotation.models import (
     RaterPause,
     RatingSlot,
 )
-from annotation.queue.statements import _NOT_TOUCHED_SQL, _Table
+from annotation.rating.queue.statements import _NOT_TOUCHED_SQL, _Table
 from annotation.sql import Statement
 
 # ``held``: the rater's gold lease of an active gold pair (resumed, renewed). Otherwise,
@@ -152,7 +152,7 @@ def gold_claim() -> Statement:
         "attempt": QuizAttempt,
     }
     tables = {name: _Table(model) for name, model in models.items()}
-    # As the ordinary claim's (annotation.queue.statements._NOT_TOUCHED_SQL): a pair the
+    # As the ordinary claim's (annotation.rating.queue.statements._NOT_TOUCHED_SQL): a pair the
     # rater rated, holds or skipped is no work for them.
     not_touched = _NOT_TOUCHED_SQL.format(**tables)
     sql = _GOLD_CLAIM_SQL.format(

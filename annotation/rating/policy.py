@@ -11,7 +11,7 @@ quiz and the join flow, passes here, in this order:
    held, over the link's kinds since joining) and no claim once the completion code was
    shown.
 3. WHAT: a gold pair now and then (``annotation.gold.serving.gold_claim``), else the
-   queue's next slot (``annotation.queue.slot_claim``).
+   queue's next slot (``annotation.rating.queue.slot_claim``).
 
 A submit re-checks what can change since the claim: the pause (folded into the submit
 statement; the queue's stepwise path raises RaterPaused), and for a participant the quota
@@ -29,7 +29,6 @@ from datetime import datetime
 
 from django.db import transaction
 
-from annotation import queue
 from annotation.errors import Forbidden, NotFound
 from annotation.gold import serving as gold
 from annotation.gold.pause import RaterPaused, is_paused, paused_error
@@ -43,10 +42,11 @@ from annotation.models import (
     RatingSlot,
     SlotState,
 )
-from annotation.queue.claim import qualified_kinds
-from annotation.queue.shapes import Assignment, SubmitResult, check_kind, lease_ttl, service_now
-from annotation.queue.submit import submission_values
 from annotation.quiz import quiz_offered
+from annotation.rating import queue
+from annotation.rating.queue.claim import qualified_kinds
+from annotation.rating.queue.shapes import Assignment, SubmitResult, check_kind, lease_ttl, service_now
+from annotation.rating.queue.submit import submission_values
 from annotation.rating.quota import QuotaReached, QuotaUse, quota_reached_error, quota_use
 from annotation.roles import PARTICIPANT, has_role, may_rate
 from annotation.sql import use_postgres_sql
@@ -225,7 +225,7 @@ def _serve(*, rater, dataset: str, kind: str | None, now: datetime | None) -> As
 
 def rating_submit(*, rater, dataset: str, slot_id: int, now: datetime | None = None, **submission) -> SubmitResult:
     """Store the rater's rating of the slot (or gold lease) they hold; see
-    ``annotation.queue.rating_submit`` for the submission's values and answers. Raises
+    ``annotation.rating.queue.rating_submit`` for the submission's values and answers. Raises
     RaterPaused for a rater paused since the claim and, for a participant, QuotaReached
     when this rating would pass the quota, Forbidden for an item outside their study;
     nothing is stored then."""
@@ -309,7 +309,7 @@ def rating_submit_and_claim_next(
 
 
 def slot_heartbeat(*, rater, dataset: str, slot_id: int, now: datetime | None = None) -> datetime:
-    """Extend the lease on a held slot or gold lease; see ``annotation.queue.slot_heartbeat``."""
+    """Extend the lease on a held slot or gold lease; see ``annotation.rating.queue.slot_heartbeat``."""
     participation(rater=rater, dataset=dataset)
     try:
         return queue.slot_heartbeat(rater=rater, dataset=dataset, slot_id=slot_id, now=now)
@@ -322,7 +322,7 @@ def slot_heartbeat(*, rater, dataset: str, slot_id: int, now: datetime | None = 
 
 
 def slot_skip(*, rater, dataset: str, slot_id: int, now: datetime | None = None) -> int:
-    """Pass on a held slot or gold lease; see ``annotation.queue.slot_skip``."""
+    """Pass on a held slot or gold lease; see ``annotation.rating.queue.slot_skip``."""
     participation(rater=rater, dataset=dataset)
     try:
         return queue.slot_skip(rater=rater, dataset=dataset, slot_id=slot_id, now=now)
@@ -334,7 +334,7 @@ def slot_skip(*, rater, dataset: str, slot_id: int, now: datetime | None = None)
 
 
 def slot_flag(*, rater, dataset: str, slot_id: int, reason: str, note: str = "", now: datetime | None = None) -> Flag:
-    """Report the pair of a held or rated slot or gold lease; see ``annotation.queue.slot_flag``."""
+    """Report the pair of a held or rated slot or gold lease; see ``annotation.rating.queue.slot_flag``."""
     participation(rater=rater, dataset=dataset)
     try:
         return queue.slot_flag(rater=rater, dataset=dataset, slot_id=slot_id, reason=reason, note=note, now=now)

@@ -21,7 +21,7 @@ from annotation.exclusion.services import (
     rating_exclusion_undo,
 )
 from annotation.models import ExclusionState, Pair, Rating, RatingExclusion, RatingStatus, TaskKind
-from annotation.queue import rating_submit, slot_claim
+from annotation.rating.queue import rating_submit, slot_claim
 from tests.annotation.exclusion_support import pair_problems
 from tests.annotation.queue_support import queue_pairs, submit_kwargs
 from tests.factories import SplitFactory, UserFactory

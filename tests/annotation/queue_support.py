@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from rest_framework.test import APIClient
 
-import annotation.queue.submit as queue_submit
+import annotation.rating.queue.submit as queue_submit
 from annotation.models import SamplingMethod, TaskKind
 from annotation.pairs import PairSpec, pairs_create_bulk
 from annotation.rating.policy import rating_submit, slot_claim

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.accounts import qualifications_set
-from annotation.queue import QueueInputError
+from annotation.rating.queue import QueueInputError
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

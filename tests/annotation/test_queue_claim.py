@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 
 from annotation.errors import Forbidden, NotFound
 from annotation.models import Pair, RatingSlot, SlotState, TaskKind
-from annotation.queue import QueueInputError, slot_claim, slot_skip
+from annotation.rating.queue import QueueInputError, slot_claim, slot_skip
 from tests.annotation import queue_support
 from tests.annotation.queue_support import TTL, claim, queue_pairs, rater, submit
 from tests.factories import DatasetFactory, SplitFactory, UserFactory

@@ -10,9 +10,9 @@ import json
 import pytest
 from django.db import connection
 
-from annotation import queue
 from annotation.models import RatingSlot
-from annotation.queue import rating_submit, slot_claim, statements
+from annotation.rating import queue
+from annotation.rating.queue import rating_submit, slot_claim, statements
 from tests.annotation.queue_support import bulk_sis_pairs, submit_kwargs
 from tests.factories import SamplingBatchFactory, SplitFactory, UserFactory
 

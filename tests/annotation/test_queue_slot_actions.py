@@ -9,7 +9,7 @@ import pytest
 
 from annotation.errors import Forbidden
 from annotation.models import Flag, FlagReason, PairSkip, Rating, RatingSlot, SlotState, TaskKind
-from annotation.queue import QueueInputError, slot_flag, slot_skip
+from annotation.rating.queue import QueueInputError, slot_flag, slot_skip
 from annotation.selectors import rater_progress
 from tests.annotation import queue_support
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit

@@ -9,7 +9,7 @@ import re
 import pytest
 from django.db import connection
 
-from annotation.queue import statements
+from annotation.rating.queue import statements
 
 QUOTED = re.compile(r'"([^"]+)"')
 PARAMETER = re.compile(r"%\((\w+)\)s")

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 
 from annotation.errors import Conflict, Forbidden, NotFound
 from annotation.models import QueueCounter, Rating, RatingSlot, SlotState
-from annotation.queue import QueueInputError, rating_submit
+from annotation.rating.queue import QueueInputError, rating_submit
 from tests.annotation import queue_support
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit, submit_kwargs
 from tests.factories import SplitFactory

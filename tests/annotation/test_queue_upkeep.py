@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import QueueCounter, RatingSlot, SlotState
-from annotation.queue import leases_release_expired, queue_counters_rebuild, slot_heartbeat
+from annotation.rating.queue import leases_release_expired, queue_counters_rebuild, slot_heartbeat
 from tests.annotation import queue_support
 from tests.annotation.queue_support import TTL, claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory

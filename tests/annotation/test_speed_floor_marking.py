@@ -4,7 +4,7 @@ submit path), and marked anew when an admin changes the floor."""
 import pytest
 
 from annotation.models import Rating, SpeedFloor, TaskKind
-from annotation.queue import rating_submit
+from annotation.rating.queue import rating_submit
 from tests.annotation import queue_support
 from tests.annotation.queue_support import claim, queue_pairs, rater
 

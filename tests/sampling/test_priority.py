@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 
 from annotation.errors import NotFound
 from annotation.models import Pair, RatingSlot
-from annotation.queue import slot_claim
+from annotation.rating.queue import slot_claim
 from sampling import services as sampling_services
 from sampling.batch_run import sampling_batch_run
 from sampling.errors import SamplingInputError

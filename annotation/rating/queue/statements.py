@@ -177,7 +177,7 @@ _NOT_TOUCHED_SQL = """NOT EXISTS (
 
 @cache
 def claim() -> Statement:
-    """The claim (see ``annotation.queue.claim``). Returns one row, the assignment (slot,
+    """The claim (see ``annotation.rating.queue.claim``). Returns one row, the assignment (slot,
     pair, expiry, resumed, kind, dataset and both sides' texts and images), or none."""
     sql = _render(_CLAIM_SQL, not_touched=_render(_NOT_TOUCHED_SQL))
     params = (

@@ -26,8 +26,8 @@ from annotation.models import (
     SlotState,
     SpeedFloor,
 )
-from annotation.queue import statements
-from annotation.queue.shapes import (
+from annotation.rating.queue import statements
+from annotation.rating.queue.shapes import (
     MAX_ADJUSTMENTS,
     MAX_IDEMPOTENCY_KEY,
     MAX_TIME_ON_ITEM_MS,
@@ -36,7 +36,7 @@ from annotation.queue.shapes import (
     SubmitResult,
     service_now,
 )
-from annotation.queue.slots import SlotView, holds, lock_slot, not_held_error
+from annotation.rating.queue.slots import SlotView, holds, lock_slot, not_held_error
 from annotation.sql import execute, use_postgres_sql
 
 

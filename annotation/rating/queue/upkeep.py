@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import Count, F
 
 from annotation.models import Pair, QueueCounter, RatingSlot, SlotState
-from annotation.queue.shapes import service_now
+from annotation.rating.queue.shapes import service_now
 
 
 def leases_release_expired(*, now: datetime | None = None, batch_size: int = 1000) -> int:

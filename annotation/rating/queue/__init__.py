@@ -34,8 +34,8 @@ or submit and routes between gold serving and this queue.
 """
 
 from annotation.cxc import SCORE_MAX, SCORE_MIN
-from annotation.queue.claim import slot_claim
-from annotation.queue.shapes import (
+from annotation.rating.queue.claim import slot_claim
+from annotation.rating.queue.shapes import (
     MAX_ADJUSTMENTS,
     MAX_FLAG_NOTE,
     MAX_IDEMPOTENCY_KEY,
@@ -48,9 +48,9 @@ from annotation.queue.shapes import (
     image_url_of,
     lease_ttl,
 )
-from annotation.queue.slots import slot_flag, slot_heartbeat, slot_skip
-from annotation.queue.submit import rating_submit
-from annotation.queue.upkeep import leases_release_expired, queue_counters_add, queue_counters_rebuild
+from annotation.rating.queue.slots import slot_flag, slot_heartbeat, slot_skip
+from annotation.rating.queue.submit import rating_submit
+from annotation.rating.queue.upkeep import leases_release_expired, queue_counters_add, queue_counters_rebuild
 
 __all__ = [
     "MAX_ADJUSTMENTS",

@@ -13,8 +13,8 @@ from django.db.models import Case, F, Value, When
 
 from annotation.errors import Conflict, DomainError, Forbidden, NotFound
 from annotation.models import Flag, FlagReason, Pair, PairSkip, RatingSlot, SlotState
-from annotation.queue import statements
-from annotation.queue.shapes import MAX_FLAG_NOTE, QueueInputError, lease_ttl, service_now
+from annotation.rating.queue import statements
+from annotation.rating.queue.shapes import MAX_FLAG_NOTE, QueueInputError, lease_ttl, service_now
 from annotation.sql import execute, use_postgres_sql
 
 
