@@ -2,14 +2,14 @@
 
 All of it is derived data, written only by the sampling and rating services (which keep
 counters and slot copies in step), so these pages show it and never add or edit it. The
-one write is an action: retiring flagged pairs (``annotation.pairs.pairs_retire``).
+one write is an action: retiring flagged pairs (``annotation.rating.pairs.pairs_retire``).
 """
 
 from django.contrib import admin, messages
 from django.utils.html import format_html, format_html_join
 
 from annotation.models import Flag, Pair, Rating, RatingSlot
-from annotation.pairs import pairs_retire
+from annotation.rating.pairs import pairs_retire
 from annotation.rating.queue import image_url_of
 
 

@@ -56,7 +56,7 @@ def prepare() -> str:
     """The dataset, its pairs and the link, written through the services; the link token."""
     from annotation.crowd import campaign_link_create
     from annotation.models import Dataset, Image, QualitySettings, Split
-    from annotation.pairs import PairSpec, pairs_create_bulk
+    from annotation.rating.pairs import PairSpec, pairs_create_bulk
     from sampling.models import SamplingBatch
 
     dataset = Dataset.objects.create(name="bench-join", images_root=tempfile.gettempdir())

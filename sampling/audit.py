@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from annotation.models import EmbeddingSpace
-from annotation.pairs import PairSpec, pair_ids_by_identity
+from annotation.rating.pairs import PairSpec, pair_ids_by_identity
 from sampling.errors import SamplingInputError
 from sampling.model_topk import (
     C2C,

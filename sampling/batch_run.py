@@ -15,7 +15,7 @@ import numpy as np
 from django.db import transaction
 
 from annotation.models import METHOD_KIND, Caption, Dataset, EmbeddingSpace, Image, TaskKind
-from annotation.pairs import PairSpec, gold_pair_identities, pairs_create_bulk
+from annotation.rating.pairs import PairSpec, gold_pair_identities, pairs_create_bulk
 from annotation.runs import (
     SAMPLING_BATCH_LOCKS,
     Progress,

@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 
 from annotation.errors import NotFound
 from annotation.models import METHOD_KIND, Caption, EmbeddingSpace, Image, Pair, RatingStatus, Split, TaskKind
-from annotation.pairs import PairSpec, gold_pair_identities
+from annotation.rating.pairs import PairSpec, gold_pair_identities
 from frontend.selectors import worked_example_pairs
 from sampling import strategies
 from sampling.embeddings import open_space

@@ -12,7 +12,7 @@ from django.db import transaction
 from annotation.errors import DomainError, NotFound
 from annotation.inputs import BIGINT_MAX
 from annotation.models import EmbeddingSpace, JobStatus, Pair, UploadState
-from annotation.pairs import pairs_set_priority
+from annotation.rating.pairs import pairs_set_priority
 from annotation.upload_cleanup import run_check_uploads_present
 from annotation.uploads import upload_discard, upload_paths
 from sampling import strategies

@@ -27,7 +27,7 @@ from annotation.models import (
     Rating,
     RatingStatus,
 )
-from annotation.pairs import PairSpec, pair_ids_by_identity
+from annotation.rating.pairs import PairSpec, pair_ids_by_identity
 
 SCORE = "gold_score"
 EXPLANATION = "explanation"

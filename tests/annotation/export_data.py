@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from annotation.models import Caption, Image, Pair, SamplingMethod, TaskKind
-from annotation.pairs import PairSpec, pairs_create_bulk
+from annotation.rating.pairs import PairSpec, pairs_create_bulk
 from annotation.services import dataset_import_karpathy
 from tests.factories import SamplingBatchFactory, SplitFactory, UserFactory, make_items
 from tests.rating_support import rate_pair

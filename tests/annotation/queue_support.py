@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 import annotation.rating.queue.submit as queue_submit
 from annotation.models import SamplingMethod, TaskKind
-from annotation.pairs import PairSpec, pairs_create_bulk
+from annotation.rating.pairs import PairSpec, pairs_create_bulk
 from annotation.rating.policy import rating_submit, slot_claim
 from tests.factories import CaptionFactory, ImageFactory, SamplingBatchFactory, SplitFactory, UserFactory
 

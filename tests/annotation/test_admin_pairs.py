@@ -7,7 +7,7 @@ import pytest
 
 from annotation.export import dataset_export
 from annotation.models import Flag, FlagReason, Pair, QueueCounter, Rating, RatingSlot, SlotState, TaskKind
-from annotation.pairs import pairs_retire
+from annotation.rating.pairs import pairs_retire
 from annotation.rating.queue import queue_counters_rebuild, rating_submit, slot_claim, slot_flag
 from annotation.selectors import rater_progress
 from sampling.selectors import pivots, split_items

@@ -14,7 +14,7 @@ from annotation.dashboard.selectors import campaign_snapshot_get
 from annotation.dashboard.services import SNAPSHOTS_KEPT, campaign_refresh_all, campaign_snapshot_refresh
 from annotation.export import dataset_export
 from annotation.models import CampaignSnapshot, FlagReason, RatingSlot, SlotState, SpeedFloor
-from annotation.pairs import pairs_retire
+from annotation.rating.pairs import pairs_retire
 from annotation.rating.queue import lease_ttl, slot_flag, slot_skip
 from annotation.tasks import refresh_campaign_snapshot
 from tests.annotation import dashboard_data as hand

@@ -17,7 +17,7 @@ from annotation.models import (
     SlotState,
     TaskKind,
 )
-from annotation.pairs import pairs_retire
+from annotation.rating.pairs import pairs_retire
 from tests.annotation.exclusion_support import exclude, pair_problems, undo
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory

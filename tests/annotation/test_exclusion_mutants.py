@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from annotation.errors import Conflict
 from annotation.exclusion.services import rating_exclusion_create, rating_exclusion_undo
 from annotation.models import Pair, QueueCounter, Rating, RatingStatus, TaskKind
-from annotation.pairs import pairs_retire
+from annotation.rating.pairs import pairs_retire
 from tests.annotation.exclusion_support import exclude, pair_problems, undo
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory

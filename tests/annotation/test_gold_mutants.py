@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 
 from annotation.gold.upload import GoldInputError, gold_pairs_promote
 from annotation.models import GoldPair, Pair
-from annotation.pairs import pairs_retire
+from annotation.rating.pairs import pairs_retire
 from annotation.rating.policy import slot_skip
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory

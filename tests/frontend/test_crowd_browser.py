@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 
 from annotation import cxc
 from annotation.models import GoldPair, GoldPurpose, GoldRating, Participant, QuizAttempt, Rating
-from annotation.pairs import pairs_retire
+from annotation.rating.pairs import pairs_retire
 from tests.frontend.crowd_setup import crowd_link, sis_quiz
 from tests.frontend.test_rating_page import track_point
 from tests.rating_support import db_id
