@@ -20,7 +20,6 @@ from annotation.exclusion.services import (
     rating_exclusion_create,
     rating_exclusion_undo,
 )
-from annotation.gold.pause import is_paused, pause_refusal, rater_pause, rater_pause_lift
 from annotation.models import (
     Dataset,
     ExclusionPause,
@@ -30,6 +29,7 @@ from annotation.models import (
     RaterPause,
     RatingExclusion,
 )
+from annotation.quality.pauses import is_paused, pause_refusal, rater_pause, rater_pause_lift
 from annotation.quiz import quiz_pools, quiz_set
 
 User = get_user_model()

@@ -31,8 +31,6 @@ from django.db.models import Count
 
 from annotation import cxc
 from annotation.errors import Conflict, DomainError, NotFound
-from annotation.gold.ids import ids_reserve
-from annotation.gold.serving import gold_pair_assignment
 from annotation.models import (
     DEFAULT_QUIZ_LENGTH,
     DEFAULT_QUIZ_MAX_ERROR,
@@ -46,6 +44,8 @@ from annotation.models import (
     QuizAttempt,
     Rating,
 )
+from annotation.quality.gold.ids import ids_reserve
+from annotation.quality.gold.serving import gold_pair_assignment
 from annotation.rating.queue.shapes import Item, QueueInputError, check_kind, service_now
 
 

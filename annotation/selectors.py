@@ -157,7 +157,7 @@ def rater_pairs_left(*, rater, kinds: list[str], dataset_id: int | None = None) 
     gold, the gold pairs the queue may still serve them (``gold_unmet``). Claiming
     either moves a pair into "held" and leaves the figure; rating or skipping either
     takes one off. Five grouped reads whatever the queue size."""
-    from annotation.gold.serving import gold_unmet  # gold serving imports the queue, which reads this
+    from annotation.quality.gold.serving import gold_unmet  # gold serving imports the queue, which reads this
 
     left = _ordinary_left(rater=rater, kinds=kinds, dataset_id=dataset_id)
     unmet = _count_by(gold_unmet(rater=rater, dataset_id=dataset_id, kinds=kinds), ("dataset_id", "kind"), Count("id"))

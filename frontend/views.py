@@ -9,9 +9,9 @@ from django.urls import reverse
 from annotation.accounts import WeakPassword
 from annotation.crowd import Step, participant_next
 from annotation.errors import Forbidden, NotFound
-from annotation.gold.pause import active_pause
 from annotation.models import QUIZ_ATTEMPTS, FlagReason, QuizAttempt, TaskKind
 from annotation.onboarding import InvitationInvalid, invitation_accept, invitation_get
+from annotation.quality.pauses import active_pause
 from annotation.quiz import quiz_attempt_length, quiz_offered
 from annotation.rating import policy
 from annotation.roles import PARTICIPANT, has_role, may_rate

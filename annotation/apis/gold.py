@@ -8,13 +8,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import selectors
-from annotation.gold.upload import gold_pairs_promote, gold_pairs_upload
 from annotation.models import (
     DEFAULT_PROMOTE_MAX_SD,
     GoldPair,
     QualitySettings,
     TaskKind,
 )
+from annotation.quality.gold.upload import gold_pairs_promote, gold_pairs_upload
 from annotation.roles import IsAdmin
 from annotation.upload_limits import LimitedMultiPartParser
 from annotation.uploads import PAIR_LIST, upload_as_temporary_file

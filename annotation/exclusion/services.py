@@ -16,8 +16,8 @@ from django.db.models import F
 
 from annotation.errors import Conflict, DomainError, NotFound
 from annotation.exclusion.chunks import ChunkResult, exclude_chunk, rating_scope, restore_chunk
-from annotation.gold.pause import pause_refusal, rater_pause_unless_paused
 from annotation.models import Dataset, ExclusionPause, ExclusionState, Rating, RatingExclusion, RatingStatus
+from annotation.quality.pauses import pause_refusal, rater_pause_unless_paused
 from annotation.rating.queue.shapes import service_now
 
 # Pairs per transaction: long enough to be fast, short enough that a submission on one

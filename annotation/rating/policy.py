@@ -10,7 +10,7 @@ quiz and the join flow, passes here, in this order:
    left), the quota (``annotation.rating.quota``: ratings, queue gold ratings and leases
    held, over the link's kinds since joining) and no claim once the completion code was
    shown.
-3. WHAT: a gold pair now and then (``annotation.gold.serving.gold_claim``), else the
+3. WHAT: a gold pair now and then (``annotation.quality.gold.serving.gold_claim``), else the
    queue's next slot (``annotation.rating.queue.slot_claim``).
 
 A submit re-checks what can change since the claim: the pause (folded into the submit
@@ -30,8 +30,6 @@ from datetime import datetime
 from django.db import transaction
 
 from annotation.errors import Forbidden, NotFound
-from annotation.gold import serving as gold
-from annotation.gold.pause import RaterPaused, is_paused, paused_error
 from annotation.models import (
     Dataset,
     Flag,
@@ -42,6 +40,8 @@ from annotation.models import (
     RatingSlot,
     SlotState,
 )
+from annotation.quality.gold import serving as gold
+from annotation.quality.pauses import RaterPaused, is_paused, paused_error
 from annotation.quiz import quiz_offered
 from annotation.rating import queue
 from annotation.rating.queue.claim import qualified_kinds

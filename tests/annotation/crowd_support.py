@@ -9,8 +9,8 @@ import itertools
 from django.test import Client
 
 from annotation.cxc import ITEM_COLUMNS
-from annotation.gold.upload import gold_pairs_upload
 from annotation.models import GoldPurpose, GoldRating, QualitySettings, Rating, TaskKind
+from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quiz import quiz_set
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory

@@ -6,8 +6,8 @@ import pytest
 
 from annotation.dashboard import stats
 from annotation.dashboard.services import campaign_snapshot_refresh
-from annotation.gold.pause import rater_pause
 from annotation.models import GoldPair, QualitySettings
+from annotation.quality.pauses import rater_pause
 from frontend.campaign_pages import rater_table
 from tests.annotation.exclusion_support import exclude
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
@@ -32,7 +32,7 @@ def test_rater_rows_carry_gold_error_exclusions_and_pauses(tmp_path, clock, djan
     path.write_text(
         f"image1,image2,gold_score\n{images[0].key},{images[1].key},1.0\n{images[1].key},{images[2].key},4.0\n"
     )
-    from annotation.gold.upload import gold_pairs_upload
+    from annotation.quality.gold.upload import gold_pairs_upload
 
     gold_pairs_upload(dataset=dataset, path=path)
     QualitySettings.objects.create(dataset=dataset, gold_one_in=1)

@@ -5,7 +5,6 @@ import pytest
 from annotation.errors import Conflict
 from annotation.exclusion import services
 from annotation.exclusion.services import ExclusionInputError, rating_exclusion_create, rating_exclusion_run
-from annotation.gold.pause import RaterPaused
 from annotation.models import (
     ExclusionState,
     Pair,
@@ -17,6 +16,7 @@ from annotation.models import (
     SlotState,
     TaskKind,
 )
+from annotation.quality.pauses import RaterPaused
 from annotation.rating.pairs import pairs_retire
 from tests.annotation.exclusion_support import exclude, pair_problems, undo
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit

@@ -6,8 +6,6 @@ import math
 import pytest
 
 from annotation.errors import Conflict, Forbidden
-from annotation.gold.pause import RaterPaused
-from annotation.gold.upload import GoldInputError, gold_pairs_promote, gold_pairs_upload
 from annotation.models import (
     GoldLease,
     GoldPair,
@@ -19,6 +17,8 @@ from annotation.models import (
     Rating,
     TaskKind,
 )
+from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote, gold_pairs_upload
+from annotation.quality.pauses import RaterPaused
 from annotation.rating.policy import slot_flag, slot_heartbeat, slot_skip
 from tests.annotation import queue_support
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit

@@ -11,8 +11,8 @@ import itertools
 
 import pytest
 
-from annotation.gold.upload import GoldInputError, gold_pairs_promote, gold_pairs_upload
 from annotation.models import GoldLease, GoldPair, Pair, PairSkip, QualitySettings, QuizAttempt, Rating
+from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote, gold_pairs_upload
 from tests.annotation import queue_support
 from tests.annotation.queue_support import TTL, client_for, queue_pairs, rate_url, rater, submit_kwargs
 from tests.factories import ImageFactory, SplitFactory, UserFactory

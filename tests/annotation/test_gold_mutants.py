@@ -1,12 +1,12 @@
 """Promoting agreed pairs to gold, the details `make mutation` found untested: only
 complete pairs in the queue, the agreement bound itself, the reference's precision, the
-limit, the pair's items and who promoted (annotation.gold.upload.gold_pairs_promote)."""
+limit, the pair's items and who promoted (annotation.quality.gold.upload.gold_pairs_promote)."""
 
 import pytest
 from rest_framework.test import APIClient
 
-from annotation.gold.upload import GoldInputError, gold_pairs_promote
 from annotation.models import GoldPair, Pair
+from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote
 from annotation.rating.pairs import pairs_retire
 from annotation.rating.policy import slot_skip
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit

@@ -1,12 +1,12 @@
 """Pauses, the details `make mutation` found untested: who paused, the limits of a reason
 and a note, a lift without a note, and that a pause holds in its own dataset for its own
-rater only (annotation.gold.pause)."""
+rater only (annotation.quality.pauses)."""
 
 import pytest
 from django.test import Client
 
 from annotation.errors import NotFound
-from annotation.gold.pause import MAX_PAUSE_TEXT, PauseInputError, active_pause, rater_pause, rater_pause_lift
+from annotation.quality.pauses import MAX_PAUSE_TEXT, PauseInputError, active_pause, rater_pause, rater_pause_lift
 from tests.annotation.queue_support import client_for, queue_pairs, rater
 from tests.factories import SplitFactory, UserFactory
 

@@ -4,8 +4,8 @@ rating they were giving is refused until then (nothing stored); the API and its 
 import pytest
 
 from annotation.errors import Conflict
-from annotation.gold.pause import RaterPaused, rater_pause, rater_pause_lift
 from annotation.models import RaterPause, Rating
+from annotation.quality.pauses import RaterPaused, rater_pause, rater_pause_lift
 from annotation.rating.policy import rating_submit_and_claim_next
 from tests.annotation import queue_support
 from tests.annotation.queue_support import claim, client_for, queue_pairs, rater, submit, submit_kwargs

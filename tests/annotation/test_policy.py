@@ -11,9 +11,9 @@ from django.test import Client
 from django.utils import timezone
 
 from annotation.crowd import campaign_link_create
-from annotation.gold.pause import rater_pause
-from annotation.gold.upload import gold_pairs_upload
 from annotation.models import GoldLease, GoldRating, Qualification, QualitySettings, Rating, RatingSlot, SlotState
+from annotation.quality.gold.upload import gold_pairs_upload
+from annotation.quality.pauses import rater_pause
 from tests.annotation import queue_support
 from tests.annotation.queue_support import client_for, queue_pairs, rater
 from tests.factories import ImageFactory, SplitFactory, UserFactory

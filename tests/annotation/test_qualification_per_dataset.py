@@ -10,8 +10,8 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from annotation.crowd import campaign_link_create
-from annotation.gold.upload import gold_pairs_upload
 from annotation.models import GoldPair, Qualification, QualitySettings
+from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quiz import quiz_set
 from tests.annotation.queue_support import client_for, queue_pairs
 from tests.factories import ImageFactory, SplitFactory, UserFactory

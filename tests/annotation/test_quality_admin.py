@@ -2,8 +2,8 @@
 
 import pytest
 
-from annotation.gold.upload import gold_pairs_upload
 from annotation.models import GoldLease, GoldPair, RaterPause
+from annotation.quality.gold.upload import gold_pairs_upload
 from tests.annotation.queue_support import rater
 from tests.factories import ImageFactory, SplitFactory, UserFactory
 

@@ -10,8 +10,8 @@ from rest_framework.test import APIClient
 
 from annotation import cxc
 from annotation.errors import Conflict, NotFound
-from annotation.gold.upload import gold_pairs_upload
 from annotation.models import GoldPair, GoldPurpose, GoldRating, Qualification, QualitySettings, QuizAttempt, Rating
+from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quiz import QuizOver, attempt_length, quiz_answer, quiz_offered, quiz_set, quiz_state
 from annotation.rating.policy import slot_claim
 from tests.annotation.queue_support import queue_pairs

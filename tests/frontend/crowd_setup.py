@@ -9,8 +9,6 @@ from pathlib import Path
 
 from annotation.crowd import campaign_link_create
 from annotation.cxc import ITEM_COLUMNS, level_name
-from annotation.gold.ids import ids_reserve
-from annotation.gold.upload import gold_pairs_upload
 from annotation.models import (
     CampaignLink,
     Caption,
@@ -22,6 +20,8 @@ from annotation.models import (
     QualitySettings,
     TaskKind,
 )
+from annotation.quality.gold.ids import ids_reserve
+from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quiz import quiz_set
 
 QUIZ_REFERENCES = (0.0, 2.5, 5.0, 1.0, 4.0, 3.0)

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from annotation.gold.upload import gold_pairs_upload
 from annotation.models import Dataset, GoldLease, GoldRating, Image, Pair, QualitySettings, Rating
+from annotation.quality.gold.upload import gold_pairs_upload
 from tests.frontend.test_rating_page import session_for, track_point
 from tests.rating_support import db_id
 

@@ -5,8 +5,8 @@ since the claim stores nothing); lifted, they rate again."""
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation.gold.pause import rater_pause, rater_pause_lift
 from annotation.models import Dataset, Rating
+from annotation.quality.pauses import rater_pause, rater_pause_lift
 from tests.frontend.test_rating_page import session_for, track_point
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]

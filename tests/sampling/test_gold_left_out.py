@@ -9,8 +9,8 @@ import itertools
 
 import pytest
 
-from annotation.gold.upload import gold_pairs_upload
 from annotation.models import GoldPair, Pair, TaskKind
+from annotation.quality.gold.upload import gold_pairs_upload
 from tests.annotation import queue_support
 
 pytestmark = pytest.mark.django_db

@@ -11,8 +11,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef, Q
 
 from annotation.errors import Conflict, Forbidden, NotFound
-from annotation.gold.pause import is_paused, paused_error
 from annotation.models import Dataset, PairSkip, Qualification, RatingSlot, SlotState
+from annotation.quality.pauses import is_paused, paused_error
 from annotation.rating.queue import statements
 from annotation.rating.queue.shapes import Assignment, assignment_of, check_kind, lease_ttl, service_now
 from annotation.sql import execute, use_postgres_sql

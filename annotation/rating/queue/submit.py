@@ -15,7 +15,6 @@ from django.db.models import F
 
 from annotation.cxc import SCORE_MAX, SCORE_MIN
 from annotation.errors import Conflict, DomainError
-from annotation.gold.pause import is_paused, paused_error
 from annotation.models import (
     DEFAULT_SPEED_FLOORS,
     GoldRating,
@@ -26,6 +25,7 @@ from annotation.models import (
     SlotState,
     SpeedFloor,
 )
+from annotation.quality.pauses import is_paused, paused_error
 from annotation.rating.queue import statements
 from annotation.rating.queue.shapes import (
     MAX_ADJUSTMENTS,

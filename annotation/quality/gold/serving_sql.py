@@ -1,4 +1,4 @@
-"""The gold claim as one PostgreSQL statement (see ``annotation.gold.serving``)."""
+"""The gold claim as one PostgreSQL statement (see ``annotation.quality.gold.serving``)."""
 
 from __future__ import annotations
 

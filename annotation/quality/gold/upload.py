@@ -14,7 +14,6 @@ from django.db.models import F
 
 from annotation.cxc import ITEM_COLUMNS, METHOD_COLUMN, SCORE_COLUMN, SCORE_MAX, SCORE_MIN, SITS
 from annotation.errors import DomainError
-from annotation.gold.ids import ids_reserve
 from annotation.inputs import nul_problem
 from annotation.models import (
     DEFAULT_PROMOTE_MAX_SD,
@@ -27,6 +26,7 @@ from annotation.models import (
     Rating,
     RatingStatus,
 )
+from annotation.quality.gold.ids import ids_reserve
 from annotation.rating.pairs import PairSpec, pair_ids_by_identity
 
 SCORE = "gold_score"

@@ -1,7 +1,7 @@
 """Gold pairs in the queue: leased, renewed, rated, skipped and flagged through the same
 services and URLs as any slot, with the same answers and error texts, so neither the
 page nor the API tells them apart. A gold lease's id comes from the slots' sequence and a
-gold rating's from the ratings' (``annotation.gold.ids``); a gold rating never touches a
+gold rating's from the ratings' (``annotation.quality.gold.ids``); a gold rating never touches a
 pair, a slot, a rating or a counter of the dataset.
 
 The rating policy (``annotation.rating.policy``) calls ``gold_claim`` before the queue's
@@ -20,9 +20,6 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from annotation.errors import Conflict, Forbidden, NotFound
-from annotation.gold import serving_sql
-from annotation.gold.ids import ids_reserve
-from annotation.gold.pause import is_paused, pause_if_gold_error_high
 from annotation.models import (
     DEFAULT_GOLD_ONE_IN,
     Dataset,
@@ -39,6 +36,9 @@ from annotation.models import (
     RatingSlot,
     SlotState,
 )
+from annotation.quality.gold import serving_sql
+from annotation.quality.gold.ids import ids_reserve
+from annotation.quality.pauses import is_paused, pause_if_gold_error_high
 from annotation.rating.queue.claim import assignment_from_row
 from annotation.rating.queue.shapes import Assignment, SubmitResult, assignment_of
 from annotation.rating.queue.submit import key_used_error, speed_floor_seconds

@@ -1,5 +1,5 @@
 """Rater pauses: the automatic one after too large a gold error, and the check the claim
-makes. Admins pause and lift through ``annotation.gold.services``."""
+makes. Admins pause and lift through ``rater_pause`` and ``rater_pause_lift`` below."""
 
 from __future__ import annotations
 
