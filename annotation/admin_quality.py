@@ -14,12 +14,6 @@ from django.utils import timezone
 
 from annotation.admin_accounts import AccountUserAdmin
 from annotation.errors import DomainError
-from annotation.exclusion.services import (
-    MAX_REASON,
-    rating_exclusion_check,
-    rating_exclusion_create,
-    rating_exclusion_undo,
-)
 from annotation.models import (
     Dataset,
     ExclusionPause,
@@ -28,6 +22,12 @@ from annotation.models import (
     QualitySettings,
     RaterPause,
     RatingExclusion,
+)
+from annotation.quality.exclusion.services import (
+    MAX_REASON,
+    rating_exclusion_check,
+    rating_exclusion_create,
+    rating_exclusion_undo,
 )
 from annotation.quality.pauses import is_paused, pause_refusal, rater_pause, rater_pause_lift
 from annotation.quiz import quiz_pools, quiz_set

@@ -10,9 +10,9 @@ from annotation.dashboard.services import (
     campaign_snapshot_refresh_requested,
 )
 from annotation.errors import NotFound
-from annotation.exclusion.services import exclusions_resume, rating_exclusion_run
 from annotation.jobs import job_run, jobs_fail_orphaned
 from annotation.models import Dataset
+from annotation.quality.exclusion.services import exclusions_resume, rating_exclusion_run
 from annotation.rating.queue import leases_release_expired, queue_counters_rebuild
 from annotation.upload_cleanup import uploads_prune
 

@@ -132,8 +132,8 @@ def main() -> None:
 
     from django.contrib.auth import get_user_model
 
-    from annotation.exclusion.services import rating_exclusion_create, rating_exclusion_run
     from annotation.models import Dataset, ExclusionState
+    from annotation.quality.exclusion.services import rating_exclusion_create, rating_exclusion_run
 
     context = multiprocessing.get_context("spawn")
     stop, samples = context.Event(), context.Queue()

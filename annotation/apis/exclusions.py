@@ -6,9 +6,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import selectors
-from annotation.exclusion import selectors as exclusion_selectors
-from annotation.exclusion.services import MAX_REASON, rating_exclusion_create, rating_exclusion_undo
 from annotation.models import RatingExclusion
+from annotation.quality.exclusion import selectors as exclusion_selectors
+from annotation.quality.exclusion.services import MAX_REASON, rating_exclusion_create, rating_exclusion_undo
 from annotation.roles import IsAdmin
 from config.openapi import error_response
 

@@ -13,14 +13,14 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from annotation.errors import Conflict, DomainError
-from annotation.exclusion.chunks import rating_scope
-from annotation.exclusion.services import (
+from annotation.models import ExclusionState, Pair, Rating, RatingExclusion, RatingStatus, TaskKind
+from annotation.quality.exclusion.chunks import rating_scope
+from annotation.quality.exclusion.services import (
     ExclusionInputError,
     rating_exclusion_create,
     rating_exclusion_run,
     rating_exclusion_undo,
 )
-from annotation.models import ExclusionState, Pair, Rating, RatingExclusion, RatingStatus, TaskKind
 from annotation.rating.queue import rating_submit, slot_claim
 from tests.annotation.exclusion_support import pair_problems
 from tests.annotation.queue_support import queue_pairs, submit_kwargs

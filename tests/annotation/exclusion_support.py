@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from annotation.exclusion.services import rating_exclusion_create, rating_exclusion_undo
 from annotation.models import Pair, QueueCounter, Rating, RatingSlot, RatingStatus, SlotState
+from annotation.quality.exclusion.services import rating_exclusion_create, rating_exclusion_undo
 
 
 def pair_problems(dataset_id: int) -> list[str]:

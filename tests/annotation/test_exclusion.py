@@ -1,10 +1,8 @@
-"""Excluding a rater's ratings with top-up to N, and undoing it (annotation.exclusion)."""
+"""Excluding a rater's ratings with top-up to N, and undoing it (annotation.quality.exclusion)."""
 
 import pytest
 
 from annotation.errors import Conflict
-from annotation.exclusion import services
-from annotation.exclusion.services import ExclusionInputError, rating_exclusion_create, rating_exclusion_run
 from annotation.models import (
     ExclusionState,
     Pair,
@@ -16,6 +14,8 @@ from annotation.models import (
     SlotState,
     TaskKind,
 )
+from annotation.quality.exclusion import services
+from annotation.quality.exclusion.services import ExclusionInputError, rating_exclusion_create, rating_exclusion_run
 from annotation.quality.pauses import RaterPaused
 from annotation.rating.pairs import pairs_retire
 from tests.annotation.exclusion_support import exclude, pair_problems, undo

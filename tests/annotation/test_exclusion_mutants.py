@@ -1,7 +1,7 @@
 """Exclusions, the details `make mutation` found untested: an undo touches only its own
 exclusion's ratings, a retired pair already back at N supersedes the restored rating, the
 open-pairs counter of another kind is left alone, the undo's time and empty reason, and
-the list's order, queries and not-found text (annotation.exclusion)."""
+the list's order, queries and not-found text (annotation.quality.exclusion)."""
 
 from datetime import timedelta
 
@@ -10,8 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation.errors import Conflict
-from annotation.exclusion.services import rating_exclusion_create, rating_exclusion_undo
 from annotation.models import Pair, QueueCounter, Rating, RatingStatus, TaskKind
+from annotation.quality.exclusion.services import rating_exclusion_create, rating_exclusion_undo
 from annotation.rating.pairs import pairs_retire
 from tests.annotation.exclusion_support import exclude, pair_problems, undo
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.db.models import F, Max, Q
 
-from annotation.exclusion import statements
 from annotation.models import (
     Pair,
     QueueCounter,
@@ -31,6 +30,7 @@ from annotation.models import (
     RatingStatus,
     SlotState,
 )
+from annotation.quality.exclusion import statements
 from annotation.sql import execute, use_postgres_sql
 
 

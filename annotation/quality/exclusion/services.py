@@ -1,7 +1,7 @@
 """Excluding a rater's ratings in a dataset, with top-up to N, and undoing it.
 
 An exclusion is recorded first (state ``applying``) and applied by a Celery task queued
-on commit, chunk by chunk (``annotation.exclusion.chunks``); undo likewise (``undoing``).
+on commit, chunk by chunk (``annotation.quality.exclusion.chunks``); undo likewise (``undoing``).
 Each chunk only touches ratings not yet handled, so a run that stopped half way is
 continued by running it again: ``exclusions_resume`` (beat) queues every exclusion still
 applying or undoing, and two runs of one exclusion at once only share the work.
@@ -15,8 +15,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from annotation.errors import Conflict, DomainError, NotFound
-from annotation.exclusion.chunks import ChunkResult, exclude_chunk, rating_scope, restore_chunk
 from annotation.models import Dataset, ExclusionPause, ExclusionState, Rating, RatingExclusion, RatingStatus
+from annotation.quality.exclusion.chunks import ChunkResult, exclude_chunk, rating_scope, restore_chunk
 from annotation.quality.pauses import pause_refusal, rater_pause_unless_paused
 from annotation.rating.queue.shapes import service_now
 
