@@ -30,7 +30,7 @@ from annotation.quality.exclusion.services import (
     rating_exclusion_undo,
 )
 from annotation.quality.pauses import is_paused, pause_refusal, rater_pause, rater_pause_lift
-from annotation.quiz import quiz_pools, quiz_set
+from annotation.quality.quiz import quiz_pools, quiz_set
 
 User = get_user_model()
 

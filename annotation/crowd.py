@@ -336,7 +336,7 @@ def participant_next(participant: Participant) -> tuple[str, str | None]:
     """(Step, kind): a quiz of the link's kinds the participant still has to take comes
     first, then the first kind they may rate with pairs left for them; else why they
     are through."""
-    from annotation.quiz import quiz_offered
+    from annotation.quality.quiz import quiz_offered
     from annotation.selectors import rater_kinds_with_pairs_left
 
     link = participant.link

@@ -1,6 +1,6 @@
 """The qualification quiz API. Raters load the quiz of a task kind and answer its
 questions one by one; each answer is told the reference level's name and the pair's
-explanation, never a number (see annotation.quiz). Admins set a dataset's quiz length and
+explanation, never a number (see annotation.quality.quiz). Admins set a dataset's quiz length and
 pass threshold and read each kind's pool against that length."""
 
 import dataclasses
@@ -10,11 +10,12 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import quiz, selectors
+from annotation import selectors
 from annotation.apis.fields import OpaqueIdField, StrictFloatField, StrictIntegerField
 from annotation.apis.rating import ItemSerializer
 from annotation.errors import NotFound
 from annotation.models import MAX_QUIZ_LENGTH, TaskKind
+from annotation.quality import quiz
 from annotation.rating import policy, queue
 from annotation.roles import IsAdmin, IsRater
 from config.openapi import error_response

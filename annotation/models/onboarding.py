@@ -36,7 +36,7 @@ QUIZ_ATTEMPTS = 2
 class QuizAttempt(models.Model):
     """One pass of a rater through the qualification quiz of a dataset's task kind: the
     questions in ``order`` (gold pair ids drawn at random from the kind's quiz pool; the
-    second attempt never repeats one of the first, see annotation.quiz).
+    second attempt never repeats one of the first, see annotation.quality.quiz).
     The answers are GoldRating rows (purpose ``quiz``, this ``number``), never ratings of
     the dataset. Finished when every item is answered; passed when the mean absolute
     error is below the dataset's ``quiz_max_error``, which grants the kind."""

@@ -42,7 +42,7 @@ from annotation.models import (
 )
 from annotation.quality.gold import serving as gold
 from annotation.quality.pauses import RaterPaused, is_paused, paused_error
-from annotation.quiz import quiz_offered
+from annotation.quality.quiz import quiz_offered
 from annotation.rating import queue
 from annotation.rating.queue.claim import qualified_kinds
 from annotation.rating.queue.shapes import Assignment, SubmitResult, check_kind, lease_ttl, service_now

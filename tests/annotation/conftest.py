@@ -40,6 +40,6 @@ def seeded(monkeypatch):
 
     def seed(value: int):
         generator = random.Random(value)
-        monkeypatch.setattr("annotation.quiz._generator", lambda: generator)
+        monkeypatch.setattr("annotation.quality.quiz._generator", lambda: generator)
 
     return seed

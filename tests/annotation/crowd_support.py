@@ -11,7 +11,7 @@ from django.test import Client
 from annotation.cxc import ITEM_COLUMNS
 from annotation.models import GoldPurpose, GoldRating, QualitySettings, Rating, TaskKind
 from annotation.quality.gold.upload import gold_pairs_upload
-from annotation.quiz import quiz_set
+from annotation.quality.quiz import quiz_set
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory
 

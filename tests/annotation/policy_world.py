@@ -33,7 +33,7 @@ from annotation.models import (
     SlotState,
     TaskKind,
 )
-from annotation.quiz import quiz_set
+from annotation.quality.quiz import quiz_set
 from tests.annotation.queue_support import client_for, queue_pairs
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory, UserFactory
 from tests.rating_support import db_id

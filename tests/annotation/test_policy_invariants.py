@@ -38,7 +38,7 @@ from hypothesis.stateful import (
 )
 
 from annotation.models import Pair, RaterPause, RatingSlot, SlotState
-from annotation.quiz import quiz_set
+from annotation.quality.quiz import quiz_set
 from tests.annotation import policy_world
 from tests.annotation.policy_world import ACTORS, KINDS, LINK_KINDS, PARTICIPANTS, World
 from tests.annotation.queue_support import TTL

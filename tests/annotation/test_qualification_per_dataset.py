@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from annotation.crowd import campaign_link_create
 from annotation.models import GoldPair, Qualification, QualitySettings
 from annotation.quality.gold.upload import gold_pairs_upload
-from annotation.quiz import quiz_set
+from annotation.quality.quiz import quiz_set
 from tests.annotation.queue_support import client_for, queue_pairs
 from tests.factories import ImageFactory, SplitFactory, UserFactory
 from tests.rating_support import db_id

@@ -12,7 +12,7 @@ from annotation import cxc
 from annotation.errors import Conflict, NotFound
 from annotation.models import GoldPair, GoldPurpose, GoldRating, Qualification, QualitySettings, QuizAttempt, Rating
 from annotation.quality.gold.upload import gold_pairs_upload
-from annotation.quiz import QuizOver, attempt_length, quiz_answer, quiz_offered, quiz_set, quiz_state
+from annotation.quality.quiz import QuizOver, attempt_length, quiz_answer, quiz_offered, quiz_set, quiz_state
 from annotation.rating.policy import slot_claim
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import ImageFactory, SplitFactory, UserFactory

@@ -1,11 +1,11 @@
 """Quizzes, the details `make mutation` found untested: whom the quiz is offered to (per
-rater, kind and dataset) and what the pools report (annotation.quiz)."""
+rater, kind and dataset) and what the pools report (annotation.quality.quiz)."""
 
 import pytest
 from rest_framework.test import APIClient
 
 from annotation.models import Qualification, QualitySettings
-from annotation.quiz import QuizPool, quiz_offered, quiz_pools
+from annotation.quality.quiz import QuizPool, quiz_offered, quiz_pools
 from tests.annotation.queue_support import queue_pairs
 from tests.annotation.test_quiz import LENGTH, REFERENCES, api_attempt, make_quiz
 from tests.factories import SplitFactory, UserFactory

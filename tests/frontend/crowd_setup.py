@@ -22,7 +22,7 @@ from annotation.models import (
 )
 from annotation.quality.gold.ids import ids_reserve
 from annotation.quality.gold.upload import gold_pairs_upload
-from annotation.quiz import quiz_set
+from annotation.quality.quiz import quiz_set
 
 QUIZ_REFERENCES = (0.0, 2.5, 5.0, 1.0, 4.0, 3.0)
 # One claim in GOLD_ONE_IN serves a gold pair while the rater has gold pairs left.

@@ -8,7 +8,7 @@ from django.test import Client
 from django.utils import timezone
 
 from annotation.models import Rating
-from annotation.quiz import quiz_answer, quiz_state
+from annotation.quality.quiz import quiz_answer, quiz_state
 from frontend.instructions import INSTRUCTIONS
 from tests.frontend.crowd_setup import sis_quiz
 from tests.frontend.rating_setup import rater
