@@ -18,8 +18,8 @@ from knox.models import AuthToken
 from annotation.errors import DomainError
 from annotation.lockout import is_locked_out, lockout_remaining, whole_minutes
 from annotation.models import Qualification, TaskKind
+from annotation.people.roles import RATER, has_role, user_roles
 from annotation.rating.queue.shapes import QueueInputError
-from annotation.roles import RATER, has_role, user_roles
 
 
 class InvalidCredentials(DomainError):
@@ -51,7 +51,7 @@ class WeakPassword(DomainError):
 @dataclass(frozen=True)
 class IssuedToken:
     """A new API token (the only time its key is known: the database keeps its digest)
-    and who it signs in: ``roles`` as ``annotation.roles.user_roles``."""
+    and who it signs in: ``roles`` as ``annotation.people.roles.user_roles``."""
 
     key: str
     username: str

@@ -26,7 +26,7 @@ from knox.models import AuthToken
 from knox.settings import CONSTANTS
 from rest_framework.exceptions import AuthenticationFailed
 
-from annotation.roles import ROLES, remember_roles
+from annotation.people.roles import ROLES, remember_roles
 from annotation.sql import Statement, execute
 
 _TOKEN_FIELDS = ["digest", "token_key", "user_id", "created", "expiry"]

@@ -46,11 +46,11 @@ from annotation.models import (
     Rating,
     TaskKind,
 )
+from annotation.people.roles import PARTICIPANT
 
 # QuotaReached is re-exported: the crowd's callers meet it when a participant is done.
 from annotation.rating.quota import QuotaReached as QuotaReached
 from annotation.rating.quota import participant_items_done
-from annotation.roles import PARTICIPANT
 
 EXTERNAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SIDE_PARAMS = {"study_id": "STUDY_ID", "session_id": "SESSION_ID"}

@@ -31,7 +31,7 @@ from annotation.accounts import password_check, username_taken_message
 from annotation.errors import DomainError
 from annotation.inputs import nul_problem
 from annotation.models import Invitation, Qualification, TaskKind
-from annotation.roles import RATER
+from annotation.people.roles import RATER
 
 COLUMNS = ("username", "email", "kinds")
 MAX_ROWS = 10_000

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 
 from annotation.dashboard.services import campaign_refresh_request
 from annotation.errors import NotFound
-from annotation.roles import ADMIN, RESEARCHER, has_role
+from annotation.people.roles import ADMIN, RESEARCHER, has_role
 from annotation.selectors import dataset_get
 from frontend import campaign_pages as pages
 from frontend.selectors import campaign_dataset_list, campaign_snapshot_part, pair_items_by_id

@@ -10,8 +10,8 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from annotation.models import GoldPair, GoldPurpose, GoldRating, Rating, TaskKind
+from annotation.people.roles import RATER, has_role
 from annotation.quality.quiz import quiz_offered, quiz_results
-from annotation.roles import RATER, has_role
 from frontend.instructions import INSTRUCTIONS
 
 

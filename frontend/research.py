@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from annotation.export import FORMATS
 from annotation.models import EmbeddingSpace, Split
-from annotation.roles import ADMIN, RESEARCHER, has_role
+from annotation.people.roles import ADMIN, RESEARCHER, has_role
 from annotation.selectors import dataset_list
 
 # What each format and each file holds, as annotation/export/writers.py and parquet.py

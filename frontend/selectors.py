@@ -7,8 +7,8 @@ from django.conf import settings
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from annotation.models import CampaignSnapshot, Caption, Dataset, Image, Pair, TaskKind
+from annotation.people.roles import ADMIN, RATER, RESEARCHER, has_role
 from annotation.rating.queue import Item, image_url_of
-from annotation.roles import ADMIN, RATER, RESEARCHER, has_role
 from annotation.selectors import dataset_list, qualification_kinds_by_dataset, rater_pairs_left
 from config.runtime import describe_mode
 from frontend.instructions import INSTRUCTIONS, level_name

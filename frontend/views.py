@@ -11,10 +11,10 @@ from annotation.crowd import Step, participant_next
 from annotation.errors import Forbidden, NotFound
 from annotation.models import QUIZ_ATTEMPTS, FlagReason, QuizAttempt, TaskKind
 from annotation.onboarding import InvitationInvalid, invitation_accept, invitation_get
+from annotation.people.roles import PARTICIPANT, has_role, may_rate
 from annotation.quality.pauses import active_pause
 from annotation.quality.quiz import quiz_attempt_length, quiz_offered
 from annotation.rating import policy
-from annotation.roles import PARTICIPANT, has_role, may_rate
 from annotation.selectors import dataset_get, qualification_kinds
 from frontend.crowd import participant_next_url
 from frontend.instructions import INSTRUCTIONS, levels_for

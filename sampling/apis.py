@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from annotation.apis.fields import StaleRunField
 from annotation.inputs import BIGINT_MAX
-from annotation.roles import IsAdmin
+from annotation.people.roles import IsAdmin
 from annotation.upload_limits import LimitedMultiPartParser
 from annotation.uploads import PAIR_LIST, upload_store
 from config.openapi import error_response

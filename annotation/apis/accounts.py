@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from annotation import selectors
 from annotation.accounts import InvalidCredentials, token_issue, token_revoke, tokens_revoke_all
 from annotation.errors import DomainError
-from annotation.roles import IsAdmin
+from annotation.people.roles import IsAdmin
 from config.openapi import error_response
 
 

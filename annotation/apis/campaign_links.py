@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 from annotation import selectors
 from annotation.crowd import campaign_link_create, study_url
 from annotation.models import CampaignLink, TaskKind
-from annotation.roles import IsAdmin
+from annotation.people.roles import IsAdmin
 from config.openapi import error_response
 
 # The largest count a PositiveIntegerField column holds on every database.

@@ -9,7 +9,7 @@ from annotation import selectors
 from annotation.apis.jobs import JobSerializer
 from annotation.jobs import import_job_start
 from annotation.models import Job, Modality
-from annotation.roles import IsAdmin, IsTeamMember
+from annotation.people.roles import IsAdmin, IsTeamMember
 from annotation.upload_limits import LimitedMultiPartParser
 from annotation.uploads import EMBEDDINGS, KARPATHY, upload_store, upload_store_all
 

@@ -14,7 +14,7 @@ from annotation.apis.fields import StaleRunField
 from annotation.evaluation import jobs as evaluations
 from annotation.jobs import JOB_RUNS
 from annotation.models import Job
-from annotation.roles import IsResearcher
+from annotation.people.roles import IsResearcher
 from config.openapi import error_response
 
 

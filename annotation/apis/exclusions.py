@@ -7,9 +7,9 @@ from rest_framework.views import APIView
 
 from annotation import selectors
 from annotation.models import RatingExclusion
+from annotation.people.roles import IsAdmin
 from annotation.quality.exclusion import selectors as exclusion_selectors
 from annotation.quality.exclusion.services import MAX_REASON, rating_exclusion_create, rating_exclusion_undo
-from annotation.roles import IsAdmin
 from config.openapi import error_response
 
 

@@ -14,7 +14,7 @@ from annotation.apis.fields import StaleRunField
 from annotation.export import FORMATS
 from annotation.jobs import JOB_RUNS
 from annotation.models import Job
-from annotation.roles import IsResearcher
+from annotation.people.roles import IsResearcher
 from config.openapi import error_response
 
 

@@ -14,8 +14,8 @@ from annotation.models import (
     QualitySettings,
     TaskKind,
 )
+from annotation.people.roles import IsAdmin
 from annotation.quality.gold.upload import gold_pairs_promote, gold_pairs_upload
-from annotation.roles import IsAdmin
 from annotation.upload_limits import LimitedMultiPartParser
 from annotation.uploads import PAIR_LIST, upload_as_temporary_file
 from config.openapi import error_response

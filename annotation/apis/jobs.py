@@ -9,7 +9,7 @@ from annotation import selectors
 from annotation.apis.fields import StaleRunField
 from annotation.jobs import JOB_RUNS
 from annotation.models import Job
-from annotation.roles import IsAdmin
+from annotation.people.roles import IsAdmin
 
 
 class JobSerializer(serializers.ModelSerializer):

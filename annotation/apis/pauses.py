@@ -8,8 +8,8 @@ from rest_framework.views import APIView
 from annotation import selectors
 from annotation.errors import NotFound
 from annotation.models import RaterPause
+from annotation.people.roles import IsAdmin
 from annotation.quality.pauses import MAX_PAUSE_TEXT, rater_pause, rater_pause_lift
-from annotation.roles import IsAdmin
 from config.openapi import error_response
 
 

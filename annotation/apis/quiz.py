@@ -15,9 +15,9 @@ from annotation.apis.fields import OpaqueIdField, StrictFloatField, StrictIntege
 from annotation.apis.rating import ItemSerializer
 from annotation.errors import NotFound
 from annotation.models import MAX_QUIZ_LENGTH, TaskKind
+from annotation.people.roles import IsAdmin, IsRater
 from annotation.quality import quiz
 from annotation.rating import policy, queue
-from annotation.roles import IsAdmin, IsRater
 from config.openapi import error_response
 
 

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.onboarding import rater_list_read, raters_add
-from annotation.roles import IsAdmin
+from annotation.people.roles import IsAdmin
 from annotation.upload_limits import LimitedMultiPartParser
 from annotation.uploads import PAIR_LIST
 from config.openapi import error_response

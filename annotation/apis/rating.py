@@ -14,8 +14,8 @@ from rest_framework.views import APIView
 from annotation import accounts, selectors
 from annotation.apis.fields import OpaqueIdField, StrictFloatField, StrictIntegerField
 from annotation.models import FlagReason, Modality, TaskKind
+from annotation.people.roles import IsAdmin, IsRater
 from annotation.rating import policy, queue
-from annotation.roles import IsAdmin, IsRater
 from config.openapi import error_response
 
 # The slot actions refuse with 409 a slot the rater held until another rater took it, or

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from annotation.errors import Conflict, DomainError, Forbidden, NotFound
 from annotation.models import GoldPurpose, GoldRating, QualitySettings, RaterPause
-from annotation.roles import ADMIN, has_role
+from annotation.people.roles import ADMIN, has_role
 
 
 class PauseInputError(DomainError):

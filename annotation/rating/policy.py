@@ -40,6 +40,7 @@ from annotation.models import (
     RatingSlot,
     SlotState,
 )
+from annotation.people.roles import PARTICIPANT, has_role, may_rate
 from annotation.quality.gold import serving as gold
 from annotation.quality.pauses import RaterPaused, is_paused, paused_error
 from annotation.quality.quiz import quiz_offered
@@ -48,7 +49,6 @@ from annotation.rating.queue.claim import qualified_kinds
 from annotation.rating.queue.shapes import Assignment, SubmitResult, check_kind, lease_ttl, service_now
 from annotation.rating.queue.submit import submission_values
 from annotation.rating.quota import QuotaReached, QuotaUse, quota_reached_error, quota_use
-from annotation.roles import PARTICIPANT, has_role, may_rate
 from annotation.sql import use_postgres_sql
 
 __all__ = [

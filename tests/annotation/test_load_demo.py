@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 
 from annotation.management.commands.load_demo import DEMO_ACCOUNTS, DEMO_DIR
 from annotation.models import Caption, Dataset, EmbeddingSpace, Image, Qualification
-from annotation.roles import ADMIN, RATER, RESEARCHER, has_role
+from annotation.people.roles import ADMIN, RATER, RESEARCHER, has_role
 from frontend.models import WorkedExample
 from sampling.encoders import cocaption_retrieval_rate
 

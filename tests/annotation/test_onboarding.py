@@ -11,7 +11,7 @@ from django.utils import timezone
 from annotation.accounts import WeakPassword
 from annotation.models import Invitation, Qualification
 from annotation.onboarding import InvitationInvalid, RaterListError, invitation_accept, rater_list_read, raters_add
-from annotation.roles import RATER, has_role
+from annotation.people.roles import RATER, has_role
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.core.management.base import CommandError
 
 from annotation.accounts import WeakPassword, password_check
 from annotation.management.commands import load_demo
-from annotation.roles import RATER
+from annotation.people.roles import RATER
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from annotation.authentication import RoleTokenAuthentication
 from annotation.models import RatingSlot, SlotState
-from annotation.roles import has_role
+from annotation.people.roles import has_role
 from tests.annotation import queue_support
 from tests.annotation.queue_support import api_claim, client_for, rate_url, rater_client
 from tests.factories import UserFactory

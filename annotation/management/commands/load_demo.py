@@ -10,7 +10,7 @@ from django.db import transaction
 
 from annotation.accounts import WeakPassword, password_check
 from annotation.models import Dataset, Qualification, TaskKind
-from annotation.roles import ADMIN, RATER, RESEARCHER
+from annotation.people.roles import ADMIN, RATER, RESEARCHER
 from annotation.services import dataset_import_karpathy, embedding_space_import
 from frontend.models import WorkedExample
 from sampling.batch_run import sampling_batch_run
