@@ -16,8 +16,8 @@ from django.utils import timezone
 from knox.models import AuthToken
 
 from annotation.errors import DomainError
-from annotation.lockout import is_locked_out, lockout_remaining, whole_minutes
 from annotation.models import Qualification, TaskKind
+from annotation.people.lockout import is_locked_out, lockout_remaining, whole_minutes
 from annotation.people.roles import RATER, has_role, user_roles
 from annotation.rating.queue.shapes import QueueInputError
 

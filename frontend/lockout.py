@@ -3,7 +3,7 @@ project's style for /login/ and the admin's login, saying when to try again."""
 
 from django.shortcuts import render
 
-from annotation.lockout import lockout_remaining, whole_minutes
+from annotation.people.lockout import lockout_remaining, whole_minutes
 
 
 def lockout_response(request, original_response, credentials):
