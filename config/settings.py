@@ -337,7 +337,7 @@ REST_FRAMEWORK = {
     # (with session authentication first it was a 403). Browsers send no token, so the
     # session still authenticates them, with its CSRF check.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "annotation.authentication.RoleTokenAuthentication",
+        "annotation.people.authentication.RoleTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

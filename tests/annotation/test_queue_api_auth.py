@@ -9,8 +9,8 @@ from django.http import HttpRequest
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-from annotation.authentication import RoleTokenAuthentication
 from annotation.models import RatingSlot, SlotState
+from annotation.people.authentication import RoleTokenAuthentication
 from annotation.people.roles import has_role
 from tests.annotation import queue_support
 from tests.annotation.queue_support import api_claim, client_for, rate_url, rater_client
