@@ -11,10 +11,10 @@ from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from annotation.accounts import tokens_revoke_all, username_holder, username_taken_message
 from annotation.errors import DomainError
 from annotation.models import Qualification, TaskKind
 from annotation.onboarding import invitation_renew, rater_list_read, raters_add
+from annotation.people.accounts import tokens_revoke_all, username_holder, username_taken_message
 from annotation.people.roles import RATER, has_role
 from annotation.upload_limits import limited_upload_view, upload_form_is_valid
 from annotation.uploads import PAIR_LIST

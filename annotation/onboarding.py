@@ -27,10 +27,10 @@ from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from annotation.accounts import password_check, username_taken_message
 from annotation.errors import DomainError
 from annotation.inputs import nul_problem
 from annotation.models import Invitation, Qualification, TaskKind
+from annotation.people.accounts import password_check, username_taken_message
 from annotation.people.roles import RATER
 
 COLUMNS = ("username", "email", "kinds")

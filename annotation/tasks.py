@@ -3,7 +3,6 @@ from datetime import datetime
 
 from celery import shared_task
 
-from annotation.accounts import tokens_prune_expired
 from annotation.dashboard.services import (
     campaign_refresh_all,
     campaign_snapshot_refresh,
@@ -12,6 +11,7 @@ from annotation.dashboard.services import (
 from annotation.errors import NotFound
 from annotation.jobs import job_run, jobs_fail_orphaned
 from annotation.models import Dataset
+from annotation.people.accounts import tokens_prune_expired
 from annotation.quality.exclusion.services import exclusions_resume, rating_exclusion_run
 from annotation.rating.queue import leases_release_expired, queue_counters_rebuild
 from annotation.upload_cleanup import uploads_prune

@@ -87,7 +87,7 @@ def create_accounts(raters: int) -> None:
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    from annotation.accounts import qualifications_set
+    from annotation.people.accounts import qualifications_set
 
     users = get_user_model()
     admin = users.objects.create_user("field-admin", password=PASSWORD, is_staff=True)

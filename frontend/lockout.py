@@ -9,7 +9,7 @@ from annotation.people.lockout import lockout_remaining, whole_minutes
 def lockout_response(request, original_response, credentials):
     """Called by axes' middleware for a request it flagged as locked out. API requests
     keep the view's own answer: POST /api/auth/token/ already answers 429 with a JSON
-    ``locked_out`` error (annotation.accounts.AccountLocked); repeating that here would
+    ``locked_out`` error (annotation.people.accounts.AccountLocked); repeating that here would
     be a second place deciding its shape."""
     if request.path.startswith("/api/"):
         return original_response

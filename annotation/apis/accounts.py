@@ -9,8 +9,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import selectors
-from annotation.accounts import InvalidCredentials, token_issue, token_revoke, tokens_revoke_all
 from annotation.errors import DomainError
+from annotation.people.accounts import InvalidCredentials, token_issue, token_revoke, tokens_revoke_all
 from annotation.people.roles import IsAdmin
 from config.openapi import error_response
 

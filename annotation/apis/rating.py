@@ -11,9 +11,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import accounts, selectors
+from annotation import selectors
 from annotation.apis.fields import OpaqueIdField, StrictFloatField, StrictIntegerField
 from annotation.models import FlagReason, Modality, TaskKind
+from annotation.people import accounts
 from annotation.people.roles import IsAdmin, IsRater
 from annotation.rating import policy, queue
 from config.openapi import error_response

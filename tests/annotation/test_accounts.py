@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.accounts import qualifications_set
+from annotation.people.accounts import qualifications_set
 from annotation.rating.queue import QueueInputError
 from tests.factories import UserFactory
 

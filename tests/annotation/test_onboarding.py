@@ -8,9 +8,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from annotation.accounts import WeakPassword
 from annotation.models import Invitation, Qualification
 from annotation.onboarding import InvitationInvalid, RaterListError, invitation_accept, rater_list_read, raters_add
+from annotation.people.accounts import WeakPassword
 from annotation.people.roles import RATER, has_role
 from tests.factories import UserFactory
 

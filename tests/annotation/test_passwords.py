@@ -1,5 +1,5 @@
 """Django's four standard password validators apply wherever a password is set: the
-admin's forms, the demo accounts, and annotation.accounts.password_check."""
+admin's forms, the demo accounts, and annotation.people.accounts.password_check."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.management.base import CommandError
 
-from annotation.accounts import WeakPassword, password_check
 from annotation.management.commands import load_demo
+from annotation.people.accounts import WeakPassword, password_check
 from annotation.people.roles import RATER
 from tests.factories import UserFactory
 

@@ -8,8 +8,8 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotation.accounts import WeakPassword, password_check
 from annotation.models import Dataset, Qualification, TaskKind
+from annotation.people.accounts import WeakPassword, password_check
 from annotation.people.roles import ADMIN, RATER, RESEARCHER
 from annotation.services import dataset_import_karpathy, embedding_space_import
 from frontend.models import WorkedExample
