@@ -13,8 +13,8 @@ from django.urls import path, reverse
 
 from annotation.errors import DomainError
 from annotation.models import Qualification, TaskKind
-from annotation.onboarding import invitation_renew, rater_list_read, raters_add
 from annotation.people.accounts import tokens_revoke_all, username_holder, username_taken_message
+from annotation.people.onboarding import invitation_renew, rater_list_read, raters_add
 from annotation.people.roles import RATER, has_role
 from annotation.upload_limits import limited_upload_view, upload_form_is_valid
 from annotation.uploads import PAIR_LIST

@@ -9,8 +9,8 @@ from django.urls import reverse
 from annotation.crowd import Step, participant_next
 from annotation.errors import Forbidden, NotFound
 from annotation.models import QUIZ_ATTEMPTS, FlagReason, QuizAttempt, TaskKind
-from annotation.onboarding import InvitationInvalid, invitation_accept, invitation_get
 from annotation.people.accounts import WeakPassword
+from annotation.people.onboarding import InvitationInvalid, invitation_accept, invitation_get
 from annotation.people.roles import PARTICIPANT, has_role, may_rate
 from annotation.quality.pauses import active_pause
 from annotation.quality.quiz import quiz_attempt_length, quiz_offered

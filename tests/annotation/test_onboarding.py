@@ -9,8 +9,14 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from annotation.models import Invitation, Qualification
-from annotation.onboarding import InvitationInvalid, RaterListError, invitation_accept, rater_list_read, raters_add
 from annotation.people.accounts import WeakPassword
+from annotation.people.onboarding import (
+    InvitationInvalid,
+    RaterListError,
+    invitation_accept,
+    rater_list_read,
+    raters_add,
+)
 from annotation.people.roles import RATER, has_role
 from tests.factories import UserFactory
 

@@ -10,7 +10,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from annotation.models import Invitation, Qualification
-from annotation.onboarding import invitation_get
+from annotation.people.onboarding import invitation_get
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -3,7 +3,7 @@ tasks; the link then says it was used."""
 
 import pytest
 
-from annotation.onboarding import rater_list_read, raters_add
+from annotation.people.onboarding import rater_list_read, raters_add
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 

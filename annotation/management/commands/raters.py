@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.urls import reverse
 
 from annotation.errors import DomainError
-from annotation.onboarding import rater_list_read, raters_add
+from annotation.people.onboarding import rater_list_read, raters_add
 
 
 class Command(BaseCommand):
