@@ -8,8 +8,8 @@ from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from annotation.crowd import CampaignLinkError, campaign_link_check, link_stats, new_link_token, study_url
 from annotation.models import CampaignLink, Participant, TaskKind
+from annotation.people.crowd.links import CampaignLinkError, campaign_link_check, link_stats, new_link_token, study_url
 
 
 class CampaignLinkForm(forms.ModelForm):

@@ -54,8 +54,8 @@ CODE = "BENCHJOIN1"
 
 def prepare() -> str:
     """The dataset, its pairs and the link, written through the services; the link token."""
-    from annotation.crowd import campaign_link_create
     from annotation.models import Dataset, Image, QualitySettings, Split
+    from annotation.people.crowd.links import campaign_link_create
     from annotation.rating.pairs import PairSpec, pairs_create_bulk
     from sampling.models import SamplingBatch
 

@@ -11,16 +11,15 @@ from django.contrib.auth import login
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from annotation.crowd import (
-    JoinRefused,
+from annotation.models import Participant, ParticipantOutcome, Qualification
+from annotation.people.crowd.completion import (
     Step,
     completion_url,
     participant_code,
     participant_finish,
-    participant_join,
     participant_next,
 )
-from annotation.models import Participant, ParticipantOutcome, Qualification
+from annotation.people.crowd.join import JoinRefused, participant_join
 
 # Long enough to copy the code, short enough that nobody wonders what to do next.
 REDIRECT_SECONDS = 8
@@ -99,7 +98,7 @@ def _returned_text(participant: Participant, numbers: str) -> str:
     if not link.partial_code:
         reason = "This study has no completion code for unfinished work"
     else:
-        # The rule of annotation.crowd.completion_outcome, in the participant's words.
+        # The rule of annotation.people.crowd.completion.completion_outcome, in the participant's words.
         reason = (
             f"You skipped {participant.skips_done} and rated {participant.items_done}: a partial code needs "
             "at least one rating and no more skips than ratings"

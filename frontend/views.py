@@ -6,10 +6,10 @@ from django.contrib.auth.forms import SetPasswordForm
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from annotation.crowd import Step, participant_next
 from annotation.errors import Forbidden, NotFound
 from annotation.models import QUIZ_ATTEMPTS, FlagReason, QuizAttempt, TaskKind
 from annotation.people.accounts import WeakPassword
+from annotation.people.crowd.completion import Step, participant_next
 from annotation.people.onboarding import InvitationInvalid, invitation_accept, invitation_get
 from annotation.people.roles import PARTICIPANT, has_role, may_rate
 from annotation.quality.pauses import active_pause

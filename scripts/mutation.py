@@ -16,7 +16,7 @@ mutant's diff). The last line printed is one JSON object:
 
 --resume keeps mutants/ and the verdicts already reached (mutmut retests only functions
 whose source changed); the default starts from nothing. Mutant globs (as mutmut names
-them, e.g. 'annotation.crowd.*') rerun just those mutants and imply --resume.
+them, e.g. 'annotation.people.crowd.*') rerun just those mutants and imply --resume.
 """
 
 import argparse

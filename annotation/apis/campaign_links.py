@@ -6,8 +6,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import selectors
-from annotation.crowd import campaign_link_create, study_url
 from annotation.models import CampaignLink, TaskKind
+from annotation.people.crowd.links import campaign_link_create, study_url
 from annotation.people.roles import IsAdmin
 from config.openapi import error_response
 

@@ -76,7 +76,7 @@ class CampaignLink(models.Model):
     participant id to a URL): whoever opens ``/join/<token>/?<id_param>=...`` becomes
     (or resumes) the participant of that external id, rates up to ``quota`` items of
     ``kinds`` in ``dataset`` and is shown ``completion_code``; one whose queue runs dry
-    first is shown ``partial_code`` (when set and earned, see annotation.crowd). The token
+    first is shown ``partial_code`` (when set and earned, see annotation.people.crowd). The token
     is shown to admins again, so it is stored as is: it lets a visitor in as a
     participant, never as anyone else."""
 

@@ -7,7 +7,7 @@ from rest_framework.permissions import BasePermission
 RATER = "rater"
 ADMIN = "admin"
 RESEARCHER = "researcher"
-# Crowd-platform participants (annotation.crowd): accounts a campaign link made. They
+# Crowd-platform participants (annotation.people.crowd): accounts a campaign link made. They
 # are not in the rater group, so nothing that lists or manages raters takes them in.
 PARTICIPANT = "participant"
 ROLES = (RATER, ADMIN, RESEARCHER, PARTICIPANT)

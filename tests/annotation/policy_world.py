@@ -17,7 +17,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from rest_framework.test import APIClient
 
-from annotation.crowd import campaign_link_create, participant_join
 from annotation.models import (
     GoldLease,
     GoldLeaseState,
@@ -33,6 +32,8 @@ from annotation.models import (
     SlotState,
     TaskKind,
 )
+from annotation.people.crowd.join import participant_join
+from annotation.people.crowd.links import campaign_link_create
 from annotation.quality.quiz import quiz_set
 from tests.annotation.queue_support import client_for, queue_pairs
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory, UserFactory

@@ -10,18 +10,10 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from annotation.crowd import (
-    CampaignLinkError,
-    JoinRefused,
-    QuotaReached,
-    Step,
-    campaign_link_create,
-    link_stats,
-    participant_join,
-    participant_next,
-    study_url,
-)
 from annotation.models import CampaignLink, Participant, Qualification
+from annotation.people.crowd.completion import QuotaReached, Step, participant_next
+from annotation.people.crowd.join import JoinRefused, participant_join
+from annotation.people.crowd.links import CampaignLinkError, campaign_link_create, link_stats, study_url
 from annotation.rating.policy import rating_submit_and_claim_next, slot_claim
 from tests.annotation.crowd_support import SIS_PAIRS, crowd_dataset, items_rated
 from tests.factories import UserFactory

@@ -13,8 +13,8 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.utils import timezone
 
-from annotation.crowd import campaign_link_create
 from annotation.models import Participant
+from annotation.people.crowd.links import campaign_link_create
 from tests.annotation.crowd_support import ParticipantClient, crowd_dataset
 from tests.factories import UserFactory
 

@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from annotation.crowd import campaign_link_create
 from annotation.models import GoldLease, GoldRating, Qualification, QualitySettings, Rating, RatingSlot, SlotState
+from annotation.people.crowd.links import campaign_link_create
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.pauses import rater_pause
 from tests.annotation import queue_support

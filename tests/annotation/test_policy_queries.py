@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-from annotation.crowd import campaign_link_create
+from annotation.people.crowd.links import campaign_link_create
 from tests.annotation.crowd_support import ParticipantClient, crowd_dataset
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory

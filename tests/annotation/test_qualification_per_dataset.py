@@ -9,8 +9,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 from rest_framework.test import APIClient
 
-from annotation.crowd import campaign_link_create
 from annotation.models import GoldPair, Qualification, QualitySettings
+from annotation.people.crowd.links import campaign_link_create
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.quiz import quiz_set
 from tests.annotation.queue_support import client_for, queue_pairs

@@ -7,7 +7,6 @@ import itertools
 import tempfile
 from pathlib import Path
 
-from annotation.crowd import campaign_link_create
 from annotation.cxc import ITEM_COLUMNS, level_name
 from annotation.models import (
     CampaignLink,
@@ -20,6 +19,7 @@ from annotation.models import (
     QualitySettings,
     TaskKind,
 )
+from annotation.people.crowd.links import campaign_link_create
 from annotation.quality.gold.ids import ids_reserve
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.quiz import quiz_set

@@ -1,0 +1,129 @@
+"""Campaign links (issue #16): the checks of a new link, its creation with a fresh token,
+the URL to paste into the platform's study page, and the numbers per link."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import statistics
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlsplit
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.errors import DomainError
+from annotation.models import CampaignLink, GoldPurpose, GoldRating, Rating, TaskKind
+
+CODE = re.compile(r"[A-Za-z0-9_-]{1,100}")
+
+
+class CampaignLinkError(DomainError):
+    code = "campaign_link_invalid"
+
+
+@dataclass(frozen=True)
+class LinkStats:
+    started: int
+    finished: int
+    median_minutes: float | None
+    ratings: int
+
+
+def campaign_link_check(
+    *, kinds: list[str], quota: int, completion_code: str, return_url: str, id_param: str, partial_code: str = ""
+) -> None:
+    """Raise CampaignLinkError naming the first bad value of a campaign link."""
+    if not kinds or any(kind not in TaskKind.values for kind in kinds):
+        raise CampaignLinkError(f"kinds must be one or more of {', '.join(TaskKind.values)}, got {kinds!r}")
+    if quota is None or quota < 1:
+        raise CampaignLinkError(f"quota must be at least 1 item per participant, got {quota}")
+    if not CODE.fullmatch(completion_code or ""):
+        raise CampaignLinkError("the completion code must be 1-100 letters, digits, '-' or '_'")
+    if partial_code and not CODE.fullmatch(partial_code):
+        raise CampaignLinkError("the partial code must be empty or 1-100 letters, digits, '-' or '_'")
+    if partial_code and partial_code == completion_code:
+        raise CampaignLinkError("the partial code must differ from the completion code")
+    if return_url and urlsplit(return_url).scheme not in ("http", "https"):
+        raise CampaignLinkError(f"the return URL must start with http:// or https://, got {return_url!r}")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,49}", id_param or ""):
+        raise CampaignLinkError(f"the id parameter must be a query parameter name, got {id_param!r}")
+
+
+def campaign_link_create(
+    *,
+    dataset,
+    name: str,
+    kinds: list[str],
+    quota: int,
+    completion_code: str,
+    partial_code: str = "",
+    return_url: str = "",
+    id_param: str = "PROLIFIC_PID",
+    max_participants: int | None = None,
+    expires_at: datetime | None = None,
+    created_by=None,
+    now: datetime | None = None,
+) -> CampaignLink:
+    """A new campaign link with a fresh random token. Raises CampaignLinkError naming the
+    bad value."""
+    kinds = sorted({kind.upper() for kind in kinds})
+    completion_code, partial_code = completion_code.strip(), partial_code.strip()
+    campaign_link_check(
+        kinds=kinds,
+        quota=quota,
+        completion_code=completion_code,
+        partial_code=partial_code,
+        return_url=return_url,
+        id_param=id_param,
+    )
+    with transaction.atomic():
+        return CampaignLink.objects.create(
+            dataset=dataset,
+            name=name.strip() or f"{dataset.name} link",
+            token=new_link_token(),
+            kinds=kinds,
+            quota=quota,
+            completion_code=completion_code,
+            partial_code=partial_code,
+            return_url=return_url,
+            id_param=id_param,
+            max_participants=max_participants,
+            expires_at=expires_at,
+            created_by=created_by,
+            created_at=now or timezone.now(),
+        )
+
+
+def new_link_token() -> str:
+    """A fresh random link token (192 bits: nobody guesses a link)."""
+    return secrets.token_urlsafe(24)
+
+
+def study_url(link: CampaignLink, base_url: str) -> str:
+    """The URL to paste into the platform's study page. For Prolific its placeholders
+    fill in the participant, study and session ids; elsewhere the platform appends its
+    id parameter itself."""
+    path = f"{base_url.rstrip('/')}/join/{link.token}/"
+    if link.id_param == "PROLIFIC_PID":
+        return path + "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+    return path
+
+
+def link_stats(link: CampaignLink) -> LinkStats:
+    """Participants started and finished, the median minutes from joining to the end
+    page, and the items (ratings and queue gold ratings) they gave in the link's dataset."""
+    rows = list(link.participants.values_list("user_id", "started_at", "finished_at"))
+    minutes = [(end - start).total_seconds() / 60 for _, start, end in rows if end is not None]
+    users = [user_id for user_id, _, _ in rows]
+    ratings = Rating.objects.filter(rater_id__in=users, pair__dataset_id=link.dataset_id).count()
+    ratings += GoldRating.objects.filter(
+        rater_id__in=users, dataset_id=link.dataset_id, purpose=GoldPurpose.QUEUE
+    ).count()
+    return LinkStats(
+        started=len(rows),
+        finished=len(minutes),
+        median_minutes=statistics.median(minutes) if minutes else None,
+        ratings=ratings,
+    )
