@@ -1,3 +1,4 @@
-"""Rating: the one policy every claim and submit passes (``policy``) and the crowd quota
-it counts (``quota``). The queue (``annotation.rating.queue``) and gold serving
-(``annotation.quality.gold``) are its mechanisms; they import nothing from here."""
+"""Rating: the one policy every claim and submit passes (``policy``), the crowd quota it
+counts (``quota``), the queue (``queue``) and the pair writes (``pairs``). The queue and
+gold serving (``annotation.quality.gold``) are the policy's mechanisms; they import
+nothing of the policy or the quota."""
