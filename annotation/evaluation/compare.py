@@ -8,10 +8,10 @@ intervals compare like with like.
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Iterator, Mapping
 
+from annotation import spreadsheet_csv
 from annotation.cxc import KINDS
 from annotation.evaluation.ranks import RECALL_AT
 
@@ -89,9 +89,11 @@ def format_comparison(rows: list[dict], models: list[str]) -> str:
 
 
 def comparison_csv(rows: list[dict]) -> str:
-    """The rows long-form: one line per (figure, model), CSV_COLUMNS."""
+    """The rows long-form: one line per (figure, model), CSV_COLUMNS. Model names are
+    the requester's text and the file opens in spreadsheets: formula-like cells are
+    escaped (numbers are written as they are)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = spreadsheet_csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for row in rows:
         for model, entry in row["models"].items():
