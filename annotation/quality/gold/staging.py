@@ -13,7 +13,7 @@ from pathlib import Path
 from django.core import signing
 
 from annotation.models import Dataset
-from annotation.quality.gold.gold_file import GoldFile, GoldInputError, gold_file_check
+from annotation.quality.gold.gold_file import GoldFile, GoldInputError, gold_file_check, gold_rows_items
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.uploads import FOLDER_NAME, PAIR_LIST, upload_discard, upload_store, uploads_root
 
@@ -21,6 +21,8 @@ SALT = "annotation.gold-upload"
 # Shorter than the prune's grace for unreferenced folders, so a token that still holds
 # finds its file unless it was saved or cancelled.
 STAGE_MAX_AGE = timedelta(hours=6)
+# Rows of a preview whose captions and images are loaded (the page lists these).
+PREVIEW_ROWS = 200
 
 
 @dataclass
@@ -42,6 +44,7 @@ def gold_upload_preview(*, uploaded_file, dataset: Dataset, user) -> GoldPreview
     except BaseException:
         upload_discard(path)
         raise
+    gold_rows_items(checked.rows[:PREVIEW_ROWS])
     if checked.problems:
         upload_discard(path)
         return GoldPreview(dataset=dataset, file=checked, token=None)
