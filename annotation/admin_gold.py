@@ -168,9 +168,8 @@ class GoldPagesMixin:
             chosen = {int(value) for value in request.POST.getlist("quiz") if value.isdigit()} & listed
             added = quiz_set(dataset_id=dataset.pk, gold_pair_ids=sorted(chosen), in_quiz=True)
             removed = quiz_set(dataset_id=dataset.pk, gold_pair_ids=sorted(listed - chosen), in_quiz=False)
-            pool = _pool(dataset.pk, kind)
-            level = messages.WARNING if pool.too_small else messages.SUCCESS
-            self.message_user(request, f"{added} put in the quiz, {removed} taken out. {pool.describe()}", level)
+            # The page it returns to shows the pool against two attempts' worth.
+            self.message_user(request, f"{added} put in the quiz, {removed} taken out.", messages.SUCCESS)
             query = urlencode({"dataset": dataset.pk, "kind": kind})
             return redirect(reverse("admin:annotation_goldpair_quiz") + f"?{query}")
         gold = GoldPair.objects.filter(dataset=dataset, kind=kind, active=True).select_related(
