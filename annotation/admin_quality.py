@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.admin_accounts import AccountUserAdmin
+from annotation.admin_gold import GoldPagesMixin
 from annotation.errors import DomainError
 from annotation.models import (
     Dataset,
@@ -236,8 +237,11 @@ class RaterPauseAdmin(admin.ModelAdmin):
 
 
 @admin.register(GoldPair)
-class GoldPairAdmin(admin.ModelAdmin):
-    """Gold pairs: added by upload or promotion (API), retired or brought back here."""
+class GoldPairAdmin(GoldPagesMixin, admin.ModelAdmin):
+    """Gold pairs: added by upload (with a preview) or promotion on the pages of
+    ``GoldPagesMixin`` or the API, put in or out of the quiz, retired or brought back."""
+
+    change_list_template = "admin/annotation/goldpair/change_list.html"
 
     list_display = [
         "id",
@@ -260,7 +264,7 @@ class GoldPairAdmin(admin.ModelAdmin):
     ]
 
     def has_add_permission(self, request) -> bool:
-        return False  # ids come from the pairs' sequence: gold pairs are added by upload or promotion
+        return False  # ids come from the pairs' sequence: "Upload gold CSV" and "Promote" add them
 
     def changelist_view(self, request, extra_context=None):
         # Where quiz pairs are chosen, say which kinds' quiz pools are too small (on the

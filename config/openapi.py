@@ -35,6 +35,11 @@ def error_response(description: str) -> OpenApiResponse:
 class ProjectAutoSchema(AutoSchema):
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if direction == "request" and isinstance(field, serializers.FileField):
+            # A file sent in a multipart body is bytes, not a URL: without
+            # COMPONENT_SPLIT_REQUEST drf-spectacular says "format: uri", and Swagger UI's
+            # "Try it out" then offers a text box instead of a file chooser.
+            schema["format"] = "binary"
         # DRF refuses "" for a CharField without allow_blank, and whitespace only too when
         # it trims; drf-spectacular says neither, so a schema-valid body could be refused.
         if (

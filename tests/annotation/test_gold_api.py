@@ -62,3 +62,18 @@ def test_only_admins(split, role):
     client = client_for(UserFactory(roles=[role]))
     assert client.get(f"/api/datasets/{split.dataset.name}/gold/").status_code == 403
     assert client.get(f"/api/datasets/{split.dataset.name}/quality/").status_code == 403
+
+
+def test_a_pair_already_gold_is_refused_naming_its_line(admin_api, split):
+    a, b, c = (ImageFactory(split=split, dataset=split.dataset) for _ in range(3))
+    base = f"/api/datasets/{split.dataset.name}/gold/"
+    first = SimpleUploadedFile("first.csv", f"image1,image2,gold_score\n{a.key},{b.key},2\n".encode())
+    assert admin_api.post(base, {"file": first}, format="multipart").status_code == 201
+    again = f"image1,image2,gold_score\n{a.key},{c.key},1\n{b.key},{a.key},3\n"
+    answer = admin_api.post(base, {"file": SimpleUploadedFile("again.csv", again.encode())}, format="multipart")
+    assert answer.status_code == 400
+    gold = GoldPair.objects.get()
+    assert answer.json()["detail"] == (
+        f"again.csv: line 3: the pair {b.key}, {a.key} is gold pair #{gold.pk} of {split.dataset.name} already"
+    )
+    assert GoldPair.objects.count() == 1
