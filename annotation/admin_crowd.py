@@ -6,7 +6,9 @@ their external ids and how each run ended, to approve or reject them on the plat
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 
 from annotation.models import CampaignLink, Participant, TaskKind
 from annotation.people.crowd.links import CampaignLinkError, campaign_link_check, link_stats, new_link_token, study_url
@@ -85,12 +87,16 @@ class CampaignLinkAdmin(admin.ModelAdmin):
         "active",
     ]
     list_filter = ["dataset", "active"]
-    readonly_fields = ["link_for_the_platform", "created_by", "created_at"]
+    readonly_fields = ["link_for_the_platform", "participants_csv", "created_by", "created_at"]
     inlines = [ParticipantInline]
 
     def get_fields(self, request, obj=None):
         fields = list(CampaignLinkForm.Meta.fields)
-        return fields if obj is None else ["link_for_the_platform", *fields, "created_by", "created_at"]
+        return (
+            fields
+            if obj is None
+            else ["link_for_the_platform", "participants_csv", *fields, "created_by", "created_at"]
+        )
 
     def save_model(self, request, obj, form, change):
         if not change:
@@ -106,6 +112,16 @@ class CampaignLinkAdmin(admin.ModelAdmin):
     @admin.display(description="study URL (paste it into the platform)")
     def link_for_the_platform(self, link: CampaignLink) -> str:
         return study_url(link, self._base_url)
+
+    @admin.display(description="participants (CSV)")
+    def participants_csv(self, link: CampaignLink) -> str:
+        """Download link of the participants CSV (the API's, answered by the session)."""
+        url = reverse("campaign-link-participants", args=[link.dataset.name, link.pk])
+        return format_html(
+            '<a href="{}" download>Download the participants CSV</a> (external id, status, items, gold error, '
+            "seconds per item, share under the speed floor, flagged): to approve or reject on the platform.",
+            url,
+        )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         self._base_url = request.build_absolute_uri("/")

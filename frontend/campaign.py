@@ -19,13 +19,20 @@ from django.views.decorators.http import require_POST
 from annotation.dashboard.services import campaign_refresh_request
 from annotation.errors import NotFound
 from annotation.people.roles import ADMIN, RESEARCHER, has_role
+from annotation.quality.flag_settings import flag_thresholds_get
 from annotation.selectors import dataset_get
 from frontend import campaign_pages as pages
-from frontend.selectors import campaign_dataset_list, campaign_snapshot_part, pair_items_by_id
+from frontend.selectors import (
+    RaterStanding,
+    campaign_dataset_list,
+    campaign_snapshot_part,
+    pair_items_by_id,
+    rater_standings,
+)
 from frontend.vendor import PLOTLY
 
 # The parts of the snapshot's data each page reads (frontend/campaign_pages.py uses them).
-DASHBOARD_KEYS = ("speed_floors", "progress", "quality")
+DASHBOARD_KEYS = ("speed_floors", "progress", "quality", "raters")
 RATERS_KEYS = ("speed_floors", "progress", "raters")
 RATER_KEYS = (*RATERS_KEYS, "rater_details")
 
@@ -94,7 +101,8 @@ def campaign_index(request):
 def campaign_dashboard(request, dataset: str):
     dataset_obj = _dataset(dataset)
     snapshot = campaign_snapshot_part(dataset=dataset_obj, keys=DASHBOARD_KEYS)
-    context = pages.dashboard_context(snapshot.data) if snapshot is not None else {}
+    thresholds = flag_thresholds_get(dataset_id=dataset_obj.pk)
+    context = pages.dashboard_context(snapshot.data, thresholds) if snapshot is not None else {}
     return _page(request, dataset_obj, snapshot, "frontend/campaign/dashboard.html", "dashboard", **context)
 
 
@@ -102,17 +110,21 @@ def campaign_dashboard(request, dataset: str):
 def campaign_raters(request, dataset: str):
     dataset_obj = _dataset(dataset)
     snapshot = campaign_snapshot_part(dataset=dataset_obj, keys=RATERS_KEYS)
+    thresholds = flag_thresholds_get(dataset_id=dataset_obj.pk)
     wanted = request.GET.get("format", "html")
     if wanted not in ("html", "csv"):
         raise BadRequest("format must be html or csv")
     if wanted == "csv":
         if snapshot is None:
             raise Http404(f"dataset {dataset_obj.name!r} has no campaign snapshot yet: refresh it first")
-        response = HttpResponse(pages.raters_csv(snapshot.data), content_type="text/csv; charset=utf-8")
+        response = HttpResponse(pages.raters_csv(snapshot.data, thresholds), content_type="text/csv; charset=utf-8")
         name = pages.raters_csv_name(dataset_obj.name, snapshot.made_at)
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response
-    context = {"table": pages.rater_table(snapshot.data)} if snapshot is not None else {}
+    context = {}
+    if snapshot is not None:
+        context = {"table": pages.rater_table(snapshot.data, thresholds), **_actions(request, dataset_obj)}
+        context["thresholds"] = thresholds.describe()
     return _page(request, dataset_obj, snapshot, "frontend/campaign/raters.html", "raters", **context)
 
 
@@ -120,15 +132,25 @@ def campaign_raters(request, dataset: str):
 def campaign_rater(request, dataset: str, rater_id: int):
     dataset_obj = _dataset(dataset)
     snapshot = campaign_snapshot_part(dataset=dataset_obj, keys=RATER_KEYS)
-    context = {"rater_id": rater_id}
+    standings = _actions(request, dataset_obj)["standings"]
+    standing = None if standings is None else standings.get(rater_id, RaterStanding())
+    context = {"rater_id": rater_id, "standing": standing}
     if snapshot is not None:
-        details = pages.rater_context(snapshot.data, rater_id)
+        details = pages.rater_context(snapshot.data, rater_id, flag_thresholds_get(dataset_id=dataset_obj.pk))
         if details is None:
             raise Http404(f"rater #{rater_id} has no ratings in this dataset's snapshot")
         differences = details["detail"]["largest_differences"]
         items = pair_items_by_id(dataset=dataset_obj, pair_ids=[row["pair_id"] for row in differences])
         context.update(details, differences=pages.difference_rows(differences, items))
     return _page(request, dataset_obj, snapshot, "frontend/campaign/rater.html", "raters", **context)
+
+
+def _actions(request, dataset) -> dict:
+    """What the action buttons need: None for researchers (they see flags, no buttons),
+    else each rater's live pause and exclusion."""
+    if not has_role(request.user, ADMIN):
+        return {"standings": None}
+    return {"standings": rater_standings(dataset=dataset)}
 
 
 @require_POST

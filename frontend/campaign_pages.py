@@ -16,6 +16,7 @@ from itertools import pairwise
 
 from annotation import spreadsheet_csv
 from annotation.cxc import KINDS
+from annotation.quality.flags import FlagThresholds, RaterFigures, flag_reasons
 
 # A queued refresh that has not produced a snapshot by then is reported as stuck, not
 # waited for in silence: the worker may be down.
@@ -214,13 +215,15 @@ def positive_rows(rows: list[dict]) -> list[dict]:
 
 @dataclass(frozen=True)
 class Column:
-    """``key``: the CSV header; ``value``: the raw value (CSV, sorting); ``text``: as shown."""
+    """``key``: the CSV header; ``value``: the raw value (CSV, sorting unless ``sort``
+    says otherwise); ``text``: as shown."""
 
     key: str
     label: str
     value: Callable[[dict], object]
     text: Callable[[object], str] = str
     numeric: bool = True
+    sort: Callable[[dict], object] | None = None
 
 
 def rater_columns(kinds: list[str]) -> list[Column]:
@@ -233,6 +236,8 @@ def rater_columns(kinds: list[str]) -> list[Column]:
         ]
     return [
         Column("username", "Rater", lambda r: r["username"], numeric=False),
+        # Sorted by how many checks failed; the text names them.
+        Column("flagged", "Flagged", lambda r: "; ".join(r["flag_reasons"]), sort=lambda r: len(r["flag_reasons"])),
         *per_kind,
         Column("today_all", "All today", lambda r: r["ratings_today_all"]),
         Column("total_all", "All total", lambda r: r["ratings_total_all"]),
@@ -253,18 +258,29 @@ def rater_columns(kinds: list[str]) -> list[Column]:
     ]
 
 
-def rater_table(data: dict) -> dict:
-    """Headers and rows of the rater table, most ratings first. Each cell has the text
-    shown and the value the page sorts by (empty for a missing number: sorted last)."""
+def flagged_raters(data: dict, thresholds: FlagThresholds) -> list[dict]:
+    """The snapshot's rater rows, each with ``flag_reasons`` (annotation.quality.flags;
+    empty: not flagged), flagged raters first, then most ratings first."""
+    raters = [
+        {**rater, "flag_reasons": flag_reasons(RaterFigures.from_rater_row(rater), thresholds)}
+        for rater in data["raters"]
+    ]
+    return sorted(raters, key=lambda r: (not r["flag_reasons"], -r["ratings_total_all"], r["username"]))
+
+
+def rater_table(data: dict, thresholds: FlagThresholds) -> dict:
+    """Headers and rows of the rater table, flagged raters first, then most ratings
+    first. Each cell has the text shown and the value the page sorts by (empty for a
+    missing number: sorted last); each row its ``reasons`` for being flagged."""
     columns = rater_columns(kinds_of(data))
-    raters = sorted(data["raters"], key=lambda r: (-r["ratings_total_all"], r["username"]))
     rows = []
-    for rater in raters:
+    for rater in flagged_raters(data, thresholds):
         cells = []
         for column in columns:
             value = column.value(rater)
-            cells.append({"text": column.text(value), "sort": "" if value is None else value})
-        rows.append({"rater_id": rater["rater_id"], "cells": cells})
+            sort = column.sort(rater) if column.sort else value
+            cells.append({"text": column.text(value), "sort": "" if sort is None else sort})
+        rows.append({"rater_id": rater["rater_id"], "cells": cells, "reasons": rater["flag_reasons"]})
     return {"columns": columns, "rows": rows}
 
 
@@ -274,13 +290,13 @@ def _csv_value(value) -> object:
     return round(value, 4) if isinstance(value, float) else value
 
 
-def raters_csv(data: dict) -> str:
+def raters_csv(data: dict, thresholds: FlagThresholds) -> str:
     columns = rater_columns(kinds_of(data))
     out = io.StringIO()
     # Admins open this file in a spreadsheet: a username like -2+3 or @SUM is escaped.
     writer = spreadsheet_csv.writer(out, lineterminator="\n")
     writer.writerow(["rater_id", *(column.key for column in columns)])
-    for rater in sorted(data["raters"], key=lambda r: r["rater_id"]):
+    for rater in sorted(flagged_raters(data, thresholds), key=lambda r: r["rater_id"]):
         writer.writerow([rater["rater_id"], *(_csv_value(column.value(rater)) for column in columns)])
     return out.getvalue()
 
@@ -292,15 +308,17 @@ def raters_csv_name(dataset: str, made_at: datetime) -> str:
 # --- one rater -----------------------------------------------------------------------------
 
 
-def rater_summary(data: dict, rater_id: int) -> dict | None:
-    """The rater's row of the rater table (same columns), or None when the snapshot has
-    no such rater."""
-    table = rater_table(data)
+def rater_summary(data: dict, rater_id: int, thresholds: FlagThresholds) -> dict | None:
+    """The rater's row of the rater table (same columns, the flag reasons apart), or None
+    when the snapshot has no such rater."""
+    table = rater_table(data, thresholds)
     for row in table["rows"]:
         if row["rater_id"] == rater_id:
+            cells = list(zip(table["columns"], row["cells"], strict=True))
             return {
-                "cells": list(zip(table["columns"], row["cells"], strict=True)),
+                "cells": [(column, cell) for column, cell in cells if column.key != "flagged"],
                 "username": row["cells"][0]["text"],
+                "reasons": row["reasons"],
             }
     return None
 
@@ -339,12 +357,15 @@ def over_time_rows(rows: list[dict], value_key: str, count_key: str, digits: int
 # --- whole pages -----------------------------------------------------------------------------
 
 
-def dashboard_context(data: dict) -> dict:
-    """The campaign page: progress tables, quality tables and the data its charts draw
-    (``charts``, embedded in the page with json_script)."""
+def dashboard_context(data: dict, thresholds: FlagThresholds) -> dict:
+    """The campaign page: progress tables, quality tables, the flagged raters and the
+    thresholds that flag them, and the data its charts draw (``charts``, embedded in the
+    page with json_script)."""
     progress, quality = data["progress"], data["quality"]
     kinds = kinds_of(data)
     return {
+        "flagged": [rater for rater in flagged_raters(data, thresholds) if rater["flag_reasons"]],
+        "thresholds": thresholds.describe(),
         "progress": progress,
         "by_kind": progress_rows(progress["by_kind"]),
         "by_batch": progress_rows(progress["by_batch"]),
@@ -374,10 +395,10 @@ def dashboard_context(data: dict) -> dict:
     }
 
 
-def rater_context(data: dict, rater_id: int) -> dict | None:
+def rater_context(data: dict, rater_id: int, thresholds: FlagThresholds) -> dict | None:
     """One rater's page without the pairs' items (``detail.largest_differences`` names
     the pairs to fetch); None when the snapshot has no such rater."""
-    summary = rater_summary(data, rater_id)
+    summary = rater_summary(data, rater_id, thresholds)
     detail = data["rater_details"].get(str(rater_id))
     if summary is None or detail is None:
         return None

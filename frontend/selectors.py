@@ -4,9 +4,21 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db.models import OuterRef, QuerySet, Subquery
 
-from annotation.models import CampaignSnapshot, Caption, Dataset, Image, Pair, TaskKind
+from annotation.errors import NotFound
+from annotation.models import (
+    CampaignSnapshot,
+    Caption,
+    Dataset,
+    ExclusionState,
+    Image,
+    Pair,
+    RaterPause,
+    RatingExclusion,
+    TaskKind,
+)
 from annotation.people.roles import ADMIN, RATER, RESEARCHER, has_role
 from annotation.rating.queue import Item, image_url_of
 from annotation.selectors import dataset_list, qualification_kinds_by_dataset, rater_pairs_left
@@ -178,3 +190,44 @@ def campaign_snapshot_part(*, dataset: Dataset, keys: tuple[str, ...]) -> Snapsh
         refresh_seconds=row["refresh_seconds"],
         data={key: row[field] for key, field in zip(keys, fields, strict=True)},
     )
+
+
+@dataclass(frozen=True)
+class RaterStanding:
+    """A rater's live standing in a dataset, for the action buttons (the snapshot's
+    figures may be minutes old): the active pause and the latest exclusion not undone."""
+
+    pause_id: int | None = None
+    exclusion_id: int | None = None
+    exclusion_state: str = ""
+
+
+def rater_standings(*, dataset: Dataset) -> dict[int, RaterStanding]:
+    """Per rater id with an active pause or an exclusion not undone in ``dataset``, in
+    two queries; raters without either are absent."""
+    pauses = dict(RaterPause.objects.filter(dataset=dataset, lifted_at__isnull=True).values_list("rater_id", "id"))
+    exclusions: dict[int, tuple[int, str]] = {}
+    rows = (
+        RatingExclusion.objects.filter(dataset=dataset)
+        .exclude(state=ExclusionState.UNDONE)
+        .order_by("created_at", "id")
+        .values_list("rater_id", "id", "state")
+    )
+    for rater_id, exclusion_id, state in rows:
+        exclusions[rater_id] = (exclusion_id, state)  # the latest wins
+    return {
+        rater_id: RaterStanding(
+            pause_id=pauses.get(rater_id),
+            exclusion_id=exclusions.get(rater_id, (None, ""))[0],
+            exclusion_state=exclusions.get(rater_id, (None, ""))[1],
+        )
+        for rater_id in {*pauses, *exclusions}
+    }
+
+
+def campaign_user_get(*, user_id: int):
+    """The user of a campaign page's rater id; NotFound naming the id."""
+    user = get_user_model().objects.filter(pk=user_id).first()
+    if user is None:
+        raise NotFound(f"no user #{user_id}")
+    return user

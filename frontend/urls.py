@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
-from frontend import campaign, crowd, rater_pages, research, views
+from frontend import campaign, campaign_actions, crowd, rater_pages, research, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -16,6 +16,31 @@ urlpatterns = [
     path("campaigns/<slug:dataset>/raters/", campaign.campaign_raters, name="campaign-raters"),
     path("campaigns/<slug:dataset>/raters/<id:rater_id>/", campaign.campaign_rater, name="campaign-rater"),
     path("campaigns/<slug:dataset>/refresh/", campaign.campaign_refresh, name="campaign-refresh"),
+    path(
+        "campaigns/<slug:dataset>/raters/<id:rater_id>/pause/",
+        campaign_actions.rater_pause_view,
+        name="campaign-rater-pause",
+    ),
+    path(
+        "campaigns/<slug:dataset>/raters/<id:rater_id>/lift-pause/",
+        campaign_actions.rater_pause_lift_view,
+        name="campaign-rater-lift",
+    ),
+    path(
+        "campaigns/<slug:dataset>/raters/<id:rater_id>/exclude/",
+        campaign_actions.rater_exclude_view,
+        name="campaign-rater-exclude",
+    ),
+    path(
+        "campaigns/<slug:dataset>/exclusions/<id:exclusion_id>/",
+        campaign_actions.exclusion_view,
+        name="campaign-exclusion",
+    ),
+    path(
+        "campaigns/<slug:dataset>/exclusions/<id:exclusion_id>/undo/",
+        campaign_actions.exclusion_undo_view,
+        name="campaign-exclusion-undo",
+    ),
     path("invite/<str:token>/", views.invitation, name="invitation"),
     path("join/<str:token>/", crowd.join, name="join"),
     path("join/<str:token>/next/", crowd.join_next, name="join-next"),

@@ -134,16 +134,30 @@ class GoldPromoteApi(APIView):
 class QualitySettingsSerializer(serializers.ModelSerializer):
     class Meta:
         model = QualitySettings
-        fields = ["gold_one_in", "auto_pause", "pause_window", "pause_max_error"]
+        fields = [
+            "gold_one_in",
+            "auto_pause",
+            "pause_window",
+            "pause_max_error",
+            "flag_loo_below",
+            "flag_gold_error_above",
+            "flag_fast_share_above",
+            "flag_gold_skip_share_above",
+        ]
         extra_kwargs = {
             "gold_one_in": {"min_value": 0, "max_value": 100_000},
             "pause_window": {"min_value": 1, "max_value": 1000},
             "pause_max_error": {"min_value": 0, "max_value": 5},
+            "flag_loo_below": {"min_value": -1, "max_value": 1},
+            "flag_gold_error_above": {"min_value": 0, "max_value": 5},
+            "flag_fast_share_above": {"min_value": 0, "max_value": 1},
+            "flag_gold_skip_share_above": {"min_value": 0, "max_value": 1},
         }
 
 
 class QualitySettingsApi(APIView):
-    """A dataset's gold rate and automatic pause (defaults until first set)."""
+    """A dataset's gold rate, automatic pause and rater-flag thresholds (defaults until
+    first set; a null threshold turns that flag check off)."""
 
     permission_classes = [IsAdmin]
 

@@ -31,6 +31,10 @@ from annotation.models.onboarding import (
 )
 from annotation.models.pairs import Pair, Rating, RatingSlot, RatingStatus, SlotState
 from annotation.models.quality import (
+    DEFAULT_FLAG_FAST_SHARE_ABOVE,
+    DEFAULT_FLAG_GOLD_ERROR_ABOVE,
+    DEFAULT_FLAG_GOLD_SKIP_SHARE_ABOVE,
+    DEFAULT_FLAG_LOO_BELOW,
     DEFAULT_GOLD_ONE_IN,
     DEFAULT_PAUSE_MAX_ERROR,
     DEFAULT_PAUSE_WINDOW,
@@ -54,6 +58,10 @@ from annotation.models.queue import Flag, FlagReason, PairSkip, Qualification, Q
 from annotation.models.runs import BackgroundRun, Job, JobStatus, UploadState, upload_state_constraints
 
 __all__ = [
+    "DEFAULT_FLAG_FAST_SHARE_ABOVE",
+    "DEFAULT_FLAG_GOLD_ERROR_ABOVE",
+    "DEFAULT_FLAG_GOLD_SKIP_SHARE_ABOVE",
+    "DEFAULT_FLAG_LOO_BELOW",
     "DEFAULT_GOLD_ONE_IN",
     "DEFAULT_PAUSE_MAX_ERROR",
     "DEFAULT_PAUSE_WINDOW",

@@ -27,6 +27,11 @@ DEFAULT_PROMOTE_MAX_SD = 0.5
 DEFAULT_QUIZ_MAX_ERROR = 1.0
 DEFAULT_QUIZ_LENGTH = 5
 MAX_QUIZ_LENGTH = 50
+# Rater flags (annotation.quality.flags): the checks on by default, each nullable (off).
+DEFAULT_FLAG_LOO_BELOW = 0.3
+DEFAULT_FLAG_GOLD_ERROR_ABOVE = 1.0
+DEFAULT_FLAG_FAST_SHARE_ABOVE = 0.5
+DEFAULT_FLAG_GOLD_SKIP_SHARE_ABOVE = 0.5
 
 
 class QualitySettings(models.Model):
@@ -59,6 +64,34 @@ class QualitySettings(models.Model):
         "never repeats a question of the first, so each kind's pool needs at least twice this many gold pairs. "
         "A smaller pool asks half of it per attempt (rounded down).",
     )
+    flag_loo_below = models.FloatField(
+        null=True,
+        blank=True,
+        default=DEFAULT_FLAG_LOO_BELOW,
+        help_text="Flag a rater whose LOO r (correlation with the others' mean on shared complete pairs) is below "
+        "this (once they share enough pairs: the raters page states each minimum); empty: no LOO r check. -1 to 1.",
+    )
+    flag_gold_error_above = models.FloatField(
+        null=True,
+        blank=True,
+        default=DEFAULT_FLAG_GOLD_ERROR_ABOVE,
+        help_text="Flag a rater whose mean absolute gold error is above this (once they rated enough gold pairs); "
+        "empty: no gold error check. 0 to 5.",
+    )
+    flag_fast_share_above = models.FloatField(
+        null=True,
+        blank=True,
+        default=DEFAULT_FLAG_FAST_SHARE_ABOVE,
+        help_text="Flag a rater whose share of ratings faster than the speed floor is above this (once they gave "
+        "enough ratings); empty: no speed check. A share, 0 to 1 (0.5 = 50%).",
+    )
+    flag_gold_skip_share_above = models.FloatField(
+        null=True,
+        blank=True,
+        default=DEFAULT_FLAG_GOLD_SKIP_SHARE_ABOVE,
+        help_text="Flag a rater who skipped or flagged more than this share of the gold pairs served to them (once "
+        "they met enough gold pairs); empty: no gold-skip check. A share, 0 to 1.",
+    )
 
     class Meta:
         constraints = [
@@ -74,6 +107,25 @@ class QualitySettings(models.Model):
             models.CheckConstraint(
                 condition=Q(quiz_length__gte=1) & Q(quiz_length__lte=MAX_QUIZ_LENGTH),
                 name="quality_quiz_length_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(flag_loo_below__isnull=True) | Q(flag_loo_below__gte=-1) & Q(flag_loo_below__lte=1),
+                name="quality_flag_loo_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(flag_gold_error_above__isnull=True)
+                | Q(flag_gold_error_above__gte=0) & Q(flag_gold_error_above__lte=cxc.SCORE_MAX),
+                name="quality_flag_gold_error_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(flag_fast_share_above__isnull=True)
+                | Q(flag_fast_share_above__gte=0) & Q(flag_fast_share_above__lte=1),
+                name="quality_flag_fast_share_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(flag_gold_skip_share_above__isnull=True)
+                | Q(flag_gold_skip_share_above__gte=0) & Q(flag_gold_skip_share_above__lte=1),
+                name="quality_flag_gold_skip_share_in_range",
             ),
         ]
 

@@ -3,7 +3,11 @@ CxC-size campaign has thousands of cells, which Django's template loops render s
 times slower (the page's time budget is 150 ms at p95)."""
 
 from django import template
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
+
+from frontend.selectors import RaterStanding
 
 register = template.Library()
 
@@ -26,23 +30,87 @@ def numbers_rows(rows: list[list]) -> str:
 
 
 @register.simple_tag
-def rater_rows(table: dict, raters_url: str) -> str:
-    """``<tr>`` rows of the rater table: the name links to ``<raters_url><rater id>/``;
-    every cell carries its sort value in data-sort."""
+def rater_rows(table: dict, raters_url: str, standings, dataset: str, csrf_token: str) -> str:
+    """``<tr id="rater-<id>">`` rows of the rater table: the name links to
+    ``<raters_url><rater id>/``; the flag cell names the reasons beside a "Flagged" badge;
+    with ``standings`` (admins; None for researchers) an actions cell follows it. Every
+    cell carries its sort value in data-sort."""
     return format_html_join(
         "\n",
-        "<tr>{}</tr>",
-        ((_rater_cells(row, raters_url),) for row in table["rows"]),
+        '<tr id="rater-{}"{}>{}</tr>',
+        (
+            (
+                row["rater_id"],
+                format_html(' class="{}"', "flagged") if row["reasons"] else "",
+                _rater_cells(row, raters_url, standings, dataset, csrf_token),
+            )
+            for row in table["rows"]
+        ),
     )
 
 
-def _rater_cells(row: dict, raters_url: str) -> str:
-    name, *numbers = row["cells"]
+def _flag_cell(cell: dict, reasons: list[str]) -> str:
+    if not reasons:
+        return mark_safe('<td class="flag-cell" data-sort="0"><span class="note">—</span></td>')
     return format_html(
-        '<th scope="row" data-sort="{}"><a href="{}{}/">{}</a></th>{}',
+        '<td class="flag-cell" data-sort="{}"><span class="flag-badge">⚑ Flagged</span>'
+        '<ul class="reasons">{}</ul></td>',
+        cell["sort"],
+        format_html_join("", "<li>{}</li>", ((reason,) for reason in reasons)),
+    )
+
+
+def _rater_cells(row: dict, raters_url: str, standings, dataset: str, csrf_token: str) -> str:
+    name, flagged, *numbers = row["cells"]
+    actions = ""
+    if standings is not None:
+        standing = standings.get(row["rater_id"], RaterStanding())
+        back = f"{raters_url}#rater-{row['rater_id']}"
+        actions = format_html(
+            '<td class="actions-cell">{}</td>', rater_actions(standing, dataset, row["rater_id"], csrf_token, back)
+        )
+    return format_html(
+        '<th scope="row" data-sort="{}"><a href="{}{}/">{}</a></th>{}{}{}',
         name["sort"],
         raters_url,
         row["rater_id"],
         name["text"],
+        _flag_cell(flagged, row["reasons"]),
+        actions,
         format_html_join("", '<td class="num" data-sort="{}">{}</td>', ((c["sort"], c["text"]) for c in numbers)),
     )
+
+
+@register.simple_tag
+def rater_actions(standing, dataset: str, rater_id: int, csrf_token: str, back: str) -> str:
+    """The admin's buttons for one rater: Pause or Lift pause (POST forms with the CSRF
+    token, back to ``back``), and Exclude… (to the page that says what it hits) or the
+    link to the exclusion not undone. ``standing``: frontend.selectors.RaterStanding."""
+    token = format_html('<input type="hidden" name="csrfmiddlewaretoken" value="{}">', csrf_token)
+    hidden = format_html('{}<input type="hidden" name="next" value="{}">', token, back)
+    if standing.pause_id is None:
+        url, label, css = reverse("campaign-rater-pause", args=[dataset, rater_id]), "Pause", "pause"
+    else:
+        url, label, css = reverse("campaign-rater-lift", args=[dataset, rater_id]), "Lift pause", "lift"
+    pause = format_html(
+        '<form method="post" action="{}" class="inline"><span class="state">{}</span>{}'
+        '<button type="submit" class="small {}">{}</button></form>',
+        url,
+        "paused " if standing.pause_id is not None else "",
+        hidden,
+        css,
+        label,
+    )
+    if standing.exclusion_id is None:
+        exclude = format_html(
+            '<a class="small button-link exclude" href="{}">Exclude…</a>',
+            reverse("campaign-rater-exclude", args=[dataset, rater_id]),
+        )
+    else:
+        exclude = format_html(
+            '<a class="exclusion-link" href="{}">exclusion #{} ({})</a>',
+            reverse("campaign-exclusion", args=[dataset, standing.exclusion_id]),
+            standing.exclusion_id,
+            standing.exclusion_state,
+        )
+    return format_html('<div class="rater-actions">{}{}</div>', pause, exclude)

@@ -7,6 +7,7 @@ import pytest
 from annotation.dashboard import stats
 from annotation.dashboard.services import campaign_snapshot_refresh
 from annotation.models import GoldPair, QualitySettings
+from annotation.quality.flags import FlagThresholds
 from annotation.quality.pauses import rater_pause
 from frontend.campaign_pages import rater_table
 from tests.annotation.exclusion_support import exclude
@@ -68,7 +69,7 @@ def test_rater_rows_carry_gold_error_exclusions_and_pauses(tmp_path, clock, djan
     # Valid ratings only: the sloppy rater's excluded ratings count nowhere.
     assert rows[sloppy.username]["ratings_total_all"] == 0
     assert rows[careful.username]["ratings_total_all"] == 4
-    table = rater_table(data)
+    table = rater_table(data, FlagThresholds())
     labels = [column.label for column in table["columns"]]
     assert {"Gold items", "Gold error", "Gold bias", "Excluded", "Paused"} <= set(labels)
     sloppy_row = next(row for row in table["rows"] if row["rater_id"] == sloppy.id)

@@ -50,9 +50,14 @@ def test_quality_settings_default_then_set(admin_api, split):
         "auto_pause": False,
         "pause_window": 5,
         "pause_max_error": 1.0,
+        "flag_loo_below": 0.3,
+        "flag_gold_error_above": 1.0,
+        "flag_fast_share_above": 0.5,
+        "flag_gold_skip_share_above": 0.5,
     }
     payload = {"gold_one_in": 10, "auto_pause": True, "pause_window": 4, "pause_max_error": 0.8}
-    assert admin_api.put(url, payload, format="json").json() == payload
+    flags = {"flag_loo_below": 0.3, "flag_gold_error_above": 1.0, "flag_fast_share_above": 0.5}
+    assert admin_api.put(url, payload, format="json").json() == {**payload, **flags, "flag_gold_skip_share_above": 0.5}
     assert QualitySettings.objects.get(dataset=split.dataset).gold_one_in == 10
     assert admin_api.put(url, {**payload, "pause_window": 0}, format="json").status_code == 400
 
@@ -77,3 +82,36 @@ def test_a_pair_already_gold_is_refused_naming_its_line(admin_api, split):
         f"again.csv: line 3: the pair {b.key}, {a.key} is gold pair #{gold.pk} of {split.dataset.name} already"
     )
     assert GoldPair.objects.count() == 1
+
+
+def test_flag_thresholds_are_set_turned_off_and_kept_in_range(admin_api, split):
+    url = f"/api/datasets/{split.dataset.name}/quality/"
+    off = {"flag_loo_below": None, "flag_gold_error_above": 1.5, "flag_fast_share_above": 0.25}
+    answer = admin_api.put(url, {**off, "flag_gold_skip_share_above": None}, format="json")
+    assert answer.status_code == 200, answer.content
+    stored = QualitySettings.objects.get(dataset=split.dataset)
+    assert (stored.flag_loo_below, stored.flag_gold_error_above, stored.flag_gold_skip_share_above) == (None, 1.5, None)
+    for field, value in (
+        ("flag_loo_below", 1.5),
+        ("flag_gold_error_above", 6),
+        ("flag_fast_share_above", 2),
+        ("flag_gold_skip_share_above", -0.1),
+    ):
+        refused = admin_api.put(url, {field: value}, format="json")
+        assert refused.status_code == 400 and field in refused.json()["detail"], (field, refused.content)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "constraint"),
+    [
+        ("flag_loo_below", -1.01, "quality_flag_loo_in_range"),
+        ("flag_gold_error_above", 5.5, "quality_flag_gold_error_in_range"),
+        ("flag_fast_share_above", 1.2, "quality_flag_fast_share_in_range"),
+        ("flag_gold_skip_share_above", -0.5, "quality_flag_gold_skip_share_in_range"),
+    ],
+)
+def test_the_database_refuses_a_threshold_out_of_range(split, field, value, constraint):
+    from django.db import IntegrityError, transaction
+
+    with pytest.raises(IntegrityError, match=constraint), transaction.atomic():
+        QualitySettings.objects.create(dataset=split.dataset, **{field: value})

@@ -10,11 +10,13 @@ from types import SimpleNamespace
 import pytest
 
 from annotation.dashboard.snapshot import campaign_numbers
+from annotation.quality.flags import FlagThresholds
 from frontend import campaign_pages as pages
 from tests.annotation import dashboard_data as hand
 from tests.annotation.test_dashboard_snapshot import hand_inputs
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+OFF = FlagThresholds()
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +55,9 @@ def test_kinds_come_in_the_cxc_order_as_the_snapshot_spells_them(data):
 
 
 def test_rater_table_lists_most_active_first_with_formatted_numbers(data):
-    table = pages.rater_table(data)
+    table = pages.rater_table(data, OFF)
     labels = [column.label for column in table["columns"]]
-    assert labels[:3] == ["Rater", "STS today", "STS total"]
+    assert labels[:4] == ["Rater", "Flagged", "STS today", "STS total"]
     assert "LOO r" in labels and "Faster than floor" in labels and "Last active (UTC)" in labels
     names = [row["cells"][0]["text"] for row in table["rows"]]
     assert names == ["a", "b", "c", "d"], "a has 4 ratings, b and c 3, d none"
@@ -70,7 +72,7 @@ def test_rater_table_lists_most_active_first_with_formatted_numbers(data):
 
 
 def test_raters_csv_has_a_header_and_one_row_per_rater_with_raw_numbers(data):
-    rows = list(csv.DictReader(io.StringIO(pages.raters_csv(data))))
+    rows = list(csv.DictReader(io.StringIO(pages.raters_csv(data, OFF))))
     assert [row["username"] for row in rows] == ["a", "b", "c", "d"]
     a, d = rows[0], rows[3]
     assert a["rater_id"] == "11"
@@ -83,7 +85,7 @@ def test_raters_csv_has_a_header_and_one_row_per_rater_with_raw_numbers(data):
 
 
 def test_dashboard_tables_hold_the_chart_numbers(data):
-    context = pages.dashboard_context(data)
+    context = pages.dashboard_context(data, OFF)
     sts = context["by_kind"][0]
     assert (sts["kind_label"], sts["pairs_waiting"], sts["percent_done"]) == ("STS", 1, 55.6)
     [mean_table] = context["mean_tables"]
@@ -132,12 +134,45 @@ def test_the_pace_states_its_window_and_the_finish_what_it_rests_on():
 
 
 def test_rater_context_shapes_one_rater_and_refuses_an_unknown_one(data):
-    context = pages.rater_context(data, 11)
+    context = pages.rater_context(data, 11, OFF)
     assert context["summary"]["username"] == "a"
     assert context["histogram_table"]["headers"] == ["score", "this rater", "share", "everyone", "share"]
     assert sum(row[1] for row in context["histogram_table"]["rows"]) == 4
     assert sum(row[3] for row in context["histogram_table"]["rows"]) == 10
     assert len(context["detail"]["largest_differences"]) == 3
-    assert pages.rater_context(data, 999) is None
+    assert pages.rater_context(data, 999, OFF) is None
     rows = pages.difference_rows(context["detail"]["largest_differences"], {})
     assert rows[0]["items"] == [] and rows[0]["difference_text"].startswith(("+", "-"))
+
+
+def _with_raters(data: dict, *changes: dict) -> dict:
+    """``data`` with rater rows changed by id: {rater_id: {field: value}}."""
+    by_id = {key: value for change in changes for key, value in change.items()}
+    return {**data, "raters": [{**row, **by_id.get(row["rater_id"], {})} for row in data["raters"]]}
+
+
+def test_flagged_raters_come_first_with_their_reasons_and_the_others_are_not_flagged(data):
+    # d (no ratings, id 14) made a gold dodger; a stays the most active and unflagged.
+    dodger = _with_raters(data, {14: {"gold_items": 1, "gold_passed": 9}})
+    table = pages.rater_table(dodger, FlagThresholds(gold_skip_share_above=0.5))
+    names = [row["cells"][0]["text"] for row in table["rows"]]
+    assert names == ["d", "a", "b", "c"]
+    assert table["rows"][0]["reasons"] == ["90% of gold pairs skipped > 50%"]
+    assert table["rows"][0]["cells"][1] == {"text": "90% of gold pairs skipped > 50%", "sort": 1}
+    assert all(row["reasons"] == [] for row in table["rows"][1:])
+    assert all(row["cells"][1] == {"text": "", "sort": 0} for row in table["rows"][1:])
+    rows = list(csv.DictReader(io.StringIO(pages.raters_csv(dodger, FlagThresholds(gold_skip_share_above=0.5)))))
+    assert {row["username"]: row["flagged"] for row in rows} == {
+        "a": "",
+        "b": "",
+        "c": "",
+        "d": "90% of gold pairs skipped > 50%",
+    }
+    context = pages.dashboard_context(dodger, FlagThresholds(gold_skip_share_above=0.5))
+    assert [rater["username"] for rater in context["flagged"]] == ["d"]
+
+
+def test_the_rater_csv_escapes_a_formula_like_username(data):
+    named = _with_raters(data, {11: {"username": "=HYPERLINK(1)"}})
+    text = pages.raters_csv(named, OFF)
+    assert "'=HYPERLINK(1)" in text and ",=HYPERLINK" not in text

@@ -134,7 +134,7 @@ def test_rater_csv_downloads_one_row_per_rater_from_the_snapshot(campaign):
     assert response["Content-Disposition"] == f'attachment; filename="coco-raters-{stamp}.csv"'
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert sorted(row["username"] for row in rows) == RATER_NAMES
-    assert list(rows[0])[:4] == ["rater_id", "username", "sts_today", "sts_total"]
+    assert list(rows[0])[:5] == ["rater_id", "username", "flagged", "sts_today", "sts_total"]
     by_name = {row["username"]: row for row in rows}
     for rater in campaign.data["raters"]:
         row = by_name[rater["username"]]
@@ -223,7 +223,7 @@ def test_page_queries_do_not_grow_with_the_raters(campaign):
     campaign.save()
     after = [_queries(client, url) for url in urls]
     assert after == before
-    assert max(after) <= 5, "session, user, roles, dataset, snapshot"
+    assert max(after) <= 6, "session, user, roles, dataset, snapshot, flag thresholds"
     assert rater_page_queries == max(before) + 1, "and one for the ten pairs' captions and pictures"
     html = client.get("/campaigns/coco/raters/").content.decode()
     assert html.count('/">crowd') == 200, "one row per rater"

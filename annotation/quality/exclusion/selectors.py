@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from dataclasses import dataclass
+
+from django.db.models import Count, QuerySet
 
 from annotation.errors import NotFound
-from annotation.models import Dataset, RatingExclusion
+from annotation.models import Dataset, Rating, RatingExclusion, RatingStatus
+from annotation.quality.exclusion.chunks import rating_scope
 
 
 def exclusion_list(*, dataset: Dataset) -> QuerySet[RatingExclusion]:
@@ -22,3 +25,21 @@ def exclusion_get(*, dataset: Dataset, exclusion_id: int) -> RatingExclusion:
     if exclusion is None:
         raise NotFound(f"no exclusion #{exclusion_id} in {dataset.name}")
     return exclusion
+
+
+@dataclass(frozen=True)
+class ExclusionReach:
+    """What an exclusion not yet made would hit: valid ratings in its scope and the
+    distinct pairs they rate (each gets a new slot per rating it loses)."""
+
+    ratings: int
+    pairs: int
+
+
+def exclusion_reach(exclusion: RatingExclusion) -> ExclusionReach:
+    """Count the valid ratings and pairs in the scope of ``exclusion`` (unsaved, as
+    ``rating_exclusion_check`` returns it), with the rule the exclusion applies."""
+    counts = Rating.objects.filter(rating_scope(exclusion), status=RatingStatus.VALID).aggregate(
+        ratings=Count("id"), pairs=Count("pair_id", distinct=True)
+    )
+    return ExclusionReach(ratings=counts["ratings"], pairs=counts["pairs"])

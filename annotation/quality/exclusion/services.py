@@ -17,6 +17,7 @@ from django.db.models import F
 from annotation.errors import Conflict, DomainError, NotFound
 from annotation.models import Dataset, ExclusionPause, ExclusionState, Rating, RatingExclusion, RatingStatus
 from annotation.quality.exclusion.chunks import ChunkResult, exclude_chunk, rating_scope, restore_chunk
+from annotation.quality.exclusion.selectors import ExclusionReach, exclusion_reach
 from annotation.quality.pauses import pause_refusal, rater_pause_unless_paused
 from annotation.rating.queue.shapes import service_now
 
@@ -245,3 +246,22 @@ def _run_chunks(exclusion: RatingExclusion, next_pairs, write_chunk) -> None:
 
 def _finish(exclusion: RatingExclusion, from_state: str, to_state: str, **fields) -> None:
     RatingExclusion.objects.filter(pk=exclusion.pk, state=from_state).update(state=to_state, **fields)
+
+
+def rating_exclusion_preview(
+    *, dataset: Dataset, rater, reason: str, keep_active: bool = False, now: datetime | None = None
+) -> tuple[RatingExclusion, ExclusionReach]:
+    """What excluding all of ``rater``'s ratings in ``dataset`` now would do, before an
+    admin confirms it: the unsaved exclusion (``rating_exclusion_check``'s errors
+    propagate: no valid rating, a twin, an admin to pause) and the ratings and pairs it
+    would hit. Writes nothing."""
+    exclusion = rating_exclusion_check(
+        dataset=dataset,
+        rater=rater,
+        reason=reason,
+        window_start=None,
+        window_end=None,
+        keep_active=keep_active,
+        now=service_now(now),
+    )
+    return exclusion, exclusion_reach(exclusion)

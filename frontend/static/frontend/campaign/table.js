@@ -6,6 +6,7 @@ export function makeSortable(table) {
   const headers = [...table.tHead.rows[0].cells];
   const body = table.tBodies[0];
   headers.forEach((th, index) => {
+    if (th.hasAttribute("data-nosort")) return; // buttons, not values
     const button = document.createElement("button");
     button.type = "button";
     button.className = "sort";

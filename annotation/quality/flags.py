@@ -1,0 +1,119 @@
+"""Which raters to look at: a rater's figures against a dataset's flag thresholds. Pure
+Python, no Django: the rater table, the dashboard and the participants CSV all call
+:func:`flag_reasons` with the figures the campaign snapshot computed (or, for the CSV,
+the same figures of a link's participants).
+
+A figure counts only once it rests on enough: a LOO r needs MIN_SHARED_PAIRS complete
+pairs shared with other raters, a share under the speed floor MIN_RATINGS ratings, a gold
+error MIN_GOLD_ITEMS gold ratings, and a gold-skip share MIN_GOLD_MET gold pairs met (rated
+or passed on). Below that a rater is not flagged on the figure, however bad it looks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+MIN_SHARED_PAIRS = 10
+MIN_RATINGS = 10
+MIN_GOLD_ITEMS = 5
+MIN_GOLD_MET = 5
+
+
+@dataclass(frozen=True)
+class FlagThresholds:
+    """A dataset's thresholds; None turns that check off. ``loo_below``: flag a LOO r
+    strictly below it; the others flag a figure strictly above them."""
+
+    loo_below: float | None = None
+    gold_error_above: float | None = None
+    fast_share_above: float | None = None
+    gold_skip_share_above: float | None = None
+
+    def describe(self) -> list[str]:
+        """One line per check, as the pages show them (off checks say so)."""
+        checks = (
+            ("LOO r", self.loo_below, "below", _fixed, f"from {MIN_SHARED_PAIRS} shared pairs"),
+            ("gold error", self.gold_error_above, "above", _fixed, f"from {MIN_GOLD_ITEMS} gold items"),
+            ("share under the speed floor", self.fast_share_above, "above", _percent, f"from {MIN_RATINGS} ratings"),
+            ("gold-skip share", self.gold_skip_share_above, "above", _percent, f"from {MIN_GOLD_MET} gold pairs met"),
+        )
+        return [
+            f"{name}: off" if value is None else f"{name} {word} {shown(value)} ({minimum})"
+            for name, value, word, shown, minimum in checks
+        ]
+
+
+@dataclass(frozen=True)
+class RaterFigures:
+    """What the checks read. ``loo_correlation`` over ``shared_pairs``; ``fast_share``
+    (0-1) over ``ratings``; ``gold_error`` (mean absolute, 0-5 scale) over
+    ``gold_items``; ``gold_passed``: gold pairs skipped or flagged unrated. A missing
+    statistic is None."""
+
+    loo_correlation: float | None = None
+    shared_pairs: int = 0
+    fast_share: float | None = None
+    ratings: int = 0
+    gold_error: float | None = None
+    gold_items: int = 0
+    gold_passed: int = 0
+
+    @property
+    def gold_skip_share(self) -> float | None:
+        met = self.gold_items + self.gold_passed
+        return self.gold_passed / met if met else None
+
+    @classmethod
+    def from_rater_row(cls, row: dict) -> RaterFigures:
+        """From a rater row of the campaign snapshot (``data["raters"]``)."""
+        return cls(
+            loo_correlation=row.get("loo_correlation"),
+            shared_pairs=row.get("shared_pairs", 0),
+            fast_share=row.get("fast_share"),
+            ratings=row.get("ratings_total_all", 0),
+            gold_error=row.get("gold_error"),
+            gold_items=row.get("gold_items", 0),
+            gold_passed=row.get("gold_passed", 0),
+        )
+
+
+def _known(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def _fixed(value: float | None) -> str:
+    return f"{value:.2f}"
+
+
+def _percent(value: float | None) -> str:
+    # Whole percents where exact, else one decimal: 50.4% over a 50% limit must not read "50% > 50%".
+    percent = 100 * value
+    return f"{percent:.0f}%" if abs(percent - round(percent)) < 0.05 else f"{percent:.1f}%"
+
+
+def flag_reasons(figures: RaterFigures, thresholds: FlagThresholds) -> list[str]:
+    """Why the rater is flagged, one text per check failed (empty: not flagged), in the
+    order LOO r, gold error, speed floor, gold skips, e.g. ``["LOO r 0.05 < 0.30",
+    "gold error 1.81 > 1.00"]``."""
+    reasons = []
+    loo, gold, fast, skips = (
+        thresholds.loo_below,
+        thresholds.gold_error_above,
+        thresholds.fast_share_above,
+        thresholds.gold_skip_share_above,
+    )
+    r = figures.loo_correlation
+    if loo is not None and _known(r) and figures.shared_pairs >= MIN_SHARED_PAIRS and r < loo:
+        reasons.append(f"LOO r {_fixed(r)} < {_fixed(loo)}")
+    error = figures.gold_error
+    if gold is not None and _known(error) and figures.gold_items >= MIN_GOLD_ITEMS and error > gold:
+        reasons.append(f"gold error {_fixed(error)} > {_fixed(gold)}")
+    share = figures.fast_share
+    if fast is not None and _known(share) and figures.ratings >= MIN_RATINGS and share > fast:
+        reasons.append(f"{_percent(share)} under the speed floor > {_percent(fast)}")
+    skipped = figures.gold_skip_share
+    met = figures.gold_items + figures.gold_passed
+    if skips is not None and skipped is not None and met >= MIN_GOLD_MET and skipped > skips:
+        reasons.append(f"{_percent(skipped)} of gold pairs skipped > {_percent(skips)}")
+    return reasons
