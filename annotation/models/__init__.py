@@ -52,6 +52,7 @@ from annotation.models.quality import (
 )
 from annotation.models.queue import Flag, FlagReason, PairSkip, Qualification, QueueCounter
 from annotation.models.runs import BackgroundRun, Job, JobStatus, UploadState, upload_state_constraints
+from annotation.models.study import AnswerType, ParticipantAnswer, QuestionPhase, StudyQuestion
 
 __all__ = [
     "DEFAULT_GOLD_ONE_IN",
@@ -64,6 +65,7 @@ __all__ = [
     "MAX_QUIZ_LENGTH",
     "METHOD_KIND",
     "QUIZ_ATTEMPTS",
+    "AnswerType",
     "BackgroundRun",
     "CampaignLink",
     "CampaignSnapshot",
@@ -88,9 +90,11 @@ __all__ = [
     "Pair",
     "PairSkip",
     "Participant",
+    "ParticipantAnswer",
     "ParticipantOutcome",
     "Qualification",
     "QualitySettings",
+    "QuestionPhase",
     "QueueCounter",
     "QuizAttempt",
     "RaterPause",
@@ -102,6 +106,7 @@ __all__ = [
     "SlotState",
     "SpeedFloor",
     "Split",
+    "StudyQuestion",
     "TaskKind",
     "UploadState",
     "upload_state_constraints",
