@@ -22,7 +22,7 @@ def write_study_answers(folder: Path, dataset: Dataset, rater_names: Callable[[s
     answers = (
         ParticipantAnswer.objects.filter(participant__link__dataset=dataset)
         .select_related("question__link", "participant")
-        .order_by("participant__link_id", "participant_id", "question__phase", "question__position", "question_id")
+        .order_by("participant__link_id", "participant_id", "-question__phase", "question__position", "question_id")
     )
     if not answers.exists():
         return None

@@ -33,7 +33,8 @@ class StudyQuestion(models.Model):
     required = models.BooleanField(default=False, help_text="The participant must answer it to go on.")
 
     class Meta:
-        ordering = ["link", "phase", "position", "id"]
+        # "pre" before "post", then in their order.
+        ordering = ["link", "-phase", "position", "id"]
         constraints = [
             models.UniqueConstraint(fields=["link", "phase", "position"], name="study_question_position_once"),
             models.CheckConstraint(condition=Q(phase__in=QuestionPhase.values), name="study_question_phase_known"),
