@@ -107,8 +107,9 @@ def _ended_page(request, participant: Participant):
     """The end of a run the participant ended: declined consent, or left the study."""
     link = participant.link
     url = completion_url(link, participant.outcome)
-    extra = {"redirect_url": url, "return_label": "Back to Prolific" if url == PROLIFIC_HOME else "Back to the study"}
-    back = "Please return the study on the platform" + (" (you are taken there now)." if url else ".")
+    label = "Back to Prolific" if url == PROLIFIC_HOME else "Back to the platform"
+    extra = {"redirect_url": url, "return_label": label}
+    back = "Please return the study on the platform."
     if participant.outcome == ParticipantOutcome.DECLINED:
         text = f"You did not agree, so you take no part in this study and nothing of yours was recorded. {back}"
         return _crowd_page(request, "declined", "You chose not to take part", text, **extra)

@@ -49,18 +49,23 @@ def study_link(demo, live_server, *, quota: int = 4):
 
 def rate_with_progress(page, quota: int) -> list[str]:
     """Rate pairs until the page leaves the rating page; returns the progress line read
-    before each rating."""
+    before each rating (waited for: "Rated n of quota" after n ratings)."""
     seen = []
     for _ in range(quota + 2):
         page.wait_for_selector("#pair[data-ready]:not([data-ready='']), [data-testid=crowd-questions]")
         if page.locator("[data-testid=crowd-questions]").count():
             return seen
-        page.wait_for_function("document.querySelector('#progress').textContent.startsWith('Rated ')")
+        # The line is refreshed after each rating (the next pair may show a moment sooner).
+        expected = f"Rated {len(seen)} of {quota}"
+        page.wait_for_function("text => document.querySelector('#progress').textContent === text", arg=expected)
         seen.append(page.locator("#progress").inner_text())
         if len(seen) == 2:
+            page.locator("#instructions").evaluate("el => el.open = false")
             page.shot("4-pairs")
         ready = page.locator("#pair").get_attribute("data-ready")
+        page.locator("#submit").scroll_into_view_if_needed()  # the phone's slider is below the pictures
         page.mouse.click(*track_point(page, 0.6))
+        page.wait_for_selector("#submit:enabled")
         page.click("#submit")
         page.wait_for_function(
             "r => !location.pathname.includes('/rate/') || document.querySelector('#pair')?.dataset.ready !== r",
