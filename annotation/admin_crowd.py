@@ -10,8 +10,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from annotation.models import CampaignLink, Participant, TaskKind
+from annotation.models import CampaignLink, Participant, ParticipantAnswer, StudyQuestion, TaskKind
 from annotation.people.crowd.links import CampaignLinkError, campaign_link_check, link_stats, new_link_token, study_url
+from annotation.people.crowd.questions import QuestionInvalid, question_check
 
 
 class CampaignLinkForm(forms.ModelForm):
@@ -25,6 +26,12 @@ class CampaignLinkForm(forms.ModelForm):
         assume_scheme="https",
         help_text=CampaignLink._meta.get_field("return_url").help_text,
     )
+    leave_url = forms.URLField(
+        required=False,
+        max_length=1000,
+        assume_scheme="https",
+        help_text=CampaignLink._meta.get_field("leave_url").help_text,
+    )
 
     class Meta:
         model = CampaignLink
@@ -36,7 +43,9 @@ class CampaignLinkForm(forms.ModelForm):
             "completion_code",
             "partial_code",
             "return_url",
+            "leave_url",
             "id_param",
+            "consent_text",
             "max_participants",
             "expires_at",
             "active",
@@ -54,11 +63,54 @@ class CampaignLinkForm(forms.ModelForm):
                 completion_code=(data.get("completion_code") or "").strip(),
                 partial_code=(data.get("partial_code") or "").strip(),
                 return_url=data.get("return_url") or "",
+                leave_url=data.get("leave_url") or "",
                 id_param=data.get("id_param") or "",
             )
         except CampaignLinkError as problem:
             raise ValidationError(str(problem)) from None
         return data
+
+
+class StudyQuestionForm(forms.ModelForm):
+    """A question as the admin writes it: the options one per line."""
+
+    options_text = forms.CharField(
+        label="options",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 30}),
+        help_text="One per line, for a choice question; empty for free text.",
+    )
+
+    class Meta:
+        model = StudyQuestion
+        fields = ["phase", "position", "prompt", "answer_type", "options_text", "required"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["options_text"].initial = "\n".join(self.instance.options)
+
+    def clean(self):
+        data = super().clean()
+        lines = [line for line in (data.get("options_text") or "").splitlines() if line.strip()]
+        try:
+            self.instance.options = question_check(
+                prompt=data.get("prompt") or "", answer_type=data.get("answer_type") or "", options=lines
+            )
+        except QuestionInvalid as problem:
+            raise ValidationError(str(problem)) from None
+        return data
+
+
+class StudyQuestionInline(admin.TabularInline):
+    """The link's short questions: "before rating" ones after the consent text, "after
+    rating" ones before the end page; free text or one of the options."""
+
+    model = StudyQuestion
+    form = StudyQuestionForm
+    extra = 0
+    verbose_name = "question for the participants"
+    verbose_name_plural = "questions for the participants (asked before or after rating)"
 
 
 class ParticipantInline(admin.TabularInline):
@@ -88,7 +140,7 @@ class CampaignLinkAdmin(admin.ModelAdmin):
     ]
     list_filter = ["dataset", "active"]
     readonly_fields = ["link_for_the_platform", "participants_csv", "created_by", "created_at"]
-    inlines = [ParticipantInline]
+    inlines = [StudyQuestionInline, ParticipantInline]
 
     def get_fields(self, request, obj=None):
         fields = list(CampaignLinkForm.Meta.fields)
@@ -161,6 +213,19 @@ class CampaignLinkAdmin(admin.ModelAdmin):
         return self._stats(link).ratings
 
 
+class ParticipantAnswerInline(admin.TabularInline):
+    """The participant's answers to their link's questions (read only)."""
+
+    model = ParticipantAnswer
+    extra = 0
+    can_delete = False
+    fields = ["question", "answer", "answered_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Participant)
 class ParticipantAdmin(admin.ModelAdmin):
     """Every participant of every link: read only (a link makes them), filtered by link
@@ -189,8 +254,12 @@ class ParticipantAdmin(admin.ModelAdmin):
         "outcome",
         "items_done",
         "skips_done",
+        "consented_at",
+        "pre_answered_at",
+        "post_answered_at",
     ]
     fields = readonly_fields
+    inlines = [ParticipantAnswerInline]
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("link", "user")

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from annotation.models import Participant, ParticipantOutcome, Qualification
 from annotation.people.crowd.completion import (
+    PROLIFIC_HOME,
     Step,
     completion_url,
     participant_code,
@@ -20,6 +21,7 @@ from annotation.people.crowd.completion import (
     participant_next,
 )
 from annotation.people.crowd.join import JoinRefused, participant_join
+from annotation.people.crowd.study import ENDED_BY_PARTICIPANT
 
 # Long enough to copy the code, short enough that nobody wonders what to do next.
 REDIRECT_SECONDS = 8
@@ -39,31 +41,39 @@ def join(request, token: str):
 
 def join_next(request, token: str):
     """The participant's next step: rate (or take the quiz of) a kind, or finish."""
-    participant = _own_participation(request, token)
+    participant = own_participation(request, token)
     if participant is None:
-        return _not_yours(request)
+        return not_yours(request)
     return _next_step(participant)
 
 
 def _next_step(participant: Participant):
     step, kind = participant_next(participant)
+    token = participant.link.token
     if step == Step.RATE:
         return redirect("rate-page", dataset=participant.link.dataset.name, kind=kind.lower())
-    return redirect("join-done", token=participant.link.token)
+    if step == Step.CONSENT:
+        return redirect("join-consent", token=token)
+    if step in (Step.PRE, Step.POST):
+        return redirect("join-questions", token=token, phase=step)
+    return redirect("join-done", token=token)
 
 
 def join_done(request, token: str):
     """The end of a participant's run, decided once and shown the same way after:
     the completion code once the quota is rated; the partial code when the pairs ran
     out first and the run earned it; else a request to return the study."""
-    participant = _own_participation(request, token)
+    participant = own_participation(request, token)
     if participant is None:
-        return _not_yours(request)
+        return not_yours(request)
     step, _ = participant_next(participant)
-    if step == Step.RATE:
+    if step in (Step.CONSENT, Step.PRE, Step.RATE, Step.POST):
         return redirect("join-next", token=token)
-    participant = participant_finish(participant, step=step)
+    if step != Step.FINISHED:
+        participant = participant_finish(participant, step=step)
     link = participant.link
+    if participant.outcome in ENDED_BY_PARTICIPANT:
+        return _ended_page(request, participant)
     numbers = f"you rated {participant.items_done} of {link.quota} items"
     extra = {"redirect_url": completion_url(link, participant.outcome), "return_label": _return_label(link)}
     if participant.outcome == ParticipantOutcome.COMPLETED:
@@ -93,6 +103,23 @@ def join_done(request, token: str):
     return _crowd_page(request, "returned", "No more items for you", _returned_text(participant, numbers))
 
 
+def _ended_page(request, participant: Participant):
+    """The end of a run the participant ended: declined consent, or left the study."""
+    link = participant.link
+    url = completion_url(link, participant.outcome)
+    label = "Back to Prolific" if url == PROLIFIC_HOME else "Back to the platform"
+    extra = {"redirect_url": url, "return_label": label}
+    back = "Please return the study on the platform."
+    if participant.outcome == ParticipantOutcome.DECLINED:
+        text = f"You did not agree, so you take no part in this study and nothing of yours was recorded. {back}"
+        return _crowd_page(request, "declined", "You chose not to take part", text, **extra)
+    text = (
+        f"You left the study after rating {participant.items_done} of {link.quota} items. "
+        f"It is marked as returned: there is no completion code. {back}"
+    )
+    return _crowd_page(request, "left", "You left the study", text, **extra)
+
+
 def _returned_text(participant: Participant, numbers: str) -> str:
     link = participant.link
     if not link.partial_code:
@@ -118,7 +145,8 @@ def participant_next_url(participant: Participant) -> str:
     return reverse("join-next", args=[participant.link.token])
 
 
-def _own_participation(request, token: str) -> Participant | None:
+def own_participation(request, token: str) -> Participant | None:
+    """The signed-in user's run through the link of ``token``; None for anyone else."""
     if not request.user.is_authenticated:
         return None
     return (
@@ -126,9 +154,9 @@ def _own_participation(request, token: str) -> Participant | None:
     )
 
 
-def _not_yours(request):
-    text = "Open the study from the platform's study page: the link there says who you are."
-    return _crowd_page(request, "refused", "This link cannot be used", text, status=403)
+def not_yours(request, *, text: str = "", status: int = 403):
+    text = text or "Open the study from the platform's study page: the link there says who you are."
+    return _crowd_page(request, "refused", "This link cannot be used", text, status=status)
 
 
 def _crowd_page(request, state: str, title: str, text: str, *, status: int = 200, **extra):

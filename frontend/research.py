@@ -32,6 +32,9 @@ FILE_NOTES = (
     ("<task>_<split>_raw.parquet", "_raw.parquet", "one row per rating, as the raw CSV"),
     ("agreement.json", "agreement.json", "Krippendorff's alpha per task and per sampling batch; per rater "
      "the leave-one-out correlation, mean bias and median time"),
+    ("study_answers.csv", "study_answers.csv", "one row per answer of a crowd participant to a campaign "
+     "link's questions: rater_id (the pseudonym of the rating files), link, phase, position, question, "
+     "answer_type, answer, answered_at"),
     ("manifest.json", "manifest.json", "what was exported: splits, formats, counts per task and method "
      "(incomplete pairs left out are counted), scoring rules, exclusions, size and SHA-256 of every file"),
 )  # fmt: skip

@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
-from frontend import campaign, campaign_actions, crowd, rater_pages, research, views
+from frontend import campaign, campaign_actions, crowd, crowd_study, rater_pages, research, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -45,6 +45,9 @@ urlpatterns = [
     path("join/<str:token>/", crowd.join, name="join"),
     path("join/<str:token>/next/", crowd.join_next, name="join-next"),
     path("join/<str:token>/done/", crowd.join_done, name="join-done"),
+    path("join/<str:token>/consent/", crowd_study.join_consent, name="join-consent"),
+    path("join/<str:token>/questions/<slug:phase>/", crowd_study.join_questions, name="join-questions"),
+    path("join/<str:token>/leave/", crowd_study.join_leave, name="join-leave"),
     path("login/", auth_views.LoginView.as_view(template_name="frontend/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

@@ -10,6 +10,7 @@ from annotation.errors import Forbidden, NotFound
 from annotation.models import QUIZ_ATTEMPTS, FlagReason, QuizAttempt, TaskKind
 from annotation.people.accounts import WeakPassword
 from annotation.people.crowd.completion import Step, participant_next
+from annotation.people.crowd.study import ConsentFirst, QuestionsFirst, StudyEnded
 from annotation.people.onboarding import InvitationInvalid, invitation_accept, invitation_get
 from annotation.people.roles import PARTICIPANT, has_role, may_rate
 from annotation.quality.pauses import active_pause
@@ -20,6 +21,10 @@ from frontend.crowd import participant_next_url
 from frontend.instructions import INSTRUCTIONS, levels_for
 from frontend.rater_pages import quiz_offers
 from frontend.selectors import home_sections, rater_work_list, worked_example_list
+
+# A participant who asks for a rating page before their study's consent or questions, or
+# after leaving it, is sent along their link instead.
+STUDY_STEPS_FIRST = (ConsentFirst, QuestionsFirst, StudyEnded)
 
 
 @login_required
@@ -64,6 +69,9 @@ def rate_page(request, dataset: str, kind: str):
             participant = policy.entry_check(rater=request.user, dataset=dataset_obj.name, kind=kind)
         except policy.QuizFirst as owed:
             return redirect("rate-page", dataset=dataset_obj.name, kind=owed.kind.lower())
+        except STUDY_STEPS_FIRST:
+            # Consent and the questions before rating come first; the link knows the way.
+            return redirect("join-next", token=policy.participation(rater=request.user, dataset=dataset).link.token)
         except Forbidden as refused:
             text = str(refused)
             context = {"title": "Not part of your study", "text": text[:1].upper() + text[1:] + "."}
@@ -89,7 +97,7 @@ def rate_page(request, dataset: str, kind: str):
     config = {
         "dataset": dataset_obj.name,
         "kind": kind,
-        "user": request.user.username,
+        "user": storage_name(request.user, participant),
         "api_base": rate_api_base(dataset_obj.name),
         "levels": levels_for(kind),
         # Where the no-work state sends the rater when this task is done and others are not.
@@ -115,8 +123,15 @@ def rate_page(request, dataset: str, kind: str):
             "examples": worked_example_list(dataset=dataset_obj, kind=kind),
             "flag_reasons": FlagReason.choices,
             "config": config,
+            "participant": participant,
         },
     )
+
+
+def storage_name(user, participant) -> str:
+    """The name the page keys its browser storage by: a participant's account name (their
+    platform id) is never put on the page."""
+    return f"participant-{participant.pk}" if participant else user.username
 
 
 def _not_qualified_text(user, dataset, kind: str) -> str:
@@ -133,7 +148,7 @@ def _quiz_page(request, dataset, kind: str, participant):
     config = {
         "dataset": dataset.name,
         "kind": kind,
-        "user": request.user.username,
+        "user": storage_name(request.user, participant),
         "levels": levels_for(kind),
         "quiz_url": reverse("quiz-state", args=[dataset.name, kind.lower()]),
         "quiz_failed_text": "Both attempts are used, so this task stays closed to you. Thank you for your time.",
@@ -147,6 +162,7 @@ def _quiz_page(request, dataset, kind: str, participant):
         "instructions": INSTRUCTIONS[kind],
         "examples": worked_example_list(dataset=dataset, kind=kind),
         "config": config,
+        "participant": participant,
     }
     return render(request, "frontend/rate.html", context)
 

@@ -16,7 +16,7 @@ from annotation.apis.fields import OpaqueIdField, StrictFloatField, StrictIntege
 from annotation.models import FlagReason, Modality, TaskKind
 from annotation.people import accounts
 from annotation.people.roles import IsAdmin, IsRater
-from annotation.rating import policy, queue
+from annotation.rating import policy, queue, quota
 from config.openapi import error_response
 
 # The slot actions refuse with 409 a slot the rater held until another rater took it, or
@@ -199,8 +199,16 @@ class SlotFlagApi(APIView):
         return Response(self.SlotFlagOutputSerializer(flag).data, status=status.HTTP_201_CREATED)
 
 
+class StudyProgressSerializer(serializers.Serializer):
+    items_done = serializers.IntegerField(
+        help_text="Items rated since joining, gold items included: what the quota counts."
+    )
+    quota = serializers.IntegerField(help_text="Items of the study's quota.")
+
+
 class RaterProgressApi(APIView):
-    """Your progress on a dataset: ratings today, pairs left for you, the slot you hold."""
+    """Your progress on a dataset: ratings today, pairs left for you, the slot you hold;
+    for a study participant also ``study``: items rated of the quota."""
 
     permission_classes = [IsRater]
 
@@ -215,6 +223,9 @@ class RaterProgressApi(APIView):
         day_starts_at = serializers.DateTimeField()
         held_slot_id = OpaqueIdField("slot", allow_null=True)
         held_until = serializers.DateTimeField(allow_null=True)
+        study = StudyProgressSerializer(
+            allow_null=True, help_text="A participant's items rated of their study's quota; null for raters."
+        )
 
     @extend_schema(
         parameters=[OpenApiParameter("tz", str, description="IANA time zone for 'today', e.g. Europe/Berlin")],
@@ -222,9 +233,11 @@ class RaterProgressApi(APIView):
     )
     def get(self, request, dataset: str):
         tz = _time_zone(request.query_params.get("tz"))
-        policy.participation(rater=request.user, dataset=dataset)  # who: a participant reads their study only
+        # Who: a participant reads their study only.
+        participant = policy.participation(rater=request.user, dataset=dataset)
         progress = selectors.rater_progress(rater=request.user, dataset=dataset, tz=tz)
-        return Response(self.RaterProgressOutputSerializer(progress).data)
+        study = None if participant is None else quota.study_progress(participant)
+        return Response(self.RaterProgressOutputSerializer({**dataclasses.asdict(progress), "study": study}).data)
 
 
 def _time_zone(name: str | None):

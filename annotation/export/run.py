@@ -32,6 +32,7 @@ from annotation.export.manifest import (
 )
 from annotation.export.plan import ExportPlan, complete_pair_counts, destination_check, export_plan, rating_rows
 from annotation.export.staging import publish, staging_create
+from annotation.export.study import write_study_answers
 from annotation.export.writers import open_writers
 from annotation.models import Split
 from annotation.runs import Progress
@@ -163,6 +164,9 @@ class _ExportRun:
             gold = write_gold_file(self.folder, self.plan.dataset, split, self.pseudonyms.cover)
             if gold is not None:
                 self.files.append(gold)
+        answers = write_study_answers(self.folder, self.plan.dataset, self.pseudonyms.cover)
+        if answers is not None:
+            self.files.append(answers)
         json_write(self.folder / AGREEMENT, agreement_payload(self.agreement, self.pseudonyms.names))
         self.files.append({"name": AGREEMENT, "rows": None, "split": None, "task": None})
         files_checksum(self.folder, self.files)

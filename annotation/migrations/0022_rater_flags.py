@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0020_job_kind_evaluate"),
+        ("annotation", "0021_participant_study"),
     ]
 
     operations = [

@@ -56,6 +56,7 @@ from annotation.models.quality import (
 )
 from annotation.models.queue import Flag, FlagReason, PairSkip, Qualification, QueueCounter
 from annotation.models.runs import BackgroundRun, Job, JobStatus, UploadState, upload_state_constraints
+from annotation.models.study import AnswerType, ParticipantAnswer, QuestionPhase, StudyQuestion
 
 __all__ = [
     "DEFAULT_FLAG_FAST_SHARE_ABOVE",
@@ -72,6 +73,7 @@ __all__ = [
     "MAX_QUIZ_LENGTH",
     "METHOD_KIND",
     "QUIZ_ATTEMPTS",
+    "AnswerType",
     "BackgroundRun",
     "CampaignLink",
     "CampaignSnapshot",
@@ -96,9 +98,11 @@ __all__ = [
     "Pair",
     "PairSkip",
     "Participant",
+    "ParticipantAnswer",
     "ParticipantOutcome",
     "Qualification",
     "QualitySettings",
+    "QuestionPhase",
     "QueueCounter",
     "QuizAttempt",
     "RaterPause",
@@ -110,6 +114,7 @@ __all__ = [
     "SlotState",
     "SpeedFloor",
     "Split",
+    "StudyQuestion",
     "TaskKind",
     "UploadState",
     "upload_state_constraints",

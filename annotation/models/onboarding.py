@@ -102,6 +102,18 @@ class CampaignLink(models.Model):
         default="PROLIFIC_PID",
         help_text="The query parameter carrying the participant's platform id (PROLIFIC_PID, workerId, ...).",
     )
+    leave_url = models.URLField(
+        max_length=1000,
+        blank=True,
+        help_text="The platform's page for a participant who leaves the study or does not consent (no code is "
+        "given; it must not carry the completion code); empty: Prolific's home for Prolific links, else none.",
+    )
+    consent_text = models.TextField(
+        blank=True,
+        help_text="Consent or welcome text shown before anything else; the participant agrees or leaves. Plain "
+        "text: blank lines separate paragraphs, lines starting with '- ' make a list, **bold** is bold. "
+        "Empty: no consent step.",
+    )
     max_participants = models.PositiveIntegerField(
         null=True, blank=True, help_text="Once this many have started, new participants are turned away."
     )
@@ -121,6 +133,11 @@ class CampaignLink(models.Model):
             models.CheckConstraint(
                 condition=~Q(partial_code=models.F("completion_code")), name="campaign_link_partial_code_differs"
             ),
+            # Who leaves without a code must not be sent to a URL that hands them one.
+            models.CheckConstraint(
+                condition=~Q(leave_url__contains=models.F("completion_code")),
+                name="campaign_link_leave_url_without_code",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -133,6 +150,8 @@ class ParticipantOutcome(models.TextChoices):
     COMPLETED = "completed", "completed (quota rated, completion code shown)"
     PARTIAL = "partial", "partial (pairs ran out, partial code shown)"
     RETURNED = "returned", "returned (no code: asked to return the study)"
+    LEFT = "left", "left (returned: left the study with the button, no code)"
+    DECLINED = "declined", "declined (did not consent: no code, nothing rated)"
 
 
 class Participant(models.Model):
@@ -150,6 +169,15 @@ class Participant(models.Model):
     items_done = models.PositiveIntegerField(default=0, help_text="Items rated when the end page was shown.")
     skips_done = models.PositiveIntegerField(
         default=0, help_text="Pairs skipped or flagged when the end page was shown."
+    )
+    consented_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the participant agreed to the link's consent text."
+    )
+    pre_answered_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the participant sent the link's questions asked before rating."
+    )
+    post_answered_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the participant sent the link's questions asked after rating."
     )
     outcome = models.CharField(
         max_length=10,

@@ -2,7 +2,9 @@
 quiz and the join flow, passes here, in this order:
 
 1. WHO: an authenticated rater, or a crowd participant of this dataset (a participant
-   acts only in the dataset and the kinds of their campaign link).
+   acts only in the dataset and the kinds of their campaign link, once they agreed to
+   its consent text and sent its questions asked before rating, and not after they left
+   the study: ``annotation.people.crowd.study.study_gate``).
 2. MAY THEY: the role; the qualification for this dataset and kind and the pause (both
    checked inside the claim statement itself, so a plain rater's claim costs no extra
    round trip); for a participant, the quiz first (no kind is claimed or opened while a
@@ -36,10 +38,13 @@ from annotation.models import (
     GoldLease,
     GoldLeaseState,
     Participant,
+    ParticipantOutcome,
     Qualification,
     RatingSlot,
     SlotState,
 )
+from annotation.people.crowd.completion import participant_end
+from annotation.people.crowd.study import study_gate, with_study_facts
 from annotation.people.roles import PARTICIPANT, has_role, may_rate
 from annotation.quality.gold import serving as gold
 from annotation.quality.pauses import RaterPaused, is_paused, paused_error
@@ -55,6 +60,7 @@ __all__ = [
     "QuizFirst",
     "QuotaReached",
     "entry_check",
+    "participant_leave",
     "rating_submit",
     "rating_submit_and_claim_next",
     "slot_claim",
@@ -91,7 +97,9 @@ def _participation_of(*, rater, dataset: str, lock: bool) -> Participant:
     ``lock``, its row stays locked until the transaction ends, so their claims and
     submits take their quota decisions one at a time. Raises Forbidden outside the
     dataset of their study."""
-    runs = Participant.objects.select_related("link__dataset").filter(user=rater, link__dataset__name=dataset)
+    runs = with_study_facts(
+        Participant.objects.select_related("link__dataset").filter(user=rater, link__dataset__name=dataset)
+    )
     if lock:
         runs = runs.select_for_update(of=("self",))
     participant = runs.order_by("-started_at").first()
@@ -136,6 +144,7 @@ def entry_check(*, rater, dataset: str, kind: str) -> Participant | None:
     participant = participation(rater=rater, dataset=dataset)
     if participant is not None:
         _check_link_kind(participant, kind)
+        study_gate(participant)
         _check_quiz_first(participant, kind=kind)
     return participant
 
@@ -185,6 +194,7 @@ def _participant_claim_kinds(
     link = participant.link
     if kind is not None:
         _check_link_kind(participant, kind)
+    study_gate(participant)
     if participant.finished_at is not None:
         raise quota_reached_error(participant)
     _check_quiz_first(participant, kind=kind)
@@ -239,8 +249,9 @@ def rating_submit(*, rater, dataset: str, slot_id: int, now: datetime | None = N
 
 def _participant_may_submit(participant: Participant, *, slot_id: int, use: QuotaUse) -> None:
     """Raise Forbidden for an item of a kind outside the participant's link, QuotaReached
-    when rating it would pass the quota. An item they hold is of a link kind (``use``
-    holds only those) and needs no lookup."""
+    when rating it would pass the quota, StudyEnded once they left the study. An item
+    they hold is of a link kind (``use`` holds only those) and needs no lookup."""
+    study_gate(participant)
     if slot_id not in {held_id for held_id, _ in use.held}:
         fields = ("kind", "state", "rater_id")
         in_dataset = {"pk": slot_id, "dataset_id": participant.link.dataset_id}
@@ -303,6 +314,30 @@ def rating_submit_and_claim_next(
         except (RaterPaused, QuotaReached, Forbidden):
             claimed = None
     return result, claimed
+
+
+# --- leaving ------------------------------------------------------------------------------
+
+
+class NotAParticipant(Forbidden):
+    code = "not_a_participant"
+
+
+def participant_leave(*, rater, dataset: str, now: datetime | None = None) -> Participant:
+    """A participant leaves the study ("Leave the study"): every item they hold goes back
+    through the skip path of the queue or of gold (claimable by another rater at once),
+    then the run ends as left, without a code; all under the lock of their run, so no
+    claim of another tab slips in between. Leaving again changes nothing. Raises
+    NotAParticipant for a rater who came through no campaign link."""
+    if not _is_participant(rater):
+        raise NotAParticipant(f"{rater.get_username()} joined no study through a link; there is nothing to leave")
+    with transaction.atomic():
+        participant = _participation_of(rater=rater, dataset=dataset, lock=True)
+        if participant.finished_at is None:
+            for lease_id, _ in quota_use(participant).held:
+                slot_skip(rater=rater, dataset=dataset, slot_id=lease_id, now=now)
+            participant = participant_end(participant, outcome=ParticipantOutcome.LEFT, now=now)
+    return participant
 
 
 # --- slot actions ------------------------------------------------------------------------

@@ -74,6 +74,12 @@ def participant_items_done(participant: Participant) -> int:
     return ordinary + queue_gold
 
 
+def study_progress(participant: Participant) -> dict:
+    """The participant's items rated of their quota, as the page shows it ("2 of 4"):
+    counted as the quota counts (ordinary and queue gold ratings alike)."""
+    return {"items_done": participant_items_done(participant), "quota": participant.link.quota}
+
+
 def _count_of(rows) -> Coalesce:
     """``rows``' count as a scalar subquery (grouped by rater: one group at most)."""
     counted = rows.order_by().values("rater_id").annotate(n=Count("pk")).values("n")

@@ -216,6 +216,8 @@ def test_the_admin_makes_a_link_and_shows_its_numbers(dataset, admin_client):
             "return_url": "",
             "id_param": "PROLIFIC_PID",
             "active": "on",
+            "questions-TOTAL_FORMS": 0,
+            "questions-INITIAL_FORMS": 0,
             "participants-TOTAL_FORMS": 0,
             "participants-INITIAL_FORMS": 0,
         },

@@ -173,6 +173,8 @@ def test_the_admin_form_takes_a_partial_code_and_refuses_a_bad_one(dataset, admi
         "return_url": "",
         "id_param": "PROLIFIC_PID",
         "active": "on",
+        "questions-TOTAL_FORMS": 0,
+        "questions-INITIAL_FORMS": 0,
         "participants-TOTAL_FORMS": 0,
         "participants-INITIAL_FORMS": 0,
     }

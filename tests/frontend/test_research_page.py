@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
+from django.utils.timezone import now
 
-from annotation.models import Job
+from annotation.models import Job, Participant
+from annotation.people.crowd.links import campaign_link_create
+from annotation.people.crowd.questions import answers_save, study_question_add
 from frontend.research import FILE_NOTES, FORMAT_NOTES, file_note
 from tests.annotation.export_data import rated_factory_dataset
 from tests.annotation.test_export_api import client_for, start_export
@@ -19,8 +22,18 @@ from tests.factories import DatasetFactory, UserFactory
 pytestmark = pytest.mark.django_db
 
 
+def study_answer(rated) -> None:
+    """One answer of a participant (a rater of the dataset) to a campaign link's question,
+    so the export writes study_answers.csv too."""
+    link = campaign_link_create(dataset=rated.dataset, name="wave", kinds=["STS"], quota=3, completion_code="C1")
+    question = study_question_add(link, phase="pre", prompt="Your age?")
+    participant = Participant.objects.create(link=link, user=rated.raters[0], external_id="e1", started_at=now())
+    answers_save(participant, phase="pre", answers={str(question.pk): "30"})
+
+
 def test_every_file_of_an_export_is_described_and_counted_as_the_page_says(django_capture_on_commit_callbacks):
     rated = rated_factory_dataset(n_images=6)
+    study_answer(rated)
     client = client_for("researcher")
     started = start_export(client, {"dataset": rated.dataset.name}, django_capture_on_commit_callbacks).json()
     job = client.get(f"/api/exports/{started['id']}/").json()

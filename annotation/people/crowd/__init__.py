@@ -17,5 +17,7 @@ rated and, if earned, the link's partial code (``completion_outcome``). The rati
 script gets more items than the quota.
 
 Modules: ``links`` (check and create a link, its study URL and numbers), ``join`` (a
-participant's first and later visits) and ``completion`` (the next step, the end of a run
-and its code)."""
+participant's first and later visits), ``completion`` (the next step, the end of a run
+and its code), ``study`` (issue #26: the consent step and the policy's gate of the steps
+before rating) and ``questions`` (the link's questions before and after rating, and the
+participants' answers)."""

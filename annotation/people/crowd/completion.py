@@ -18,19 +18,27 @@ from annotation.models import (
     Participant,
     ParticipantOutcome,
     Qualification,
+    QuestionPhase,
 )
+from annotation.people.crowd.study import ENDED_BY_PARTICIPANT, consent_owed, questions_owed
 
 # QuotaReached is re-exported: the crowd's callers meet it when a participant is done.
 from annotation.rating.quota import QuotaReached as QuotaReached
 from annotation.rating.quota import participant_items_done
 
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"
+# Where a Prolific participant who leaves goes when the link names no page of its own:
+# their Prolific home, where they return the study.
+PROLIFIC_HOME = "https://app.prolific.com/"
 
 
 class Step:
     """Where a participant goes next (``participant_next``)."""
 
+    CONSENT = "consent"  # agree to the link's consent text (or decline)
+    PRE = "pre"  # answer the link's questions asked before rating
     RATE = "rate"  # rate (or take the quiz of) ``kind``
+    POST = "post"  # answer the link's questions asked after rating
     DONE = "done"  # the quota is rated: the completion code
     NO_WORK = "no_work"  # nothing left for them before the quota: the partial code, if earned
     SCREENED_OUT = "screened_out"  # every kind's quiz failed: no code, return the study
@@ -38,15 +46,27 @@ class Step:
 
 
 def participant_next(participant: Participant) -> tuple[str, str | None]:
-    """(Step, kind): a quiz of the link's kinds the participant still has to take comes
-    first, then the first kind they may rate with pairs left for them; else why they
-    are through."""
+    """(Step, kind): the link's consent text, then its questions before rating, then a
+    quiz of the link's kinds the participant still has to take, then the first kind they
+    may rate with pairs left for them; once through, the questions after rating, then
+    why they are through."""
+    if participant.finished_at is not None:
+        return Step.FINISHED, None
+    if consent_owed(participant):
+        return Step.CONSENT, None
+    if questions_owed(participant, QuestionPhase.PRE):
+        return Step.PRE, None
+    step, kind = _rating_step(participant)
+    if step in (Step.DONE, Step.NO_WORK) and questions_owed(participant, QuestionPhase.POST):
+        return Step.POST, None
+    return step, kind
+
+
+def _rating_step(participant: Participant) -> tuple[str, str | None]:
     from annotation.quality.quiz import quiz_offered
     from annotation.selectors import rater_kinds_with_pairs_left
 
     link = participant.link
-    if participant.finished_at is not None:
-        return Step.FINISHED, None
     qualified = set(
         Qualification.objects.filter(rater_id=participant.user_id)
         .in_dataset(link.dataset_id)
@@ -119,6 +139,24 @@ def participant_finish(participant: Participant, *, step: str, now: datetime | N
     return participant
 
 
+def participant_end(participant: Participant, *, outcome: str, now: datetime | None = None) -> Participant:
+    """End the run on the participant's word (``LEFT``; ``DECLINED`` is the consent
+    step's), recording the items rated and skipped so far; a run that has ended keeps
+    its first end. The caller releases what they hold first (the rating policy's
+    ``participant_leave``, which holds the run's lock)."""
+    if outcome not in ENDED_BY_PARTICIPANT:
+        raise ValueError(f"a participant ends a run as left or declined, not {outcome!r}")
+    if participant.finished_at is None:
+        Participant.objects.filter(pk=participant.pk, finished_at__isnull=True).update(
+            finished_at=now or timezone.now(),
+            outcome=outcome,
+            items_done=participant_items_done(participant),
+            skips_done=participant_skips(participant),
+        )
+        participant.refresh_from_db()
+    return participant
+
+
 def participant_code(participant: Participant) -> str:
     """The code the participant's finished run was given: the completion code, the
     partial code, or '' (returned)."""
@@ -134,7 +172,12 @@ def completion_url(link: CampaignLink, outcome: str = ParticipantOutcome.COMPLET
     A completed run goes to the link's return URL, or Prolific's with the code. A
     partial run goes to Prolific's URL with the partial code only when the link has no
     return URL of its own (that one may carry the full code); a returned run goes
-    nowhere (it is returned on the platform)."""
+    nowhere (it is returned on the platform). A run the participant ended (left,
+    declined) goes to the link's leave URL, or Prolific's home for a Prolific link."""
+    if outcome in ENDED_BY_PARTICIPANT:
+        if link.leave_url:
+            return link.leave_url
+        return PROLIFIC_HOME if link.id_param == "PROLIFIC_PID" else ""
     if outcome == ParticipantOutcome.COMPLETED:
         if link.return_url:
             return link.return_url

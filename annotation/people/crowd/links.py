@@ -32,7 +32,14 @@ class LinkStats:
 
 
 def campaign_link_check(
-    *, kinds: list[str], quota: int, completion_code: str, return_url: str, id_param: str, partial_code: str = ""
+    *,
+    kinds: list[str],
+    quota: int,
+    completion_code: str,
+    return_url: str,
+    id_param: str,
+    partial_code: str = "",
+    leave_url: str = "",
 ) -> None:
     """Raise CampaignLinkError naming the first bad value of a campaign link."""
     if not kinds or any(kind not in TaskKind.values for kind in kinds):
@@ -47,6 +54,12 @@ def campaign_link_check(
         raise CampaignLinkError("the partial code must differ from the completion code")
     if return_url and urlsplit(return_url).scheme not in ("http", "https"):
         raise CampaignLinkError(f"the return URL must start with http:// or https://, got {return_url!r}")
+    if leave_url and urlsplit(leave_url).scheme not in ("http", "https"):
+        raise CampaignLinkError(f"the leave URL must start with http:// or https://, got {leave_url!r}")
+    if leave_url and completion_code and completion_code in leave_url:
+        raise CampaignLinkError(
+            "the leave URL must not carry the completion code: it is for participants who leave without one"
+        )
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,49}", id_param or ""):
         raise CampaignLinkError(f"the id parameter must be a query parameter name, got {id_param!r}")
 
@@ -60,6 +73,8 @@ def campaign_link_create(
     completion_code: str,
     partial_code: str = "",
     return_url: str = "",
+    leave_url: str = "",
+    consent_text: str = "",
     id_param: str = "PROLIFIC_PID",
     max_participants: int | None = None,
     expires_at: datetime | None = None,
@@ -76,6 +91,7 @@ def campaign_link_create(
         completion_code=completion_code,
         partial_code=partial_code,
         return_url=return_url,
+        leave_url=leave_url,
         id_param=id_param,
     )
     with transaction.atomic():
@@ -88,6 +104,8 @@ def campaign_link_create(
             completion_code=completion_code,
             partial_code=partial_code,
             return_url=return_url,
+            leave_url=leave_url,
+            consent_text=consent_text.strip(),
             id_param=id_param,
             max_participants=max_participants,
             expires_at=expires_at,

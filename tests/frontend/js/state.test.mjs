@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { ItemTimer, Outbox, newKey, retryDelay } from "../../../frontend/static/frontend/rate/state.js";
+import { ItemTimer, Outbox, newKey, retryDelay, studyProgressText } from "../../../frontend/static/frontend/rate/state.js";
 
 function clock(times) {
   const queue = [...times];
@@ -62,4 +62,9 @@ test("a damaged outbox reads as empty", () => {
 test("keys are 32 hex digits and retries back off to 15 s", () => {
   assert.match(newKey(), /^[0-9a-f]{32}$/);
   assert.deepEqual([0, 1, 2, 5, 10].map(retryDelay), [500, 1000, 2000, 15000, 15000]);
+});
+
+test("a participant's progress reads items rated of the quota", () => {
+  assert.equal(studyProgressText({ items_done: 0, quota: 4 }), "Rated 0 of 4");
+  assert.equal(studyProgressText({ items_done: 3, quota: 4 }), "Rated 3 of 4");
 });

@@ -3,7 +3,7 @@ import { NetworkError, rateApi } from "./api.js";
 import { itemNode, showNoticeIn } from "./items.js";
 import { Focus, enterAction } from "./keys.js";
 import { createSlider } from "./slider.js";
-import { ItemTimer, Outbox, newKey, retryDelay } from "./state.js";
+import { ItemTimer, Outbox, newKey, retryDelay, studyProgressText } from "./state.js";
 
 const config = JSON.parse(document.getElementById("rate-config").textContent);
 const api = rateApi(config.api_base);
@@ -25,6 +25,9 @@ const el = {
   state: document.getElementById("state"),
   otherWork: document.getElementById("other-work"),
 };
+
+// Refusals that mean "go on through your study's link" for a crowd participant.
+const STUDY_STEP_CODES = new Set(["quota_reached", "consent_required", "questions_first", "study_ended"]);
 
 let assignment = null;
 let timer = null;
@@ -178,8 +181,9 @@ function handleAuth(answer) {
     document.getElementById("login-again").hidden = false;
     return true;
   }
-  if (answer.status === 403 && answer.body?.code === "quota_reached") {
-    // The participant rated their quota: the campaign link shows the completion code.
+  if (answer.status === 403 && STUDY_STEP_CODES.has(answer.body?.code)) {
+    // The participant rated their quota, or owes a step of the study (consent, questions)
+    // or left it: the campaign link shows where they are.
     window.location.assign(config.next_url || window.location.href);
     return true;
   }
@@ -295,9 +299,12 @@ async function refreshProgress() {
   try {
     const answer = await api.progress();
     if (answer.status !== 200) return;
-    // "Pairs left" on a task's page counts that task's pairs only.
-    const { ratings_today: today, pairs_left_by_kind: leftByKind } = answer.body;
-    el.progress.textContent = `Rated today: ${today} · Pairs left for you: ${leftByKind[config.kind] ?? 0}`;
+    // "Pairs left" on a task's page counts that task's pairs only; a study participant
+    // sees their items of the study's quota instead (gold items count, as in the quota).
+    const { ratings_today: today, pairs_left_by_kind: leftByKind, study } = answer.body;
+    el.progress.textContent = study
+      ? studyProgressText(study)
+      : `Rated today: ${today} · Pairs left for you: ${leftByKind[config.kind] ?? 0}`;
     showOtherWork(leftByKind);
   } catch (error) {
     if (!(error instanceof NetworkError)) throw error;

@@ -68,3 +68,8 @@ export function newKey() {
 export function retryDelay(attempt) {
   return Math.min(15000, 500 * 2 ** attempt);
 }
+
+/** A study participant's progress line: items rated of the quota, gold items included. */
+export function studyProgressText({ items_done: done, quota }) {
+  return `Rated ${done} of ${quota}`;
+}
