@@ -40,6 +40,8 @@ STATUS = {
     ParticipantOutcome.COMPLETED: "finished",
     ParticipantOutcome.PARTIAL: "partial",
     ParticipantOutcome.RETURNED: "returned",
+    ParticipantOutcome.LEFT: "left",
+    ParticipantOutcome.DECLINED: "declined",
 }
 HEADER = [
     "external_id",

@@ -146,3 +146,10 @@ def test_the_admins_link_page_offers_the_download(world, admin_client):
     assert f'href="{_url(dataset, link)}"' in page
     rows = _rows(admin_client.get(_url(dataset, link)))
     assert len(rows) == 3, "the admin's session downloads it"
+
+
+def test_every_outcome_of_a_run_has_a_status_in_the_csv():
+    from annotation.models import ParticipantOutcome
+    from annotation.quality.participants import STATUS
+
+    assert set(STATUS) == {"", *ParticipantOutcome.values}
