@@ -3,6 +3,7 @@ from django.urls import path
 import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
 from annotation.apis import (
     accounts,
+    campaign,
     campaign_links,
     datasets,
     evaluations,
@@ -39,6 +40,20 @@ urlpatterns = [
         "datasets/<slug:dataset>/campaign-links/",
         campaign_links.CampaignLinkListApi.as_view(),
         name="campaign-link-list",
+    ),
+    path(
+        "datasets/<slug:dataset>/campaign-links/<id:link_id>/close/",
+        campaign_links.CampaignLinkCloseApi.as_view(),
+        name="campaign-link-close",
+    ),
+    path("datasets/<slug:dataset>/campaign/", campaign.CampaignSnapshotApi.as_view(), name="campaign-snapshot-api"),
+    path(
+        "datasets/<slug:dataset>/campaign/raters/",
+        campaign.CampaignRaterListApi.as_view(),
+        name="campaign-raters-api",
+    ),
+    path(
+        "datasets/<slug:dataset>/campaign/refresh/", campaign.CampaignRefreshApi.as_view(), name="campaign-refresh-api"
     ),
     path("datasets/<slug:dataset>/gold/", gold.GoldListApi.as_view(), name="gold-list"),
     path("datasets/<slug:dataset>/gold/promote/", gold.GoldPromoteApi.as_view(), name="gold-promote"),

@@ -16,6 +16,7 @@ from itertools import pairwise
 
 from annotation import spreadsheet_csv
 from annotation.cxc import KINDS
+from annotation.dashboard.selectors import campaign_raters_ordered
 
 # A queued refresh that has not produced a snapshot by then is reported as stuck, not
 # waited for in silence: the worker may be down.
@@ -257,7 +258,7 @@ def rater_table(data: dict) -> dict:
     """Headers and rows of the rater table, most ratings first. Each cell has the text
     shown and the value the page sorts by (empty for a missing number: sorted last)."""
     columns = rater_columns(kinds_of(data))
-    raters = sorted(data["raters"], key=lambda r: (-r["ratings_total_all"], r["username"]))
+    raters = campaign_raters_ordered(data["raters"])
     rows = []
     for rater in raters:
         cells = []
