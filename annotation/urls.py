@@ -88,6 +88,11 @@ urlpatterns = [
     path("rate/<slug:dataset>/progress/", rating.RaterProgressApi.as_view(), name="rate-progress"),
     path("rate/<slug:dataset>/ratings/", rating.RaterRatingListApi.as_view(), name="rate-ratings"),
     path("raters/", raters.RaterBulkAddApi.as_view(), name="rater-bulk-add"),
+    path(
+        "raters/invitation-downloads/<str:token>/",
+        raters.RaterInvitationsCsvApi.as_view(),
+        name="rater-invitations-csv",
+    ),
     path("raters/<str:username>/qualifications/", rating.RaterQualificationsApi.as_view(), name="rater-qualifications"),
 ]
 
