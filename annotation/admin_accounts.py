@@ -8,13 +8,16 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
+from django.http import HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.views.decorators.http import require_POST
 
 from annotation.errors import DomainError
 from annotation.models import Qualification, TaskKind
 from annotation.people.accounts import tokens_revoke_all, username_holder, username_taken_message
-from annotation.people.onboarding import invitation_renew, rater_list_read, raters_add
+from annotation.people.invitation_csv import invitations_csv_take, raters_add_downloadable
+from annotation.people.onboarding import invitation_renew, rater_list_read
 from annotation.people.roles import RATER, has_role
 from annotation.upload_limits import limited_upload_view, upload_form_is_valid
 from annotation.uploads import PAIR_LIST
@@ -100,17 +103,22 @@ class AccountUserAdmin(UserAdmin):
 
     def get_urls(self):
         view = self.admin_site.admin_view(limited_upload_view(self.add_raters, {"file": PAIR_LIST}))
-        return [path("add-raters/", view, name="auth_user_add_raters"), *super().get_urls()]
+        download = self.admin_site.admin_view(require_POST(self.invitations_csv))
+        return [
+            path("add-raters/", view, name="auth_user_add_raters"),
+            path("add-raters/download/<str:token>/", download, name="auth_user_invitations_csv"),
+            *super().get_urls(),
+        ]
 
     def add_raters(self, request):
         """Upload a rater list; the result page shows each new rater's invitation link."""
         form = RaterListForm(request.POST or None, request.FILES or None)
-        invited = None
+        added = None
         if request.method == "POST" and upload_form_is_valid(request, form):
             try:
                 upload = form.cleaned_data["file"]
                 rows = rater_list_read(upload, name=upload.name or "raters.csv")
-                invited = raters_add(rows=rows, created_by=request.user)
+                added = raters_add_downloadable(rows=rows, created_by=request.user)
             except DomainError as problem:
                 form.add_error("file", str(problem))
         context = {
@@ -118,9 +126,38 @@ class AccountUserAdmin(UserAdmin):
             "opts": self.model._meta,
             "title": "Add raters from a CSV file",
             "form": form,
-            "invited": [_invited_row(request, rater) for rater in invited or []],
+            "invited": [_invited_row(request, rater) for rater in added.invited] if added else [],
+            "download": (
+                {
+                    "url": reverse("admin:auth_user_invitations_csv", args=[added.download_token]),
+                    "expires_at": added.download_expires_at,
+                }
+                if added
+                else None
+            ),
         }
         return TemplateResponse(request, "admin/auth/user/add_raters.html", context)
+
+    def invitations_csv(self, request, token: str):
+        """The bulk add's invitation links as CSV, once (a POST: a prefetch must not use
+        it up); afterwards, or once expired, a page saying so (410)."""
+        try:
+            text = invitations_csv_take(
+                download_token=token,
+                url_of=lambda invitation: request.build_absolute_uri(reverse("invitation", args=[invitation])),
+            )
+        except DomainError as problem:
+            context = {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "title": "Invitation links: no download",
+                "refused": [str(problem)],
+            }
+            return TemplateResponse(request, "admin/auth/user/add_raters.html", context, status=problem.http_status)
+        response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="invitation-links.csv"'
+        response["Cache-Control"] = "no-store"
+        return response
 
     @admin.action(description="Deactivate the selected users (they can no longer sign in; API tokens revoked)")
     def deactivate(self, request, queryset):

@@ -3,6 +3,7 @@ from django.urls import path
 import config.converters  # noqa: F401  (registers <id:...>, the bounded database id)
 from annotation.apis import (
     accounts,
+    campaign,
     campaign_links,
     datasets,
     evaluations,
@@ -46,6 +47,20 @@ urlpatterns = [
         participants.CampaignLinkParticipantsApi.as_view(),
         name="campaign-link-participants",
     ),
+    path(
+        "datasets/<slug:dataset>/campaign-links/<id:link_id>/close/",
+        campaign_links.CampaignLinkCloseApi.as_view(),
+        name="campaign-link-close",
+    ),
+    path("datasets/<slug:dataset>/campaign/", campaign.CampaignSnapshotApi.as_view(), name="campaign-snapshot-api"),
+    path(
+        "datasets/<slug:dataset>/campaign/raters/",
+        campaign.CampaignRaterListApi.as_view(),
+        name="campaign-raters-api",
+    ),
+    path(
+        "datasets/<slug:dataset>/campaign/refresh/", campaign.CampaignRefreshApi.as_view(), name="campaign-refresh-api"
+    ),
     path("datasets/<slug:dataset>/gold/", gold.GoldListApi.as_view(), name="gold-list"),
     path("datasets/<slug:dataset>/gold/promote/", gold.GoldPromoteApi.as_view(), name="gold-promote"),
     path("datasets/<slug:dataset>/quiz/", quiz.QuizSettingsApi.as_view(), name="quiz-settings"),
@@ -79,6 +94,11 @@ urlpatterns = [
     path("rate/<slug:dataset>/progress/", rating.RaterProgressApi.as_view(), name="rate-progress"),
     path("rate/<slug:dataset>/ratings/", rating.RaterRatingListApi.as_view(), name="rate-ratings"),
     path("raters/", raters.RaterBulkAddApi.as_view(), name="rater-bulk-add"),
+    path(
+        "raters/invitation-downloads/<str:token>/",
+        raters.RaterInvitationsCsvApi.as_view(),
+        name="rater-invitations-csv",
+    ),
     path("raters/<str:username>/qualifications/", rating.RaterQualificationsApi.as_view(), name="rater-qualifications"),
 ]
 

@@ -177,6 +177,8 @@ if CLIENT_IP_HEADER:
 API_TOKEN_TTL_HOURS = _int_at_least("API_TOKEN_TTL_HOURS", 30 * 24, minimum=1)
 # How long a rater's invitation link (set your password) stays valid.
 INVITATION_TTL_HOURS = _int_at_least("INVITATION_TTL_HOURS", 7 * 24, minimum=1)
+# How long the one-time CSV download of a bulk add's invitation links stays open.
+INVITATION_DOWNLOAD_TTL_MINUTES = _int_at_least("INVITATION_DOWNLOAD_TTL_MINUTES", 60, minimum=1)
 REST_KNOX = {
     "TOKEN_TTL": timedelta(hours=API_TOKEN_TTL_HOURS),
     "AUTH_HEADER_PREFIX": "Token",

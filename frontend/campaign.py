@@ -16,19 +16,14 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from annotation.dashboard.selectors import campaign_snapshot_part
 from annotation.dashboard.services import campaign_refresh_request
 from annotation.errors import NotFound
 from annotation.people.roles import ADMIN, RESEARCHER, has_role
 from annotation.quality.flag_settings import flag_thresholds_get
 from annotation.selectors import dataset_get
 from frontend import campaign_pages as pages
-from frontend.selectors import (
-    RaterStanding,
-    campaign_dataset_list,
-    campaign_snapshot_part,
-    pair_items_by_id,
-    rater_standings,
-)
+from frontend.selectors import RaterStanding, campaign_dataset_list, pair_items_by_id, rater_standings
 from frontend.vendor import PLOTLY
 
 # The parts of the snapshot's data each page reads (frontend/campaign_pages.py uses them).

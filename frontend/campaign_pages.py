@@ -226,6 +226,10 @@ class Column:
     sort: Callable[[dict], object] | None = None
 
 
+def _yes_no(value) -> str:
+    return "yes" if value else "no"
+
+
 def rater_columns(kinds: list[str]) -> list[Column]:
     per_kind = []
     for kind in kinds:
@@ -254,7 +258,8 @@ def rater_columns(kinds: list[str]) -> list[Column]:
         Column("gold_error", "Gold error", lambda r: r.get("gold_error"), lambda v: _number(v, 2)),
         Column("gold_bias", "Gold bias", lambda r: r.get("gold_bias"), _signed),
         Column("excluded", "Excluded", lambda r: r.get("excluded", 0)),
-        Column("paused", "Paused", lambda r: "paused" if r.get("paused") else "", numeric=False),
+        # The CSV keeps "paused" or empty; the page says yes or no (an empty card read as unknown).
+        Column("paused", "Paused", lambda r: "paused" if r.get("paused") else "", _yes_no, numeric=False),
     ]
 
 

@@ -1,7 +1,6 @@
 """Reads for the pages."""
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -158,38 +157,6 @@ def campaign_dataset_list() -> QuerySet[Dataset]:
     snapshot was made (None before the first), in one query."""
     newest = CampaignSnapshot.objects.filter(dataset=OuterRef("pk")).order_by("-made_at").values("made_at")[:1]
     return Dataset.objects.annotate(snapshot_made_at=Subquery(newest)).order_by("name")
-
-
-@dataclass(frozen=True)
-class SnapshotPart:
-    """Some top-level keys of a campaign snapshot's ``data`` (the contract's shape), with
-    when it was made and how long that took: what a campaign page shows."""
-
-    made_at: datetime
-    refresh_seconds: float
-    data: dict
-
-
-def campaign_snapshot_part(*, dataset: Dataset, keys: tuple[str, ...]) -> SnapshotPart | None:
-    """The newest snapshot of ``dataset`` (the order of
-    ``annotation.dashboard.selectors.campaign_snapshot_get``) with only the top-level
-    ``keys`` of its data, taken out by the database's JSON operators; None before the first
-    snapshot. At CxC scale ``rater_details`` is most of the snapshot (about 600 of 700 KiB
-    for 100 raters): fetching and parsing it would double the campaign page's time."""
-    fields = [f"data__{key}" for key in keys]
-    row = (
-        CampaignSnapshot.objects.filter(dataset=dataset)
-        .order_by("-made_at", "-id")
-        .values("made_at", "refresh_seconds", *fields)
-        .first()
-    )
-    if row is None:
-        return None
-    return SnapshotPart(
-        made_at=row["made_at"],
-        refresh_seconds=row["refresh_seconds"],
-        data={key: row[field] for key, field in zip(keys, fields, strict=True)},
-    )
 
 
 @dataclass(frozen=True)

@@ -285,8 +285,17 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
         except DomainError as exc:
             form.add_error(None, str(exc))
             return None
-        started = "started" if form.cleaned_data["start"] else "created (start it with the action below)"
-        messages.info(request, f"Batch #{batch.pk} {started}.")
+        # Embedded mode runs the batch when the creation commits, so it may be done now.
+        batch.refresh_from_db()
+        if batch.status == JobStatus.SUCCEEDED:
+            total = sum(batch.pairs_per_method.values())
+            messages.success(request, f"Batch #{batch.pk} succeeded: {total} pairs queued.")
+        elif batch.status == JobStatus.FAILED:
+            messages.error(request, f"Batch #{batch.pk} failed: {batch.error}")
+        elif form.cleaned_data["start"]:
+            messages.info(request, f"Batch #{batch.pk} started; its progress shows below.")
+        else:
+            messages.info(request, f"Batch #{batch.pk} created (start it with the action below).")
         return batch
 
     def _form_page(self, request, form, title, **extra):

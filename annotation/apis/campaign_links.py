@@ -1,26 +1,51 @@
-"""Campaign links of a dataset (admins): list them with their study URLs, make one."""
+"""Campaign links of a dataset: admins list them with their study URLs and numbers, make
+one and close one; researchers list their numbers only. A link's token (in its study URL)
+and its completion codes are secrets a participant could be paid with: only admins see
+them."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import selectors
+from annotation.errors import NotFound
 from annotation.models import CampaignLink, TaskKind
-from annotation.people.crowd.links import campaign_link_create, study_url
-from annotation.people.roles import IsAdmin
+from annotation.people.crowd.links import campaign_link_close, campaign_link_create, link_stats, study_url
+from annotation.people.roles import ADMIN, IsAdmin, IsResearcher, has_role
 from config.openapi import error_response
 
 # The largest count a PositiveIntegerField column holds on every database.
 MAX_COUNT = 2_147_483_647
 
 
-class CampaignLinkSerializer(serializers.ModelSerializer):
+class LinkStatsSerializer(serializers.Serializer):
+    started = serializers.IntegerField(help_text="Participants who joined.")
+    finished = serializers.IntegerField(help_text="Participants who reached the end page.")
+    median_minutes = serializers.FloatField(allow_null=True, help_text="From joining to the end page.")
+    ratings = serializers.IntegerField(help_text="Items rated by the participants in the link's dataset.")
+
+
+class CampaignLinkNumbersSerializer(serializers.ModelSerializer):
+    """What researchers see of a link: no token, no codes."""
+
     dataset = serializers.CharField(source="dataset.name")
-    study_url = serializers.SerializerMethodField(help_text="The URL to paste into the platform's study page.")
+    stats = serializers.SerializerMethodField()
 
     class Meta:
         model = CampaignLink
+        fields = ["id", "dataset", "name", "kinds", "quota", "max_participants", "expires_at", "active", "created_at"]
+        fields = [*fields, "stats"]
+
+    @extend_schema_field(LinkStatsSerializer)
+    def get_stats(self, link: CampaignLink) -> dict:
+        return LinkStatsSerializer(link_stats(link)).data
+
+
+class CampaignLinkSerializer(CampaignLinkNumbersSerializer):
+    study_url = serializers.SerializerMethodField(help_text="The URL to paste into the platform's study page.")
+
+    class Meta(CampaignLinkNumbersSerializer.Meta):
         fields = [
             "id",
             "dataset",
@@ -36,16 +61,24 @@ class CampaignLinkSerializer(serializers.ModelSerializer):
             "active",
             "created_at",
             "study_url",
+            "stats",
         ]
 
     def get_study_url(self, link: CampaignLink) -> str:
         return study_url(link, self.context["base_url"])
 
 
-class CampaignLinkListApi(APIView):
-    """A dataset's campaign links, newest first; or make one (its token is drawn here)."""
+def _context(request) -> dict:
+    return {"base_url": request.build_absolute_uri("/")}
 
-    permission_classes = [IsAdmin]
+
+class CampaignLinkListApi(APIView):
+    """A dataset's campaign links with their numbers, newest first (admins: whole;
+    researchers: without study URL and codes); or make one (admins; its token is drawn
+    here)."""
+
+    def get_permissions(self):
+        return [IsResearcher()] if self.request.method == "GET" else [IsAdmin()]
 
     class CampaignLinkCreateSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
@@ -66,17 +99,26 @@ class CampaignLinkListApi(APIView):
         )
         expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
-    def _context(self, request) -> dict:
-        return {"base_url": request.build_absolute_uri("/")}
-
-    @extend_schema(responses={200: CampaignLinkSerializer(many=True), 404: error_response("No such dataset.")})
+    @extend_schema(
+        responses={
+            200: PolymorphicProxySerializer(
+                component_name="CampaignLinkListed",
+                serializers=[CampaignLinkSerializer, CampaignLinkNumbersSerializer],
+                resource_type_field_name=None,
+                many=True,
+            ),
+            404: error_response("No such dataset."),
+        },
+        description="Admins get each link whole; researchers its numbers without study URL and codes.",
+    )
     def get(self, request, dataset: str):
         rows = (
             CampaignLink.objects.filter(dataset=selectors.dataset_get(name=dataset))
             .select_related("dataset")
             .order_by("-created_at", "-id")
         )
-        return Response(CampaignLinkSerializer(rows, many=True, context=self._context(request)).data)
+        shape = CampaignLinkSerializer if has_role(request.user, ADMIN) else CampaignLinkNumbersSerializer
+        return Response(shape(rows, many=True, context=_context(request)).data)
 
     @extend_schema(
         request=CampaignLinkCreateSerializer,
@@ -92,6 +134,26 @@ class CampaignLinkListApi(APIView):
         link = campaign_link_create(
             dataset=selectors.dataset_get(name=dataset), created_by=request.user, **data.validated_data
         )
-        return Response(
-            CampaignLinkSerializer(link, context=self._context(request)).data, status=status.HTTP_201_CREATED
+        return Response(CampaignLinkSerializer(link, context=_context(request)).data, status=status.HTTP_201_CREATED)
+
+
+class CampaignLinkCloseApi(APIView):
+    """Close a link (admins): its join page says the study is closed and makes nobody new;
+    participants who joined may still finish. Closing a closed link changes nothing."""
+
+    permission_classes = [IsAdmin]
+
+    @extend_schema(
+        request=None,
+        responses={200: CampaignLinkSerializer, 404: error_response("No such dataset, or no such link in it.")},
+    )
+    def post(self, request, dataset: str, link_id: int):
+        link = (
+            CampaignLink.objects.filter(dataset=selectors.dataset_get(name=dataset), pk=link_id)
+            .select_related("dataset")
+            .first()
         )
+        if link is None:
+            raise NotFound(f"dataset {dataset!r} has no campaign link #{link_id}")
+        link = campaign_link_close(link=link)
+        return Response(CampaignLinkSerializer(link, context=_context(request)).data)

@@ -30,6 +30,33 @@ class Invitation(models.Model):
         return f"invitation of {self.user_id} ({state})"
 
 
+class InvitationDownload(models.Model):
+    """The one download of a bulk add's invitation links as CSV. Only the SHA-256 of its
+    token is stored, and the invitation tokens of ``users`` are derived from that token
+    (HMAC-SHA256 of the user id, annotation.people.invitation_csv): the file can be
+    made again only by whoever holds the download link, once, until ``expires_at``."""
+
+    token_digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 (hex) of the download token.")
+    users = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    downloaded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(expires_at__gt=models.F("created_at")), name="invitation_download_expires_later"
+            )
+        ]
+
+    def __str__(self) -> str:
+        state = "downloaded" if self.downloaded_at else "waiting"
+        return f"invitation download #{self.pk} ({state})"
+
+
 QUIZ_ATTEMPTS = 2
 
 

@@ -11,7 +11,7 @@ import itertools
 import os
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -155,13 +155,22 @@ def _row(name: str, line: int, values: list[str], seen: dict[str, int]) -> Rater
     return RaterRow(line=line, username=username, email=email, kinds=kinds)
 
 
-def _digest(token: str) -> str:
+def token_digest(token: str) -> str:
+    """The SHA-256 (hex) stored for a token shown once."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def raters_add(*, rows: list[RaterRow], created_by=None, now: datetime | None = None) -> list[Invited]:
+def _random_token(user) -> str:
+    return secrets.token_urlsafe(32)
+
+
+def raters_add(
+    *, rows: list[RaterRow], created_by=None, now: datetime | None = None, token_of: Callable | None = None
+) -> list[Invited]:
     """Create the raters of ``rows`` with their qualifications and invitations, all or
-    none. Raises RaterListError when a username is taken (naming its line)."""
+    none. ``token_of(user)`` gives each new user's invitation token (default: a random
+    one; annotation.people.invitation_csv derives them from its download token). Raises
+    RaterListError when a username is taken (naming its line)."""
     now = now or timezone.now()
     users = get_user_model()
     taken = (
@@ -178,7 +187,9 @@ def raters_add(*, rows: list[RaterRow], created_by=None, now: datetime | None = 
     invited = []
     try:
         with transaction.atomic():
-            _create_raters(rows, invited, created_by=created_by, now=now, expires=expires)
+            _create_raters(
+                rows, invited, created_by=created_by, now=now, expires=expires, token_of=token_of or _random_token
+            )
     except IntegrityError:
         # Someone made one of these names (in any case) while this file was being read.
         raise RaterListError(
@@ -187,7 +198,9 @@ def raters_add(*, rows: list[RaterRow], created_by=None, now: datetime | None = 
     return invited
 
 
-def _create_raters(rows: list[RaterRow], invited: list[Invited], *, created_by, now: datetime, expires: datetime):
+def _create_raters(
+    rows: list[RaterRow], invited: list[Invited], *, created_by, now: datetime, expires: datetime, token_of: Callable
+):
     users = get_user_model()
     group, _ = Group.objects.get_or_create(name=RATER)
     for row in rows:
@@ -197,9 +210,9 @@ def _create_raters(rows: list[RaterRow], invited: list[Invited], *, created_by, 
         user.groups.add(group)
         # An admin's list: the kinds hold in every dataset.
         Qualification.objects.bulk_create([Qualification(rater=user, kind=kind) for kind in row.kinds])
-        token = secrets.token_urlsafe(32)
+        token = token_of(user)
         Invitation.objects.create(
-            user=user, token_digest=_digest(token), created_by=created_by, created_at=now, expires_at=expires
+            user=user, token_digest=token_digest(token), created_by=created_by, created_at=now, expires_at=expires
         )
         invited.append(Invited(username=row.username, kinds=row.kinds, token=token, expires_at=expires))
 
@@ -216,7 +229,7 @@ def invitation_renew(*, user, created_by=None, now: datetime | None = None) -> I
     with transaction.atomic():
         Invitation.objects.filter(user=user, used_at__isnull=True).delete()
         Invitation.objects.create(
-            user=user, token_digest=_digest(token), created_by=created_by, created_at=now, expires_at=expires
+            user=user, token_digest=token_digest(token), created_by=created_by, created_at=now, expires_at=expires
         )
     kinds = tuple(Qualification.objects.granted_kinds(rater=user, dataset_id=None))
     return Invited(username=user.get_username(), kinds=kinds, token=token, expires_at=expires)
@@ -225,7 +238,7 @@ def invitation_renew(*, user, created_by=None, now: datetime | None = None) -> I
 def invitation_get(*, token: str, now: datetime | None = None) -> Invitation:
     """The open invitation of ``token``; InvitationInvalid for an unknown, used or
     expired one (saying which, never whose)."""
-    invitation = Invitation.objects.select_related("user").filter(token_digest=_digest(token)).first()
+    invitation = Invitation.objects.select_related("user").filter(token_digest=token_digest(token)).first()
     if invitation is None:
         raise InvitationInvalid("this invitation link is not known; ask the admin who sent it for a new one")
     if invitation.used_at is not None:

@@ -73,5 +73,5 @@ def test_rater_rows_carry_gold_error_exclusions_and_pauses(tmp_path, clock, djan
     labels = [column.label for column in table["columns"]]
     assert {"Gold items", "Gold error", "Gold bias", "Excluded", "Paused"} <= set(labels)
     sloppy_row = next(row for row in table["rows"] if row["rater_id"] == sloppy.id)
-    assert sloppy_row["cells"][labels.index("Paused")]["text"] == "paused"
+    assert sloppy_row["cells"][labels.index("Paused")]["text"] == "yes"
     assert sloppy_row["cells"][labels.index("Gold error")]["text"] == "2.50"

@@ -95,7 +95,11 @@ def test_user_with_every_role_sees_each_section(page, live_server, screenshot_di
     UserFactory(username="ada", roles=["rater", "researcher", "admin"], qualified_for=["SIS"], is_staff=True)
     log_in(page, live_server, "ada")
     page.screenshot(path=str(screenshot_dir / "home-every-role.png"), full_page=True)
-    assert page.locator("section h2").all_inner_texts() == ["Your rating work", "Exports and the API", "Administration"]
+    assert page.locator("section h2").all_inner_texts() == [
+        "Your rating work",
+        "Research and the API",
+        "Administration",
+    ]
     page.click("text=Open the admin")
     assert page.url == f"{live_server.url}/admin/"
 

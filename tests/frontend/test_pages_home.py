@@ -51,7 +51,7 @@ def test_rater_lands_on_their_work_with_links_to_rate_and_no_paths(queued):
     assert "/rate/alpha/sits/" not in html, "not qualified for SITS"
     assert "3 pairs waiting" in html and "2 pairs waiting" in html and "nothing waiting now" in html
     assert_no_server_paths(html)
-    assert "/admin/" not in html and "Exports and the API" not in html
+    assert "/admin/" not in html and "Research and the API" not in html
 
 
 def test_rater_without_qualification_is_told_to_ask_an_admin(queued):

@@ -134,3 +134,20 @@ def test_a_pair_list_whose_file_name_is_too_long_to_store_is_a_form_error(admin_
     assert SamplingBatch.objects.count() == 0
     uploads = settings.DATA_DIR / "uploads"
     assert not uploads.exists() or not any(uploads.iterdir())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_done_by_the_time_the_page_answers_is_said_to_have_succeeded(admin_client, small):
+    """Embedded mode runs a started batch as its creation commits (no test transaction
+    here holds it back), so the message says it succeeded, with its pairs, not "started"."""
+    response = admin_client.post(CREATE_URL, form_data(small.split, use_c2c_cocaption="on"), follow=True)
+    batch = SamplingBatch.objects.get()
+    assert batch.status == "succeeded", batch.error
+    page = response.content.decode()
+    assert f"Batch #{batch.pk} succeeded: 4 pairs queued." in page and "started" not in page.split("messagelist")[1]
+
+
+def test_a_batch_created_without_starting_says_how_to_start_it(admin_client, small):
+    response = admin_client.post(CREATE_URL, form_data(small.split, use_c2c_cocaption="on", start=""), follow=True)
+    batch = SamplingBatch.objects.get()
+    assert f"Batch #{batch.pk} created (start it with the action below)." in response.content.decode()

@@ -114,6 +114,15 @@ def campaign_link_create(
         )
 
 
+def campaign_link_close(*, link: CampaignLink) -> CampaignLink:
+    """Stop the link taking new participants (its join page then says the study is
+    closed); those who joined may still come back and finish. Closing a closed link
+    changes nothing."""
+    CampaignLink.objects.filter(pk=link.pk).update(active=False)
+    link.active = False
+    return link
+
+
 def new_link_token() -> str:
     """A fresh random link token (192 bits: nobody guesses a link)."""
     return secrets.token_urlsafe(24)
