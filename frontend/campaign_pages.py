@@ -16,7 +16,7 @@ from itertools import pairwise
 
 from annotation import spreadsheet_csv
 from annotation.cxc import KINDS
-from annotation.quality.flags import FlagThresholds, RaterFigures, flag_reasons
+from annotation.quality.flags import FlagThresholds, flagged_first
 
 # A queued refresh that has not produced a snapshot by then is reported as stuck, not
 # waited for in silence: the worker may be down.
@@ -266,11 +266,7 @@ def rater_columns(kinds: list[str]) -> list[Column]:
 def flagged_raters(data: dict, thresholds: FlagThresholds) -> list[dict]:
     """The snapshot's rater rows, each with ``flag_reasons`` (annotation.quality.flags;
     empty: not flagged), flagged raters first, then most ratings first."""
-    raters = [
-        {**rater, "flag_reasons": flag_reasons(RaterFigures.from_rater_row(rater), thresholds)}
-        for rater in data["raters"]
-    ]
-    return sorted(raters, key=lambda r: (not r["flag_reasons"], -r["ratings_total_all"], r["username"]))
+    return flagged_first(data["raters"], thresholds)
 
 
 def rater_table(data: dict, thresholds: FlagThresholds) -> dict:

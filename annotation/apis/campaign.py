@@ -8,10 +8,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import selectors
-from annotation.dashboard.selectors import campaign_raters_ordered, campaign_snapshot_part
+from annotation.dashboard.selectors import campaign_snapshot_part
 from annotation.dashboard.services import campaign_refresh_request
 from annotation.errors import NotFound
 from annotation.people.roles import IsResearcher
+from annotation.quality.flag_settings import flag_thresholds_get
+from annotation.quality.flags import flagged_first
 from config.openapi import error_response
 
 # The rater table's page size: a campaign's rows are all in its snapshot, so a page is
@@ -146,6 +148,10 @@ class CampaignRaterSerializer(serializers.Serializer):
 
     rater_id = serializers.IntegerField()
     username = serializers.CharField()
+    flag_reasons = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Why the dataset's thresholds flag the rater, e.g. 'LOO r 0.05 < 0.30'; empty: not flagged.",
+    )
     ratings_today = _per_kind("Ratings today (UTC) per kind.")
     ratings_total = _per_kind("Ratings in total per kind.")
     ratings_today_all = serializers.IntegerField()
@@ -174,7 +180,9 @@ class CampaignRaterPageSerializer(serializers.Serializer):
     count = serializers.IntegerField(help_text="Raters in the snapshot.")
     limit = serializers.IntegerField()
     offset = serializers.IntegerField()
-    raters = CampaignRaterSerializer(many=True, help_text="Most ratings first, then by username (as the page).")
+    raters = CampaignRaterSerializer(
+        many=True, help_text="Flagged raters first, then most ratings first, then by username (as the page)."
+    )
 
 
 class CampaignSnapshotApi(APIView):
@@ -217,7 +225,7 @@ class CampaignRaterListApi(APIView):
         page.is_valid(raise_exception=True)
         limit, offset = page.validated_data["limit"], page.validated_data["offset"]
         dataset_obj, part = _snapshot(dataset, ("raters",))
-        rows = campaign_raters_ordered(part.data["raters"])
+        rows = flagged_first(part.data["raters"], flag_thresholds_get(dataset_id=dataset_obj.pk))
         body = {
             "dataset": dataset_obj.name,
             "made_at": part.made_at,

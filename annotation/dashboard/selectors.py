@@ -46,9 +46,3 @@ def campaign_snapshot_part(*, dataset: Dataset, keys: tuple[str, ...]) -> Snapsh
         refresh_seconds=row["refresh_seconds"],
         data={key: row[field] for key, field in zip(keys, fields, strict=True)},
     )
-
-
-def campaign_raters_ordered(rows: list[dict]) -> list[dict]:
-    """A snapshot's rater rows in the rater table's order: most ratings first, then by
-    username (the page and the API list them alike)."""
-    return sorted(rows, key=lambda r: (-r["ratings_total_all"], r["username"]))

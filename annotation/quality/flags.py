@@ -117,3 +117,11 @@ def flag_reasons(figures: RaterFigures, thresholds: FlagThresholds) -> list[str]
     if skips is not None and skipped is not None and met >= MIN_GOLD_MET and skipped > skips:
         reasons.append(f"{_percent(skipped)} of gold pairs skipped > {_percent(skips)}")
     return reasons
+
+
+def flagged_first(rows: list[dict], thresholds: FlagThresholds) -> list[dict]:
+    """A campaign snapshot's rater rows, each with ``flag_reasons`` (empty: not flagged):
+    flagged raters first, then most ratings first, then by username. The rater table
+    page and its API list them in this order."""
+    raters = [{**row, "flag_reasons": flag_reasons(RaterFigures.from_rater_row(row), thresholds)} for row in rows]
+    return sorted(raters, key=lambda r: (not r["flag_reasons"], -r["ratings_total_all"], r["username"]))
