@@ -1,9 +1,9 @@
 """Campaign links of a dataset: admins list them with their study URLs and numbers, make
-one and close one; researchers list their numbers only. A link's token (in its study URL)
-and its completion codes are secrets a participant could be paid with: only admins see
-them."""
+one and close one; researchers list them with their numbers, the study URL and the codes
+null. A link's token (in its study URL) and its codes are secrets a participant could be
+paid with: only admins see them."""
 
-from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -26,26 +26,21 @@ class LinkStatsSerializer(serializers.Serializer):
     ratings = serializers.IntegerField(help_text="Items rated by the participants in the link's dataset.")
 
 
-class CampaignLinkNumbersSerializer(serializers.ModelSerializer):
-    """What researchers see of a link: no token, no codes."""
+SECRET = "Admins only; null for researchers."
+
+
+class CampaignLinkSerializer(serializers.ModelSerializer):
+    """A link with its numbers. The token (in the study URL) and the codes are secrets a
+    participant could be paid with: only an admin's answer carries them."""
 
     dataset = serializers.CharField(source="dataset.name")
+    completion_code = serializers.SerializerMethodField(help_text=SECRET)
+    partial_code = serializers.SerializerMethodField(help_text=f"Empty: no partial code. {SECRET}")
+    study_url = serializers.SerializerMethodField(help_text=f"The URL to paste into the platform's study. {SECRET}")
     stats = serializers.SerializerMethodField()
 
     class Meta:
         model = CampaignLink
-        fields = ["id", "dataset", "name", "kinds", "quota", "max_participants", "expires_at", "active", "created_at"]
-        fields = [*fields, "stats"]
-
-    @extend_schema_field(LinkStatsSerializer)
-    def get_stats(self, link: CampaignLink) -> dict:
-        return LinkStatsSerializer(link_stats(link)).data
-
-
-class CampaignLinkSerializer(CampaignLinkNumbersSerializer):
-    study_url = serializers.SerializerMethodField(help_text="The URL to paste into the platform's study page.")
-
-    class Meta(CampaignLinkNumbersSerializer.Meta):
         fields = [
             "id",
             "dataset",
@@ -64,18 +59,33 @@ class CampaignLinkSerializer(CampaignLinkNumbersSerializer):
             "stats",
         ]
 
-    def get_study_url(self, link: CampaignLink) -> str:
-        return study_url(link, self.context["base_url"])
+    def _secret(self, value: str) -> str | None:
+        return value if self.context["admin"] else None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_completion_code(self, link: CampaignLink) -> str | None:
+        return self._secret(link.completion_code)
+
+    @extend_schema_field(serializers.CharField(allow_null=True, allow_blank=True))
+    def get_partial_code(self, link: CampaignLink) -> str | None:
+        return self._secret(link.partial_code)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_study_url(self, link: CampaignLink) -> str | None:
+        return self._secret(study_url(link, self.context["base_url"]))
+
+    @extend_schema_field(LinkStatsSerializer)
+    def get_stats(self, link: CampaignLink) -> dict:
+        return LinkStatsSerializer(link_stats(link)).data
 
 
 def _context(request) -> dict:
-    return {"base_url": request.build_absolute_uri("/")}
+    return {"base_url": request.build_absolute_uri("/"), "admin": has_role(request.user, ADMIN)}
 
 
 class CampaignLinkListApi(APIView):
-    """A dataset's campaign links with their numbers, newest first (admins: whole;
-    researchers: without study URL and codes); or make one (admins; its token is drawn
-    here)."""
+    """A dataset's campaign links with their numbers, newest first (for researchers the
+    study URL and the codes are null); or make one (admins; its token is drawn here)."""
 
     def get_permissions(self):
         return [IsResearcher()] if self.request.method == "GET" else [IsAdmin()]
@@ -99,26 +109,14 @@ class CampaignLinkListApi(APIView):
         )
         expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
-    @extend_schema(
-        responses={
-            200: PolymorphicProxySerializer(
-                component_name="CampaignLinkListed",
-                serializers=[CampaignLinkSerializer, CampaignLinkNumbersSerializer],
-                resource_type_field_name=None,
-                many=True,
-            ),
-            404: error_response("No such dataset."),
-        },
-        description="Admins get each link whole; researchers its numbers without study URL and codes.",
-    )
+    @extend_schema(responses={200: CampaignLinkSerializer(many=True), 404: error_response("No such dataset.")})
     def get(self, request, dataset: str):
         rows = (
             CampaignLink.objects.filter(dataset=selectors.dataset_get(name=dataset))
             .select_related("dataset")
             .order_by("-created_at", "-id")
         )
-        shape = CampaignLinkSerializer if has_role(request.user, ADMIN) else CampaignLinkNumbersSerializer
-        return Response(shape(rows, many=True, context=_context(request)).data)
+        return Response(CampaignLinkSerializer(rows, many=True, context=_context(request)).data)
 
     @extend_schema(
         request=CampaignLinkCreateSerializer,
