@@ -147,6 +147,7 @@ SEMANTIC_400 = {
     ("POST", "/api/datasets/{dataset}/exclusions/"): "the rater must have valid ratings in the window",
     ("POST", "/api/datasets/{dataset}/exclusions/{exclusion_id}/undo/"): "the reason must be text without NUL",
     ("POST", "/api/datasets/{dataset}/campaign-links/"): "codes, id parameter and return URL a platform takes",
+    ("POST", "/api/evaluations/"): "models named by the dataset's own embedding spaces, a split it has",
 }
 POSITIVE_EXPECTED = ["2xx", "3xx", 401, 403, 404, 409, 429]
 
