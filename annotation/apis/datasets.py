@@ -46,7 +46,11 @@ class ImportKarpathyApi(APIView):
         name = serializers.SlugField()
         images_root = serializers.CharField(required=False, allow_blank=True, default="")
         image_url_prefix = serializers.CharField(required=False, allow_blank=True, default="")
-        splits = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+        # Karpathy splits are names such as train, val, test, restval: a name of other
+        # characters is refused here rather than by the import job after the upload.
+        splits = serializers.ListField(
+            child=serializers.SlugField(help_text="A split name of the file, e.g. test."), required=False, default=list
+        )
         key_prefix = serializers.CharField(required=False, allow_blank=True, default="")
 
     @extend_schema(request=ImportKarpathyInputSerializer, responses={202: JobSerializer})

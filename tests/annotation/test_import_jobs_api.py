@@ -80,6 +80,16 @@ def test_missing_field_is_a_400_naming_it(admin_client):
 
 
 @pytest.mark.parametrize("roles", [["rater"], ["researcher"]])
+def test_a_split_name_that_is_no_name_is_a_400_naming_splits_and_starts_no_job(admin_client):
+    upload = karpathy_upload([])
+    response = admin_client.post(
+        "/api/imports/karpathy/", {"file": upload, "name": "coco", "splits": ["{}"]}, format="multipart"
+    )
+    assert response.status_code == 400
+    assert "splits" in response.json()["detail"]
+    assert not Job.objects.exists()
+
+
 def test_non_admins_cannot_import(roles):
     client = APIClient()
     client.force_authenticate(UserFactory(roles=roles))
