@@ -79,7 +79,6 @@ def test_missing_field_is_a_400_naming_it(admin_client):
     assert "file" in response.json()["detail"]
 
 
-@pytest.mark.parametrize("roles", [["rater"], ["researcher"]])
 def test_a_split_name_that_is_no_name_is_a_400_naming_splits_and_starts_no_job(admin_client):
     upload = karpathy_upload([])
     response = admin_client.post(
@@ -90,6 +89,7 @@ def test_a_split_name_that_is_no_name_is_a_400_naming_splits_and_starts_no_job(a
     assert not Job.objects.exists()
 
 
+@pytest.mark.parametrize("roles", [["rater"], ["researcher"]])
 def test_non_admins_cannot_import(roles):
     client = APIClient()
     client.force_authenticate(UserFactory(roles=roles))
