@@ -1,0 +1,229 @@
+"""What `make mutation` found the rating policy's tests let pass (annotation/rating/policy.py):
+a participant's replay at the quota and their at-quota submit of an item not theirs, the
+next claim after a submit (its kind, the quota use it starts from, the lock of the run),
+and the slot actions: a participant's heartbeat and flag, and the clock the caller gives."""
+
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from annotation.models import FlagReason, GoldLease, PairSkip, Qualification, Rating, RatingSlot, SlotState
+from annotation.rating import policy
+from annotation.rating.queue import QueueInputError
+from tests.annotation.queue_support import rater, submit_kwargs
+from tests.annotation.test_policy import claim, gold_sis_pairs, join, submit, two_kind_dataset
+from tests.rating_support import api_id
+
+pytestmark = pytest.mark.django_db
+
+
+def submit_next(browser, dataset, slot_id: int, key: str, next_kind: str):
+    url = f"/api/rate/{dataset.name}/slots/{slot_id}/submit/"
+    body = {**submit_kwargs(key, 2.5), "claim_next_kind": next_kind}
+    return browser.post(url, body, content_type="application/json")
+
+
+# --- a participant's submit at the quota -------------------------------------------------
+
+
+def test_a_participant_replaying_their_last_rating_at_the_quota_gets_the_replay():
+    dataset = two_kind_dataset()
+    browser, user = join(dataset, kinds=["SIS"], quota=1)
+    held = claim(browser, dataset, "SIS").json()["slot_id"]
+    assert submit(browser, dataset, held, "last").status_code == 201
+    # The answer was lost on the way: the browser sends the same submit again.
+    again = submit(browser, dataset, held, "last")
+    assert (again.status_code, again.json()["replayed"]) == (200, True), again.content
+    assert Rating.objects.filter(rater=user).count() == 1
+
+
+def test_a_participant_at_the_quota_submitting_an_item_another_rater_rated_is_refused_for_the_quota():
+    dataset = two_kind_dataset()
+    browser, _ = join(dataset, kinds=["SIS"], quota=1)
+    rated = claim(browser, dataset, "SIS").json()["slot_id"]
+    assert submit(browser, dataset, rated, "mine").status_code == 201
+    other = rater()
+    theirs = policy.slot_claim(rater=other, dataset=dataset.name, kind="SIS")
+    policy.rating_submit(rater=other, dataset=dataset.name, slot_id=theirs.slot_id, **submit_kwargs("theirs"))
+    refused = submit(browser, dataset, api_id("slot", theirs.slot_id), "not-mine")
+    assert (refused.status_code, refused.json()["code"]) == (403, "quota_reached"), refused.content
+
+
+# --- a participant's claim ---------------------------------------------------------------
+
+
+def test_a_participant_whose_held_items_fill_the_quota_is_told_so():
+    dataset = two_kind_dataset()
+    browser, _ = join(dataset, kinds=["SIS", "STS"], quota=1)
+    assert claim(browser, dataset, "SIS").status_code == 200
+    refused = claim(browser, dataset, "STS")
+    assert (refused.status_code, refused.json()["code"]) == (403, "quota_reached"), refused.content
+    assert "the items you hold fill your quota of 1" in refused.json()["detail"]
+
+
+def test_a_participant_claiming_any_kind_is_served_only_the_kinds_they_are_qualified_for():
+    dataset = two_kind_dataset()
+    browser, user = join(dataset, kinds=["SIS", "STS"], quota=5)
+    # The link's kinds are tried in order: SIS, which they are no longer qualified for, is passed over.
+    Qualification.objects.filter(rater=user, kind="SIS").delete()
+    served = claim(browser, dataset)
+    assert served.status_code == 200 and served.json()["kind"] == "STS", served.content
+    assert submit(browser, dataset, served.json()["slot_id"], "sts").status_code == 201
+    Qualification.objects.filter(rater=user).delete()
+    refused = claim(browser, dataset)
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == "you are not qualified for this study's SIS, STS ratings yet"
+
+
+def test_a_participants_lease_runs_from_the_time_given():
+    dataset = two_kind_dataset()
+    _, user = join(dataset, kinds=["SIS"], quota=3)
+    later = timezone.now() + timedelta(seconds=90)
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS", now=later)
+    assert held.lease_expires_at == later + timedelta(seconds=settings.LEASE_TTL_SECONDS)
+
+
+# --- submit with the next claim ----------------------------------------------------------
+
+
+def test_a_raters_next_claim_is_of_the_kind_asked():
+    dataset = two_kind_dataset()
+    user = rater(["SIS", "STS"])
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    _, following = policy.rating_submit_and_claim_next(
+        rater=user, dataset=dataset.name, slot_id=held.slot_id, next_kind="STS", **submit_kwargs("sis")
+    )
+    assert following.kind == "STS"
+
+
+def test_a_next_claim_of_an_unknown_kind_is_refused_before_anything_is_stored():
+    dataset = two_kind_dataset()
+    user = rater(["SIS"])
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    with pytest.raises(QueueInputError, match="kind must be one of"):
+        policy.rating_submit_and_claim_next(
+            rater=user, dataset=dataset.name, slot_id=held.slot_id, next_kind="XYZ", **submit_kwargs("bad")
+        )
+    assert not Rating.objects.exists()
+
+
+def test_a_participants_next_claim_counts_the_item_just_rated_as_rated_not_held():
+    dataset = two_kind_dataset()
+    browser, _ = join(dataset, kinds=["SIS", "STS"], quota=2)
+    held = claim(browser, dataset, "SIS").json()["slot_id"]
+    # One rated and nothing held: the second item of the quota is due, of the kind asked.
+    answer = submit_next(browser, dataset, held, "first", "STS")
+    assert answer.status_code == 201, answer.content
+    assert answer.json()["next"] is not None and answer.json()["next"]["kind"] == "STS"
+
+
+def test_a_participants_replayed_submit_with_the_next_claim_resumes_the_item_held():
+    dataset = two_kind_dataset()
+    browser, _ = join(dataset, kinds=["SIS"], quota=2)
+    held = claim(browser, dataset, "SIS").json()["slot_id"]
+    first = submit_next(browser, dataset, held, "first", "SIS").json()["next"]
+    # The replay rated nothing new: one rated and one held, which is the one served.
+    again = submit_next(browser, dataset, held, "first", "SIS")
+    assert again.status_code == 200 and again.json()["replayed"], again.content
+    assert again.json()["next"]["slot_id"] == first["slot_id"] and again.json()["next"]["resumed"]
+
+
+def test_the_next_claim_does_not_let_a_participant_rate_an_old_lease_past_the_quota():
+    dataset = two_kind_dataset()
+    browser, user = join(dataset, kinds=["SIS", "STS"], quota=1)
+    old = claim(browser, dataset, "SIS").json()["slot_id"]
+    # The lease expired and its slot went back to the queue; an STS item fills the quota.
+    RatingSlot.objects.filter(rater=user).update(
+        state=SlotState.OPEN, rater=None, previous_rater=user, leased_at=None, lease_expires_at=None
+    )
+    assert claim(browser, dataset, "STS").status_code == 200
+    refused = submit_next(browser, dataset, old, "old-lease", "STS")
+    assert (refused.status_code, refused.json()["code"]) == (403, "quota_reached"), refused.content
+    assert not Rating.objects.filter(rater=user).exists()
+
+
+# --- the lock on a participant's run -----------------------------------------------------
+
+
+def locked_participant_reads(queries) -> list[str]:
+    return [q["sql"] for q in queries if 'FROM "annotation_participant"' in q["sql"] and "FOR UPDATE" in q["sql"]]
+
+
+@pytest.mark.postgres
+def test_a_participants_submit_with_the_next_claim_locks_their_run_and_a_page_view_does_not():
+    dataset = two_kind_dataset()
+    _, user = join(dataset, kinds=["SIS"], quota=3)
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    with CaptureQueriesContext(connection) as submitted:
+        policy.rating_submit_and_claim_next(
+            rater=user, dataset=dataset.name, slot_id=held.slot_id, next_kind="SIS", **submit_kwargs("locked")
+        )
+    assert locked_participant_reads(submitted.captured_queries), "two tabs must take their quota turns one at a time"
+    with CaptureQueriesContext(connection) as viewed:
+        policy.entry_check(rater=user, dataset=dataset.name, kind="SIS")
+    assert not locked_participant_reads(viewed.captured_queries), "opening a page waits for no claim"
+
+
+# --- slot actions ------------------------------------------------------------------------
+
+
+def test_a_participant_renews_their_lease_from_the_time_given():
+    dataset = two_kind_dataset()
+    _, user = join(dataset, kinds=["SIS"], quota=3)
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    later = timezone.now() + timedelta(seconds=90)
+    renewed = policy.slot_heartbeat(rater=user, dataset=dataset.name, slot_id=held.slot_id, now=later)
+    assert renewed == later + timedelta(seconds=settings.LEASE_TTL_SECONDS)
+    assert RatingSlot.objects.get(pk=held.slot_id).lease_expires_at == renewed
+
+
+def test_a_gold_lease_is_renewed_from_the_time_given(tmp_path):
+    dataset = two_kind_dataset(gold_one_in=1)
+    gold_sis_pairs(dataset, 2, tmp_path)
+    user = rater(["SIS"])
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    assert GoldLease.objects.filter(pk=held.slot_id).exists(), "one in one claims is gold"
+    later = timezone.now() + timedelta(seconds=90)
+    renewed = policy.slot_heartbeat(rater=user, dataset=dataset.name, slot_id=held.slot_id, now=later)
+    assert renewed == later + timedelta(seconds=settings.LEASE_TTL_SECONDS)
+    assert GoldLease.objects.get(pk=held.slot_id).lease_expires_at == renewed
+
+
+def test_a_skip_is_recorded_at_the_time_given():
+    dataset = two_kind_dataset()
+    user = rater(["SIS"])
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    earlier = timezone.now() - timedelta(hours=1)
+    policy.slot_skip(rater=user, dataset=dataset.name, slot_id=held.slot_id, now=earlier)
+    assert PairSkip.objects.get(rater=user).created_at == earlier
+
+
+def test_a_participant_flags_their_item_with_the_reason_note_and_time_given():
+    dataset = two_kind_dataset()
+    _, user = join(dataset, kinds=["SIS"], quota=3)
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    earlier = timezone.now() - timedelta(hours=1)
+    flag = policy.slot_flag(
+        rater=user, dataset=dataset.name, slot_id=held.slot_id, reason=FlagReason.OTHER, note="torn", now=earlier
+    )
+    assert (flag.reason, flag.note) == ("other", "torn")
+    assert PairSkip.objects.get(rater=user).created_at == earlier
+    second = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    plain = policy.slot_flag(rater=user, dataset=dataset.name, slot_id=second.slot_id, reason=FlagReason.BROKEN_IMAGE)
+    assert plain.note == "", "no note given, none stored"
+
+
+def test_a_gold_flag_answers_with_the_time_given(tmp_path):
+    dataset = two_kind_dataset(gold_one_in=1)
+    gold_sis_pairs(dataset, 2, tmp_path)
+    user = rater(["SIS"])
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    earlier = timezone.now() - timedelta(hours=1)
+    flag = policy.slot_flag(
+        rater=user, dataset=dataset.name, slot_id=held.slot_id, reason=FlagReason.BROKEN_IMAGE, now=earlier
+    )
+    assert (flag.pair_id, flag.created_at) == (GoldLease.objects.get(pk=held.slot_id).gold_pair_id, earlier)
