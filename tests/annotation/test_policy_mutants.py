@@ -8,14 +8,24 @@ from datetime import timedelta
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotation.models import FlagReason, GoldLease, PairSkip, Qualification, Rating, RatingSlot, SlotState
+from annotation.models import (
+    CampaignLink,
+    FlagReason,
+    GoldLease,
+    PairSkip,
+    Qualification,
+    Rating,
+    RatingSlot,
+    SlotState,
+)
 from annotation.rating import policy
 from annotation.rating.queue import QueueInputError
 from tests.annotation.queue_support import rater, submit_kwargs
-from tests.annotation.test_policy import claim, gold_sis_pairs, join, submit, two_kind_dataset
+from tests.annotation.test_policy import claim, gold_sis_pairs, join, rate_n, submit, two_kind_dataset
 from tests.rating_support import api_id
 
 pytestmark = pytest.mark.django_db
@@ -51,6 +61,30 @@ def test_a_participant_at_the_quota_submitting_an_item_another_rater_rated_is_re
     policy.rating_submit(rater=other, dataset=dataset.name, slot_id=theirs.slot_id, **submit_kwargs("theirs"))
     refused = submit(browser, dataset, api_id("slot", theirs.slot_id), "not-mine")
     assert (refused.status_code, refused.json()["code"]) == (403, "quota_reached"), refused.content
+
+
+# --- who --------------------------------------------------------------------------------
+
+
+def test_a_participant_is_held_to_their_own_run_not_the_latest_of_the_study():
+    dataset = two_kind_dataset()
+    first, _ = join(dataset, kinds=["SIS"], quota=1, pid="first-joined")
+    rate_n(first, dataset, "SIS", 1)
+    # Another participant joins the study after them, with nothing rated yet.
+    later = Client()
+    link = CampaignLink.objects.get()
+    assert later.get(f"/join/{link.token}/", {"PROLIFIC_PID": "later-joined"}).status_code == 302
+    refused = claim(first, dataset, "SIS")
+    assert (refused.status_code, refused.json()["code"]) == (403, "quota_reached"), refused.content
+
+
+def test_a_participant_is_told_which_study_and_kinds_are_theirs():
+    own, other = two_kind_dataset(), two_kind_dataset()
+    browser, _ = join(own, kinds=["SIS", "STS"], quota=3)
+    elsewhere = claim(browser, other, "SIS")
+    assert elsewhere.json()["detail"] == "you joined a study through its link; you may rate only in that study"
+    outside = claim(browser, own, "SITS")
+    assert outside.json()["detail"] == "this study asks for SIS, STS ratings, not SITS"
 
 
 # --- a participant's claim ---------------------------------------------------------------

@@ -1,19 +1,20 @@
 """What `make mutation` found the quota's tests let pass (annotation/rating/quota.py): the
-items a participant holds are their own leases, ordinary and gold, in their link's dataset
-and kinds, and no one else's."""
+items a participant did and holds are their own ratings and leases, ordinary and gold, in
+their link's dataset and kinds (ratings: since joining; gold: served in the queue, not the
+quiz), and no one else's."""
 
 from datetime import datetime, timedelta
 
 import pytest
 from django.utils import timezone
 
-from annotation.models import GoldLease, QualitySettings, RatingSlot, SlotState
+from annotation.models import GoldLease, GoldPurpose, GoldRating, QualitySettings, Rating, RatingSlot, SlotState
 from annotation.people.crowd.join import participant_join
 from annotation.people.crowd.links import campaign_link_create
 from annotation.rating import policy
-from annotation.rating.quota import quota_use
+from annotation.rating.quota import participant_items_done, quota_use
 from tests.annotation.crowd_support import crowd_dataset
-from tests.annotation.queue_support import rater
+from tests.annotation.queue_support import rater, submit_kwargs
 
 pytestmark = pytest.mark.django_db
 
@@ -73,3 +74,43 @@ def test_items_held_since_the_same_instant_are_in_the_order_they_were_served(tmp
     sis_gold = gold_lease(dataset, "SIS", participant.user, leased_at=instant)
     assert sts_slot < sis_gold
     assert quota_use(participant).held == ((sts_slot, "STS"), (sis_gold, "SIS"))
+
+
+def rating_given(dataset, kind: str, giver, to=None, *, gold: bool = False, created_at: datetime | None = None) -> int:
+    """A rating of ``kind`` (a queue gold rating with ``gold``) the plain rater ``giver``
+    gave (each of theirs is of another pair), handed to ``to`` (as if given at
+    ``created_at``); returns its id."""
+    QualitySettings.objects.filter(dataset=dataset).update(gold_one_in=1 if gold else 0)
+    served = policy.slot_claim(rater=giver, dataset=dataset.name, kind=kind)
+    stored = policy.rating_submit(
+        rater=giver, dataset=dataset.name, slot_id=served.slot_id, **submit_kwargs(f"given-{served.slot_id}")
+    )
+    model = GoldRating if gold else Rating
+    handed = model.objects.filter(pk=stored.rating_id).update(
+        rater=to or giver, created_at=created_at or timezone.now()
+    )
+    assert handed == 1, "one in one claims is gold, none in zero"
+    return stored.rating_id
+
+
+def test_a_participant_did_only_their_own_ratings_of_the_links_dataset_and_kinds_since_joining(tmp_path):
+    own = crowd_dataset(tmp_path, gold_one_in=0)
+    elsewhere = crowd_dataset(tmp_path, gold_one_in=0)
+    link = campaign_link_create(dataset=own, name="wave", kinds=["SIS"], quota=5, completion_code="DONE1")
+    participant = participant_join(token=link.token, params={"PROLIFIC_PID": "done-1"})
+    user, giver, before = participant.user, rater(), participant.started_at - timedelta(days=1)
+    rating_given(own, "SIS", giver, user)
+    rating_given(own, "SIS", giver, user, gold=True)
+    assert participant_items_done(participant) == 2
+    # Not theirs to count: ratings in another dataset, of a kind outside the link, from
+    # before they joined; another rater's gold rating, their quiz answer.
+    rating_given(elsewhere, "SIS", giver, user)
+    rating_given(own, "STS", giver, user)
+    rating_given(own, "SIS", giver, user, created_at=before)
+    rating_given(own, "SIS", giver, gold=True)
+    rating_given(elsewhere, "SIS", giver, user, gold=True)
+    rating_given(own, "STS", giver, user, gold=True)
+    rating_given(own, "SIS", giver, user, gold=True, created_at=before)
+    quiz = rating_given(own, "SIS", giver, user, gold=True)
+    GoldRating.objects.filter(pk=quiz).update(purpose=GoldPurpose.QUIZ, lease=None)
+    assert participant_items_done(participant) == 2
