@@ -180,6 +180,18 @@ def test_the_next_claim_does_not_let_a_participant_rate_an_old_lease_past_the_qu
     assert not Rating.objects.filter(rater=user).exists()
 
 
+def test_a_rating_is_stored_at_the_time_given():
+    dataset = two_kind_dataset()
+    _, participant = join(dataset, kinds=["SIS"], quota=3)
+    earlier = timezone.now() - timedelta(hours=1)
+    for user in (rater(["SIS"]), participant):
+        held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+        stored = policy.rating_submit(
+            rater=user, dataset=dataset.name, slot_id=held.slot_id, now=earlier, **submit_kwargs("then")
+        )
+        assert Rating.objects.get(pk=stored.rating_id).created_at == earlier
+
+
 # --- the lock on a participant's run -----------------------------------------------------
 
 
@@ -197,6 +209,10 @@ def test_a_participants_submit_with_the_next_claim_locks_their_run_and_a_page_vi
             rater=user, dataset=dataset.name, slot_id=held.slot_id, next_kind="SIS", **submit_kwargs("locked")
         )
     assert locked_participant_reads(submitted.captured_queries), "two tabs must take their quota turns one at a time"
+    following = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    with CaptureQueriesContext(connection) as plain:
+        policy.rating_submit(rater=user, dataset=dataset.name, slot_id=following.slot_id, **submit_kwargs("plain"))
+    assert locked_participant_reads(plain.captured_queries), "a submit without the next claim locks it too"
     with CaptureQueriesContext(connection) as viewed:
         policy.entry_check(rater=user, dataset=dataset.name, kind="SIS")
     assert not locked_participant_reads(viewed.captured_queries), "opening a page waits for no claim"
