@@ -16,16 +16,19 @@ from annotation.models import (
     CampaignLink,
     FlagReason,
     GoldLease,
+    GoldRating,
     PairSkip,
     Qualification,
     Rating,
     RatingSlot,
     SlotState,
 )
+from annotation.quality.pauses import RaterPaused, rater_pause
 from annotation.rating import policy
 from annotation.rating.queue import QueueInputError
 from tests.annotation.queue_support import rater, submit_kwargs
 from tests.annotation.test_policy import claim, gold_sis_pairs, join, rate_n, submit, two_kind_dataset
+from tests.factories import UserFactory
 from tests.rating_support import api_id
 
 pytestmark = pytest.mark.django_db
@@ -190,6 +193,23 @@ def test_a_rating_is_stored_at_the_time_given():
             rater=user, dataset=dataset.name, slot_id=held.slot_id, now=earlier, **submit_kwargs("then")
         )
         assert Rating.objects.get(pk=stored.rating_id).created_at == earlier
+
+
+def test_a_gold_rating_is_stored_at_the_time_given_and_a_paused_raters_refusal_names_them(tmp_path):
+    dataset = two_kind_dataset(gold_one_in=1)
+    gold_sis_pairs(dataset, 2, tmp_path)
+    user = rater(["SIS"])
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    assert GoldLease.objects.filter(pk=held.slot_id).exists(), "one in one claims is gold"
+    later = timezone.now() + timedelta(seconds=30)
+    stored = policy.rating_submit(
+        rater=user, dataset=dataset.name, slot_id=held.slot_id, now=later, **submit_kwargs("gold")
+    )
+    assert GoldRating.objects.get(pk=stored.rating_id).created_at == later
+    second = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    rater_pause(rater=user, dataset=dataset, reason="checking", created_by=UserFactory(roles=["admin"]))
+    with pytest.raises(RaterPaused, match=rf"^{user.username} is paused in {dataset.name}"):
+        policy.rating_submit(rater=user, dataset=dataset.name, slot_id=second.slot_id, **submit_kwargs("paused"))
 
 
 # --- the lock on a participant's run -----------------------------------------------------
