@@ -12,6 +12,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from annotation.errors import Forbidden
 from annotation.models import (
     CampaignLink,
     FlagReason,
@@ -116,12 +117,54 @@ def test_a_participant_claiming_any_kind_is_served_only_the_kinds_they_are_quali
     assert refused.json()["detail"] == "you are not qualified for this study's SIS, STS ratings yet"
 
 
-def test_a_participants_lease_runs_from_the_time_given():
+def test_a_lease_runs_from_the_time_given():
     dataset = two_kind_dataset()
-    _, user = join(dataset, kinds=["SIS"], quota=3)
+    _, participant = join(dataset, kinds=["SIS"], quota=3)
+    later = timezone.now() + timedelta(seconds=90)
+    for user in (rater(["SIS"]), participant):
+        held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS", now=later)
+        assert held.lease_expires_at == later + timedelta(seconds=settings.LEASE_TTL_SECONDS)
+        assert RatingSlot.objects.get(pk=held.slot_id).lease_expires_at == held.lease_expires_at
+
+
+def test_a_gold_lease_runs_from_the_time_given(tmp_path):
+    dataset = two_kind_dataset(gold_one_in=1)
+    gold_sis_pairs(dataset, 2, tmp_path)
+    user = rater(["SIS"])
     later = timezone.now() + timedelta(seconds=90)
     held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS", now=later)
-    assert held.lease_expires_at == later + timedelta(seconds=settings.LEASE_TTL_SECONDS)
+    assert GoldLease.objects.get(pk=held.slot_id).lease_expires_at == later + timedelta(
+        seconds=settings.LEASE_TTL_SECONDS
+    )
+
+
+# --- a rater's claim ---------------------------------------------------------------------
+
+
+def test_a_rater_is_served_the_kind_asked_and_gold_only_of_that_kind(tmp_path):
+    dataset = two_kind_dataset(gold_one_in=1)
+    gold_sis_pairs(dataset, 2, tmp_path)
+    user = rater(["SIS", "STS"])
+    # Gold is on at one in one, but there is no STS gold: an ordinary STS pair comes.
+    sts = policy.slot_claim(rater=user, dataset=dataset.name, kind="STS")
+    assert sts.kind == "STS" and RatingSlot.objects.filter(pk=sts.slot_id).exists()
+    sis = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    assert sis.kind == "SIS" and GoldLease.objects.filter(pk=sis.slot_id).exists()
+
+
+def test_a_claim_of_an_unknown_kind_is_refused():
+    dataset = two_kind_dataset()
+    with pytest.raises(QueueInputError, match="kind must be one of"):
+        policy.slot_claim(rater=rater(["SIS"]), dataset=dataset.name, kind="XYZ")
+    assert not RatingSlot.objects.filter(state=SlotState.LEASED).exists()
+
+
+def test_a_user_who_is_no_rater_is_told_so():
+    dataset = two_kind_dataset()
+    viewer = UserFactory(username="viewer1", roles=["researcher"])
+    # The API's permission refuses them first; the policy says the same to any other caller.
+    with pytest.raises(Forbidden, match="^viewer1 is not a rater; only raters rate$"):
+        policy.slot_claim(rater=viewer, dataset=dataset.name, kind="SIS")
 
 
 # --- submit with the next claim ----------------------------------------------------------
@@ -223,7 +266,9 @@ def locked_participant_reads(queries) -> list[str]:
 def test_a_participants_submit_with_the_next_claim_locks_their_run_and_a_page_view_does_not():
     dataset = two_kind_dataset()
     _, user = join(dataset, kinds=["SIS"], quota=3)
-    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    with CaptureQueriesContext(connection) as claimed:
+        held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    assert locked_participant_reads(claimed.captured_queries), "a claim locks their run"
     with CaptureQueriesContext(connection) as submitted:
         policy.rating_submit_and_claim_next(
             rater=user, dataset=dataset.name, slot_id=held.slot_id, next_kind="SIS", **submit_kwargs("locked")
