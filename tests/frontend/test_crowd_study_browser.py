@@ -80,7 +80,9 @@ def test_a_participant_goes_from_the_link_through_consent_questions_quiz_and_pai
     page = sized_page
     sis_quiz(demo)
     link = study_link(demo, live_server)
-    QualitySettings.objects.filter(dataset=demo).update(gold_one_in=2)
+    # Every claim serves gold while the participant has gold left: gold is drawn at
+    # random, and one in two could miss all four claims.
+    QualitySettings.objects.filter(dataset=demo).update(gold_one_in=1)
     page.goto(f"{live_server.url}/join/{link.token}/?PROLIFIC_PID={PID}&STUDY_ID=s1&SESSION_ID=x1")
 
     # Consent first: the text as paragraphs and a list, the neutral label, no account name.

@@ -1,7 +1,7 @@
 """Joining through a campaign link (issue #16): the participant of a link and platform
 id, made on the first visit (``participant_join``) under the rules of the crowd package
 (one account per link and id, one link per id and dataset, no other account ever signed
-in), and the user's run in a dataset (``participation_in``)."""
+in)."""
 
 from __future__ import annotations
 
@@ -179,14 +179,4 @@ def _grant_kinds_without_quiz(user, link: CampaignLink) -> None:
     free = [kind for kind in link.kinds if kind not in with_quiz]
     Qualification.objects.bulk_create(
         [Qualification(rater=user, dataset_id=link.dataset_id, kind=kind) for kind in free], ignore_conflicts=True
-    )
-
-
-def participation_in(*, user, dataset_id: int) -> Participant | None:
-    """The user's latest run through a campaign link of the dataset, if any."""
-    return (
-        Participant.objects.select_related("link__dataset")
-        .filter(user=user, link__dataset_id=dataset_id)
-        .order_by("-started_at")
-        .first()
     )
