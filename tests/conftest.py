@@ -11,7 +11,7 @@ SHARED_DIR = Path(os.environ.get("SHARED_DIR", REPO_DIR.parent / "shared"))
 if os.environ.get("MUTATION_TEST_DATABASE"):
     # `make mutation`: prepared databases, one per mutmut worker, and tests marked sql_paths
     # on both SQL paths (see tests/mutation_mode.py).
-    from tests.mutation_mode import _sql_path, django_db_setup, pytest_generate_tests  # noqa: F401
+    from tests.mutation_mode import _sql_path_switch, django_db_setup, pytest_generate_tests  # noqa: F401
 
 
 def pytest_collection_modifyitems(config, items):

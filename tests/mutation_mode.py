@@ -82,10 +82,24 @@ def pytest_generate_tests(metafunc):
     second time with SQL_PATHS=portable instead, which mutmut cannot do), so a mutant of the
     ORM path meets the tests too. Tests taking the ``engine`` fixture choose their path."""
     if metafunc.definition.get_closest_marker("sql_paths") and "engine" not in metafunc.fixturenames:
-        metafunc.fixturenames.append("_sql_path")
-        metafunc.parametrize("_sql_path", ["postgres", "portable"], indirect=True)
+        # A direct parameter: pytest accepts it for a name in the fixture closure, and
+        # _sql_path_switch reads it. (An indirect one on a name the closure lacks gives
+        # the test ids but never runs the fixture.)
+        metafunc.fixturenames.append(SQL_PATH_PARAMETER)
+        metafunc.parametrize(SQL_PATH_PARAMETER, ["postgres", "portable"])
 
 
-@pytest.fixture
-def _sql_path(request, settings):
-    settings.SQL_PATHS = request.param
+SQL_PATH_PARAMETER = "sql_path"
+
+
+@pytest.fixture(autouse=True)
+def _sql_path_switch(request):
+    """Sets SQL_PATHS for a test that pytest_generate_tests gave a SQL path."""
+    callspec = getattr(request.node, "callspec", None)
+    path = callspec.params.get(SQL_PATH_PARAMETER) if callspec else None
+    if path is None:
+        yield
+        return
+    settings = request.getfixturevalue("settings")
+    settings.SQL_PATHS = path
+    yield
