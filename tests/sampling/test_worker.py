@@ -25,6 +25,9 @@ pytestmark = [
     pytest.mark.redis,
     pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
+    # Every worker here drains the one test Redis (--purge): with parallel test workers
+    # (scripts/test runs pytest-xdist), these tests run on one of them, one at a time.
+    pytest.mark.xdist_group("celery-redis"),
 ]
 
 REPO_DIR = Path(__file__).resolve().parents[2]
