@@ -1,5 +1,7 @@
 """Quizzes, the details `make mutation` found untested: whom the quiz is offered to (per
-rater, kind and dataset) and what the pools report (annotation.quality.quiz)."""
+rater, kind and dataset), what the pools and attempt lengths report, which attempt is the
+rater's here, two tabs beginning one attempt, and the rater's own list of attempts
+(annotation.quality.quiz)."""
 
 import random
 from datetime import UTC, datetime, timedelta
