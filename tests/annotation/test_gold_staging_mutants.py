@@ -8,9 +8,9 @@ import pytest
 from django.core import signing
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from annotation.models import GoldPair
+from annotation.models import GoldPair, Image
 from annotation.quality.gold.gold_file import GoldInputError
-from annotation.quality.gold.staging import gold_upload_preview, gold_upload_save
+from annotation.quality.gold.staging import SALT, gold_upload_cancel, gold_upload_preview, gold_upload_save
 from annotation.rating.queue import image_url_of
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory, UserFactory
 
@@ -84,3 +84,33 @@ def test_a_preview_shows_both_pictures_and_both_captions_of_a_pair(admin_client,
         assert f'<img src="{image_url_of(split.dataset, image)}"' in pages["sis.csv"]
     for caption in (first, second):
         assert f"<q>{caption.text}</q>" in pages["sts.csv"]
+
+
+def test_a_signed_token_naming_a_folder_outside_the_upload_area_is_refused(split, tmp_path):
+    """Defence in depth: even a token this server signed may not point the save elsewhere."""
+    admin = UserFactory(is_staff=True, is_superuser=True)
+    outside = tmp_path / "g.csv"
+    outside.write_text("image1,image2,gold_score\n")
+    staged = {"folder": str(tmp_path), "name": "g.csv", "dataset": split.dataset.pk, "user": admin.pk}
+    token = signing.dumps(staged, salt=SALT)
+    with pytest.raises(GoldInputError) as refused:
+        gold_upload_cancel(token=token, user=admin)
+    assert str(refused.value) == "the preview's token names no upload; upload the file again"
+    assert outside.is_file()
+
+
+def test_a_preview_saved_already_or_of_a_deleted_dataset_is_refused(split):
+    admin = UserFactory(is_staff=True, is_superuser=True)
+    saved = gold_upload_preview(uploaded_file=sis_file(split), dataset=split.dataset, user=admin).token
+    gold_upload_save(token=saved, user=admin)
+    with pytest.raises(GoldInputError) as gone:
+        gold_upload_cancel(token=saved, user=admin)
+    assert str(gone.value) == "the previewed file is gone (saved or cancelled already); upload it again"
+    other = SplitFactory()
+    orphan = gold_upload_preview(uploaded_file=sis_file(other), dataset=other.dataset, user=admin).token
+    Image.objects.filter(dataset=other.dataset).delete()
+    other.delete()
+    other.dataset.delete()
+    with pytest.raises(GoldInputError) as deleted:
+        gold_upload_save(token=orphan, user=admin)
+    assert str(deleted.value) == "the preview's dataset was deleted"
