@@ -12,6 +12,7 @@ from annotation.models import GoldPair, Pair, SamplingMethod, TaskKind
 from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote, gold_promote_candidates
 from annotation.rating.pairs import PairSpec, pairs_create_bulk, pairs_retire
 from annotation.rating.policy import slot_skip
+from tests.annotation.exclusion_support import exclude
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import ImageFactory, SamplingBatchFactory, SplitFactory, UserFactory
 
@@ -119,3 +120,18 @@ def test_a_promoted_pair_keeps_the_order_its_raters_saw(clock):
     assert gold_pairs_promote(dataset=split.dataset, kind="SIS", max_sd=0) == 1
     gold = GoldPair.objects.get()
     assert (gold.image_a_id, gold.image_b_id, gold.swapped) == (first.id, second.id, True), "second first, as sampled"
+
+
+def test_an_excluded_rating_does_not_count_against_agreement(django_capture_on_commit_callbacks, clock):
+    """The excluded rater's 0 is replaced by a 3: the pair's valid ratings agree."""
+    split = SplitFactory()
+    _, (pair,) = queue_pairs(split=split, kind="STS", n_pairs=1, ratings_per_pair=2)
+    careless, careful, later = (rater(["STS"]) for _ in range(3))
+    for user, score in ((careless, 0.0), (careful, 3.0)):
+        submit(user, split.dataset, claim(user, split.dataset).slot_id, f"{user.pk}", score=score)
+    admin = UserFactory(roles=["admin"])
+    clock.advance(60)
+    exclude(django_capture_on_commit_callbacks, dataset=split.dataset, rater=careless, reason="x", created_by=admin)
+    submit(later, split.dataset, claim(later, split.dataset).slot_id, "later", score=3.0)
+    (candidate,) = gold_promote_candidates(dataset=split.dataset, kind="STS", max_sd=0)
+    assert (candidate.pair_id, candidate.ratings, candidate.mean) == (pair.id, 2, 3.0)
