@@ -1,16 +1,22 @@
 """Promoting agreed pairs to gold, the details `make mutation` found untested: only
 complete pairs in the queue, the agreement bound itself, the reference's precision, the
-limit, the pair's items and who promoted (annotation.quality.gold.upload.gold_pairs_promote)."""
+limit, the pair's items, its order and who promoted, and the candidates the admin's promote
+page lists (annotation.quality.gold.upload.gold_pairs_promote, gold_promote_candidates)."""
+
+import re
 
 import pytest
 from rest_framework.test import APIClient
 
-from annotation.models import GoldPair, Pair
-from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote
-from annotation.rating.pairs import pairs_retire
+from annotation.models import GoldPair, Pair, SamplingMethod, TaskKind
+from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote, gold_promote_candidates
+from annotation.rating.pairs import PairSpec, pairs_create_bulk, pairs_retire
 from annotation.rating.policy import slot_skip
+from tests.annotation.exclusion_support import exclude
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
-from tests.factories import SplitFactory, UserFactory
+from tests.factories import ImageFactory, SamplingBatchFactory, SplitFactory, UserFactory
+
+PROMOTE = "/admin/annotation/goldpair/promote/"
 
 pytestmark = pytest.mark.django_db
 
@@ -79,3 +85,53 @@ def test_bad_bounds_are_refused(max_sd, limit):
 def test_the_bounds_themselves_are_accepted(max_sd, clock):
     dataset, _ = rated_sts([[3.0, 3.0]])
     assert gold_pairs_promote(dataset=dataset, kind="STS", max_sd=max_sd, limit=1) == 1
+
+
+def test_candidates_are_the_complete_agreed_pairs_of_that_dataset_and_kind(clock):
+    """The second pair's two ratings agree, but it waits for a third."""
+    dataset, pairs = rated_sts([[3.0, 3.0, 3.0], [2.0, 2.0]])
+    rated_sts([[4.0, 4.0]])
+    assert [c.pair_id for c in gold_promote_candidates(dataset=dataset, kind="STS", max_sd=0)] == [pairs[0].id]
+    assert gold_promote_candidates(dataset=dataset, kind="SIS", max_sd=0) == []
+
+
+def test_candidates_for_a_bound_over_five_are_refused():
+    with pytest.raises(GoldInputError, match="^max_sd must be between 0 and 5$"):
+        gold_promote_candidates(dataset=SplitFactory().dataset, kind="STS", max_sd=5.5)
+
+
+def test_the_promote_page_shows_each_candidates_ratings_mean_and_sample_sd(admin_client, clock):
+    dataset, pairs = rated_sts([[1.0, 2.0, 2.0]])
+    page = admin_client.get(PROMOTE, {"dataset": dataset.pk, "kind": "STS", "max_sd": 1}).content.decode()
+    row = re.search(rf'name="pair" value="{pairs[0].id}".*?</tr>', page, re.S).group(0)
+    cells = re.findall(r'<td data-label="[^"]+">([^<]*)</td>', row)
+    assert cells == ["3", "1.67", "0.58"], "the sample sd (0.47 would be the population's)"
+
+
+def test_a_promoted_pair_keeps_the_order_its_raters_saw(clock):
+    split = SplitFactory()
+    batch = SamplingBatchFactory(split=split, dataset=split.dataset, ratings_per_pair=2)
+    first, second = (ImageFactory(split=split, dataset=split.dataset) for _ in range(2))
+    spec = PairSpec(TaskKind.SIS, SamplingMethod.I2I_CSIM, image_a=second.id, image_b=first.id)
+    pairs_create_bulk(batch=batch, specs=[spec])
+    for number in range(2):
+        user = rater(["SIS"])
+        submit(user, split.dataset, claim(user, split.dataset).slot_id, f"seen-{number}", score=3.0)
+    assert gold_pairs_promote(dataset=split.dataset, kind="SIS", max_sd=0) == 1
+    gold = GoldPair.objects.get()
+    assert (gold.image_a_id, gold.image_b_id, gold.swapped) == (first.id, second.id, True), "second first, as sampled"
+
+
+def test_an_excluded_rating_does_not_count_against_agreement(django_capture_on_commit_callbacks, clock):
+    """The excluded rater's 0 is replaced by a 3: the pair's valid ratings agree."""
+    split = SplitFactory()
+    _, (pair,) = queue_pairs(split=split, kind="STS", n_pairs=1, ratings_per_pair=2)
+    careless, careful, later = (rater(["STS"]) for _ in range(3))
+    for user, score in ((careless, 0.0), (careful, 3.0)):
+        submit(user, split.dataset, claim(user, split.dataset).slot_id, f"{user.pk}", score=score)
+    admin = UserFactory(roles=["admin"])
+    clock.advance(60)
+    exclude(django_capture_on_commit_callbacks, dataset=split.dataset, rater=careless, reason="x", created_by=admin)
+    submit(later, split.dataset, claim(later, split.dataset).slot_id, "later", score=3.0)
+    (candidate,) = gold_promote_candidates(dataset=split.dataset, kind="STS", max_sd=0)
+    assert (candidate.pair_id, candidate.ratings, candidate.mean) == (pair.id, 2, 3.0)
