@@ -15,6 +15,8 @@ if os.environ.get("MUTATION_TEST_DATABASE"):
 
 
 def pytest_collection_modifyitems(config, items):
+    if os.environ.get("SQL_PATHS") == "portable":
+        _deselect_tests_that_choose_their_path(config, items)
     without_pg = os.environ.get("TESTS_WITHOUT_POSTGRES")
     without_redis = os.environ.get("TESTS_WITHOUT_REDIS")
     for item in items:
@@ -22,6 +24,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=f"PostgreSQL not reachable at {without_pg}"))
         if without_redis and "redis" in item.keywords:
             item.add_marker(pytest.mark.skip(reason=f"Redis not reachable at {without_redis}"))
+
+
+def _deselect_tests_that_choose_their_path(config, items) -> None:
+    """The test command's second pass (SQL_PATHS=portable) leaves out the tests taking the
+    ``engine`` fixture: they set the path themselves and ran every path in the first pass."""
+    chosen = [item for item in items if "engine" in getattr(item, "fixturenames", ())]
+    if chosen:
+        config.hook.pytest_deselected(items=chosen)
+        items[:] = [item for item in items if "engine" not in getattr(item, "fixturenames", ())]
 
 
 def skip_or_fail(reason: str) -> None:
