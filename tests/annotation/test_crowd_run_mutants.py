@@ -1,7 +1,8 @@
 """A participant's run through a campaign link, the details `make mutation` found
 untested: the partial code's rule at its edge, what leaving records (for this run only,
-once), the exact page of a refused join, the study URL under a base with a path, and the
-items a link's numbers count (annotation.people.crowd.completion, .join, .links)."""
+once), the exact page of a refused join, the study URL under a base with a path, the
+items a link's numbers count, and a new link's checks and stored settings
+(annotation.people.crowd.completion, .join, .links)."""
 
 import re
 from datetime import timedelta
@@ -10,7 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation.models import GoldPurpose, GoldRating, Participant, ParticipantOutcome
+from annotation.models import CampaignLink, GoldPurpose, GoldRating, Participant, ParticipantOutcome
 from annotation.people.crowd.completion import (
     Step,
     completion_outcome,
@@ -19,7 +20,7 @@ from annotation.people.crowd.completion import (
     participant_finish,
 )
 from annotation.people.crowd.join import participant_join
-from annotation.people.crowd.links import campaign_link_create, link_stats, study_url
+from annotation.people.crowd.links import CampaignLinkError, campaign_link_create, link_stats, study_url
 from annotation.quality.quiz import quiz_answer, quiz_state
 from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, items_rated, sts_quiz
 from tests.annotation.queue_support import queue_pairs
@@ -169,3 +170,65 @@ def test_the_links_numbers_count_queue_gold_items_and_no_quiz_answer(tmp_path):
     )
     assert GoldRating.objects.filter(rater=taker, purpose=GoldPurpose.QUIZ).count() == 1
     assert link_stats(quizzed).ratings == 0, "a quiz answer is no item of the study"
+
+
+# --- making a link -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"kinds": ["XYZ"]}, "kinds must be one or more of STS, SIS, SITS, got ['XYZ']"),
+        ({"quota": 0}, "quota must be at least 1 item per participant, got 0"),
+        ({"completion_code": " "}, "the completion code must be 1-100 letters, digits, '-' or '_'"),
+        ({"partial_code": "a b"}, "the partial code must be empty or 1-100 letters, digits, '-' or '_'"),
+        ({"partial_code": "FULL-1"}, "the partial code must differ from the completion code"),
+        ({"return_url": "ftp://x.org/"}, "the return URL must start with http:// or https://, got 'ftp://x.org/'"),
+        ({"leave_url": "ftp://x.org/"}, "the leave URL must start with http:// or https://, got 'ftp://x.org/'"),
+        (
+            {"leave_url": "https://x.org/?cc=FULL-1"},
+            "the leave URL must not carry the completion code: it is for participants who leave without one",
+        ),
+        ({"id_param": ""}, "the id parameter must be a query parameter name, got ''"),
+    ],
+)
+def test_a_bad_link_is_refused_with_the_whole_message(small_dataset, values, message):
+    with pytest.raises(CampaignLinkError, match=refusal(message)):
+        make_link(small_dataset, **values)
+    assert not CampaignLink.objects.exists()
+
+
+def test_a_new_link_keeps_every_setting_it_was_given_at_the_edge_of_the_rules(small_dataset):
+    """A quota of one item and plain http:// URLs are allowed; codes, name and consent
+    text lose their surrounding blanks; kinds are upper case, each once."""
+    admin = UserFactory(roles=["admin"])
+    ends = T0 + timedelta(days=7)
+    link = campaign_link_create(
+        dataset=small_dataset,
+        name="  pilot ",
+        kinds=["sts", "SIS", "sis"],
+        quota=1,
+        completion_code=" FULL-1 ",
+        partial_code=" PART-1 ",
+        return_url="http://lab.example/back",
+        leave_url="http://lab.example/leave",
+        consent_text="  Agree?  ",
+        id_param="workerId",
+        max_participants=2,
+        expires_at=ends,
+        created_by=admin,
+        now=T0,
+    )
+    stored = CampaignLink.objects.get()
+    assert stored.pk == link.pk
+    assert (stored.name, stored.kinds, stored.quota) == ("pilot", ["SIS", "STS"], 1)
+    assert (stored.completion_code, stored.partial_code) == ("FULL-1", "PART-1")
+    assert (stored.return_url, stored.leave_url) == ("http://lab.example/back", "http://lab.example/leave")
+    assert (stored.consent_text, stored.id_param) == ("Agree?", "workerId")
+    assert (stored.max_participants, stored.expires_at, stored.created_by, stored.created_at) == (2, ends, admin, T0)
+    assert stored.active
+
+
+def test_a_link_without_a_name_is_named_after_its_dataset(small_dataset):
+    link = make_link(small_dataset, name="  ")
+    assert CampaignLink.objects.get(pk=link.pk).name == f"{small_dataset.name} link"
