@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation.models import CampaignLink, GoldPurpose, GoldRating, Participant, ParticipantOutcome
+from annotation.models import CampaignLink, GoldPurpose, GoldRating, Participant, ParticipantOutcome, Qualification
 from annotation.people.crowd.completion import (
     Step,
     completion_outcome,
@@ -21,8 +21,8 @@ from annotation.people.crowd.completion import (
 )
 from annotation.people.crowd.join import participant_join
 from annotation.people.crowd.links import CampaignLinkError, campaign_link_create, link_stats, study_url
-from annotation.quality.quiz import quiz_answer, quiz_state
-from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, items_rated, sts_quiz
+from annotation.quality.quiz import quiz_answer, quiz_set, quiz_state
+from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, gold_upload, items_rated, sts_quiz
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
 
@@ -232,3 +232,28 @@ def test_a_new_link_keeps_every_setting_it_was_given_at_the_edge_of_the_rules(sm
 def test_a_link_without_a_name_is_named_after_its_dataset(small_dataset):
     link = make_link(small_dataset, name="  ")
     assert CampaignLink.objects.get(pk=link.pk).name == f"{small_dataset.name} link"
+
+
+# --- the account a link makes ------------------------------------------------------------
+
+
+def test_an_id_parameter_of_no_known_platform_names_the_account_in_lower_case(small_dataset):
+    link = make_link(small_dataset, id_param="Uid")
+    participant = participant_join(token=link.token, params={"Uid": "abc"})
+    assert participant.user.username == f"uid-{link.pk}-abc"
+
+
+def test_a_quiz_whose_pairs_were_all_retired_gates_nothing(small_dataset, tmp_path):
+    """Retired quiz pairs ask nothing: the link grants the kind on joining, as without a quiz."""
+    gold_upload(small_dataset.splits.get(), "SIS", 2, tmp_path)
+    quiz_set(
+        dataset_id=small_dataset.pk,
+        gold_pair_ids=list(small_dataset.gold_pairs.values_list("id", flat=True)),
+        in_quiz=True,
+    )
+    small_dataset.gold_pairs.update(active=False)
+    browser = ParticipantClient(make_link(small_dataset), "p1")
+    assert browser.join()["Location"] == f"/rate/{small_dataset.name}/sis/"
+    user = Participant.objects.get().user
+    assert Qualification.objects.filter(rater=user, dataset=small_dataset, kind="SIS").exists()
+    assert browser.claim("SIS") is not None
