@@ -26,7 +26,13 @@ from annotation.people.crowd.questions import (
     question_check,
     study_question_add,
 )
-from annotation.people.crowd.study import StudyStepInvalid, participant_consent
+from annotation.people.crowd.study import (
+    StudyStepInvalid,
+    participant_consent,
+    questions_owed,
+    study_gate,
+    with_study_facts,
+)
 from tests.annotation.crowd_support import ParticipantClient
 from tests.factories import SplitFactory
 
@@ -273,3 +279,18 @@ def test_the_claim_says_how_the_participant_ended_the_study(dataset):
     left.http.post(f"/join/{link.token}/leave/")
     assert claim_detail(declined) == "this study has ended for you: you did not agree to its consent text"
     assert claim_detail(left) == "this study has ended for you: you left it"
+
+
+def test_a_run_read_with_its_study_facts_knows_its_steps_without_a_query(dataset, django_assert_num_queries):
+    """The claim's gate runs on every claim: the row read through ``with_study_facts``
+    answers it alone; a row read without them asks about its own link only."""
+    link, other = make_link(dataset), make_link(dataset, name="other")
+    study_question_add(link, phase="post", prompt="Hard?")
+    study_question_add(other, phase="pre", prompt="Age?")
+    join(link)
+    participant = with_study_facts(Participant.objects.select_related("link")).get()
+    with django_assert_num_queries(0):
+        study_gate(participant)
+        assert (questions_owed(participant, "pre"), questions_owed(participant, "post")) == (False, True)
+    plain = Participant.objects.get()
+    assert (questions_owed(plain, "pre"), questions_owed(plain, "post")) == (False, True)
