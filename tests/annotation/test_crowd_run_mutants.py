@@ -1,0 +1,259 @@
+"""A participant's run through a campaign link, the details `make mutation` found
+untested: the partial code's rule at its edge, what leaving records (for this run only,
+once), the exact page of a refused join, the study URL under a base with a path, the
+items a link's numbers count, and a new link's checks and stored settings
+(annotation.people.crowd.completion, .join, .links)."""
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from annotation.models import CampaignLink, GoldPurpose, GoldRating, Participant, ParticipantOutcome, Qualification
+from annotation.people.crowd.completion import (
+    Step,
+    completion_outcome,
+    participant_code,
+    participant_end,
+    participant_finish,
+)
+from annotation.people.crowd.join import participant_join
+from annotation.people.crowd.links import CampaignLinkError, campaign_link_create, link_stats, study_url
+from annotation.quality.quiz import quiz_answer, quiz_set, quiz_state
+from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, gold_upload, items_rated, sts_quiz
+from tests.annotation.queue_support import queue_pairs
+from tests.factories import SplitFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+T0 = timezone.now().replace(microsecond=0)
+
+
+def make_link(dataset, **extra):
+    values = {"name": "wave", "kinds": ["SIS"], "quota": 3, "completion_code": "FULL-1", **extra}
+    return campaign_link_create(dataset=dataset, **values)
+
+
+def refusal(message: str) -> str:
+    return f"^{re.escape(message)}$"
+
+
+# --- how a run ends ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("step", "items_done", "skips_done", "partial_code", "outcome"),
+    [
+        (Step.DONE, 0, 0, "", ParticipantOutcome.COMPLETED),
+        # One rating and as many skips is real work: the partial code.
+        (Step.NO_WORK, 1, 1, "PART-1", ParticipantOutcome.PARTIAL),
+        (Step.NO_WORK, 1, 2, "PART-1", ParticipantOutcome.RETURNED),
+        (Step.NO_WORK, 0, 0, "PART-1", ParticipantOutcome.RETURNED),
+        (Step.NO_WORK, 5, 0, "", ParticipantOutcome.RETURNED),
+        (Step.SCREENED_OUT, 2, 0, "PART-1", ParticipantOutcome.RETURNED),
+    ],
+)
+def test_the_partial_code_needs_a_rating_and_no_more_skips_than_ratings(
+    step, items_done, skips_done, partial_code, outcome
+):
+    assert completion_outcome(step=step, items_done=items_done, skips_done=skips_done, partial_code=partial_code) == (
+        outcome
+    )
+
+
+def test_a_run_ends_only_at_an_end_step_and_on_the_participants_word_only_as_left_or_declined():
+    participant = Participant(finished_at=None)
+    with pytest.raises(ValueError, match=refusal("a run cannot end at step 'rate'")):
+        participant_finish(participant, step=Step.RATE)
+    with pytest.raises(ValueError, match=refusal("a participant ends a run as left or declined, not 'completed'")):
+        participant_end(participant, outcome="completed")
+
+
+@pytest.fixture
+def small_dataset():
+    """Three SIS pairs of one rating each, no gold."""
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=3, ratings_per_pair=1)
+    return split.dataset
+
+
+def test_leaving_records_the_items_rated_and_skipped_of_this_run_only(small_dataset):
+    link = make_link(small_dataset)
+    leaving, staying = ParticipantClient(link, "leaving"), ParticipantClient(link, "staying")
+    leaving.join(), staying.join()
+    assert leaving.submit(leaving.claim("SIS")).status_code == 201
+    assert leaving.skip(leaving.claim("SIS")).status_code == 200
+    leaving.http.post(f"/join/{link.token}/leave/")
+    assert "You left the study after rating 1 of 3 items." in leaving.done_page().content.decode()
+    left = Participant.objects.get(external_id="leaving")
+    assert (left.outcome, left.items_done, left.skips_done) == ("left", 1, 1)
+    assert participant_code(left) == "", "no code for a run the participant left"
+    still = Participant.objects.get(external_id="staying")
+    assert (still.finished_at, still.outcome) == (None, "")
+    assert staying.claim("SIS") is not None, "the other participant still rates"
+
+
+def test_a_run_ended_in_one_tab_keeps_its_first_end(small_dataset):
+    link = make_link(small_dataset, consent_text="Agree?")
+    first_tab = participant_join(token=link.token, params={"PROLIFIC_PID": "p1"})
+    second_tab = participant_join(token=link.token, params={"PROLIFIC_PID": "p1"})
+    participant_end(first_tab, outcome=ParticipantOutcome.LEFT, now=T0)
+    participant_end(second_tab, outcome=ParticipantOutcome.DECLINED, now=T0 + timedelta(minutes=1))
+    stored = Participant.objects.get()
+    assert (stored.outcome, stored.finished_at) == ("left", T0)
+    assert (second_tab.outcome, second_tab.finished_at) == ("left", T0)
+
+
+# --- refused joins -----------------------------------------------------------------------
+
+
+def test_a_second_link_of_the_dataset_refuses_the_id_with_a_409_page_saying_where_to_go(small_dataset):
+    first, second = make_link(small_dataset, name="A"), make_link(small_dataset, name="B")
+    assert ParticipantClient(first, "dup").join().status_code == 302
+    refused = ParticipantClient(second, "dup").join()
+    assert refused.status_code == 409
+    assert (
+        "With this participant id (PROLIFIC_PID) you already take part in a study on this data set, so this link "
+        "cannot be used. Nobody was signed in. Please go on through the study you joined first."
+    ) in refused.content.decode()
+
+
+def test_an_id_whose_name_another_account_holds_gets_a_409_page_naming_whom_to_ask(small_dataset):
+    link = make_link(small_dataset)
+    UserFactory(username=f"prolific-{link.pk}-alice", roles=["rater"])
+    refused = ParticipantClient(link, "alice").join()
+    assert refused.status_code == 409
+    assert (
+        "This participant id (PROLIFIC_PID) cannot be used for this study: it is taken by another account. "
+        "Nobody was signed in. Please contact the researcher of the study."
+    ) in refused.content.decode()
+
+
+# --- the link's URL and numbers ------------------------------------------------------------
+
+
+def test_the_study_url_keeps_the_path_of_its_base(small_dataset):
+    """Only the base's trailing slashes go: a site served under /LAB-X/ keeps it."""
+    link = make_link(small_dataset, id_param="workerId")
+    assert study_url(link, "https://uni.example/LAB-X/") == f"https://uni.example/LAB-X/join/{link.token}/"
+    assert study_url(link, "https://uni.example//") == f"https://uni.example/join/{link.token}/"
+
+
+def test_the_links_numbers_count_queue_gold_items_and_no_quiz_answer(tmp_path):
+    dataset = crowd_dataset(tmp_path, gold_one_in=1)  # gold first, while any is left
+    rating = make_link(dataset, quota=2)
+    rater = ParticipantClient(rating, "p1")
+    rater.join()
+    for _ in range(2):
+        assert rater.submit(rater.claim("SIS")).status_code == 201
+    user = Participant.objects.get(link=rating).user
+    assert GoldRating.objects.filter(rater=user, purpose=GoldPurpose.QUEUE).exists(), "a gold item among them"
+    assert link_stats(rating).ratings == items_rated(user, dataset) == 2
+
+    sts_quiz(dataset)
+    quizzed = make_link(dataset, name="quiz", kinds=["STS"])
+    ParticipantClient(quizzed, "p2").join()
+    taker = get_user_model().objects.get(participations__link=quizzed)
+    asked = quiz_state(rater=taker, dataset=dataset.name, kind="STS")
+    quiz_answer(
+        rater=taker,
+        dataset=dataset.name,
+        kind="STS",
+        gold_pair_id=asked.gold_pair_id,
+        score=2.0,
+        time_on_item_ms=3000,
+        time_to_first_move_ms=500,
+        adjustments=1,
+        idempotency_key="quiz-1",
+    )
+    assert GoldRating.objects.filter(rater=taker, purpose=GoldPurpose.QUIZ).count() == 1
+    assert link_stats(quizzed).ratings == 0, "a quiz answer is no item of the study"
+
+
+# --- making a link -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"kinds": ["XYZ"]}, "kinds must be one or more of STS, SIS, SITS, got ['XYZ']"),
+        ({"quota": 0}, "quota must be at least 1 item per participant, got 0"),
+        ({"completion_code": " "}, "the completion code must be 1-100 letters, digits, '-' or '_'"),
+        ({"partial_code": "a b"}, "the partial code must be empty or 1-100 letters, digits, '-' or '_'"),
+        ({"partial_code": "FULL-1"}, "the partial code must differ from the completion code"),
+        ({"return_url": "ftp://x.org/"}, "the return URL must start with http:// or https://, got 'ftp://x.org/'"),
+        ({"leave_url": "ftp://x.org/"}, "the leave URL must start with http:// or https://, got 'ftp://x.org/'"),
+        (
+            {"leave_url": "https://x.org/?cc=FULL-1"},
+            "the leave URL must not carry the completion code: it is for participants who leave without one",
+        ),
+        ({"id_param": ""}, "the id parameter must be a query parameter name, got ''"),
+    ],
+)
+def test_a_bad_link_is_refused_with_the_whole_message(small_dataset, values, message):
+    with pytest.raises(CampaignLinkError, match=refusal(message)):
+        make_link(small_dataset, **values)
+    assert not CampaignLink.objects.exists()
+
+
+def test_a_new_link_keeps_every_setting_it_was_given_at_the_edge_of_the_rules(small_dataset):
+    """A quota of one item and plain http:// URLs are allowed; codes, name and consent
+    text lose their surrounding blanks; kinds are upper case, each once."""
+    admin = UserFactory(roles=["admin"])
+    ends = T0 + timedelta(days=7)
+    link = campaign_link_create(
+        dataset=small_dataset,
+        name="  pilot ",
+        kinds=["sts", "SIS", "sis"],
+        quota=1,
+        completion_code=" FULL-1 ",
+        partial_code=" PART-1 ",
+        return_url="http://lab.example/back",
+        leave_url="http://lab.example/leave",
+        consent_text="  Agree?  ",
+        id_param="workerId",
+        max_participants=2,
+        expires_at=ends,
+        created_by=admin,
+        now=T0,
+    )
+    stored = CampaignLink.objects.get()
+    assert stored.pk == link.pk
+    assert (stored.name, stored.kinds, stored.quota) == ("pilot", ["SIS", "STS"], 1)
+    assert (stored.completion_code, stored.partial_code) == ("FULL-1", "PART-1")
+    assert (stored.return_url, stored.leave_url) == ("http://lab.example/back", "http://lab.example/leave")
+    assert (stored.consent_text, stored.id_param) == ("Agree?", "workerId")
+    assert (stored.max_participants, stored.expires_at, stored.created_by, stored.created_at) == (2, ends, admin, T0)
+    assert stored.active
+
+
+def test_a_link_without_a_name_is_named_after_its_dataset(small_dataset):
+    link = make_link(small_dataset, name="  ")
+    assert CampaignLink.objects.get(pk=link.pk).name == f"{small_dataset.name} link"
+
+
+# --- the account a link makes ------------------------------------------------------------
+
+
+def test_an_id_parameter_of_no_known_platform_names_the_account_in_lower_case(small_dataset):
+    link = make_link(small_dataset, id_param="Uid")
+    participant = participant_join(token=link.token, params={"Uid": "abc"})
+    assert participant.user.username == f"uid-{link.pk}-abc"
+
+
+def test_a_quiz_whose_pairs_were_all_retired_gates_nothing(small_dataset, tmp_path):
+    """Retired quiz pairs ask nothing: the link grants the kind on joining, as without a quiz."""
+    gold_upload(small_dataset.splits.get(), "SIS", 2, tmp_path)
+    quiz_set(
+        dataset_id=small_dataset.pk,
+        gold_pair_ids=list(small_dataset.gold_pairs.values_list("id", flat=True)),
+        in_quiz=True,
+    )
+    small_dataset.gold_pairs.update(active=False)
+    browser = ParticipantClient(make_link(small_dataset), "p1")
+    assert browser.join()["Location"] == f"/rate/{small_dataset.name}/sis/"
+    user = Participant.objects.get().user
+    assert Qualification.objects.filter(rater=user, dataset=small_dataset, kind="SIS").exists()
+    assert browser.claim("SIS") is not None
