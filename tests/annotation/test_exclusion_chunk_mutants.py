@@ -1,11 +1,14 @@
 """Exclusion chunks, the details `make mutation` found untested on their ORM path: an undo
 of one of two exclusions on the same pairs, runs in chunks of one pair, which open slot
-an undo closes, and the priority of a top-up slot (annotation.quality.exclusion.chunks)."""
+an undo closes, the priority of a top-up slot, and a chunk written twice
+(annotation.quality.exclusion.chunks)."""
 
 import pytest
 
 from annotation.models import Rating, RatingSlot, RatingStatus, SlotState
 from annotation.quality.exclusion import services
+from annotation.quality.exclusion.chunks import ChunkResult, exclude_chunk, restore_chunk
+from annotation.quality.exclusion.services import rating_exclusion_create
 from tests.annotation.exclusion_support import exclude, pair_problems, undo
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory
@@ -105,4 +108,18 @@ def test_a_top_up_slot_is_served_with_its_pairs_priority(clock, django_capture_o
     exclude(django_capture_on_commit_callbacks, dataset=dataset, rater=bad, reason="x", created_by=admin)
     assert ordinary.id < urgent.id and ordinary.ratings.count() == 1 == urgent.ratings.filter(rater=good).count()
     assert claim(rater(["SIS"]), dataset).pair_id == urgent.id
+    assert pair_problems(dataset.id) == []
+
+
+def test_a_chunk_written_twice_changes_nothing_the_second_time(two_on_three):
+    """Two runs of one exclusion may hand the same pairs to a chunk, one after the other."""
+    dataset, pairs, first, _, admin = two_on_three
+    exclusion = rating_exclusion_create(dataset=dataset, rater=first, reason="x", created_by=admin)  # not run
+    ids = [pair.id for pair in pairs]
+    assert exclude_chunk(exclusion=exclusion, pair_ids=ids) == ChunkResult(excluded=3, reopened=3)
+    assert exclude_chunk(exclusion=exclusion, pair_ids=ids) == ChunkResult()
+    assert pair_problems(dataset.id) == []
+    assert restore_chunk(exclusion=exclusion, pair_ids=ids) == ChunkResult(restored=3)
+    assert restore_chunk(exclusion=exclusion, pair_ids=ids) == ChunkResult()
+    assert statuses(first) == {(RatingStatus.VALID, None)}
     assert pair_problems(dataset.id) == []
