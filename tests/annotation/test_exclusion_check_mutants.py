@@ -112,6 +112,8 @@ def test_exclusions_in_another_dataset_or_up_to_another_end_are_no_twins(
     later = exclude(capture, dataset=dataset, rater=first, reason="later", created_by=admin, window_end=times[2])
     assert (early.ratings_excluded, later.ratings_excluded) == (1, 1)
     assert Rating.objects.get(rater=first, created_at=times[2]).status == RatingStatus.VALID
+    rest = exclude(capture, dataset=dataset, rater=first, reason="all here", created_by=admin)
+    assert (rest.state, rest.ratings_excluded) == (ExclusionState.APPLIED, 1)
     assert pair_problems(dataset.id) == [] and pair_problems(other.dataset.id) == []
 
 
