@@ -1,12 +1,21 @@
-"""Pauses, the details `make mutation` found untested: who paused, the limits of a reason
-and a note, a lift without a note, and that a pause holds in its own dataset for its own
-rater only (annotation.quality.pauses)."""
+"""Pauses, the details `make mutation` found untested: who paused and when, the limits of
+a reason and a note, a lift without a note, that a pause holds in its own dataset for its
+own rater only, and which pause a second one runs into (annotation.quality.pauses)."""
+
+from datetime import UTC, datetime
 
 import pytest
 from django.test import Client
 
-from annotation.errors import NotFound
-from annotation.quality.pauses import MAX_PAUSE_TEXT, PauseInputError, active_pause, rater_pause, rater_pause_lift
+from annotation.errors import Conflict, NotFound
+from annotation.quality.pauses import (
+    MAX_PAUSE_TEXT,
+    PauseInputError,
+    active_pause,
+    rater_pause,
+    rater_pause_lift,
+    rater_pause_unless_paused,
+)
 from tests.annotation.queue_support import client_for, queue_pairs, rater
 from tests.factories import SplitFactory, UserFactory
 
@@ -91,3 +100,24 @@ def test_the_rating_page_sends_only_the_paused_rater_to_the_paused_page(dataset,
     assert other_browser.get(f"/rate/{dataset.name}/paused/")["Location"] == "/rate/"
     rater_pause_lift(pause_id=pause.id, lifted_by=admin)
     assert browser.get(page).status_code == 200
+
+
+def test_a_pause_is_stamped_with_the_time_it_is_given(dataset, admin):
+    when = datetime(2026, 1, 5, 8, 30, tzinfo=UTC)
+    assert rater_pause(rater=rater(), dataset=dataset, reason="checking", created_by=admin, now=when).created_at == when
+
+
+def test_pausing_again_finds_the_raters_one_active_pause_among_all_the_others(dataset, admin):
+    """Lifted pauses, pauses in other datasets and other raters' pauses are not the one
+    that makes a second pause a conflict."""
+    user, other = rater(), rater()
+    lifted = rater_pause(rater=user, dataset=dataset, reason="earlier", created_by=admin)
+    rater_pause_lift(pause_id=lifted.id, lifted_by=admin)
+    active = rater_pause(rater=user, dataset=dataset, reason="now", created_by=admin)
+    rater_pause(rater=user, dataset=SplitFactory().dataset, reason="elsewhere", created_by=admin)
+    rater_pause(rater=other, dataset=dataset, reason="someone else", created_by=admin)
+    with pytest.raises(Conflict) as refused:
+        rater_pause(rater=user, dataset=dataset, reason="again", created_by=admin)
+    assert str(refused.value) == f"{user.username} is already paused in {dataset.name}"
+    found = rater_pause_unless_paused(rater=user, dataset=dataset, reason="again", created_by=admin)
+    assert found == (active, False)
