@@ -28,7 +28,9 @@ def add_gold(tmp_path) -> Dataset:
     path = tmp_path / "gold.csv"
     path.write_text("\n".join(lines) + "\n")
     gold_pairs_upload(dataset=dataset, path=path)
-    QualitySettings.objects.create(dataset=dataset, gold_one_in=2)
+    # Gold on every claim while the rater has gold left: gold is drawn at random, and at one
+    # in two a walk could meet none (the walk must meet both kinds).
+    QualitySettings.objects.create(dataset=dataset, gold_one_in=1)
     return dataset
 
 
