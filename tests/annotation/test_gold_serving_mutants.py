@@ -3,10 +3,25 @@
 as an ordinary slot would, so a rater cannot tell gold apart, and a rater cannot replay
 another rater's gold rating."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from annotation.errors import Forbidden
-from annotation.models import GoldLease, QualitySettings
+from annotation.models import (
+    GoldLease,
+    GoldPair,
+    GoldPurpose,
+    GoldRating,
+    Pair,
+    PairSkip,
+    QualitySettings,
+    QuizAttempt,
+    RatingSlot,
+    SlotState,
+)
+from annotation.quality.gold.serving import gold_met_in_quiz
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.rating.policy import slot_flag
 from tests.annotation import queue_support
@@ -17,18 +32,22 @@ pytestmark = pytest.mark.django_db
 engine = queue_support.engine
 
 
-@pytest.fixture
-def all_gold(tmp_path):
+def gold_dataset(tmp_path, split=None):
     """A dataset with SIS pairs queued and three gold SIS pairs, every item served gold."""
-    split = SplitFactory()
+    split = split or SplitFactory()
     queue_pairs(split=split, n_pairs=3, ratings_per_pair=2)
     images = [ImageFactory(split=split, dataset=split.dataset) for _ in range(4)]
     lines = ["image1,image2,gold_score"] + [f"{images[i].key},{images[i + 1].key},{i + 1}" for i in range(3)]
-    path = tmp_path / "gold.csv"
+    path = tmp_path / f"gold{split.pk}.csv"
     path.write_text("\n".join(lines) + "\n")
     assert gold_pairs_upload(dataset=split.dataset, path=path) == 3
     QualitySettings.objects.create(dataset=split.dataset, gold_one_in=1)
     return split.dataset
+
+
+@pytest.fixture
+def all_gold(tmp_path):
+    return gold_dataset(tmp_path)
 
 
 def test_flagging_a_held_gold_item_records_the_flag_once_and_skips_the_item(engine, clock, all_gold):
@@ -73,3 +92,135 @@ def test_another_rater_sending_the_same_key_is_refused_not_replayed(engine, cloc
     submit(owner, all_gold, held.slot_id, "k1")
     with pytest.raises(Forbidden, match="belongs to another rater"):
         submit(other, all_gold, held.slot_id, "k1")
+
+
+# --- gold only while ordinary work is left (_ordinary_work_left) ---------------------------
+
+
+def served_gold(user, dataset, **kwargs) -> bool:
+    """Whether the rater's next claim in ``dataset`` is a gold item."""
+    held = claim(user, dataset, **kwargs)
+    return held is not None and GoldLease.objects.filter(pk=held.slot_id).exists()
+
+
+def skip_pairs(user, dataset, count=None):
+    pairs = list(Pair.objects.filter(batch__dataset=dataset).order_by("pk"))
+    for pair in pairs[:count]:
+        PairSkip.objects.create(pair=pair, rater=user, created_at=timezone.now())
+
+
+def test_no_gold_once_the_rater_skipped_every_ordinary_pair(engine, clock, all_gold):
+    """Gold hides among ordinary work: with none left for the rater, a gold item would stand out."""
+    user = rater(["SIS"])
+    skip_pairs(user, all_gold)
+    assert not served_gold(user, all_gold)
+
+
+def test_gold_is_served_while_one_unskipped_pair_is_left(engine, clock, all_gold):
+    user = rater(["SIS"])
+    skip_pairs(user, all_gold, count=2)
+    assert served_gold(user, all_gold)
+
+
+def test_skips_of_another_rater_leave_gold_to_this_one(engine, clock, all_gold):
+    skip_pairs(rater(["SIS"]), all_gold)
+    assert served_gold(rater(["SIS"]), all_gold)
+
+
+def occupy(slots, state, expires_at):
+    """Give each slot its own holder (leased) or author (done)."""
+    for pk in slots:
+        RatingSlot.objects.filter(pk=pk).update(
+            state=state, rater=rater(["SIS"]), leased_at=expires_at - timedelta(hours=1), lease_expires_at=expires_at
+        )
+
+
+def test_slots_whose_leases_expired_count_as_work_left(engine, clock, all_gold):
+    occupy(
+        RatingSlot.objects.filter(dataset=all_gold).values_list("pk", flat=True),
+        SlotState.LEASED,
+        clock() - timedelta(minutes=1),
+    )
+    assert served_gold(rater(["SIS"]), all_gold)
+
+
+def test_slots_others_hold_or_finished_are_no_work_left(engine, clock, all_gold):
+    """Live leases and done slots are not claimable, so no gold either."""
+    slots = list(RatingSlot.objects.filter(dataset=all_gold).order_by("pk").values_list("pk", flat=True))
+    occupy(slots[:3], SlotState.LEASED, clock() + timedelta(hours=1))
+    occupy(slots[3:], SlotState.DONE, clock() - timedelta(hours=1))
+    assert not served_gold(rater(["SIS"]), all_gold)
+
+
+def test_ordinary_work_in_another_dataset_does_not_open_gold(engine, clock, all_gold):
+    user = rater(["SIS"])
+    skip_pairs(user, all_gold)
+    queue_pairs(n_pairs=2)
+    assert not served_gold(user, all_gold)
+
+
+def test_ordinary_work_of_another_kind_does_not_open_gold(engine, clock, all_gold):
+    """Asked for SIS, the rater gets no SIS gold just because STS work is left."""
+    user = rater(["SIS", "STS"])
+    skip_pairs(user, all_gold)
+    queue_pairs(split=SplitFactory(dataset=all_gold, name="train"), kind="STS", n_pairs=2)
+    assert not served_gold(user, all_gold, kind="SIS")
+
+
+# --- never served as gold a pair met in a quiz (gold_met_in_quiz) --------------------------
+
+
+def quiz_answer(user, gold, purpose=GoldPurpose.QUIZ, **extra):
+    return GoldRating.objects.create(
+        gold_pair=gold,
+        rater=user,
+        dataset=gold.dataset,
+        purpose=purpose,
+        score=2.0,
+        gold_score=gold.gold_score,
+        time_on_item_ms=4000,
+        idempotency_key=f"q{gold.pk}-{purpose}",
+        created_at=timezone.now(),
+        **extra,
+    )
+
+
+def test_gold_met_in_quiz_is_the_rater_s_quiz_answers_and_attempts(clock, all_gold, tmp_path):
+    """Only this rater's quiz meetings count, per dataset or over all of them."""
+    user, other = rater(["SIS"]), rater(["SIS"])
+    golds = list(GoldPair.objects.filter(dataset=all_gold).order_by("pk"))
+    answered, asked, others = golds
+    quiz_answer(user, answered)
+    quiz_answer(other, others)
+    quiz_answer(user, others, purpose=GoldPurpose.QUEUE)
+    QuizAttempt.objects.create(rater=user, dataset=all_gold, kind="SIS", number=1, order=[asked.pk], started_at=clock())
+    elsewhere = GoldPair.objects.filter(dataset=gold_dataset(tmp_path)).first()
+    quiz_answer(user, elsewhere)
+    assert gold_met_in_quiz(rater=user, dataset_id=all_gold.pk) == {answered.pk, asked.pk}
+    assert gold_met_in_quiz(rater=user) == {answered.pk, asked.pk, elsewhere.pk}
+
+
+def test_a_pair_answered_in_a_quiz_is_never_served_as_gold(engine, clock, all_gold):
+    user = rater(["SIS"])
+    golds = list(GoldPair.objects.filter(dataset=all_gold).order_by("pk"))
+    for gold in golds[:2]:
+        quiz_answer(user, gold)
+    held = claim(user, all_gold)
+    assert held.pair_id == golds[2].pk
+    submit(user, all_gold, held.slot_id, "k1")
+    assert not served_gold(user, all_gold), "the other two were met in the quiz"
+
+
+# --- what a gold assignment carries (_lease_assignment) -----------------------------------
+
+
+def test_a_gold_assignment_carries_its_lease_expiry_and_whether_it_is_resumed(engine, clock, all_gold):
+    user = rater(["SIS"])
+    first = claim(user, all_gold)
+    lease = GoldLease.objects.get(pk=first.slot_id)
+    assert first.resumed is False and first.lease_expires_at == lease.lease_expires_at is not None
+    clock.advance(30)
+    again = claim(user, all_gold)
+    lease.refresh_from_db()
+    assert again.slot_id == first.slot_id and again.resumed is True
+    assert again.lease_expires_at == lease.lease_expires_at > first.lease_expires_at
