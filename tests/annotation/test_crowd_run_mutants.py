@@ -15,14 +15,24 @@ from annotation.models import CampaignLink, GoldPurpose, GoldRating, Participant
 from annotation.people.crowd.completion import (
     Step,
     completion_outcome,
+    completion_url,
     participant_code,
     participant_end,
     participant_finish,
+    participant_skips,
 )
 from annotation.people.crowd.join import participant_join
 from annotation.people.crowd.links import CampaignLinkError, campaign_link_create, link_stats, study_url
 from annotation.quality.quiz import quiz_answer, quiz_set, quiz_state
-from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, gold_upload, items_rated, sts_quiz
+from tests.annotation.crowd_support import (
+    GOLD_PER_KIND,
+    SIS_PAIRS,
+    ParticipantClient,
+    crowd_dataset,
+    gold_upload,
+    items_rated,
+    sts_quiz,
+)
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
 
@@ -257,3 +267,51 @@ def test_a_quiz_whose_pairs_were_all_retired_gates_nothing(small_dataset, tmp_pa
     user = Participant.objects.get().user
     assert Qualification.objects.filter(rater=user, dataset=small_dataset, kind="SIS").exists()
     assert browser.claim("SIS") is not None
+
+
+# --- what the end records and counts --------------------------------------------------------
+
+
+def test_a_run_left_in_one_tab_is_not_finished_again_by_the_end_page_of_another(small_dataset):
+    """The end page of a stale tab keeps the first end: no code for a run that was left."""
+    link = make_link(small_dataset, partial_code="PART-1")
+    leaving_tab = participant_join(token=link.token, params={"PROLIFIC_PID": "p1"})
+    stale_tab = participant_join(token=link.token, params={"PROLIFIC_PID": "p1"})
+    participant_end(leaving_tab, outcome=ParticipantOutcome.LEFT, now=T0)
+    finished = participant_finish(stale_tab, step=Step.DONE, now=T0 + timedelta(minutes=1))
+    assert (finished.outcome, finished.finished_at) == ("left", T0)
+    assert participant_code(finished) == ""
+
+
+def test_a_run_left_on_a_link_of_no_platform_without_a_leave_page_goes_nowhere(small_dataset):
+    """Only a Prolific link sends a leaving participant to Prolific's home."""
+    link = make_link(small_dataset, id_param="workerId")
+    assert completion_url(link, ParticipantOutcome.LEFT) == ""
+    assert completion_url(link, ParticipantOutcome.DECLINED) == ""
+
+
+def test_the_links_ratings_are_its_own_participants_items_in_its_dataset(small_dataset):
+    """Another link's participants rating the same data set do not count for this link."""
+    ours, theirs = make_link(small_dataset, name="ours"), make_link(small_dataset, name="theirs")
+    mine, other = ParticipantClient(ours, "mine"), ParticipantClient(theirs, "other")
+    mine.join(), other.join()
+    assert mine.submit(mine.claim("SIS")).status_code == 201
+    assert other.rate_all("SIS") == 2
+    assert (link_stats(ours).ratings, link_stats(theirs).ratings) == (1, 2)
+
+
+def test_a_runs_skips_are_its_raters_ordinary_and_gold_skips_since_it_started(tmp_path):
+    """The partial code's skip count: another participant's skips, and skips from before
+    the run started, are not this run's."""
+    dataset = crowd_dataset(tmp_path, gold_one_in=1)  # gold first, while any is left
+    link = make_link(dataset, partial_code="PART-1")
+    few, many = ParticipantClient(link, "few"), ParticipantClient(link, "many")
+    few.join(), many.join()
+    assert few.skip(few.claim("SIS")).status_code == 200  # one gold pair
+    assert many.skip_all("SIS") == GOLD_PER_KIND + SIS_PAIRS
+    skipper = Participant.objects.get(external_id="many")
+    assert participant_skips(skipper) == GOLD_PER_KIND + SIS_PAIRS
+    assert participant_skips(Participant.objects.get(external_id="few")) == 1
+    Participant.objects.filter(pk=skipper.pk).update(started_at=timezone.now() + timedelta(minutes=1))
+    skipper.refresh_from_db()
+    assert participant_skips(skipper) == 0, "skips before the run started are not the run's"
