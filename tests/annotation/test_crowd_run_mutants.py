@@ -19,6 +19,7 @@ from annotation.people.crowd.completion import (
     participant_code,
     participant_end,
     participant_finish,
+    participant_next,
     participant_skips,
 )
 from annotation.people.crowd.join import participant_join
@@ -315,3 +316,51 @@ def test_a_runs_skips_are_its_raters_ordinary_and_gold_skips_since_it_started(tm
     Participant.objects.filter(pk=skipper.pk).update(started_at=timezone.now() + timedelta(minutes=1))
     skipper.refresh_from_db()
     assert participant_skips(skipper) == 0, "skips before the run started are not the run's"
+
+
+def _quiz_fail_every_attempt(user, dataset, kind: str) -> None:
+    """Answer every question of every attempt far from its reference score."""
+    state = quiz_state(rater=user, dataset=dataset.name, kind=kind)
+    for step in range(100):
+        if state.result is not None:
+            if state.attempt >= state.attempts_allowed:
+                assert not state.qualified
+                return
+            state = quiz_state(rater=user, dataset=dataset.name, kind=kind, start=True)
+            continue
+        reference = dataset.gold_pairs.get(pk=state.gold_pair_id).gold_score
+        quiz_answer(
+            rater=user,
+            dataset=dataset.name,
+            kind=kind,
+            gold_pair_id=state.gold_pair_id,
+            score=5.0 if reference < 2.5 else 0.0,
+            time_on_item_ms=3000,
+            time_to_first_move_ms=500,
+            adjustments=1,
+            idempotency_key=f"fail-{step}",
+        )
+        state = quiz_state(rater=user, dataset=dataset.name, kind=kind)
+    raise AssertionError("the quiz never ended")
+
+
+def test_a_participant_who_failed_every_attempt_of_the_links_quiz_is_screened_out(tmp_path):
+    """Failing the quiz ends the study for them: it is not offered again."""
+    dataset = crowd_dataset(tmp_path)
+    sts_quiz(dataset)
+    link = make_link(dataset, kinds=["STS"])
+    participant = participant_join(token=link.token, params={"PROLIFIC_PID": "p1"})
+    assert participant_next(participant) == (Step.RATE, "STS"), "the quiz first"
+    _quiz_fail_every_attempt(participant.user, dataset, "STS")
+    assert participant_next(participant) == (Step.SCREENED_OUT, None)
+
+
+def test_pairs_left_in_another_data_set_do_not_keep_a_participant_rating(small_dataset):
+    """With every pair of the study rated the run is through, though other data sets
+    still have SIS pairs open."""
+    queue_pairs(split=SplitFactory(), n_pairs=2, ratings_per_pair=1)
+    link = make_link(small_dataset, quota=10, partial_code="PART-1")
+    rater = ParticipantClient(link, "p1")
+    rater.join()
+    assert rater.rate_all("SIS") == 3
+    assert participant_next(Participant.objects.get(link=link)) == (Step.NO_WORK, None)
