@@ -11,7 +11,17 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation.models import CampaignLink, GoldPurpose, GoldRating, Participant, ParticipantOutcome, Qualification
+from annotation.models import (
+    CampaignLink,
+    GoldLease,
+    GoldLeaseState,
+    GoldPurpose,
+    GoldRating,
+    PairSkip,
+    Participant,
+    ParticipantOutcome,
+    Qualification,
+)
 from annotation.people.crowd.completion import (
     Step,
     completion_outcome,
@@ -364,3 +374,25 @@ def test_pairs_left_in_another_data_set_do_not_keep_a_participant_rating(small_d
     rater.join()
     assert rater.rate_all("SIS") == 3
     assert participant_next(Participant.objects.get(link=link)) == (Step.NO_WORK, None)
+
+
+def test_a_runs_skips_leave_out_the_accounts_skips_in_other_data_sets(tmp_path):
+    """Only the link's data set counts: skips its account made elsewhere (an account an
+    admin let rate another data set too) are no part of this run."""
+    link = make_link(crowd_dataset(tmp_path))
+    ParticipantClient(link, "p1").join()
+    participant = Participant.objects.get(link=link)
+    (tmp_path / "other").mkdir()
+    other = crowd_dataset(tmp_path / "other")
+    now = timezone.now()
+    PairSkip.objects.create(pair=other.pairs.first(), rater=participant.user, created_at=now)
+    gold = other.gold_pairs.first()
+    GoldLease.objects.create(
+        gold_pair=gold,
+        rater=participant.user,
+        dataset=other,
+        kind=gold.kind,
+        state=GoldLeaseState.SKIPPED,
+        leased_at=now,
+    )
+    assert participant_skips(participant) == 0
