@@ -11,18 +11,39 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation.models import CampaignLink, GoldPurpose, GoldRating, Participant, ParticipantOutcome, Qualification
+from annotation.models import (
+    CampaignLink,
+    GoldLease,
+    GoldLeaseState,
+    GoldPurpose,
+    GoldRating,
+    PairSkip,
+    Participant,
+    ParticipantOutcome,
+    Qualification,
+)
 from annotation.people.crowd.completion import (
     Step,
     completion_outcome,
+    completion_url,
     participant_code,
     participant_end,
     participant_finish,
+    participant_next,
+    participant_skips,
 )
 from annotation.people.crowd.join import participant_join
 from annotation.people.crowd.links import CampaignLinkError, campaign_link_create, link_stats, study_url
 from annotation.quality.quiz import quiz_answer, quiz_set, quiz_state
-from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, gold_upload, items_rated, sts_quiz
+from tests.annotation.crowd_support import (
+    GOLD_PER_KIND,
+    SIS_PAIRS,
+    ParticipantClient,
+    crowd_dataset,
+    gold_upload,
+    items_rated,
+    sts_quiz,
+)
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
 
@@ -257,3 +278,121 @@ def test_a_quiz_whose_pairs_were_all_retired_gates_nothing(small_dataset, tmp_pa
     user = Participant.objects.get().user
     assert Qualification.objects.filter(rater=user, dataset=small_dataset, kind="SIS").exists()
     assert browser.claim("SIS") is not None
+
+
+# --- what the end records and counts --------------------------------------------------------
+
+
+def test_a_run_left_in_one_tab_is_not_finished_again_by_the_end_page_of_another(small_dataset):
+    """The end page of a stale tab keeps the first end: no code for a run that was left."""
+    link = make_link(small_dataset, partial_code="PART-1")
+    leaving_tab = participant_join(token=link.token, params={"PROLIFIC_PID": "p1"})
+    stale_tab = participant_join(token=link.token, params={"PROLIFIC_PID": "p1"})
+    participant_end(leaving_tab, outcome=ParticipantOutcome.LEFT, now=T0)
+    finished = participant_finish(stale_tab, step=Step.DONE, now=T0 + timedelta(minutes=1))
+    assert (finished.outcome, finished.finished_at) == ("left", T0)
+    assert participant_code(finished) == ""
+
+
+def test_a_run_left_on_a_link_of_no_platform_without_a_leave_page_goes_nowhere(small_dataset):
+    """Only a Prolific link sends a leaving participant to Prolific's home."""
+    link = make_link(small_dataset, id_param="workerId")
+    assert completion_url(link, ParticipantOutcome.LEFT) == ""
+    assert completion_url(link, ParticipantOutcome.DECLINED) == ""
+
+
+def test_the_links_ratings_are_its_own_participants_items_in_its_dataset(small_dataset):
+    """Another link's participants rating the same data set do not count for this link."""
+    ours, theirs = make_link(small_dataset, name="ours"), make_link(small_dataset, name="theirs")
+    mine, other = ParticipantClient(ours, "mine"), ParticipantClient(theirs, "other")
+    mine.join(), other.join()
+    assert mine.submit(mine.claim("SIS")).status_code == 201
+    assert other.rate_all("SIS") == 2
+    assert (link_stats(ours).ratings, link_stats(theirs).ratings) == (1, 2)
+
+
+def test_a_runs_skips_are_its_raters_ordinary_and_gold_skips_since_it_started(tmp_path):
+    """The partial code's skip count: another participant's skips, and skips from before
+    the run started, are not this run's."""
+    dataset = crowd_dataset(tmp_path, gold_one_in=1)  # gold first, while any is left
+    link = make_link(dataset, partial_code="PART-1")
+    few, many = ParticipantClient(link, "few"), ParticipantClient(link, "many")
+    few.join(), many.join()
+    assert few.skip(few.claim("SIS")).status_code == 200  # one gold pair
+    assert many.skip_all("SIS") == GOLD_PER_KIND + SIS_PAIRS
+    skipper = Participant.objects.get(external_id="many")
+    assert participant_skips(skipper) == GOLD_PER_KIND + SIS_PAIRS
+    assert participant_skips(Participant.objects.get(external_id="few")) == 1
+    Participant.objects.filter(pk=skipper.pk).update(started_at=timezone.now() + timedelta(minutes=1))
+    skipper.refresh_from_db()
+    assert participant_skips(skipper) == 0, "skips before the run started are not the run's"
+
+
+def _quiz_fail_every_attempt(user, dataset, kind: str) -> None:
+    """Answer every question of every attempt far from its reference score."""
+    state = quiz_state(rater=user, dataset=dataset.name, kind=kind)
+    for step in range(100):
+        if state.result is not None:
+            if state.attempt >= state.attempts_allowed:
+                assert not state.qualified
+                return
+            state = quiz_state(rater=user, dataset=dataset.name, kind=kind, start=True)
+            continue
+        reference = dataset.gold_pairs.get(pk=state.gold_pair_id).gold_score
+        quiz_answer(
+            rater=user,
+            dataset=dataset.name,
+            kind=kind,
+            gold_pair_id=state.gold_pair_id,
+            score=5.0 if reference < 2.5 else 0.0,
+            time_on_item_ms=3000,
+            time_to_first_move_ms=500,
+            adjustments=1,
+            idempotency_key=f"fail-{step}",
+        )
+        state = quiz_state(rater=user, dataset=dataset.name, kind=kind)
+    raise AssertionError("the quiz never ended")
+
+
+def test_a_participant_who_failed_every_attempt_of_the_links_quiz_is_screened_out(tmp_path):
+    """Failing the quiz ends the study for them: it is not offered again."""
+    dataset = crowd_dataset(tmp_path)
+    sts_quiz(dataset)
+    link = make_link(dataset, kinds=["STS"])
+    participant = participant_join(token=link.token, params={"PROLIFIC_PID": "p1"})
+    assert participant_next(participant) == (Step.RATE, "STS"), "the quiz first"
+    _quiz_fail_every_attempt(participant.user, dataset, "STS")
+    assert participant_next(participant) == (Step.SCREENED_OUT, None)
+
+
+def test_pairs_left_in_another_data_set_do_not_keep_a_participant_rating(small_dataset):
+    """With every pair of the study rated the run is through, though other data sets
+    still have SIS pairs open."""
+    queue_pairs(split=SplitFactory(), n_pairs=2, ratings_per_pair=1)
+    link = make_link(small_dataset, quota=10, partial_code="PART-1")
+    rater = ParticipantClient(link, "p1")
+    rater.join()
+    assert rater.rate_all("SIS") == 3
+    assert participant_next(Participant.objects.get(link=link)) == (Step.NO_WORK, None)
+
+
+def test_a_runs_skips_leave_out_the_accounts_skips_in_other_data_sets(tmp_path):
+    """Only the link's data set counts: skips its account made elsewhere (an account an
+    admin let rate another data set too) are no part of this run."""
+    link = make_link(crowd_dataset(tmp_path))
+    ParticipantClient(link, "p1").join()
+    participant = Participant.objects.get(link=link)
+    (tmp_path / "other").mkdir()
+    other = crowd_dataset(tmp_path / "other")
+    now = timezone.now()
+    PairSkip.objects.create(pair=other.pairs.first(), rater=participant.user, created_at=now)
+    gold = other.gold_pairs.first()
+    GoldLease.objects.create(
+        gold_pair=gold,
+        rater=participant.user,
+        dataset=other,
+        kind=gold.kind,
+        state=GoldLeaseState.SKIPPED,
+        leased_at=now,
+    )
+    assert participant_skips(participant) == 0

@@ -24,9 +24,12 @@ from annotation.models import (
     RatingSlot,
     SlotState,
 )
+from annotation.people.crowd.links import campaign_link_create
 from annotation.quality.pauses import RaterPaused, rater_pause
+from annotation.quality.quiz import quiz_answer, quiz_state
 from annotation.rating import policy
 from annotation.rating.queue import QueueInputError
+from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, sts_quiz
 from tests.annotation.queue_support import rater, submit_kwargs
 from tests.annotation.test_policy import claim, gold_sis_pairs, join, rate_n, submit, two_kind_dataset
 from tests.factories import UserFactory
@@ -342,3 +345,62 @@ def test_a_gold_flag_answers_with_the_time_given(tmp_path):
         rater=user, dataset=dataset.name, slot_id=held.slot_id, reason=FlagReason.BROKEN_IMAGE, now=earlier
     )
     assert (flag.pair_id, flag.created_at) == (GoldLease.objects.get(pk=held.slot_id).gold_pair_id, earlier)
+
+
+# --- the quiz first, and leaving -------------------------------------------------------------
+
+
+def test_a_participant_owing_the_quiz_of_another_kind_is_told_to_take_it_and_then_rates(tmp_path):
+    """STS is quiz-gated on an SIS+STS link: SIS claims are refused with the reason until
+    the STS quiz is passed, then served."""
+    dataset = crowd_dataset(tmp_path, gold_one_in=0)
+    sts_quiz(dataset)
+    link = campaign_link_create(dataset=dataset, name="w", kinds=["SIS", "STS"], quota=5, completion_code="C-1")
+    browser = ParticipantClient(link, "p1")
+    browser.join()
+    refused = browser._post("claim/", {"kind": "SIS"})
+    assert refused.status_code == 403
+    assert refused.json()["code"] == "quiz_first"
+    assert refused.json()["detail"] == "take the STS quiz of this study first: it comes before any rating"
+    user = link.participants.get().user
+    state = quiz_state(rater=user, dataset=dataset.name, kind="STS")
+    for step in range(50):
+        if state.result is not None:
+            break
+        quiz_answer(
+            rater=user,
+            dataset=dataset.name,
+            kind="STS",
+            gold_pair_id=state.gold_pair_id,
+            score=dataset.gold_pairs.get(pk=state.gold_pair_id).gold_score,
+            time_on_item_ms=3000,
+            time_to_first_move_ms=500,
+            adjustments=1,
+            idempotency_key=f"pass-{step}",
+        )
+        state = quiz_state(rater=user, dataset=dataset.name, kind="STS")
+    assert state.qualified
+    assert browser.claim("SIS") is not None, "the quiz passed, SIS is served"
+
+
+def test_leaving_at_a_given_time_returns_the_held_item_and_ends_the_run_at_that_time():
+    dataset = two_kind_dataset()
+    _, user = join(dataset, kinds=["SIS"], quota=3)
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    later = timezone.now().replace(microsecond=0) + timedelta(minutes=5)
+    left = policy.participant_leave(rater=user, dataset=dataset.name, now=later)
+    assert (left.outcome, left.finished_at, left.skips_done) == ("left", later, 1)
+    skip = PairSkip.objects.get(rater=user)
+    assert (skip.pair_id, skip.created_at) == (RatingSlot.objects.get(pk=held.slot_id).pair_id, later)
+    assert RatingSlot.objects.get(pk=held.slot_id).state == SlotState.OPEN, "another rater may take it at once"
+
+
+@pytest.mark.postgres
+def test_leaving_locks_the_participants_run():
+    """No claim of another tab slips in between returning the items and the end."""
+    dataset = two_kind_dataset()
+    _, user = join(dataset, kinds=["SIS"], quota=3)
+    policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    with CaptureQueriesContext(connection) as leaving:
+        policy.participant_leave(rater=user, dataset=dataset.name)
+    assert locked_participant_reads(leaving.captured_queries)
