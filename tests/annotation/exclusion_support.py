@@ -7,6 +7,7 @@ from collections import Counter
 
 from annotation.models import Pair, QueueCounter, Rating, RatingSlot, RatingStatus, SlotState
 from annotation.quality.exclusion.services import rating_exclusion_create, rating_exclusion_undo
+from tests.annotation.queue_support import claim, submit
 
 
 def pair_problems(dataset_id: int) -> list[str]:
@@ -75,3 +76,12 @@ def undo(capture, exclusion, by, reason="mistake"):
         rating_exclusion_undo(exclusion_id=exclusion.id, undone_by=by, reason=reason)
     exclusion.refresh_from_db()
     return exclusion
+
+
+def rate_all(user, dataset, prefix) -> int:
+    """Claim and rate until the queue has nothing more for ``user``; the number rated."""
+    done = 0
+    while (assignment := claim(user, dataset)) is not None:
+        submit(user, dataset, assignment.slot_id, f"{prefix}-{done}")
+        done += 1
+    return done

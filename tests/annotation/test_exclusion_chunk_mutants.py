@@ -9,19 +9,11 @@ from annotation.models import Rating, RatingSlot, RatingStatus, SlotState
 from annotation.quality.exclusion import services
 from annotation.quality.exclusion.chunks import ChunkResult, exclude_chunk, restore_chunk
 from annotation.quality.exclusion.services import rating_exclusion_create
-from tests.annotation.exclusion_support import exclude, pair_problems, undo
+from tests.annotation.exclusion_support import exclude, pair_problems, rate_all, undo
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sql_paths]
-
-
-def rate_all(user, dataset, prefix):
-    done = 0
-    while (assignment := claim(user, dataset)) is not None:
-        submit(user, dataset, assignment.slot_id, f"{prefix}-{done}")
-        done += 1
-    return done
 
 
 @pytest.fixture

@@ -13,21 +13,13 @@ from annotation.errors import Conflict
 from annotation.models import Pair, QueueCounter, Rating, RatingStatus, TaskKind
 from annotation.quality.exclusion.services import rating_exclusion_create, rating_exclusion_undo
 from annotation.rating.pairs import pairs_retire
-from tests.annotation.exclusion_support import exclude, pair_problems, undo
+from tests.annotation.exclusion_support import exclude, pair_problems, rate_all, undo
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sql_paths]
 
 N = 2
-
-
-def rate_all(user, dataset, prefix):
-    done = 0
-    while (assignment := claim(user, dataset)) is not None:
-        submit(user, dataset, assignment.slot_id, f"{prefix}-{done}")
-        done += 1
-    return done
 
 
 @pytest.fixture
