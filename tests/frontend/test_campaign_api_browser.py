@@ -6,6 +6,7 @@ import csv
 import io
 
 import pytest
+from django.contrib import admin
 
 from tests.frontend.rating_setup import demo_with_pairs
 from tests.frontend.test_rating_page import session_for
@@ -55,8 +56,11 @@ def test_the_bulk_add_page_downloads_the_links_once(sized, live_server, screensh
     page.screenshot(path=screenshot_dir / f"admin-add-raters-download-gone-{width}.png", full_page=True)
 
 
-def test_the_home_page_and_the_admin_home_after_the_notes(sized, live_server, screenshot_dir):
+def test_the_home_page_and_the_admin_home_after_the_notes(sized, live_server, screenshot_dir, monkeypatch):
     width, page = sized
+    # The admin title names the database; a clone's long path must wrap, not widen the page.
+    long_path = "/builds/a_lab/a_clone_with_a_long_name/var/cxc_annotate_embedded.sqlite3"
+    monkeypatch.setattr(admin.site, "index_title", f"embedded mode: SQLite at {long_path}")
     demo_with_pairs(per_kind=1)
     session_for(page, live_server, username="admin")
     page.goto(f"{live_server.url}/")
