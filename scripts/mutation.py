@@ -138,6 +138,7 @@ def main() -> int:
         "MUTATION_TEST_DATABASE": template,
         "MUTATION_DB_SLOTS": str(args.workers),
         "MUTATION_LOCK_DIR": str(MUTANTS_DIR / "db-locks"),
+        "MUTATION_ORDER_DIR": str(MUTANTS_DIR / "test-order"),
     }
     code = run_mutmut(args.names, args.workers, env)
     seconds = time.monotonic() - started

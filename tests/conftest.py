@@ -11,10 +11,19 @@ SHARED_DIR = Path(os.environ.get("SHARED_DIR", REPO_DIR.parent / "shared"))
 if os.environ.get("MUTATION_TEST_DATABASE"):
     # `make mutation`: prepared databases, one per mutmut worker, and tests marked sql_paths
     # on both SQL paths (see tests/mutation_mode.py).
-    from tests.mutation_mode import _sql_path_switch, django_db_setup, pytest_generate_tests  # noqa: F401
+    from tests.mutation_mode import (  # noqa: F401
+        _sql_path_switch,
+        django_db_setup,
+        order_for_the_mutant,
+        pytest_generate_tests,
+        pytest_runtest_logreport,
+        pytest_sessionfinish,
+    )
 
 
 def pytest_collection_modifyitems(config, items):
+    if os.environ.get("MUTATION_TEST_DATABASE"):
+        order_for_the_mutant(items)
     if os.environ.get("SQL_PATHS") == "portable":
         _deselect_tests_that_choose_their_path(config, items)
     without_pg = os.environ.get("TESTS_WITHOUT_POSTGRES")

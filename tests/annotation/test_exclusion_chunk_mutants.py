@@ -5,7 +5,7 @@ an undo closes, the priority of a top-up slot, and a chunk written twice
 
 import pytest
 
-from annotation.models import Rating, RatingSlot, RatingStatus, SlotState
+from annotation.models import Rating, RatingExclusion, RatingSlot, RatingStatus, SlotState
 from annotation.quality.exclusion import services
 from annotation.quality.exclusion.chunks import ChunkResult, exclude_chunk, restore_chunk
 from annotation.quality.exclusion.services import rating_exclusion_create
@@ -115,3 +115,40 @@ def test_a_chunk_written_twice_changes_nothing_the_second_time(two_on_three):
     assert restore_chunk(exclusion=exclusion, pair_ids=ids) == ChunkResult()
     assert statuses(first) == {(RatingStatus.VALID, None)}
     assert pair_problems(dataset.id) == []
+
+
+def _scripted_pairs(script):
+    """A ``next_pairs`` that answers from ``script(after, call)``; it fails the test when
+    a run asks more than 100 times, which only a run looping for ever does."""
+    calls = []
+
+    def next_pairs(exclusion, after):
+        calls.append(after)
+        if len(calls) > 100:
+            raise AssertionError(f"the run asks for pairs without end: {calls[-5:]}")
+        return script(after, len(calls))
+
+    return next_pairs
+
+
+def _changes_nothing(*, exclusion, pair_ids):
+    return ChunkResult()
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(lambda after, call: [after + 1] if after < 3 else [], id="every-pass-changes-nothing"),
+        pytest.param(lambda after, call: [1, 2], id="the-pairs-start-over"),
+    ],
+)
+def test_an_exclusion_run_that_makes_no_progress_raises_instead_of_looping(script):
+    with pytest.raises(services.ExclusionStalled, match="exclusion #None"):
+        services._run_chunks(RatingExclusion(), _scripted_pairs(script), _changes_nothing)
+
+
+def test_one_pass_that_changes_nothing_then_none_to_do_ends_normally():
+    """A second run of the same exclusion took the pairs first: this run's pass changes
+    nothing, its next pass finds nothing, and the run ends without an error."""
+    script = _scripted_pairs(lambda after, call: [7] if call == 1 else [])
+    assert services._run_chunks(RatingExclusion(), script, _changes_nothing) is None

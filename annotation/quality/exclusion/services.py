@@ -25,10 +25,18 @@ from annotation.rating.queue.shapes import service_now
 # of the pairs waits only milliseconds for the chunk's pair locks.
 CHUNK_PAIRS = 500
 MAX_REASON = 2000
+# A pass that finds pairs and changes none of them happens when a second run of the same
+# exclusion handled them first (the next pass then finds none); passes like that in a row
+# mean a chunk that cannot do its work, which would otherwise loop for ever.
+IDLE_PASSES_BEFORE_STALLED = 3
 
 
 class ExclusionInputError(DomainError):
     code = "exclusion_invalid"
+
+
+class ExclusionStalled(RuntimeError):
+    """An exclusion's run stopped making progress (a defect, not a user's error)."""
 
 
 def rating_exclusion_create(
@@ -227,10 +235,15 @@ def _pairs_to_restore(exclusion: RatingExclusion, after: int) -> list[int]:
 def _run_chunks(exclusion: RatingExclusion, next_pairs, write_chunk) -> None:
     """Pass over the pairs in id order until a pass finds nothing more to do. A second
     pass is needed: a submission whose clock read a time before the exclusion may commit
-    while a chunk waits for its pair (the chunk's snapshot does not see that rating)."""
+    while a chunk waits for its pair (the chunk's snapshot does not see that rating).
+    A run that cannot progress raises ExclusionStalled instead of holding a worker for
+    ever; the exclusion stays applying or undoing, for the next resume."""
+    idle_passes = 0
     while True:
-        after, chunks = 0, 0
+        after, chunks, changed = 0, 0, 0
         while pair_ids := next_pairs(exclusion, after):
+            if pair_ids[0] <= after:
+                raise ExclusionStalled(f"exclusion #{exclusion.pk}: the pairs after {after} began at {pair_ids[0]}")
             with transaction.atomic():
                 result: ChunkResult = write_chunk(exclusion=exclusion, pair_ids=pair_ids)
                 RatingExclusion.objects.filter(pk=exclusion.pk).update(
@@ -240,8 +253,14 @@ def _run_chunks(exclusion: RatingExclusion, next_pairs, write_chunk) -> None:
                     ratings_superseded=F("ratings_superseded") + result.superseded,
                 )
             after, chunks = pair_ids[-1], chunks + 1
+            changed += result.excluded + result.restored + result.superseded
         if chunks == 0:
             return
+        idle_passes = 0 if changed else idle_passes + 1
+        if idle_passes == IDLE_PASSES_BEFORE_STALLED:
+            raise ExclusionStalled(
+                f"exclusion #{exclusion.pk}: {idle_passes} passes in a row found pairs to handle and changed none"
+            )
 
 
 def _finish(exclusion: RatingExclusion, from_state: str, to_state: str, **fields) -> None:
