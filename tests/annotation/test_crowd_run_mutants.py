@@ -396,3 +396,26 @@ def test_a_runs_skips_leave_out_the_accounts_skips_in_other_data_sets(tmp_path):
         leased_at=now,
     )
     assert participant_skips(participant) == 0
+
+
+# --- who joins ---------------------------------------------------------------------------
+
+
+def test_a_new_run_keeps_the_platforms_study_and_session_ids_cut_at_64_characters(small_dataset):
+    link = make_link(small_dataset)
+    run = participant_join(token=link.token, params={"PROLIFIC_PID": "p1", "STUDY_ID": "s" * 70})
+    run.refresh_from_db()
+    assert (run.study_id, run.session_id) == ("s" * 64, "")
+    other = participant_join(token=link.token, params={"PROLIFIC_PID": "p2", "SESSION_ID": "session-9"})
+    other.refresh_from_db()
+    assert (other.study_id, other.session_id) == ("", "session-9")
+
+
+def test_one_platform_id_takes_part_in_studies_on_two_data_sets(small_dataset):
+    """One study per data set: a link of another data set takes the same platform id."""
+    elsewhere = SplitFactory()
+    queue_pairs(split=elsewhere, n_pairs=2, ratings_per_pair=1)
+    here = participant_join(token=make_link(small_dataset).token, params={"PROLIFIC_PID": "p1"})
+    there = participant_join(token=make_link(elsewhere.dataset).token, params={"PROLIFIC_PID": "p1"})
+    assert here.pk != there.pk and here.user_id != there.user_id
+    assert {here.link.dataset_id, there.link.dataset_id} == {small_dataset.id, elsewhere.dataset_id}

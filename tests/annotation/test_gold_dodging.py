@@ -13,7 +13,9 @@ import pytest
 
 from annotation.models import GoldLease, GoldPair, Pair, PairSkip, QualitySettings, QuizAttempt, Rating
 from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote, gold_pairs_upload
+from annotation.selectors import rater_pairs_left
 from tests.annotation import queue_support
+from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import TTL, client_for, queue_pairs, rate_url, rater, submit_kwargs
 from tests.factories import ImageFactory, SplitFactory, UserFactory
 from tests.rating_support import db_id, rate_pair
@@ -272,3 +274,65 @@ def test_a_promoted_gold_pair_is_never_served_to_its_own_raters(engine, clock, t
     first = claim(newcomer, dataset).json()
     second = (submit(newcomer, dataset, first["slot_id"], "n1"), claim(newcomer, dataset).json())[1]
     assert {is_gold(first), is_gold(second)} == {True}
+
+
+# --- which gold pairs a rater may still meet (gold_unmet): served and counted alike ----
+
+
+def served_gold_ids(user, dataset, **claim_kwargs) -> set[int]:
+    """Claims and rates (service calls) until nothing is left; the gold pairs served."""
+    served = set()
+    for step in itertools.count():
+        held = queue_support.claim(user, dataset, **claim_kwargs)
+        if held is None:
+            return served
+        if GoldLease.objects.filter(pk=held.slot_id).exists():
+            served.add(held.pair_id)
+        queue_support.submit(user, dataset, held.slot_id, f"u{step}")
+
+
+def test_gold_made_from_a_pair_the_rater_skipped_is_never_theirs_but_another_raters_skip_is_no_bar(
+    engine, clock, tmp_path
+):
+    dataset = campaign(tmp_path, n_pairs=6, n_gold=1, ratings_per_pair=3, one_in=1)
+    user, other = rater(["SIS"]), rater(["SIS"])
+    mine, others = Pair.objects.order_by("id")[:2]
+    PairSkip.objects.create(pair=mine, rater=user, created_at=clock.now)
+    PairSkip.objects.create(pair=others, rater=other, created_at=clock.now)
+    for pair in (mine, others):
+        rate_pair(pair, [2.0, 2.1, 2.2])
+    assert gold_pairs_promote(dataset=dataset, kind="SIS", max_sd=0.5) == 2
+    uploaded = GoldPair.objects.get(dataset=dataset, source_pair=None).pk
+    from_others = GoldPair.objects.get(source_pair=others).pk
+    # 4 ordinary pairs open, the uploaded gold pair and the one made from the other's skip.
+    assert rater_pairs_left(rater=user, kinds=["SIS"], dataset_id=dataset.pk) == {(dataset.pk, "SIS"): 6}
+    assert served_gold_ids(user, dataset) == {uploaded, from_others}
+
+
+def test_a_gold_pair_in_the_quiz_is_neither_served_nor_counted(engine, clock, tmp_path):
+    dataset = campaign(tmp_path, n_pairs=2, n_gold=3, ratings_per_pair=2, one_in=1)
+    quiz_pair = GoldPair.objects.order_by("pk").first()
+    GoldPair.objects.filter(pk=quiz_pair.pk).update(in_quiz=True)
+    user = rater(["SIS"])
+    assert rater_pairs_left(rater=user, kinds=["SIS"], dataset_id=dataset.pk) == {(dataset.pk, "SIS"): 4}
+    assert quiz_pair.pk not in served_gold_ids(user, dataset)
+
+
+def test_a_claim_for_one_kind_is_served_no_gold_of_another(engine, clock, tmp_path):
+    dataset = campaign(tmp_path, n_pairs=3, n_gold=1, ratings_per_pair=2, one_in=1)
+    split = dataset.splits.first()
+    queue_pairs(split=split, kind="STS", n_pairs=2, ratings_per_pair=2)
+    gold_upload(split, "STS", 3, tmp_path)
+    served = served_gold_ids(rater(["SIS", "STS"]), dataset, kind="SIS")
+    assert served == set(GoldPair.objects.filter(dataset=dataset, kind="SIS").values_list("pk", flat=True))
+
+
+def test_a_dataset_without_gold_serves_no_gold_pair_of_another_dataset(engine, clock, tmp_path):
+    with_gold = campaign(tmp_path, n_pairs=2, n_gold=2, ratings_per_pair=2, one_in=1)
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=3, ratings_per_pair=2)
+    set_rate(split.dataset, 1)
+    user = rater(["SIS"])
+    assert served_gold_ids(user, split.dataset) == set()
+    assert GoldLease.objects.filter(rater=user).count() == 0
+    assert rater_pairs_left(rater=user, kinds=["SIS"], dataset_id=with_gold.pk) == {(with_gold.pk, "SIS"): 4}

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from annotation.errors import Forbidden
 from annotation.models import (
+    Dataset,
     GoldLease,
     GoldPair,
     GoldPurpose,
@@ -24,7 +25,9 @@ from annotation.models import (
 from annotation.quality.gold.serving import gold_met_in_quiz
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.rating.policy import slot_flag
+from annotation.rating.queue.shapes import image_url_of
 from tests.annotation import queue_support
+from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import ImageFactory, SplitFactory
 
@@ -224,3 +227,32 @@ def test_a_gold_assignment_carries_its_lease_expiry_and_whether_it_is_resumed(en
     lease.refresh_from_db()
     assert again.slot_id == first.slot_id and again.resumed is True
     assert again.lease_expires_at == lease.lease_expires_at > first.lease_expires_at
+
+
+@pytest.mark.parametrize("prefix", ["", "https://img.example.org/coco/"])
+def test_a_gold_image_pair_shows_its_images_as_an_ordinary_pair_would(engine, clock, all_gold, prefix):
+    Dataset.objects.filter(pk=all_gold.pk).update(image_url_prefix=prefix, images_root="" if prefix else "/srv/coco")
+    all_gold.refresh_from_db()
+    user = rater(["SIS"])
+    held = claim(user, all_gold)
+    gold = GoldPair.objects.select_related("image_a", "image_b").get(pk=held.pair_id)
+    assert held.dataset == all_gold.name and held.kind == "SIS"
+    expected = [image_url_of(all_gold, image) for image in (gold.image_a, gold.image_b)]
+    assert [item.url for item in held.items] == expected
+    if prefix:
+        assert all(url.startswith(prefix) for url in expected), "below the dataset's URL prefix"
+    else:
+        assert all(f"/{all_gold.name}/" in url for url in expected), "from the dataset's image view"
+
+
+def test_a_gold_caption_pair_shows_its_two_captions(engine, clock, tmp_path):
+    split = SplitFactory()
+    queue_pairs(split=split, kind="STS", n_pairs=2, ratings_per_pair=2)
+    gold_upload(split, "STS", 2, tmp_path)
+    QualitySettings.objects.create(dataset=split.dataset, gold_one_in=1)
+    held = claim(rater(["STS"]), split.dataset)
+    gold = GoldPair.objects.select_related("caption_a", "caption_b").get(pk=held.pair_id)
+    assert [(item.type, item.text) for item in held.items] == [
+        ("caption", gold.caption_a.text),
+        ("caption", gold.caption_b.text),
+    ]
