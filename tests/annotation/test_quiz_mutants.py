@@ -76,6 +76,13 @@ def test_two_failed_attempts_close_the_quiz_for_that_rater_only(dataset):
     assert offered(other, dataset) is True, "an open attempt"
 
 
+def test_two_failed_attempts_of_one_kind_leave_the_quiz_of_another_kind_open(dataset, tmp_path):
+    make_sts_quiz(dataset, [0.5, 1.5, 2.5, 3.5, 4.5, 5.0], tmp_path)
+    user = UserFactory(roles=["rater"])
+    fail_twice(user, dataset)
+    assert (offered(user, dataset), offered(user, dataset, "STS")) == (False, True)
+
+
 def test_attempts_in_another_dataset_do_not_count(dataset, tmp_path):
     split = SplitFactory()
     queue_pairs(split=split, n_pairs=3, ratings_per_pair=2)
