@@ -117,38 +117,83 @@ def test_a_chunk_written_twice_changes_nothing_the_second_time(two_on_three):
     assert pair_problems(dataset.id) == []
 
 
-def _scripted_pairs(script):
-    """A ``next_pairs`` that answers from ``script(after, call)``; it fails the test when
-    a run asks more than 100 times, which only a run looping for ever does."""
+IDLE = ChunkResult()
+
+
+def run_scripted(passes: list[list[ChunkResult]]) -> list[list[int]]:
+    """Runs an exclusion's passes as scripted: ``passes[k]`` holds what each chunk of pass
+    k (one pair each: 1, 2 ...) changes; every pass after the last finds nothing. Returns
+    the pairs of each chunk written. A run asking for pairs past 20 passes fails the test
+    (only a run looping for ever does that)."""
+    place = {"pass": -1, "chunk": 0}
+    written = []
+
+    def next_pairs(exclusion, after):
+        if after == 0:
+            place["pass"], place["chunk"] = place["pass"] + 1, 0
+        if place["pass"] > 20:
+            raise AssertionError("the run asks for pairs without end")
+        chunks = passes[place["pass"]] if place["pass"] < len(passes) else []
+        return [after + 1] if place["chunk"] < len(chunks) else []
+
+    def write_chunk(*, exclusion, pair_ids):
+        written.append(list(pair_ids))
+        place["chunk"] += 1
+        return passes[place["pass"]][place["chunk"] - 1]
+
+    services._run_chunks(RatingExclusion(), next_pairs, write_chunk)
+    return written
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ChunkResult(excluded=1),
+        ChunkResult(restored=1),
+        ChunkResult(superseded=1),
+        ChunkResult(restored=1, superseded=1),
+        ChunkResult(excluded=1, restored=1),
+    ],
+    ids=repr,
+)
+def test_passes_that_change_ratings_go_on_until_a_pass_finds_nothing(change):
+    assert run_scripted([[change, change], [change], [change]]) == [[1], [2], [1], [1]]
+
+
+@pytest.mark.parametrize(
+    "passes",
+    [
+        [[IDLE], [IDLE]],
+        [[IDLE], [ChunkResult(excluded=1)], [IDLE], [IDLE]],
+        [[ChunkResult(excluded=1), IDLE]] * 3,
+    ],
+    ids=["two-idle-passes", "idle-passes-apart", "progress-in-an-early-chunk"],
+)
+def test_fewer_than_three_idle_passes_in_a_row_end_normally(passes):
+    """A pass that changes nothing happens when a second run of the exclusion took its
+    pairs first; progress anywhere in a pass makes it no idle pass."""
+    assert len(run_scripted(passes)) == sum(len(chunks) for chunks in passes)
+
+
+def test_three_idle_passes_in_a_row_raise_instead_of_looping():
+    with pytest.raises(services.ExclusionStalled) as stalled:
+        run_scripted([[IDLE, IDLE]] * 3)
+    assert str(stalled.value) == "exclusion #None: 3 passes in a row found pairs to handle and changed none"
+
+
+@pytest.mark.parametrize(("answer", "message"), [([1], "after 1 began at 1"), ([1, 2], "after 2 began at 1")])
+def test_pairs_that_do_not_move_on_raise_instead_of_looping(answer, message):
     calls = []
 
     def next_pairs(exclusion, after):
         calls.append(after)
         if len(calls) > 100:
-            raise AssertionError(f"the run asks for pairs without end: {calls[-5:]}")
-        return script(after, len(calls))
+            raise AssertionError("the run asks for pairs without end")
+        return answer
 
-    return next_pairs
+    def write_chunk(*, exclusion, pair_ids):
+        return ChunkResult(excluded=1)
 
-
-def _changes_nothing(*, exclusion, pair_ids):
-    return ChunkResult()
-
-
-@pytest.mark.parametrize(
-    "script",
-    [
-        pytest.param(lambda after, call: [after + 1] if after < 3 else [], id="every-pass-changes-nothing"),
-        pytest.param(lambda after, call: [1, 2], id="the-pairs-start-over"),
-    ],
-)
-def test_an_exclusion_run_that_makes_no_progress_raises_instead_of_looping(script):
-    with pytest.raises(services.ExclusionStalled, match="exclusion #None"):
-        services._run_chunks(RatingExclusion(), _scripted_pairs(script), _changes_nothing)
-
-
-def test_one_pass_that_changes_nothing_then_none_to_do_ends_normally():
-    """A second run of the same exclusion took the pairs first: this run's pass changes
-    nothing, its next pass finds nothing, and the run ends without an error."""
-    script = _scripted_pairs(lambda after, call: [7] if call == 1 else [])
-    assert services._run_chunks(RatingExclusion(), script, _changes_nothing) is None
+    with pytest.raises(services.ExclusionStalled) as stalled:
+        services._run_chunks(RatingExclusion(), next_pairs, write_chunk)
+    assert str(stalled.value) == f"exclusion #None: the pairs {message}"
