@@ -256,3 +256,65 @@ def test_a_gold_caption_pair_shows_its_two_captions(engine, clock, tmp_path):
         ("caption", gold.caption_a.text),
         ("caption", gold.caption_b.text),
     ]
+
+
+# --- which held item a claim resumes (_gold_claim_portable and the gold statement) --------
+
+
+def test_a_claim_resumes_only_the_raters_own_gold_lease(engine, clock, all_gold):
+    holder, other = rater(["SIS"]), rater(["SIS"])
+    held = claim(holder, all_gold)
+    assert GoldLease.objects.filter(pk=held.slot_id).exists()
+    assert claim(other, all_gold).slot_id != held.slot_id
+
+
+def test_a_claim_in_one_dataset_does_not_resume_a_gold_lease_held_in_another(engine, clock, all_gold, tmp_path):
+    (tmp_path / "second").mkdir()
+    second = gold_dataset(tmp_path / "second")
+    user = rater(["SIS"])
+    held = claim(user, all_gold)
+    there = claim(user, second)
+    assert there.dataset == second.name and there.slot_id != held.slot_id
+
+
+def test_a_claim_for_one_kind_does_not_resume_a_gold_lease_of_another(engine, clock, tmp_path):
+    split = SplitFactory()
+    for kind in ("SIS", "STS"):
+        queue_pairs(split=split, kind=kind, n_pairs=2, ratings_per_pair=2)
+        gold_upload(split, kind, 2, tmp_path)
+    QualitySettings.objects.create(dataset=split.dataset, gold_one_in=1)
+    user = rater(["SIS", "STS"])
+    held = claim(user, split.dataset, kind="STS")
+    assert GoldLease.objects.filter(pk=held.slot_id, kind="STS").exists()
+    assert claim(user, split.dataset, kind="SIS").kind == "SIS"
+
+
+def test_a_held_gold_lease_whose_pair_was_retired_is_not_resumed(engine, clock, all_gold):
+    user = rater(["SIS"])
+    held = claim(user, all_gold)
+    GoldPair.objects.filter(pk=held.pair_id).update(active=False)
+    assert claim(user, all_gold).slot_id != held.slot_id
+
+
+def hold_slot(user, dataset, kind="SIS"):
+    """Lease one open slot of ``dataset`` and ``kind`` to ``user`` until an hour from now."""
+    slot = RatingSlot.objects.filter(dataset=dataset, kind=kind, state=SlotState.OPEN).order_by("pk").first()
+    now = timezone.now()
+    RatingSlot.objects.filter(pk=slot.pk).update(
+        state=SlotState.LEASED, rater=user, leased_at=now, lease_expires_at=now + timedelta(hours=1)
+    )
+    return slot
+
+
+def test_a_rater_holding_an_ordinary_slot_gets_it_back_not_gold(engine, clock, all_gold):
+    user = rater(["SIS"])
+    slot = hold_slot(user, all_gold)
+    assert claim(user, all_gold).slot_id == slot.pk
+
+
+def test_an_ordinary_slot_held_elsewhere_or_of_another_kind_does_not_hold_back_gold(engine, clock, all_gold, tmp_path):
+    queue_pairs(split=SplitFactory(dataset=all_gold, name="train"), kind="STS", n_pairs=2)
+    user = rater(["SIS", "STS"])
+    hold_slot(user, all_gold, kind="STS")
+    hold_slot(user, queue_pairs(n_pairs=1)[1][0].batch.dataset)
+    assert served_gold(user, all_gold, kind="SIS")
