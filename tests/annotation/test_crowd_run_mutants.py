@@ -32,7 +32,7 @@ from annotation.people.crowd.completion import (
     participant_next,
     participant_skips,
 )
-from annotation.people.crowd.join import participant_join
+from annotation.people.crowd.join import JoinRefused, participant_join
 from annotation.people.crowd.links import CampaignLinkError, campaign_link_create, link_stats, study_url
 from annotation.quality.quiz import quiz_answer, quiz_set, quiz_state
 from tests.annotation.crowd_support import (
@@ -419,3 +419,40 @@ def test_one_platform_id_takes_part_in_studies_on_two_data_sets(small_dataset):
     there = participant_join(token=make_link(elsewhere.dataset).token, params={"PROLIFIC_PID": "p1"})
     assert here.pk != there.pk and here.user_id != there.user_id
     assert {here.link.dataset_id, there.link.dataset_id} == {small_dataset.id, elsewhere.dataset_id}
+
+
+def join_refusal(link_or_token, external_id="p1", now=None) -> tuple[str, int]:
+    token = getattr(link_or_token, "token", link_or_token)
+    with pytest.raises(JoinRefused) as refused:
+        participant_join(token=token, params={"PROLIFIC_PID": external_id}, now=now)
+    return str(refused.value), refused.value.http_status
+
+
+def test_the_refusals_of_an_unknown_a_full_and_a_closed_link_read_whole(small_dataset):
+    assert join_refusal("no-such-token") == (
+        "This study link is not known. Check that you copied the whole link from the study page.",
+        404,
+    )
+    full = make_link(small_dataset, name="full", max_participants=1)
+    participant_join(token=full.token, params={"PROLIFIC_PID": "first"})
+    assert join_refusal(full) == (
+        "This study is full: every place is taken. Please return it on the platform.",
+        410,
+    )
+    closed = make_link(small_dataset, name="closed")
+    CampaignLink.objects.filter(pk=closed.pk).update(active=False)
+    assert join_refusal(closed) == (
+        "This study is closed: it takes no new participants. Please return it on the platform.",
+        410,
+    )
+
+
+def test_a_link_is_closed_from_the_moment_it_expires(small_dataset):
+    expiry = T0 + timedelta(days=1)
+    link = make_link(small_dataset, expires_at=expiry)
+    assert join_refusal(link, now=expiry)[1] == 410
+    assert participant_join(token=link.token, params={"PROLIFIC_PID": "p1"}, now=expiry - timedelta(seconds=1))
+
+
+def test_a_link_made_without_a_partial_code_has_none(small_dataset):
+    assert make_link(small_dataset).partial_code == ""
