@@ -9,8 +9,11 @@ from django.test.utils import CaptureQueriesContext
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
+from annotation.models import GoldLease, QualitySettings
+from annotation.people.crowd.join import participant_join
 from annotation.people.crowd.links import campaign_link_create
-from tests.annotation.crowd_support import ParticipantClient, crowd_dataset
+from annotation.rating.policy import slot_claim
+from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, gold_upload
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
 
@@ -85,3 +88,43 @@ def test_a_participants_claim_and_submit_with_the_next_claim_cost_a_fixed_number
     assert stored.json()["next"] is not None
     assert len(claimed.captured_queries) <= PARTICIPANT_CLAIM_QUERIES
     assert len(submitted.captured_queries) <= PARTICIPANT_SUBMIT_AND_NEXT_QUERIES
+
+
+# A join reads the link with its dataset, a returning participant's run with its account
+# and dataset, in one query each: the page after the join names the dataset and checks the
+# account without more reads. Counted when the join was written.
+NEW_JOIN_QUERIES = 19
+RETURNING_JOIN_QUERIES = 4
+
+
+def test_a_join_and_a_returning_join_cost_a_fixed_number_of_queries(settings):
+    settings.SQL_PATHS = "postgres"
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=2, ratings_per_pair=1)
+    link = campaign_link_create(dataset=split.dataset, name="study", kinds=["SIS"], quota=2, completion_code="DONE1")
+    for expected in (NEW_JOIN_QUERIES, RETURNING_JOIN_QUERIES):
+        with CaptureQueriesContext(connection) as joined:
+            run = participant_join(token=link.token, params={"PROLIFIC_PID": "p-queries"})
+            assert (run.link.dataset.name, run.user.username) == (split.dataset.name, f"prolific-{link.pk}-p-queries")
+        assert len(joined.captured_queries) == expected, [query["sql"][:80] for query in joined.captured_queries]
+
+
+# A gold item on the portable path is read with its pair's dataset, captions and images
+# in one query: building the assignment reads nothing more.
+PORTABLE_GOLD_CLAIM_QUERIES = 19
+
+
+@pytest.mark.parametrize("kind", ["STS", "SIS"])
+def test_a_gold_claim_on_the_portable_path_costs_a_fixed_number_of_queries(settings, tmp_path, kind):
+    settings.SQL_PATHS = "portable"
+    split = SplitFactory()
+    queue_pairs(split=split, kind=kind, n_pairs=2, ratings_per_pair=1)
+    gold_upload(split, kind, 2, tmp_path)
+    QualitySettings.objects.create(dataset=split.dataset, gold_one_in=1)
+    user = UserFactory(roles=["rater"], qualified_for=[kind])
+    with CaptureQueriesContext(connection) as claimed:
+        held = slot_claim(rater=user, dataset=split.dataset.name)
+    assert GoldLease.objects.filter(pk=held.slot_id).exists()
+    assert len(claimed.captured_queries) == PORTABLE_GOLD_CLAIM_QUERIES, [
+        query["sql"][:80] for query in claimed.captured_queries
+    ]
