@@ -92,7 +92,8 @@ def test_a_participants_claim_and_submit_with_the_next_claim_cost_a_fixed_number
 
 # A join reads the link with its dataset, a returning participant's run with its account
 # and dataset, in one query each: the page after the join names the dataset and checks the
-# account without more reads. Counted when the join was written.
+# account without more reads. Counted when the join was written. A new run is made under
+# the lock of its platform id in the dataset (two tabs joining at once make one run).
 NEW_JOIN_QUERIES = 19
 RETURNING_JOIN_QUERIES = 4
 
@@ -107,6 +108,12 @@ def test_a_join_and_a_returning_join_cost_a_fixed_number_of_queries(settings):
             run = participant_join(token=link.token, params={"PROLIFIC_PID": "p-queries"})
             assert (run.link.dataset.name, run.user.username) == (split.dataset.name, f"prolific-{link.pk}-p-queries")
         assert len(joined.captured_queries) == expected, [query["sql"][:80] for query in joined.captured_queries]
+        locks = [query["sql"].lower() for query in joined.captured_queries if "advisory" in query["sql"]]
+        if expected == NEW_JOIN_QUERIES:  # the platform id's lock, held while the run is made
+            key = f"participant-join:{split.dataset.pk}:PROLIFIC_PID:p-queries"
+            assert locks == [f"select pg_advisory_xact_lock(hashtextextended('{key}', 0))".lower()]
+        else:
+            assert locks == []
 
 
 # A gold item on the portable path is read with its pair's dataset, captions and images
