@@ -456,3 +456,9 @@ def test_a_link_is_closed_from_the_moment_it_expires(small_dataset):
 
 def test_a_link_made_without_a_partial_code_has_none(small_dataset):
     assert make_link(small_dataset).partial_code == ""
+
+
+def test_a_link_token_is_32_url_safe_characters_of_192_random_bits(small_dataset):
+    tokens = {make_link(small_dataset, name=f"wave {n}").token for n in range(3)}
+    assert len(tokens) == 3
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{32}", token) for token in tokens)

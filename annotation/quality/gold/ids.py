@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.db import connection, transaction
 
 
-def ids_reserve(model, count: int = 1) -> list[int]:
+def ids_reserve(model, count: int) -> list[int]:
     """Reserve ``count`` ids from the id sequence of ``model``'s table, ascending.
 
     PostgreSQL: ``nextval`` of the column's sequence (identity or serial). SQLite: the
