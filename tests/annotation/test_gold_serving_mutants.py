@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotation.errors import Conflict, Forbidden
+from annotation.errors import Conflict, Forbidden, NotFound
 from annotation.models import (
     Dataset,
     GoldLease,
@@ -377,3 +377,14 @@ def test_a_gold_rating_faster_than_the_datasets_own_floor_is_marked(engine, cloc
     user = rater(["SIS"])
     gold_rating_submit(user, all_gold, claim(user, all_gold).slot_id, "g1", time_on_item_ms=time_on_item_ms)
     assert GoldRating.objects.get(rater=user).below_speed_floor is too_fast
+
+
+def test_a_gold_item_sent_through_another_datasets_address_is_not_found_there(engine, clock, all_gold, tmp_path):
+    (tmp_path / "second").mkdir()
+    other = gold_dataset(tmp_path / "second")
+    user = rater(["SIS"])
+    held = claim(user, all_gold)
+    with pytest.raises(NotFound) as not_found:
+        gold_rating_submit(user, other, held.slot_id, "g-elsewhere")
+    assert str(not_found.value) == f"this rating slot is not in dataset {other.name!r}"
+    assert not GoldRating.objects.filter(rater=user).exists()
