@@ -8,13 +8,15 @@ import re
 import pytest
 from rest_framework.test import APIClient
 
+from annotation.inputs import nul_problem
 from annotation.models import GoldPair, Pair, SamplingMethod, TaskKind
+from annotation.quality.gold.gold_file import MAX_EXPLANATION, gold_file_check
 from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote, gold_promote_candidates
 from annotation.rating.pairs import PairSpec, pairs_create_bulk, pairs_retire
 from annotation.rating.policy import slot_skip
 from tests.annotation.exclusion_support import exclude
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
-from tests.factories import ImageFactory, SamplingBatchFactory, SplitFactory, UserFactory
+from tests.factories import CaptionFactory, ImageFactory, SamplingBatchFactory, SplitFactory, UserFactory
 
 PROMOTE = "/admin/annotation/goldpair/promote/"
 
@@ -135,3 +137,121 @@ def test_an_excluded_rating_does_not_count_against_agreement(django_capture_on_c
     submit(later, split.dataset, claim(later, split.dataset).slot_id, "later", score=3.0)
     (candidate,) = gold_promote_candidates(dataset=split.dataset, kind="STS", max_sd=0)
     assert (candidate.pair_id, candidate.ratings, candidate.mean) == (pair.id, 2, 3.0)
+
+
+# --- a gold file's rows, each with its problem (gold_file._rows, _parse) -------------------
+
+
+def checked_rows(split, tmp_path, lines: list[str]) -> dict[int, str | None]:
+    """{line number: its problem (None: none)} of a gold CSV of ``lines`` (header first)."""
+    path = tmp_path / "gold-rows.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    checked = gold_file_check(dataset=split.dataset, path=path)
+    return {row.line: row.problem for row in checked.rows}
+
+
+def test_each_row_of_a_gold_file_names_its_own_problem(tmp_path):
+    split = SplitFactory()
+    a, b, c, d = (ImageFactory(split=split, dataset=split.dataset).key for _ in range(4))
+    long_text, longest = "x" * (MAX_EXPLANATION + 1), "x" * MAX_EXPLANATION
+    rows = checked_rows(
+        split,
+        tmp_path,
+        [
+            "image1,image2,gold_score,explanation",
+            f"{a},{b},1,fine",
+            f"{a},{c},2",
+            f"{a}\x00,{d},1,x",
+            f",{b},1,x",
+            f"{c},,1,x",
+            f"{c},{d},1,{long_text}",
+            ",,,",
+            f"{b},{d},1,{longest}",
+        ],
+    )
+    assert rows == {
+        2: None,
+        3: "line 3 has 3 fields, the header 4",
+        4: f"line 4, column image1: {nul_problem(a + chr(0))}",
+        5: "line 5, column image1: empty id",
+        6: "line 6, column image2: empty id",
+        7: f"line 7, column explanation: longer than {MAX_EXPLANATION} characters",
+        9: None,
+    }, "the blank line 8 is passed over, not the end of the rows"
+
+
+def test_a_gold_row_without_an_explanation_column_explains_nothing(tmp_path):
+    split = SplitFactory()
+    a, b = (ImageFactory(split=split, dataset=split.dataset).key for _ in range(2))
+    path = tmp_path / "gold.csv"
+    path.write_text(f"image1,image2,gold_score\n{a},{b},1\n")
+    assert [row.explanation for row in gold_file_check(dataset=split.dataset, path=path).rows] == [""]
+
+
+def test_a_caption_image_row_and_its_mirror_are_two_pairs(tmp_path):
+    """SITS pairs are ordered (a caption, then an image): the same two keys the other way
+    round name another pair, not a repeat."""
+    split = SplitFactory()
+    image_x, image_y = (
+        ImageFactory(split=split, dataset=split.dataset, key="x"),
+        ImageFactory(split=split, dataset=split.dataset, key="y"),
+    )
+    CaptionFactory(image=image_x, key="y")
+    CaptionFactory(image=image_y, key="x")
+    rows = checked_rows(split, tmp_path, ["caption,image,gold_score", "x,y,1", "y,x,2"])
+    assert rows == {2: None, 3: None}
+
+
+def upload_refusal(split, path) -> str:
+    with pytest.raises(GoldInputError) as refused:
+        gold_file_check(dataset=split.dataset, path=path)
+    return str(refused.value)
+
+
+def test_the_refusals_of_a_whole_gold_file_read_whole(tmp_path):
+    split = SplitFactory()
+    a, b = (ImageFactory(split=split, dataset=split.dataset).key for _ in range(2))
+    path = tmp_path / "gold.csv"
+    cases = [
+        ("", "gold.csv: the file is empty; expected a CSV header line"),
+        ("image1,image2,gold_score\n", "gold.csv: no pairs below the header"),
+        ("image1,image2\x00,gold_score\n", f"gold.csv: line 1, column 2: {nul_problem('image2' + chr(0))}"),
+        (
+            "image1,gold_score\n",
+            "gold.csv: the header must name one pair of id columns "
+            "(caption1,caption2 or image1,image2 or caption,image) and gold_score",
+        ),
+        (
+            f"image1,image2,gold_score,extra\n{a},{b},1,x\n",
+            "gold.csv: columns must be image1,image2,gold_score and optionally explanation "
+            "(and a pair list's sampling_method,agg_score, not read); got image1,image2,gold_score,extra",
+        ),
+        (f"image1,image2,gold_score\n{a},{b},1,{'x' * 200_000}\n", "gold.csv: not a readable CSV file (field larger"),
+    ]
+    for text, message in cases:
+        path.write_text(text)
+        assert upload_refusal(split, path).startswith(message), text[:40]
+    path.write_bytes(b"image1,image2,gold_score\n\xe9,b,1\n")
+    assert upload_refusal(split, path).startswith("gold.csv: not UTF-8 text (")
+
+
+def test_a_gold_file_keeps_line_breaks_inside_a_quoted_explanation_and_takes_a_bom(tmp_path):
+    split = SplitFactory()
+    a, b = (ImageFactory(split=split, dataset=split.dataset).key for _ in range(2))
+    path = tmp_path / "gold.csv"
+    path.write_bytes(f'\ufeffimage1,image2,gold_score,explanation\r\n{a},{b},1,"first\r\nsecond"\r\n'.encode())
+    (row,) = gold_file_check(dataset=split.dataset, path=path).rows
+    assert (row.problem, row.explanation) == (None, "first\r\nsecond")
+
+
+def test_gold_items_are_found_in_the_dataset_and_in_one_split(tmp_path):
+    split, elsewhere = SplitFactory(), SplitFactory()
+    other_split = SplitFactory(dataset=split.dataset, name="train")
+    a = ImageFactory(split=split, dataset=split.dataset).key
+    b = ImageFactory(split=other_split, dataset=split.dataset).key
+    foreign = ImageFactory(split=elsewhere, dataset=elsewhere.dataset, key="foreign.jpg").key
+    rows = checked_rows(split, tmp_path, ["image1,image2,gold_score", f"{a},{b},1", f"{a},{foreign},1"])
+    assert rows == {
+        2: "line 2: the two items are in different splits",
+        3: f"line 3, column image2: no image 'foreign.jpg' in {split.dataset.name}",
+    }

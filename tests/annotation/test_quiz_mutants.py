@@ -83,6 +83,17 @@ def test_two_failed_attempts_of_one_kind_leave_the_quiz_of_another_kind_open(dat
     assert (offered(user, dataset), offered(user, dataset, "STS")) == (False, True)
 
 
+def test_another_raters_answers_to_the_same_questions_are_not_this_raters(dataset):
+    first, second = UserFactory(roles=["rater"]), UserFactory(roles=["rater"])
+    quiz_state(rater=first, dataset=dataset.name, kind="SIS", rng=random.Random(7))
+    client = APIClient()
+    client.force_authenticate(first)
+    api_attempt(client, dataset, score_for=lambda question: 2.0, tag="first")  # the attempt begun above
+    state = quiz_state(rater=second, dataset=dataset.name, kind="SIS", rng=random.Random(7))
+    assert QuizAttempt.objects.get(rater=second).order == QuizAttempt.objects.get(rater=first).order
+    assert (state.attempt, state.answered, state.result) == (1, 0, None)
+
+
 def test_attempts_in_another_dataset_do_not_count(dataset, tmp_path):
     split = SplitFactory()
     queue_pairs(split=split, n_pairs=3, ratings_per_pair=2)

@@ -241,7 +241,7 @@ def _mark_taken(dataset: Dataset, rows: list[GoldRow]) -> None:
         .filter(Q(caption_a_id__in=first_ids) | Q(image_a_id__in=first_ids))
         .values_list("kind", "caption_a_id", "caption_b_id", "image_a_id", "image_b_id", "pk")
     }
-    for row, key in zip(rows, wanted, strict=True):
+    for row, key in zip(rows, wanted, strict=True):  # pragma: no mutate (one key per row, built above)
         if key in queued:
             row.problem = (
                 f"line {row.line}: the pair {row.a}, {row.b} is queued in {dataset.name} already "
