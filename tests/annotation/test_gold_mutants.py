@@ -255,3 +255,12 @@ def test_gold_items_are_found_in_the_dataset_and_in_one_split(tmp_path):
         2: "line 2: the two items are in different splits",
         3: f"line 3, column image2: no image 'foreign.jpg' in {split.dataset.name}",
     }
+
+
+def test_a_caption_key_of_another_dataset_is_not_found(tmp_path):
+    split, elsewhere = SplitFactory(), SplitFactory()
+    image = ImageFactory(split=split, dataset=split.dataset)
+    here = CaptionFactory(image=image).key
+    CaptionFactory(image=ImageFactory(split=elsewhere, dataset=elsewhere.dataset), key="foreign-caption")
+    rows = checked_rows(split, tmp_path, ["caption1,caption2,gold_score", f"{here},foreign-caption,1"])
+    assert rows == {2: f"line 2, column caption2: no caption 'foreign-caption' in {split.dataset.name}"}
