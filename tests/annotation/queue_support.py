@@ -174,8 +174,9 @@ def claim(user, dataset, **kwargs):
     return slot_claim(rater=user, dataset=dataset.name, **kwargs)
 
 
-def submit(user, dataset, slot_id, key, score=3.0):
-    return rating_submit(rater=user, dataset=dataset.name, slot_id=slot_id, **submit_kwargs(key, score))
+def submit(user, dataset, slot_id, key, score=3.0, **values):
+    """``submit_kwargs(key, score)`` through the policy; ``values`` replace its facts."""
+    return rating_submit(rater=user, dataset=dataset.name, slot_id=slot_id, **{**submit_kwargs(key, score), **values})
 
 
 # --- the API tests -----------------------------------------------------------------------

@@ -37,6 +37,14 @@ def rate_minutely(user, dataset, clock, prefix):
     return times
 
 
+def rated_elsewhere(user, clock, n_pairs: int):
+    """A dataset of its own with ``n_pairs`` SIS pairs, all rated by ``user``."""
+    other = SplitFactory()
+    queue_pairs(split=other, n_pairs=n_pairs, ratings_per_pair=2)
+    assert len(rate_minutely(user, other.dataset, clock, "other")) == n_pairs
+    return other.dataset
+
+
 @pytest.fixture
 def rated(clock):
     """Three SIS pairs of 2 slots: ``first`` rated them at t0, t0+1m, t0+2m, ``second``
@@ -104,17 +112,15 @@ def test_exclusions_in_another_dataset_or_up_to_another_end_are_no_twins(
 ):
     dataset, first, _, admin, times = rated
     capture = django_capture_on_commit_callbacks
-    other = SplitFactory()
-    queue_pairs(split=other, n_pairs=1, ratings_per_pair=2)
-    rate_minutely(first, other.dataset, clock, "other")
-    exclude(capture, dataset=other.dataset, rater=first, reason="there", created_by=admin)
+    other = rated_elsewhere(first, clock, n_pairs=1)
+    exclude(capture, dataset=other, rater=first, reason="there", created_by=admin)
     early = exclude(capture, dataset=dataset, rater=first, reason="early", created_by=admin, window_end=times[1])
     later = exclude(capture, dataset=dataset, rater=first, reason="later", created_by=admin, window_end=times[2])
     assert (early.ratings_excluded, later.ratings_excluded) == (1, 1)
     assert Rating.objects.get(rater=first, created_at=times[2]).status == RatingStatus.VALID
     rest = exclude(capture, dataset=dataset, rater=first, reason="all here", created_by=admin)
     assert (rest.state, rest.ratings_excluded) == (ExclusionState.APPLIED, 1)
-    assert pair_problems(dataset.id) == [] and pair_problems(other.dataset.id) == []
+    assert pair_problems(dataset.id) == [] and pair_problems(other.id) == []
 
 
 def test_the_preview_counts_the_valid_ratings_and_pairs_in_scope_and_writes_nothing(
@@ -122,9 +128,7 @@ def test_the_preview_counts_the_valid_ratings_and_pairs_in_scope_and_writes_noth
 ):
     dataset, first, _, admin, times = rated
     capture = django_capture_on_commit_callbacks
-    other = SplitFactory()
-    queue_pairs(split=other, n_pairs=2, ratings_per_pair=2)
-    assert len(rate_minutely(first, other.dataset, clock, "other")) == 2, "not this dataset's"
+    rated_elsewhere(first, clock, n_pairs=2)  # not this dataset's
     exclude(capture, dataset=dataset, rater=first, reason="first", created_by=admin, window_end=times[1])
     made = RatingExclusion.objects.count()
     exclusion, reach = rating_exclusion_preview(dataset=dataset, rater=first, reason=" all the rest ")

@@ -25,11 +25,11 @@ from annotation.models import (
 )
 from annotation.quality.gold.serving import gold_met_in_quiz
 from annotation.quality.gold.upload import gold_pairs_upload
-from annotation.rating.policy import rating_submit, slot_flag
+from annotation.rating.policy import slot_flag
 from annotation.rating.queue.shapes import image_url_of
 from tests.annotation import queue_support
 from tests.annotation.crowd_support import gold_upload
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit, submit_kwargs
+from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import ImageFactory, SplitFactory
 
 pytestmark = pytest.mark.django_db
@@ -324,14 +324,10 @@ def test_an_ordinary_slot_held_elsewhere_or_of_another_kind_does_not_hold_back_g
 # --- what a gold submit stores and refuses (gold_submit) ----------------------------------
 
 
-def gold_rating_submit(user, dataset, slot_id, key, **values):
-    return rating_submit(rater=user, dataset=dataset.name, slot_id=slot_id, **{**submit_kwargs(key), **values})
-
-
 def test_a_gold_rating_keeps_the_raters_interaction_facts_and_answers_with_its_item(engine, clock, all_gold):
     user = rater(["SIS"])
     held = claim(user, all_gold)
-    stored = gold_rating_submit(user, all_gold, held.slot_id, "g1", time_to_first_move_ms=1234, adjustments=7)
+    stored = submit(user, all_gold, held.slot_id, "g1", time_to_first_move_ms=1234, adjustments=7)
     row = GoldRating.objects.get(rater=user)
     assert (row.time_to_first_move_ms, row.adjustments, row.purpose) == (1234, 7, GoldPurpose.QUEUE)
     assert (stored.slot_id, stored.rating_id, stored.replayed) == (held.slot_id, row.id, False)
@@ -349,13 +345,13 @@ def test_a_key_the_rater_used_on_an_ordinary_or_a_gold_item_is_refused_on_gold(e
     gold = claim(user, all_gold)
     assert GoldLease.objects.filter(pk=gold.slot_id).exists()
     with pytest.raises(Conflict) as refused:
-        gold_rating_submit(user, all_gold, gold.slot_id, "k-used")
+        submit(user, all_gold, gold.slot_id, "k-used")
     assert str(refused.value) == KEY_USED
-    gold_rating_submit(user, all_gold, gold.slot_id, "k-gold")
+    submit(user, all_gold, gold.slot_id, "k-gold")
     second = claim(user, all_gold)
     assert GoldLease.objects.filter(pk=second.slot_id).exists()
     with pytest.raises(Conflict) as refused_again:
-        gold_rating_submit(user, all_gold, second.slot_id, "k-gold")
+        submit(user, all_gold, second.slot_id, "k-gold")
     assert str(refused_again.value) == KEY_USED.replace("k-used", "k-gold")
 
 
@@ -364,18 +360,18 @@ def test_another_raters_key_on_an_ordinary_or_a_gold_item_is_no_bar_on_gold(engi
     GoldPair.objects.filter(dataset=all_gold).update(active=False)
     submit(first, all_gold, claim(first, all_gold).slot_id, "ordinary-key")
     GoldPair.objects.filter(dataset=all_gold).update(active=True)
-    gold_rating_submit(first, all_gold, claim(first, all_gold).slot_id, "gold-key")
+    submit(first, all_gold, claim(first, all_gold).slot_id, "gold-key")
     for key in ("ordinary-key", "gold-key"):
         held = claim(second, all_gold)
         assert GoldLease.objects.filter(pk=held.slot_id).exists()
-        assert gold_rating_submit(second, all_gold, held.slot_id, key).replayed is False
+        assert submit(second, all_gold, held.slot_id, key).replayed is False
 
 
 @pytest.mark.parametrize(("time_on_item_ms", "too_fast"), [(2999, True), (3000, False)])
 def test_a_gold_rating_faster_than_the_datasets_own_floor_is_marked(engine, clock, all_gold, time_on_item_ms, too_fast):
     SpeedFloor.objects.create(dataset=all_gold, kind="SIS", seconds=3)
     user = rater(["SIS"])
-    gold_rating_submit(user, all_gold, claim(user, all_gold).slot_id, "g1", time_on_item_ms=time_on_item_ms)
+    submit(user, all_gold, claim(user, all_gold).slot_id, "g1", time_on_item_ms=time_on_item_ms)
     assert GoldRating.objects.get(rater=user).below_speed_floor is too_fast
 
 
@@ -385,6 +381,6 @@ def test_a_gold_item_sent_through_another_datasets_address_is_not_found_there(en
     user = rater(["SIS"])
     held = claim(user, all_gold)
     with pytest.raises(NotFound) as not_found:
-        gold_rating_submit(user, other, held.slot_id, "g-elsewhere")
+        submit(user, other, held.slot_id, "g-elsewhere")
     assert str(not_found.value) == f"this rating slot is not in dataset {other.name!r}"
     assert not GoldRating.objects.filter(rater=user).exists()
