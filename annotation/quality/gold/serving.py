@@ -188,7 +188,9 @@ def gold_pair_assignment(pair: GoldPair, *, slot_id: int, lease_expires_at: date
 def _locked_lease(*, lease_id: int, dataset: str) -> GoldLease | None:
     """The lease, locked, or None when ``lease_id`` is no gold lease; NotFound (as for a
     slot) when it is one of another dataset."""
-    lease = GoldLease.objects.select_for_update().select_related("dataset").filter(pk=lease_id).first()
+    # Only the lease's row: the joined dataset row locked FOR UPDATE would stall every
+    # rating stored in the dataset meanwhile (its foreign key check shares that row).
+    lease = GoldLease.objects.select_for_update(of=("self",)).select_related("dataset").filter(pk=lease_id).first()
     if lease is not None and lease.dataset.name != dataset:
         raise NotFound(f"this rating slot is not in dataset {dataset!r}")
     return lease
