@@ -135,3 +135,29 @@ def test_a_gold_claim_on_the_portable_path_costs_a_fixed_number_of_queries(setti
     assert len(claimed.captured_queries) == PORTABLE_GOLD_CLAIM_QUERIES, [
         query["sql"][:80] for query in claimed.captured_queries
     ]
+
+
+# A gold item through the API, every item gold (in the test's transaction a transaction
+# of the code is a savepoint: its BEGIN and COMMIT are counted). The claim is the token's
+# read and the gold statement, which leases the item (the queue is not asked). The submit
+# tries the queue's statement and its locked lookup, then reads the rater's pause (one
+# query by the dataset's name) and stores the gold rating: the lease locked with its pair
+# and dataset, the key, the id, the speed floor, the rating, the lease, the auto-pause
+# settings. Counted when the dataset's own lookup and the pair's read were folded into
+# those (before: 20).
+GOLD_CLAIM_QUERIES = 4
+GOLD_SUBMIT_QUERIES = 18
+
+
+def test_a_gold_items_claim_and_submit_cost_a_fixed_number_of_queries(settings, tmp_path):
+    settings.SQL_PATHS = "postgres"
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=6, ratings_per_pair=3)
+    gold_upload(split, "SIS", 4, tmp_path)
+    QualitySettings.objects.create(dataset=split.dataset, gold_one_in=1)
+    client = token_client(UserFactory(roles=["rater"], qualified_for=["SIS"]))
+    claim_and_submit(client, split.dataset.name, "warm")  # prepares the statements once per connection
+    before = GoldLease.objects.count()
+    counts = claim_and_submit(client, split.dataset.name, "measured")
+    assert GoldLease.objects.count() == before + 1  # the measured item was gold
+    assert counts == (GOLD_CLAIM_QUERIES, GOLD_SUBMIT_QUERIES)

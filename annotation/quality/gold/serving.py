@@ -190,7 +190,12 @@ def _locked_lease(*, lease_id: int, dataset: str) -> GoldLease | None:
     slot) when it is one of another dataset."""
     # Only the lease's row: the joined dataset row locked FOR UPDATE would stall every
     # rating stored in the dataset meanwhile (its foreign key check shares that row).
-    lease = GoldLease.objects.select_for_update(of=("self",)).select_related("dataset").filter(pk=lease_id).first()
+    lease = (
+        GoldLease.objects.select_for_update(of=("self",))
+        .select_related("dataset", "gold_pair")
+        .filter(pk=lease_id)
+        .first()
+    )
     if lease is not None and lease.dataset.name != dataset:
         raise NotFound(f"this rating slot is not in dataset {dataset!r}")
     return lease
@@ -224,7 +229,7 @@ def gold_submit(*, rater, dataset: str, lease_id: int, rating: Mapping, now: dat
             if Rating.objects.filter(rater=rater, idempotency_key=rating["key"]).exists():
                 raise key_used_error(rating["key"])
             (rating_id,) = ids_reserve(Rating, 1)
-            gold = GoldPair.objects.get(pk=lease.gold_pair_id)
+            gold = lease.gold_pair
             GoldRating.objects.create(
                 id=rating_id,
                 gold_pair=gold,

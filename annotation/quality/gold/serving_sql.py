@@ -33,6 +33,8 @@ from annotation.sql import Statement
 # quiz's, and not the source of a promoted gold pair they rated or skipped. No row: serve
 # an ordinary pair. ``work`` is a subquery of ``due`` after the cheap random() test, so
 # the claims that serve no gold do not pay for it (PostgreSQL evaluates subplans last).
+# ``pick`` shuffles the candidate pairs first and tests what the rater met row by row until
+# one passes, so a due claim costs one shuffle, not those tests for every gold pair.
 _GOLD_CLAIM_SQL = """
 WITH ds AS (
     SELECT d.{dataset.id}, COALESCE(q.{settings.gold_one_in}, {default_one_in}) AS one_in
@@ -83,9 +85,13 @@ due AS (
 ),
 pick AS (
     SELECT gp.{gold.id}, gp.{gold.kind}, gp.{gold.dataset}
-    FROM {gold} gp JOIN due ON gp.{gold.dataset} = due.{dataset.id}
-    WHERE gp.{gold.active} AND NOT gp.{gold.in_quiz} AND gp.{gold.kind} IN (SELECT {qualification.kind} FROM kinds)
-      AND NOT EXISTS (
+    FROM (
+        SELECT g.{gold.id}, g.{gold.kind}, g.{gold.dataset}, g.{gold.source_pair}
+        FROM {gold} g JOIN due ON g.{gold.dataset} = due.{dataset.id}
+        WHERE g.{gold.active} AND NOT g.{gold.in_quiz} AND g.{gold.kind} IN (SELECT {qualification.kind} FROM kinds)
+        ORDER BY random()
+    ) gp
+    WHERE NOT EXISTS (
           SELECT 1 FROM {lease} l WHERE l.{lease.gold_pair} = gp.{gold.id} AND l.{lease.rater} = %(rater)s
       )
       AND NOT EXISTS (
@@ -103,7 +109,7 @@ pick AS (
       ) AND NOT EXISTS (
           SELECT 1 FROM {skip} x WHERE x.{skip.pair} = gp.{gold.source_pair} AND x.{skip.rater} = %(rater)s
       ))
-    ORDER BY random() LIMIT 1
+    LIMIT 1
 ),
 fresh AS (
     INSERT INTO {lease} ({lease.id}, {lease.gold_pair}, {lease.rater}, {lease.dataset}, {lease.kind}, {lease.state},
@@ -170,4 +176,4 @@ def gold_claim() -> Statement:
         ("slot_table", "text"),
         ("slot_pk", "text"),
     )
-    return Statement("gold_claim_v3", sql, params)
+    return Statement("gold_claim_v4", sql, params)
