@@ -25,7 +25,7 @@ from annotation.models import (
     SlotState,
 )
 from annotation.people.crowd.links import campaign_link_create
-from annotation.quality.pauses import RaterPaused, rater_pause
+from annotation.quality.pauses import RaterPaused, rater_pause, rater_pause_lift
 from annotation.quality.quiz import quiz_answer, quiz_state
 from annotation.rating import policy
 from annotation.rating.queue import QueueInputError
@@ -183,6 +183,17 @@ def test_a_raters_next_claim_is_of_the_kind_asked():
     assert following.kind == "STS"
 
 
+def test_a_raters_next_claims_follow_the_kind_asked_each_time():
+    dataset = two_kind_dataset()
+    user = rater(["SIS", "STS"])
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    for number, next_kind in enumerate(["SIS", "STS", "SIS", "STS"]):
+        _, held = policy.rating_submit_and_claim_next(
+            rater=user, dataset=dataset.name, slot_id=held.slot_id, next_kind=next_kind, **submit_kwargs(f"k{number}")
+        )
+        assert held.kind == next_kind
+
+
 def test_a_next_claim_of_an_unknown_kind_is_refused_before_anything_is_stored():
     dataset = two_kind_dataset()
     user = rater(["SIS"])
@@ -256,6 +267,25 @@ def test_a_gold_rating_is_stored_at_the_time_given_and_a_paused_raters_refusal_n
     rater_pause(rater=user, dataset=dataset, reason="checking", created_by=UserFactory(roles=["admin"]))
     with pytest.raises(RaterPaused, match=rf"^{user.username} is paused in {dataset.name}"):
         policy.rating_submit(rater=user, dataset=dataset.name, slot_id=second.slot_id, **submit_kwargs("paused"))
+
+
+@pytest.mark.parametrize("pause_of", ["another rater", "another dataset", "a lifted pause"])
+def test_a_gold_rating_is_refused_only_for_the_raters_active_pause_in_its_dataset(tmp_path, pause_of):
+    dataset = two_kind_dataset(gold_one_in=1)
+    gold_sis_pairs(dataset, 2, tmp_path)
+    user = rater(["SIS"])
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    assert GoldLease.objects.filter(pk=held.slot_id).exists(), "one in one claims is gold"
+    admin = UserFactory(roles=["admin"])
+    if pause_of == "another rater":
+        rater_pause(rater=rater(["SIS"]), dataset=dataset, reason="checking", created_by=admin)
+    elif pause_of == "another dataset":
+        rater_pause(rater=user, dataset=two_kind_dataset(), reason="checking", created_by=admin)
+    else:
+        pause = rater_pause(rater=user, dataset=dataset, reason="checking", created_by=admin)
+        rater_pause_lift(pause_id=pause.pk, lifted_by=admin)
+    stored = policy.rating_submit(rater=user, dataset=dataset.name, slot_id=held.slot_id, **submit_kwargs("gold"))
+    assert GoldRating.objects.filter(pk=stored.rating_id, rater=user).exists()
 
 
 # --- the lock on a participant's run -----------------------------------------------------
