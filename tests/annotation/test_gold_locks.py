@@ -1,7 +1,7 @@
 """What a gold submit locks: its lease, never the dataset's row. Every rating stored in a
 dataset checks its foreign key to the dataset with a FOR KEY SHARE lock; a gold submit
 that locked the dataset FOR UPDATE would make every ordinary submit of the dataset wait
-for it (and it for them), which the queue benchmark showed as a 13 % loss with gold on."""
+for it (and it for them): one of the causes of the queue benchmark's loss with gold on."""
 
 import psycopg2
 import pytest

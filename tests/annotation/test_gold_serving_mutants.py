@@ -6,6 +6,7 @@ another rater's gold rating."""
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from annotation.errors import Conflict, Forbidden, NotFound
@@ -384,3 +385,24 @@ def test_a_gold_item_sent_through_another_datasets_address_is_not_found_there(en
         submit(user, other, held.slot_id, "g-elsewhere")
     assert str(not_found.value) == f"this rating slot is not in dataset {other.name!r}"
     assert not GoldRating.objects.filter(rater=user).exists()
+
+
+def test_gold_pairs_are_drawn_at_random_whatever_join_the_planner_prefers(engine, clock, settings, tmp_path):
+    """Thirty raters each draw one of five gold pairs. With nested loops and hash joins off,
+    PostgreSQL plans the anti joins of separate NOT EXISTS as merge joins, which sort by
+    id: every rater then got the lowest eligible pair. (All thirty on two pairs or fewer by
+    chance: about 1e-11.)"""
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=3, ratings_per_pair=30)
+    gold_upload(split, "SIS", 5, tmp_path)
+    QualitySettings.objects.create(dataset=split.dataset, gold_one_in=1)
+    if engine != "portable":
+        settings.DB_PREPARED_STATEMENTS = False  # planned at each claim, under these settings
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_nestloop = off")
+            cursor.execute("SET LOCAL enable_hashjoin = off")
+    drawn = set()
+    for _ in range(30):
+        held = claim(rater(["SIS"]), split.dataset)
+        drawn.add(GoldLease.objects.get(pk=held.slot_id).gold_pair_id)
+    assert len(drawn) >= 3, drawn

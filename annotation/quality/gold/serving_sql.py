@@ -34,7 +34,10 @@ from annotation.sql import Statement
 # an ordinary pair. ``work`` is a subquery of ``due`` after the cheap random() test, so
 # the claims that serve no gold do not pay for it (PostgreSQL evaluates subplans last).
 # ``pick`` shuffles the candidate pairs first and tests what the rater met row by row until
-# one passes, so a due claim costs one shuffle, not those tests for every gold pair.
+# one passes, so a due claim costs one shuffle, not those tests for every gold pair. The tests
+# are one NOT (EXISTS ... OR ...) on purpose: PostgreSQL turns separate NOT EXISTS into anti
+# joins, and a merge or hash anti join may lose the shuffled order (always the lowest id);
+# an OR of sublinks stays a filter over the shuffled rows.
 _GOLD_CLAIM_SQL = """
 WITH ds AS (
     SELECT d.{dataset.id}, COALESCE(q.{settings.gold_one_in}, {default_one_in}) AS one_in
@@ -91,24 +94,25 @@ pick AS (
         WHERE g.{gold.active} AND NOT g.{gold.in_quiz} AND g.{gold.kind} IN (SELECT {qualification.kind} FROM kinds)
         ORDER BY random()
     ) gp
-    WHERE NOT EXISTS (
-          SELECT 1 FROM {lease} l WHERE l.{lease.gold_pair} = gp.{gold.id} AND l.{lease.rater} = %(rater)s
-      )
-      AND NOT EXISTS (
-          SELECT 1 FROM {gold_rating} r
-          WHERE r.{gold_rating.gold_pair} = gp.{gold.id} AND r.{gold_rating.rater} = %(rater)s
-            AND r.{gold_rating.purpose} = {quiz_purpose}
-      )
-      AND NOT EXISTS (
-          SELECT 1 FROM {attempt} a
-          WHERE a.{attempt.rater} = %(rater)s AND a.{attempt.dataset} = gp.{gold.dataset}
-            AND a.{attempt.kind} = gp.{gold.kind} AND a.{attempt.order} @> to_jsonb(gp.{gold.id})
-      )
-      AND (gp.{gold.source_pair} IS NULL OR NOT EXISTS (
-          SELECT 1 FROM {slot} m WHERE m.{slot.pair} = gp.{gold.source_pair} AND m.{slot.rater} = %(rater)s
-      ) AND NOT EXISTS (
-          SELECT 1 FROM {skip} x WHERE x.{skip.pair} = gp.{gold.source_pair} AND x.{skip.rater} = %(rater)s
-      ))
+    WHERE NOT (
+        EXISTS (SELECT 1 FROM {lease} l WHERE l.{lease.gold_pair} = gp.{gold.id} AND l.{lease.rater} = %(rater)s)
+        OR EXISTS (
+            SELECT 1 FROM {gold_rating} r
+            WHERE r.{gold_rating.gold_pair} = gp.{gold.id} AND r.{gold_rating.rater} = %(rater)s
+              AND r.{gold_rating.purpose} = {quiz_purpose}
+        )
+        OR EXISTS (
+            SELECT 1 FROM {attempt} a
+            WHERE a.{attempt.rater} = %(rater)s AND a.{attempt.dataset} = gp.{gold.dataset}
+              AND a.{attempt.kind} = gp.{gold.kind} AND a.{attempt.order} @> to_jsonb(gp.{gold.id})
+        )
+        OR gp.{gold.source_pair} IS NOT NULL AND (
+            EXISTS (SELECT 1 FROM {slot} m WHERE m.{slot.pair} = gp.{gold.source_pair} AND m.{slot.rater} = %(rater)s)
+            OR EXISTS (
+                SELECT 1 FROM {skip} x WHERE x.{skip.pair} = gp.{gold.source_pair} AND x.{skip.rater} = %(rater)s
+            )
+        )
+    )
     LIMIT 1
 ),
 fresh AS (
@@ -176,4 +180,4 @@ def gold_claim() -> Statement:
         ("slot_table", "text"),
         ("slot_pk", "text"),
     )
-    return Statement("gold_claim_v4", sql, params)
+    return Statement("gold_claim_v5", sql, params)
