@@ -60,9 +60,10 @@ bench-export: $(STAMP)
 # Campaign dashboard at CxC scale (own database cxc_bench_dashboard): snapshot refresh, page times.
 bench-dashboard: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_dashboard.py
-# Rating queue over HTTP (gunicorn + PostgreSQL, port 8121, own database cxc_bench_queue):
+# Rating queue over HTTP (gunicorn + PostgreSQL, ports from 8121, own databases cxc_bench_queue_*):
 # 10k open slots, the same with gold pairs on (1 in 20), 1M open slots; BENCH_SECONDS per
-# phase (default 30), BENCH_SIZES=10k,10k_gold,1m.
+# phase (default 30), BENCH_SIZES=10k,10k_gold,1m; BENCH_RATERS, BENCH_OPEN_RATE,
+# BENCH_OPEN_RATERS, BENCH_FIRST_PORT, BENCH_DB_PREFIX (see the script's docstring).
 bench-queue: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_queue.py
 

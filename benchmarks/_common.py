@@ -63,6 +63,22 @@ def setup_django(database_url: str, **env: str) -> None:
     call_command("migrate", verbosity=0)
 
 
+def env_number(name: str, default: int | float, *, minimum: int | float = 1) -> int | float:
+    """A number from the environment (of ``default``'s type), ``default`` when unset; a
+    value that is no such number, or below ``minimum``, stops the benchmark naming it."""
+    text = os.environ.get(name)
+    if text is None or text.strip() == "":
+        return default
+    try:
+        value = type(default)(text)
+    except ValueError:
+        wanted = "a whole number" if isinstance(default, int) else "a number"
+        raise SystemExit(f"{name}={text!r} is not {wanted}") from None
+    if value < minimum:
+        raise SystemExit(f"{name}={text!r} is below {minimum}")
+    return value
+
+
 def stop_server(process) -> None:
     """Stop a server process (gunicorn): terminate, and kill it if it does not end in 20 s."""
     import subprocess

@@ -1,18 +1,20 @@
 """Rating-queue benchmark: gunicorn + PostgreSQL over HTTP, with 10,000 and 1,000,000
 open slots.
 
-For each size a fresh database ``cxc_bench_queue_<size>`` (dropped first if it exists)
+For each size a fresh database ``<BENCH_DB_PREFIX>_<size>`` (dropped first if it exists)
 is migrated and filled server-side (INSERT ... SELECT over generate_series: SIS pairs
-with 5 open slots each, raters with tokens) and served by its own gunicorn (ports 8121,
-8122 ...). An asyncio load generator with raw keep-alive HTTP/1.1 connections then
-measures the sizes in alternation, BENCH_ROUNDS rounds of short phases, pooling each
-size's samples, so that both sizes see the same background load of a shared machine:
+with 5 open slots each, raters with tokens) and served by its own gunicorn (ports from
+BENCH_FIRST_PORT on). An asyncio load generator (``_load.py``) with raw keep-alive
+HTTP/1.1 connections then measures the sizes in alternation, BENCH_ROUNDS rounds of short
+phases, pooling each size's samples, so that both sizes see the same background load of a
+shared machine:
 
-- throughput: 16 simulated raters doing claim + submit with no pause (closed loop),
-  completed cycles per second;
-- latency: an open loop of 50 claim + submit cycles per second (Poisson arrivals, each
-  cycle by an idle rater from a pool of 2,000), p50/p95/p99 of the claim, measured
-  from the scheduled start so a slow server is not hidden by a late sender.
+- throughput: BENCH_RATERS simulated raters doing claim + submit with no pause (closed
+  loop), completed cycles per second;
+- latency: an open loop of BENCH_OPEN_RATE claim + submit cycles per second (Poisson
+  arrivals, each cycle by an idle rater from a pool of BENCH_OPEN_RATERS), p50/p95/p99 of
+  the claim, measured from the scheduled start so a slow server is not hidden by a late
+  sender.
 
 The last line of output is one JSON object:
 ``{"10k": {"cycles_per_s", "p50_ms", "p95_ms", "p99_ms"}, "10k_gold": {...}, "1m": {...}}``;
@@ -22,7 +24,11 @@ only comparable between runs on an otherwise idle machine.
 
 Environment: DATABASE_URL (server, user; the database name is replaced), BENCH_SIZES
 (default "10k,10k_gold,1m"), BENCH_SECONDS (per phase and size, default 30), BENCH_ROUNDS
-(default 3), GUNICORN_WORKERS / GUNICORN_THREADS (defaults from config/gunicorn.conf.py).
+(default 3), BENCH_RATERS (closed-loop raters, default 16), BENCH_OPEN_RATE (open-loop
+cycles per second, default 50), BENCH_OPEN_RATERS (its pool, default 2,000), BENCH_FIRST_PORT
+(default 8121; the sizes take the ports from it on), BENCH_DB_PREFIX (default
+cxc_bench_queue), GUNICORN_WORKERS / GUNICORN_THREADS (defaults from config/gunicorn.conf.py).
+So two runs can share the machine: give the second other ports and another prefix.
 """
 
 from __future__ import annotations
@@ -30,31 +36,30 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
 import psycopg2
-from _common import drop_database, fresh_database, stop_server
+from _common import drop_database, env_number, fresh_database, stop_server
+from _load import Stats, closed_loop, open_loop, percentile
 
 REPO = Path(__file__).resolve().parent.parent
-DB_PREFIX = "cxc_bench_queue"
-FIRST_PORT = 8121
+DB_PREFIX = os.environ.get("BENCH_DB_PREFIX") or "cxc_bench_queue"
+FIRST_PORT = env_number("BENCH_FIRST_PORT", 8121, minimum=1024)
 SIZES = {"10k": 10_000, "10k_gold": 10_000, "1m": 1_000_000}
 # With gold on: one in GOLD_ONE_IN items a gold pair, out of GOLD_PAIRS (never one twice to a rater).
 GOLD_ONE_IN = 20
 GOLD_PAIRS = 2_000
 RATINGS_PER_PAIR = 5
-CLOSED_LOOP_RATERS = 16
-OPEN_LOOP_RATE = 50.0
-OPEN_LOOP_RATERS = 2_000
+CLOSED_LOOP_RATERS = env_number("BENCH_RATERS", 16)
+OPEN_LOOP_RATE = env_number("BENCH_OPEN_RATE", 50.0)
+OPEN_LOOP_RATERS = env_number("BENCH_OPEN_RATERS", 2_000)
 WARMUP_CYCLES = 300
 
 
@@ -263,157 +268,6 @@ def start_server(database: str, port: int, log_path: Path) -> subprocess.Popen:
             time.sleep(0.2)
     process.kill()
     raise SystemExit(f"gunicorn did not answer on port {port}")
-
-
-# --- load generator --------------------------------------------------------------------
-
-
-class Connection:
-    """One keep-alive HTTP/1.1 connection speaking just enough of the protocol."""
-
-    def __init__(self, port: int):
-        self.port = port
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def request(self, path: str, token: str, body: bytes) -> tuple[int, bytes]:
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
-        self.writer.write(
-            b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token %s\r\n"
-            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-            % (path.encode(), token.encode(), len(body), body)
-        )
-        status_line = await self.reader.readline()
-        if not status_line:
-            self.close()
-            raise ConnectionError("server closed the connection")
-        status = int(status_line.split(b" ", 2)[1])
-        length, close = 0, False
-        while True:
-            line = await self.reader.readline()
-            if line in (b"\r\n", b""):
-                break
-            name, _, value = line.partition(b":")
-            name = name.strip().lower()
-            if name == b"content-length":
-                length = int(value)
-            elif name == b"connection" and value.strip().lower() == b"close":
-                close = True
-        payload = await self.reader.readexactly(length) if length else b""
-        if close:
-            self.close()
-        return status, payload
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.reader = self.writer = None
-
-
-class Stats:
-    def __init__(self):
-        self.claim_ms: list[float] = []
-        self.send_lag_ms: list[float] = []  # open loop: how late the generator sent a due cycle
-        self.submit_ms: list[float] = []
-        self.cycles = 0
-        self.errors: dict[str, int] = {}
-        self.empty = 0
-
-    def error(self, what: str) -> None:
-        self.errors[what] = self.errors.get(what, 0) + 1
-
-
-SUBMIT_TEMPLATE = (
-    '{"score": %.3f, "time_on_item_ms": 17000, "time_to_first_move_ms": 900, "adjustments": 3, "idempotency_key": "%s"}'
-)
-
-
-async def cycle(conn: Connection, token: str, stats: Stats, started: float, rng: random.Random) -> bool:
-    """Claim then submit. ``started`` is when the cycle was due (open loop) or sent."""
-    status, payload = await conn.request("/api/rate/bench/claim/", token, b"{}")
-    claimed = time.perf_counter()
-    if status == 204:
-        stats.empty += 1
-        return False
-    if status != 200:
-        stats.error(f"claim {status}")
-        return False
-    stats.claim_ms.append((claimed - started) * 1000)
-    slot = json.loads(payload)["slot_id"]
-    body = (SUBMIT_TEMPLATE % (rng.uniform(0, 5), uuid.uuid4().hex)).encode()
-    status, _ = await conn.request(f"/api/rate/bench/slots/{slot}/submit/", token, body)
-    if status != 201:
-        stats.error(f"submit {status}")
-        return False
-    stats.submit_ms.append((time.perf_counter() - claimed) * 1000)
-    stats.cycles += 1
-    return True
-
-
-async def closed_loop(port: int, tokens: list[str], seconds: float, stats: Stats) -> float:
-    """Each token a rater doing claim + submit back to back; adds to ``stats``.
-    Returns the seconds it ran."""
-    deadline = time.perf_counter() + seconds
-
-    async def rater(token: str, seed: int) -> None:
-        conn, rng = Connection(port), random.Random(seed)
-        while time.perf_counter() < deadline:
-            await cycle(conn, token, stats, time.perf_counter(), rng)
-        conn.close()
-
-    started = time.perf_counter()
-    await asyncio.gather(*(rater(t, i) for i, t in enumerate(tokens)))
-    return time.perf_counter() - started
-
-
-async def open_loop(port: int, idle_raters: deque[str], rate: float, seconds: float, stats: Stats, seed: int) -> None:
-    """Poisson arrivals at ``rate`` cycles/s, each by a rater taken from (and given back
-    to) ``idle_raters``, over a pool of keep-alive connections. Latency counts from when
-    the cycle was due."""
-    rng = random.Random(seed)
-    idle_conns: deque[Connection] = deque()
-    running: set[asyncio.Task] = set()
-
-    async def one(due: float, token: str) -> None:
-        conn = idle_conns.popleft() if idle_conns else Connection(port)
-        stats.send_lag_ms.append((time.perf_counter() - due) * 1000)
-        try:
-            await cycle(conn, token, stats, due, rng)
-        except (ConnectionError, asyncio.IncompleteReadError) as exc:
-            stats.error(type(exc).__name__)
-            conn.close()
-        idle_conns.append(conn)
-        idle_raters.append(token)
-
-    due = time.perf_counter()
-    end = due + seconds
-    while True:
-        due += rng.expovariate(rate)
-        if due >= end:
-            break
-        delay = due - time.perf_counter()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        if not idle_raters:
-            stats.error("no idle rater")
-            continue
-        task = asyncio.create_task(one(due, idle_raters.popleft()))
-        running.add(task)
-        task.add_done_callback(running.discard)
-    await asyncio.gather(*running)
-    for conn in idle_conns:
-        conn.close()
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    rank = q / 100 * (len(ordered) - 1)
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 @dataclass
