@@ -4,7 +4,10 @@ queue_support.engine)."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
+from django.db import connection
 
 from annotation.models import QueueCounter, RatingSlot, SlotState
 from annotation.rating.queue import leases_release_expired, queue_counters_rebuild, slot_heartbeat
@@ -62,3 +65,41 @@ def test_beat_schedule_runs_the_tidy_up_tasks(clock, settings):
     assert release_expired_leases.delay().get() == 1
     assert RatingSlot.objects.get(pk=held.slot_id).state == SlotState.OPEN
     assert recount_open_pairs.delay().get() >= 1
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_submit_completing_a_pair_does_not_wait_for_a_recount(clock):
+    """While the recount reads its count, another session's submit completes a pair and
+    takes a pair off the counter: it must not wait for the recount (2 s lock timeout),
+    and the recount keeps it (the counter ends at the true count)."""
+    assert connection.vendor == "postgresql"
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=3, ratings_per_pair=1)
+    user = rater()
+    held = claim(user, split.dataset)
+    QueueCounter.objects.filter(dataset=split.dataset).update(pairs_open=40)  # drift to repair
+    outcome = []
+
+    def submit_elsewhere():
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SET lock_timeout = '2s'")
+            outcome.append(submit(user, split.dataset, held.slot_id, "meanwhile"))
+        except Exception as error:  # the test reports what stopped the submit
+            outcome.append(error)
+        finally:
+            connection.close()
+
+    def after_the_count(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if "annotation_pair" in sql and "COUNT(" in sql.upper() and not outcome:
+            thread = threading.Thread(target=submit_elsewhere)
+            thread.start()
+            thread.join()
+        return result
+
+    with connection.execute_wrapper(after_the_count):
+        queue_counters_rebuild()
+    assert len(outcome) == 1 and not isinstance(outcome[0], Exception), outcome
+    assert QueueCounter.objects.get(dataset=split.dataset, kind="SIS").pairs_open == 2

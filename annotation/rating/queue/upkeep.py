@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import Count, F, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 
 from annotation.models import Pair, QueueCounter, RatingSlot, SlotState
 from annotation.rating.queue.shapes import service_now
@@ -54,23 +55,38 @@ def queue_counters_add(*, dataset_id: int, pairs_per_kind: Mapping[str, int]) ->
 
 def queue_counters_rebuild() -> int:
     """Recount open pairs per dataset and kind from the pairs (repairs drift after pairs
-    were deleted by hand). Each counter row is locked before its count is read, so a
-    submission completing a pair meanwhile is counted exactly once. Returns the number
-    of counters written."""
-    written = 0
+    were deleted by hand) without a lock that a submission waits on. Every change of the
+    open pairs moves its counter in the same transaction, so the drift is the difference
+    between the count and the counter read in one statement (one snapshot); the counter
+    is then moved by that difference, keeping what was committed meanwhile. Returns the
+    number of counters recounted."""
     keys = set(Pair.objects.values_list("dataset_id", "kind").distinct())
     keys |= set(QueueCounter.objects.values_list("dataset_id", "kind"))
     for dataset_id, kind in sorted(keys):
-        with transaction.atomic():
-            counter, _ = QueueCounter.objects.get_or_create(dataset_id=dataset_id, kind=kind)
-            list(QueueCounter.objects.select_for_update().filter(pk=counter.pk).values_list("id"))
-            open_pairs = (
-                Pair.objects.filter(
-                    dataset_id=dataset_id, kind=kind, ratings_done__lt=F("ratings_required"), retired_at__isnull=True
-                )
-                .aggregate(n=Count("id"))
-                .get("n")
-            )
-            QueueCounter.objects.filter(pk=counter.pk).update(pairs_open=open_pairs or 0)
-            written += 1
-    return written
+        counter, _ = QueueCounter.objects.get_or_create(dataset_id=dataset_id, kind=kind)
+        counted, seen = _counter_reading(counter.pk)
+        if counted != seen:
+            QueueCounter.objects.filter(pk=counter.pk).update(pairs_open=F("pairs_open") + (counted - seen))
+    return len(keys)
+
+
+def _counter_reading(counter_id: int) -> tuple[int, int]:
+    """(open pairs counted, the counter's value) of one counter, in one statement."""
+    open_pairs = (
+        Pair.objects.filter(
+            dataset_id=OuterRef("dataset_id"),
+            kind=OuterRef("kind"),
+            ratings_done__lt=F("ratings_required"),
+            retired_at__isnull=True,
+        )
+        .order_by()
+        .values("dataset_id")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return (
+        QueueCounter.objects.filter(pk=counter_id)
+        .annotate(counted=Coalesce(Subquery(open_pairs), 0))
+        .values_list("counted", "pairs_open")
+        .get()
+    )
