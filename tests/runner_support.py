@@ -1,5 +1,6 @@
-"""Helpers for tests of runner locks (annotation.runs): another session's lock, and
-waiting for the server to drop a closed session's locks."""
+"""Helpers for tests of locks between database sessions: a second session of the test
+database, another session's runner lock (annotation.runs), and waiting for the server to
+drop a closed session's locks."""
 
 import time
 from collections.abc import Callable, Iterator
@@ -9,11 +10,17 @@ import psycopg2
 from django.db import connection
 
 
+def another_session():
+    """A second psycopg2 session of the test database (PostgreSQL), outside Django's; the
+    caller closes it."""
+    params = connection.get_connection_params()
+    return psycopg2.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
+
+
 @contextmanager
 def runner_lock_held_elsewhere(lock_class: int, object_id: int) -> Iterator[None]:
     """A second database session holds the runner lock for the block, then disconnects."""
-    params = connection.get_connection_params()
-    other = psycopg2.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
+    other = another_session()
     try:
         with other.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_lock(%s, %s)", [lock_class, object_id])

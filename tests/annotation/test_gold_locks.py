@@ -3,7 +3,6 @@ dataset checks its foreign key to the dataset with a FOR KEY SHARE lock; a gold 
 that locked the dataset FOR UPDATE would make every ordinary submit of the dataset wait
 for it (and it for them): one of the causes of the queue benchmark's loss with gold on."""
 
-import psycopg2
 import pytest
 from django.db import connection
 
@@ -11,6 +10,7 @@ from annotation.models import GoldLease, GoldRating, QualitySettings, TaskKind
 from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory
+from tests.runner_support import another_session
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -18,8 +18,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 def dataset_referenced_elsewhere(dataset_id: int):
     """A second session in the middle of storing a rating of the dataset: it holds the
     dataset row's FOR KEY SHARE lock, as an insert's foreign key check takes it."""
-    params = connection.get_connection_params()
-    other = psycopg2.connect(**{k: v for k, v in params.items() if k != "cursor_factory"})
+    other = another_session()
     with other.cursor() as cursor:
         cursor.execute("SELECT 1 FROM annotation_dataset WHERE id = %s FOR KEY SHARE", [dataset_id])
     return other
