@@ -39,8 +39,29 @@ def browser():
 def page(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
+    page.screenshot = patient_screenshot(page)
     yield page
     context.close()
+
+
+def patient_screenshot(page):
+    """``page.screenshot`` that asks again, after the next frame is painted, when Chromium
+    answers "Unable to capture screenshot": a busy compositor refuses a full-page capture
+    now and then on a loaded machine. A second refusal is raised."""
+    from playwright.sync_api import Error
+
+    take = page.screenshot
+
+    def screenshot(**options):
+        try:
+            return take(**options)
+        except Error as refusal:
+            if "Unable to capture screenshot" not in str(refusal):
+                raise
+            page.evaluate("() => new Promise(painted => requestAnimationFrame(() => painted()))")
+            return take(**options)
+
+    return screenshot
 
 
 @pytest.fixture

@@ -57,15 +57,17 @@ def visit_every_page(page, live_server, shots, who: str, width: str) -> None:
     page.goto(f"{live_server.url}/campaigns/")
     page.screenshot(path=str(shots / f"campaign-index-{who}-{width}.png"), full_page=True)
     page.click(".campaign-list a:text-is('demo')")
-    assert page.url == f"{live_server.url}/campaigns/demo/"
+    page.wait_for_url(f"{live_server.url}/campaigns/demo/")
     assert charts_drawn(page) == 7, "per day, per hour, pair means of 3 kinds, pair SDs, positives"
     assert "Snapshot made" in page.locator(".snapshot-bar").inner_text()
     page.screenshot(path=str(shots / f"campaign-dashboard-{who}-{width}.png"), full_page=True)
     page.click(".campaign-nav a:text-is('Raters')")
+    page.wait_for_url(f"{live_server.url}/campaigns/demo/raters/")
     assert page.locator("table#raters tbody tr").count() == 5
     page.wait_for_selector("table#raters thead th button.sort")
     page.screenshot(path=str(shots / f"campaign-raters-{who}-{width}.png"), full_page=True)
     page.click("table#raters tbody tr:first-child th a")
+    page.wait_for_url(f"{live_server.url}/campaigns/demo/raters/*/")
     assert charts_drawn(page) == 3
     assert page.locator("#differences li.difference").count() > 0
     # The pictures load lazily: bring each into view as a person scrolling down would.
