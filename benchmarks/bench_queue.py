@@ -1,34 +1,42 @@
-"""Rating-queue benchmark: gunicorn + PostgreSQL over HTTP, with 10,000 and 1,000,000
-open slots.
+"""Rating-queue benchmark: gunicorn + PostgreSQL over HTTP, phases at 10,000 and
+1,000,000 open slots.
 
-For each size a fresh database ``<BENCH_DB_PREFIX>_<size>`` (dropped first if it exists)
-is migrated and filled server-side (INSERT ... SELECT over generate_series: SIS pairs
-with 5 open slots each, raters with tokens) and served by its own gunicorn (ports from
-BENCH_FIRST_PORT on). An asyncio load generator (``_load.py``) with raw keep-alive
-HTTP/1.1 connections then measures the sizes in alternation, BENCH_ROUNDS rounds of short
-phases, pooling each size's samples, so that both sizes see the same background load of a
-shared machine:
+Each phase gets a fresh database ``<BENCH_DB_PREFIX>_<phase>`` (dropped first if it
+exists), migrated and filled server-side (``_queue_data.py``: SIS pairs with 5 open slots
+each, raters with tokens) and served by its own gunicorn (ports from BENCH_FIRST_PORT
+on). An asyncio load generator (``_load.py``) with raw keep-alive HTTP/1.1 connections
+then measures the phases in alternation, BENCH_ROUNDS rounds of short phases, pooling
+each phase's samples, so that all see the same background load of a shared machine:
 
-- throughput: BENCH_RATERS simulated raters doing claim + submit with no pause (closed
-  loop), completed cycles per second;
+- throughput: the phase's simulated raters (U) doing claim + submit with no pause (closed
+  loop), completed cycles per second, and the server's CPU per cycle over those phases
+  (``_cpu.py``: gunicorn's process tree and the PostgreSQL backends of the phase's
+  database, read from /proc), split into gunicorn and PostgreSQL;
 - latency: an open loop of BENCH_OPEN_RATE claim + submit cycles per second (Poisson
   arrivals, each cycle by an idle rater from a pool of BENCH_OPEN_RATERS), p50/p95/p99 of
   the claim, measured from the scheduled start so a slow server is not hidden by a late
-  sender.
+  sender;
+- afterwards, what each database stored: pairs over-assigned (more ratings than needed,
+  or a rater twice), pairs whose count disagrees with their ratings, ratings and gold
+  ratings.
 
-The last line of output is one JSON object:
-``{"10k": {"cycles_per_s", "p50_ms", "p95_ms", "p99_ms"}, "10k_gold": {...}, "1m": {...}}``;
-``10k_gold`` is the 10k queue with gold pairs on (1 in 20 items, 2,000 gold pairs).
-The load generator runs on the same cores as the server and the database; figures are
+Phases: ``10k`` (U = BENCH_RATERS, 16), ``10k_u8``, ``10k_u32``, ``10k_gold`` (gold on: 1 in
+20 items, 2,000 gold pairs, U = BENCH_RATERS) and ``1m`` (U = BENCH_RATERS). The last line
+of output is one JSON object, per phase: ``{"raters", "cycles_per_s", "cpu_ms_per_cycle",
+"web_cpu_ms_per_cycle", "db_cpu_ms_per_cycle", "p50_ms", "p95_ms", "p99_ms", "errors",
+"over_assigned", "counter_off", "ratings", "gold_ratings"}``. The load generator runs on
+the same cores as the server and the database (its own CPU is not counted); figures are
 only comparable between runs on an otherwise idle machine.
 
 Environment: DATABASE_URL (server, user; the database name is replaced), BENCH_SIZES
-(default "10k,10k_gold,1m"), BENCH_SECONDS (per phase and size, default 30), BENCH_ROUNDS
-(default 3), BENCH_RATERS (closed-loop raters, default 16), BENCH_OPEN_RATE (open-loop
-cycles per second, default 50), BENCH_OPEN_RATERS (its pool, default 2,000), BENCH_FIRST_PORT
-(default 8121; the sizes take the ports from it on), BENCH_DB_PREFIX (default
-cxc_bench_queue), GUNICORN_WORKERS / GUNICORN_THREADS (defaults from config/gunicorn.conf.py).
-So two runs can share the machine: give the second other ports and another prefix.
+(phases, default all five), BENCH_SECONDS (per phase, default 20: a 10k queue holds
+10,000 cycles), BENCH_ROUNDS (default 3), BENCH_RATERS (default 16), BENCH_OPEN_RATE
+(default 50), BENCH_OPEN_RATERS (default 2,000), BENCH_GOLD_PAIRS (default 2,000),
+BENCH_FIRST_PORT (default 8121; the phases take the ports from it on), BENCH_DB_PREFIX
+(default cxc_bench_queue), GUNICORN_WORKERS / GUNICORN_THREADS (defaults from
+config/gunicorn.conf.py). BENCH_SMOKE=1: 1,000 and 5,000 open slots, 50 gold pairs, one
+round of 2 s, a pool of 100 raters. So two runs can share the machine: give the second
+other ports and another prefix.
 """
 
 from __future__ import annotations
@@ -43,200 +51,44 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
 
 import psycopg2
 from _common import drop_database, env_number, fresh_database, stop_server
+from _cpu import cpu_ms_per_cycle, cpu_reading, cpu_spent
 from _load import Stats, closed_loop, open_loop, percentile
+from _queue_data import REPO, add_gold, django_env, fill, migrate, server_dsn, stored_check
 
-REPO = Path(__file__).resolve().parent.parent
+SMOKE = os.environ.get("BENCH_SMOKE", "0") == "1"
 DB_PREFIX = os.environ.get("BENCH_DB_PREFIX") or "cxc_bench_queue"
 FIRST_PORT = env_number("BENCH_FIRST_PORT", 8121, minimum=1024)
-SIZES = {"10k": 10_000, "10k_gold": 10_000, "1m": 1_000_000}
-# With gold on: one in GOLD_ONE_IN items a gold pair, out of GOLD_PAIRS (never one twice to a rater).
-GOLD_ONE_IN = 20
-GOLD_PAIRS = 2_000
-RATINGS_PER_PAIR = 5
 CLOSED_LOOP_RATERS = env_number("BENCH_RATERS", 16)
 OPEN_LOOP_RATE = env_number("BENCH_OPEN_RATE", 50.0)
-OPEN_LOOP_RATERS = env_number("BENCH_OPEN_RATERS", 2_000)
-WARMUP_CYCLES = 300
+OPEN_LOOP_RATERS = env_number("BENCH_OPEN_RATERS", 100 if SMOKE else 2_000)
+GOLD_PAIRS = env_number("BENCH_GOLD_PAIRS", 50 if SMOKE else 2_000)
+WARMUP_SECONDS = 0.5 if SMOKE else 2.0
+SMALL, LARGE = (1_000, 5_000) if SMOKE else (10_000, 1_000_000)
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One queue under test: its open slots at the start, its closed-loop raters, gold on or off."""
+
+    open_slots: int
+    raters: int
+    gold: bool = False
+
+
+PHASES = {
+    "10k": Phase(SMALL, CLOSED_LOOP_RATERS),
+    "10k_u8": Phase(SMALL, 8),
+    "10k_u32": Phase(SMALL, 32),
+    "10k_gold": Phase(SMALL, CLOSED_LOOP_RATERS, gold=True),
+    "1m": Phase(LARGE, CLOSED_LOOP_RATERS),
+}
 
 
 def log(message: str) -> None:
     print(message, flush=True)
-
-
-# --- database --------------------------------------------------------------------------
-
-
-def server_dsn(database: str) -> str:
-    url = urlparse(os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/postgres")
-    return url._replace(path="/" + database).geturl()
-
-
-def django_env(database: str) -> dict:
-    return os.environ | {
-        "DATABASE_URL": server_dsn(database),
-        "RUN_MODE": "services",
-        "DEBUG": "false",
-        "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-only-secret-key",
-        "CELERY_TASK_ALWAYS_EAGER": "true",
-    }
-
-
-def migrate(database: str) -> None:
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
-        cwd=REPO,
-        env=django_env(database),
-        check=True,
-    )
-
-
-def images_for_pairs(n_pairs: int) -> int:
-    n = 2
-    while n * (n - 1) // 2 < n_pairs:
-        n += 1
-    return n
-
-
-def fill(database: str, open_slots: int, n_raters: int) -> tuple[int, list[str]]:
-    """Queue open_slots / 5 SIS pairs and create the raters. Returns (pairs, tokens)."""
-    n_pairs = open_slots // RATINGS_PER_PAIR
-    conn = psycopg2.connect(server_dsn(database))
-    with conn, conn.cursor() as cur:
-        cur.execute(
-            "INSERT INTO annotation_dataset (name, description, images_root, image_url_prefix, created_at) "
-            "VALUES ('bench', '', '', 'https://images.example.org/', now()) RETURNING id"
-        )
-        (dataset,) = cur.fetchone()
-        cur.execute("INSERT INTO annotation_split (dataset_id, name) VALUES (%s, 'val') RETURNING id", [dataset])
-        (split,) = cur.fetchone()
-        cur.execute(
-            """
-            INSERT INTO sampling_samplingbatch (dataset_id, split_id, source, methods, k, spaces, ratings_per_pair,
-                seed, priority, status, progress_done, progress_total, progress_message, pairs_per_method, error,
-                upload_path, runner, stats, audit, created_at)
-            VALUES (%s, %s, 'sampled', '{"i2i_csim": null}', 5, '[]', %s, 0, 0, 'succeeded', 0, 0, '', '{}', '', '',
-                    '', '{}', '{}', now())
-            RETURNING id
-            """,
-            [dataset, split, RATINGS_PER_PAIR],
-        )
-        (batch,) = cur.fetchone()
-        cur.execute(
-            """
-            INSERT INTO annotation_image (dataset_id, split_id, key, file_path, cocoid, width, height)
-            SELECT %(d)s, %(s)s, 'COCO_val2014_' || lpad(g::text, 12, '0') || '.jpg',
-                   'val2014/COCO_val2014_' || lpad(g::text, 12, '0') || '.jpg', g, 640, 480
-            FROM generate_series(1, %(n)s) g
-            """,
-            {"d": dataset, "s": split, "n": images_for_pairs(n_pairs)},
-        )
-        cur.execute(
-            """
-            INSERT INTO annotation_pair (dataset_id, split_id, batch_id, kind, sampling_method, image_a_id, image_b_id,
-                                         ratings_required, priority, ratings_done, created_at)
-            SELECT %(d)s, %(s)s, %(b)s, 'SIS', 'i2i_csim', a, b, %(r)s, 0, 0, now()
-            FROM (
-                SELECT a.id AS a, b.id AS b FROM annotation_image a JOIN annotation_image b ON a.id < b.id
-                ORDER BY a.id, b.id LIMIT %(n)s
-            ) combos
-            """,
-            {"d": dataset, "s": split, "b": batch, "r": RATINGS_PER_PAIR, "n": n_pairs},
-        )
-        cur.execute(
-            """
-            INSERT INTO annotation_ratingslot (pair_id, dataset_id, index, state, kind, priority, pair_done,
-                                               pair_complete)
-            SELECT p.id, p.dataset_id, g, 'open', 'SIS', 0, 0, false
-            FROM annotation_pair p CROSS JOIN generate_series(0, %(r)s - 1) g
-            ORDER BY p.id, g
-            """,
-            {"r": RATINGS_PER_PAIR},
-        )
-        cur.execute(
-            "INSERT INTO annotation_queuecounter (dataset_id, kind, pairs_open) VALUES (%s, 'SIS', %s)",
-            [dataset, n_pairs],
-        )
-        cur.execute(
-            """
-            INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email, is_staff,
-                                   is_active, date_joined)
-            SELECT '!', false, 'rater' || g, '', '', '', false, true, now() FROM generate_series(1, %s) g
-            """,
-            [n_raters],
-        )
-        cur.execute(
-            """
-            INSERT INTO auth_user_groups (user_id, group_id)
-            SELECT u.id, g.id FROM auth_user u, auth_group g WHERE g.name = 'rater' AND u.username LIKE 'rater%%'
-            """
-        )
-        cur.execute(
-            "INSERT INTO annotation_qualification (rater_id, kind, granted_at) "
-            "SELECT id, 'SIS', now() FROM auth_user WHERE username LIKE 'rater%%'"
-        )
-        # django-rest-knox tokens, made server-side as knox makes them: 64 hex characters,
-        # the first 15 kept as the lookup key, the SHA-512 of the whole as the digest.
-        cur.execute(
-            "CREATE TEMP TABLE bench_token AS SELECT id AS user_id, "
-            "md5(random()::text || id) || md5(id::text || random()::text) AS token "
-            "FROM auth_user WHERE username LIKE 'rater%%'"
-        )
-        cur.execute(
-            "INSERT INTO knox_authtoken (digest, token_key, user_id, created, expiry) "
-            "SELECT encode(sha512(convert_to(token, 'UTF8')), 'hex'), substr(token, 1, 15), user_id, now(), "
-            "now() + interval '1 day' FROM bench_token"
-        )
-        cur.execute("SELECT token FROM bench_token ORDER BY user_id")
-        tokens = [row[0] for row in cur.fetchall()]
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute("VACUUM ANALYZE")
-    conn.close()
-    return n_pairs, tokens
-
-
-def add_gold(database: str) -> None:
-    """GOLD_PAIRS gold SIS pairs over images of their own (ids from the pairs' sequence,
-    as the upload takes them) and the dataset's gold rate set to 1 in GOLD_ONE_IN."""
-    conn = psycopg2.connect(server_dsn(database))
-    with conn, conn.cursor() as cur:
-        cur.execute("SELECT id FROM annotation_dataset WHERE name = 'bench'")
-        (dataset,) = cur.fetchone()
-        cur.execute("SELECT id FROM annotation_split WHERE dataset_id = %s", [dataset])
-        (split,) = cur.fetchone()
-        cur.execute(
-            """
-            INSERT INTO annotation_image (dataset_id, split_id, key, file_path, cocoid, width, height)
-            SELECT %(d)s, %(s)s, 'gold_' || g || '.jpg', 'gold/' || g || '.jpg', NULL, 640, 480
-            FROM generate_series(1, %(n)s) g
-            """,
-            {"d": dataset, "s": split, "n": images_for_pairs(GOLD_PAIRS)},
-        )
-        cur.execute(
-            r"""
-            INSERT INTO annotation_goldpair (id, dataset_id, split_id, kind, image_a_id, image_b_id, swapped,
-                                             gold_score, explanation, source, active, in_quiz, created_at)
-            SELECT nextval(pg_get_serial_sequence('annotation_pair', 'id')), %(d)s, %(s)s, 'SIS', a.id, b.id, false,
-                   2.5, '', 'upload', true, false, now()
-            FROM annotation_image a JOIN annotation_image b ON a.id < b.id
-            WHERE a.key LIKE 'gold\_%%' AND b.key LIKE 'gold\_%%'
-            ORDER BY a.id, b.id LIMIT %(n)s
-            """,
-            {"d": dataset, "s": split, "n": GOLD_PAIRS},
-        )
-        cur.execute(
-            "INSERT INTO annotation_qualitysettings (dataset_id, gold_one_in, auto_pause, pause_window, "
-            "pause_max_error, quiz_max_error, quiz_length) VALUES (%s, %s, false, 5, 1.0, 0.75, 5)",
-            [dataset, GOLD_ONE_IN],
-        )
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute("VACUUM ANALYZE")
-    conn.close()
 
 
 # --- server ----------------------------------------------------------------------------
@@ -272,10 +124,10 @@ def start_server(database: str, port: int, log_path: Path) -> subprocess.Popen:
 
 @dataclass
 class Target:
-    """One queue size under test: its database, server and what it measured."""
+    """One phase under test: its database, server and what it measured."""
 
     name: str
-    open_slots: int
+    phase: Phase
     database: str
     port: int
     tokens: list[str] = field(default_factory=list)
@@ -283,95 +135,129 @@ class Target:
     latency: Stats = field(default_factory=Stats)
     throughput: Stats = field(default_factory=Stats)
     closed_seconds: float = 0.0
+    cpu: dict = field(default_factory=lambda: {"web_s": 0.0, "db_s": 0.0, "backends_lost": 0})
+    stored: dict = field(default_factory=dict)
     idle_raters: deque = field(default_factory=deque)
     closed_round: int = 0
 
     def closed_loop_raters(self) -> list[str]:
         # Fresh raters each round, none of them among the open loop's.
-        start = self.closed_round * CLOSED_LOOP_RATERS
+        start = self.closed_round * self.phase.raters
         self.closed_round += 1
-        return self.tokens[start : start + CLOSED_LOOP_RATERS]
+        return self.tokens[start : start + self.phase.raters]
+
+    async def closed_phase(self, seconds: float, admin) -> None:
+        """A closed-loop phase, with the server's CPU (gunicorn's tree and the database's
+        backends) read before and after."""
+        before = cpu_reading(web_root=self.server.pid, cursor=admin, database=self.database)
+        self.closed_seconds += await closed_loop(self.port, self.closed_loop_raters(), seconds, self.throughput)
+        spent = cpu_spent(before, cpu_reading(web_root=self.server.pid, cursor=admin, database=self.database))
+        for key, value in spent.items():
+            self.cpu[key] += value
 
     def result(self) -> dict:
         return {
+            "raters": self.phase.raters,
             "cycles_per_s": round(self.throughput.cycles / self.closed_seconds, 1),
+            **cpu_ms_per_cycle(self.cpu, self.throughput.cycles),
             "p50_ms": round(percentile(self.latency.claim_ms, 50), 2),
             "p95_ms": round(percentile(self.latency.claim_ms, 95), 2),
             "p99_ms": round(percentile(self.latency.claim_ms, 99), 2),
+            "errors": sum(self.latency.errors.values()) + sum(self.throughput.errors.values()),
+            **self.stored,
         }
 
 
-async def measure(targets: list[Target], seconds: float, rounds: int) -> None:
-    """Alternate the sizes: per round, each size gets a warm-up, an open-loop phase and
-    a closed-loop phase of seconds / rounds each."""
+async def measure(targets: list[Target], seconds: float, rounds: int, admin) -> None:
+    """Alternate the phases: per round, each gets an open-loop phase and a closed-loop
+    phase of seconds / rounds each, after one warm-up."""
     phase = seconds / rounds
     for target in targets:
         # Warm-up: every worker thread opens its database connection and prepares.
-        await closed_loop(target.port, target.closed_loop_raters(), max(2.0, WARMUP_CYCLES / 150), Stats())
+        await closed_loop(target.port, target.closed_loop_raters(), WARMUP_SECONDS, Stats())
     for number in range(rounds):
         for target in targets:
             await open_loop(target.port, target.idle_raters, OPEN_LOOP_RATE, phase, target.latency, seed=number)
-            target.closed_seconds += await closed_loop(
-                target.port, target.closed_loop_raters(), phase, target.throughput
-            )
+            await target.closed_phase(phase, admin)
         log(f"  round {number + 1}/{rounds} done, load average {os.getloadavg()[0]:.2f}")
     for target in targets:
-        result = target.result()
-        latency, closed = target.latency, target.throughput
-        log(
-            f"{target.name}: open loop {OPEN_LOOP_RATE:g}/s: {latency.cycles} cycles, claim p50/p95/p99 "
-            f"{result['p50_ms']}/{result['p95_ms']}/{result['p99_ms']} ms, submit p50/p95 "
-            f"{percentile(latency.submit_ms, 50):.2f}/{percentile(latency.submit_ms, 95):.2f} ms, "
-            f"errors {latency.errors}, empty {latency.empty}; the generator sent p50/p95/p99 "
-            f"{percentile(latency.send_lag_ms, 50):.2f}/{percentile(latency.send_lag_ms, 95):.2f}/"
-            f"{percentile(latency.send_lag_ms, 99):.2f} ms late (its own stalls, counted in the claim latency)"
-        )
-        log(
-            f"{target.name}: closed loop {CLOSED_LOOP_RATERS} raters: {result['cycles_per_s']} cycles/s, "
-            f"claim p50/p95 {percentile(closed.claim_ms, 50):.2f}/{percentile(closed.claim_ms, 95):.2f} ms, "
-            f"errors {closed.errors}, empty {closed.empty}"
-        )
+        report(target)
+
+
+def report(target: Target) -> None:
+    result = target.result()
+    latency, closed = target.latency, target.throughput
+    log(
+        f"{target.name}: open loop {OPEN_LOOP_RATE:g}/s: {latency.cycles} cycles, claim p50/p95/p99 "
+        f"{result['p50_ms']}/{result['p95_ms']}/{result['p99_ms']} ms, submit p50/p95 "
+        f"{percentile(latency.submit_ms, 50):.2f}/{percentile(latency.submit_ms, 95):.2f} ms, "
+        f"errors {latency.errors}, empty {latency.empty}; the generator sent p50/p95/p99 "
+        f"{percentile(latency.send_lag_ms, 50):.2f}/{percentile(latency.send_lag_ms, 95):.2f}/"
+        f"{percentile(latency.send_lag_ms, 99):.2f} ms late (its own stalls, counted in the claim latency)"
+    )
+    log(
+        f"{target.name}: closed loop {target.phase.raters} raters: {result['cycles_per_s']} cycles/s, "
+        f"CPU {result['cpu_ms_per_cycle']} ms/cycle (gunicorn {result['web_cpu_ms_per_cycle']}, "
+        f"PostgreSQL {result['db_cpu_ms_per_cycle']}; backends gone mid-phase {target.cpu['backends_lost']}), "
+        f"claim p50/p95 {percentile(closed.claim_ms, 50):.2f}/{percentile(closed.claim_ms, 95):.2f} ms, "
+        f"errors {closed.errors}, empty {closed.empty}"
+    )
+
+
+def prepare(target: Target, rounds: int, tmp: str) -> None:
+    """A fresh database for the phase, filled, and its gunicorn started."""
+    started = time.perf_counter()
+    closed_raters = target.phase.raters * (rounds + 1)  # warm-up plus one fresh set per round
+    fresh_database(target.database)
+    migrate(target.database)
+    n_pairs, target.tokens = fill(target.database, target.phase.open_slots, closed_raters + OPEN_LOOP_RATERS)
+    target.idle_raters = deque(target.tokens[closed_raters:])
+    if target.phase.gold:
+        add_gold(target.database, GOLD_PAIRS)
+    log(
+        f"{target.name}: {target.phase.open_slots:,} open slots ({n_pairs:,} pairs), "
+        f"{len(target.tokens):,} raters, fresh database {target.database} ready in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+    target.server = start_server(target.database, target.port, Path(tmp) / f"gunicorn-{target.name}.log")
 
 
 def main() -> int:
-    seconds = env_number("BENCH_SECONDS", 30.0, minimum=0)
-    rounds = env_number("BENCH_ROUNDS", 3)
-    names = [s.strip() for s in os.environ.get("BENCH_SIZES", "10k,10k_gold,1m").split(",") if s.strip()]
-    unknown = [s for s in names if s not in SIZES]
+    seconds = env_number("BENCH_SECONDS", 2.0 if SMOKE else 20.0, minimum=0)
+    rounds = env_number("BENCH_ROUNDS", 1 if SMOKE else 3)
+    default_phases = ",".join(PHASES)
+    names = [s.strip() for s in os.environ.get("BENCH_SIZES", default_phases).split(",") if s.strip()]
+    unknown = [s for s in names if s not in PHASES]
     if unknown or not names:
-        raise SystemExit(f"BENCH_SIZES: unknown size(s) {unknown}; use {', '.join(SIZES)}")
+        raise SystemExit(f"BENCH_SIZES: unknown phase(s) {unknown}; use {default_phases}")
     if seconds == 0:
         raise SystemExit("BENCH_SECONDS must be positive")
     log(f"bench-queue: load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (other load skews figures)")
-    # Closed-loop raters: warm-up plus one fresh set per round; the rest rate in the open loop.
-    closed_raters = CLOSED_LOOP_RATERS * (rounds + 1)
     targets = [
-        Target(name=name, open_slots=SIZES[name], database=f"{DB_PREFIX}_{name}", port=FIRST_PORT + i)
+        Target(name=name, phase=PHASES[name], database=f"{DB_PREFIX}_{name}", port=FIRST_PORT + i)
         for i, name in enumerate(names)
     ]
+    admin = psycopg2.connect(server_dsn("postgres"))
+    admin.autocommit = True
     with tempfile.TemporaryDirectory(prefix="bench-queue-") as tmp:
         try:
             for target in targets:
-                started = time.perf_counter()
-                fresh_database(target.database)
-                migrate(target.database)
-                n_pairs, target.tokens = fill(target.database, target.open_slots, closed_raters + OPEN_LOOP_RATERS)
-                target.idle_raters = deque(target.tokens[closed_raters:])
-                if target.name.endswith("_gold"):
-                    add_gold(target.database)
-                log(
-                    f"{target.name}: {target.open_slots:,} open slots ({n_pairs:,} pairs), "
-                    f"{len(target.tokens):,} raters, fresh database {target.database} ready in "
-                    f"{time.perf_counter() - started:.1f} s"
-                )
-                target.server = start_server(target.database, target.port, Path(tmp) / f"gunicorn-{target.name}.log")
-            asyncio.run(measure(targets, seconds, rounds))
+                prepare(target, rounds, tmp)
+            with admin.cursor() as cursor:
+                asyncio.run(measure(targets, seconds, rounds, cursor))
+            for target in targets:
+                stop_server(target.server)  # its connections closed before the check opens one
+                target.server = None
+                target.stored = stored_check(target.database)
+                log(f"{target.name}: stored {target.stored}")
         finally:
+            admin.close()
             for target in targets:
                 if target.server is not None:
                     stop_server(target.server)
                 drop_database(target.database)
-    print(json.dumps({target.name: target.result() for target in targets}), flush=True)
+    figures = {target.name: target.result() for target in targets}
+    print(json.dumps({**figures, "smoke": SMOKE} if SMOKE else figures), flush=True)
     return 0
 
 

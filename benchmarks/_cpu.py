@@ -1,0 +1,114 @@
+"""Server CPU over a benchmark phase, read from /proc: a web server's whole process tree
+and the PostgreSQL backends serving one database.
+
+CPU time in /proc/<pid>/stat counts in clock ticks (utime, stime; cutime, cstime for
+children the process reaped). A process tree's CPU is its live processes' own time plus
+the reaped children's time its members report, so a worker that ends mid-phase still
+counts. PostgreSQL backends are found by database name in pg_stat_activity; a backend
+that ends within a phase takes its time with it (``backends_lost`` says how many), which
+is why the benchmarks keep connections open (CONN_MAX_AGE).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name, or None for a gone pid."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def _own_and_reaped_ticks(pid: int) -> tuple[int, int] | None:
+    """(utime + stime, cutime + cstime) of a live pid, else None."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return None
+    # After the name: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
+    return int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+
+
+def _children(pid: int) -> list[int]:
+    """Direct children of ``pid`` (every thread's list: gunicorn forks from its main thread)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found.extend(int(child) for child in (task / "children").read_text().split())
+        except FileNotFoundError:
+            continue
+    return found
+
+
+def process_tree_ticks(root: int) -> int:
+    """CPU ticks of ``root`` and every descendant, counting the ones they reaped; 0 when
+    ``root`` is gone."""
+    total = 0
+    pending = [root]
+    while pending:
+        pid = pending.pop()
+        ticks = _own_and_reaped_ticks(pid)
+        if ticks is None:
+            continue
+        total += ticks[0] + ticks[1]
+        pending.extend(_children(pid))
+    return total
+
+
+def backend_pids(cursor, database: str) -> list[int]:
+    """PostgreSQL backends connected to ``database``, the asking session excluded."""
+    cursor.execute(
+        "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+        [database],
+    )
+    return [pid for (pid,) in cursor.fetchall()]
+
+
+@dataclass(frozen=True)
+class CpuReading:
+    """A moment's CPU ticks: the web tree's and each PostgreSQL backend's."""
+
+    web_ticks: int
+    backend_ticks: dict[int, int]
+
+
+def cpu_reading(*, web_root: int, cursor, database: str) -> CpuReading:
+    backends = {}
+    for pid in backend_pids(cursor, database):
+        ticks = _own_and_reaped_ticks(pid)
+        if ticks is not None:
+            backends[pid] = ticks[0]
+    return CpuReading(web_ticks=process_tree_ticks(web_root), backend_ticks=backends)
+
+
+def cpu_spent(before: CpuReading, after: CpuReading) -> dict:
+    """Seconds of CPU between two readings: ``web_s``, ``db_s`` (backends alive at the end;
+    one born within the phase counts from zero), and ``backends_lost``: backends of the
+    first reading gone by the second, whose time in between is not counted."""
+    db_ticks = sum(ticks - before.backend_ticks.get(pid, 0) for pid, ticks in after.backend_ticks.items())
+    lost = len(set(before.backend_ticks) - set(after.backend_ticks))
+    return {
+        "web_s": (after.web_ticks - before.web_ticks) / TICKS_PER_S,
+        "db_s": db_ticks / TICKS_PER_S,
+        "backends_lost": lost,
+    }
+
+
+def cpu_ms_per_cycle(spent: dict, cycles: int) -> dict:
+    """Milliseconds of server CPU per cycle, in all and split web / PostgreSQL."""
+    if cycles <= 0:
+        return {"cpu_ms_per_cycle": None, "web_cpu_ms_per_cycle": None, "db_cpu_ms_per_cycle": None}
+    web = 1000 * spent["web_s"] / cycles
+    db = 1000 * spent["db_s"] / cycles
+    return {
+        "cpu_ms_per_cycle": round(web + db, 2),
+        "web_cpu_ms_per_cycle": round(web, 2),
+        "db_cpu_ms_per_cycle": round(db, 2),
+    }

@@ -1,0 +1,214 @@
+"""The data of the queue benchmark: a fresh database per phase, migrated and filled
+server-side (SIS pairs with 5 open slots each, raters with knox tokens, gold pairs), and
+the check of what the run stored."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+import psycopg2
+
+REPO = Path(__file__).resolve().parent.parent
+RATINGS_PER_PAIR = 5
+# With gold on: one in GOLD_ONE_IN items a gold pair (never one twice to a rater).
+GOLD_ONE_IN = 20
+
+
+def server_dsn(database: str) -> str:
+    url = urlparse(os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/postgres")
+    return url._replace(path="/" + database).geturl()
+
+
+def django_env(database: str) -> dict:
+    return os.environ | {
+        "DATABASE_URL": server_dsn(database),
+        "RUN_MODE": "services",
+        "DEBUG": "false",
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-only-secret-key",
+        "CELERY_TASK_ALWAYS_EAGER": "true",
+    }
+
+
+def migrate(database: str) -> None:
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=REPO,
+        env=django_env(database),
+        check=True,
+    )
+
+
+def images_for_pairs(n_pairs: int) -> int:
+    n = 2
+    while n * (n - 1) // 2 < n_pairs:
+        n += 1
+    return n
+
+
+def fill(database: str, open_slots: int, n_raters: int) -> tuple[int, list[str]]:
+    """Queue open_slots / 5 SIS pairs and create the raters. Returns (pairs, tokens)."""
+    n_pairs = open_slots // RATINGS_PER_PAIR
+    conn = psycopg2.connect(server_dsn(database))
+    with conn, conn.cursor() as cur:
+        cur.execute(
+            "INSERT INTO annotation_dataset (name, description, images_root, image_url_prefix, created_at) "
+            "VALUES ('bench', '', '', 'https://images.example.org/', now()) RETURNING id"
+        )
+        (dataset,) = cur.fetchone()
+        cur.execute("INSERT INTO annotation_split (dataset_id, name) VALUES (%s, 'val') RETURNING id", [dataset])
+        (split,) = cur.fetchone()
+        cur.execute(
+            """
+            INSERT INTO sampling_samplingbatch (dataset_id, split_id, source, methods, k, spaces, ratings_per_pair,
+                seed, priority, status, progress_done, progress_total, progress_message, pairs_per_method, error,
+                upload_path, runner, stats, audit, created_at)
+            VALUES (%s, %s, 'sampled', '{"i2i_csim": null}', 5, '[]', %s, 0, 0, 'succeeded', 0, 0, '', '{}', '', '',
+                    '', '{}', '{}', now())
+            RETURNING id
+            """,
+            [dataset, split, RATINGS_PER_PAIR],
+        )
+        (batch,) = cur.fetchone()
+        cur.execute(
+            """
+            INSERT INTO annotation_image (dataset_id, split_id, key, file_path, cocoid, width, height)
+            SELECT %(d)s, %(s)s, 'COCO_val2014_' || lpad(g::text, 12, '0') || '.jpg',
+                   'val2014/COCO_val2014_' || lpad(g::text, 12, '0') || '.jpg', g, 640, 480
+            FROM generate_series(1, %(n)s) g
+            """,
+            {"d": dataset, "s": split, "n": images_for_pairs(n_pairs)},
+        )
+        cur.execute(
+            """
+            INSERT INTO annotation_pair (dataset_id, split_id, batch_id, kind, sampling_method, image_a_id, image_b_id,
+                                         ratings_required, priority, ratings_done, created_at)
+            SELECT %(d)s, %(s)s, %(b)s, 'SIS', 'i2i_csim', a, b, %(r)s, 0, 0, now()
+            FROM (
+                SELECT a.id AS a, b.id AS b FROM annotation_image a JOIN annotation_image b ON a.id < b.id
+                ORDER BY a.id, b.id LIMIT %(n)s
+            ) combos
+            """,
+            {"d": dataset, "s": split, "b": batch, "r": RATINGS_PER_PAIR, "n": n_pairs},
+        )
+        cur.execute(
+            """
+            INSERT INTO annotation_ratingslot (pair_id, dataset_id, index, state, kind, priority, pair_done,
+                                               pair_complete)
+            SELECT p.id, p.dataset_id, g, 'open', 'SIS', 0, 0, false
+            FROM annotation_pair p CROSS JOIN generate_series(0, %(r)s - 1) g
+            ORDER BY p.id, g
+            """,
+            {"r": RATINGS_PER_PAIR},
+        )
+        cur.execute(
+            "INSERT INTO annotation_queuecounter (dataset_id, kind, pairs_open) VALUES (%s, 'SIS', %s)",
+            [dataset, n_pairs],
+        )
+        cur.execute(
+            """
+            INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email, is_staff,
+                                   is_active, date_joined)
+            SELECT '!', false, 'rater' || g, '', '', '', false, true, now() FROM generate_series(1, %s) g
+            """,
+            [n_raters],
+        )
+        cur.execute(
+            """
+            INSERT INTO auth_user_groups (user_id, group_id)
+            SELECT u.id, g.id FROM auth_user u, auth_group g WHERE g.name = 'rater' AND u.username LIKE 'rater%%'
+            """
+        )
+        cur.execute(
+            "INSERT INTO annotation_qualification (rater_id, kind, granted_at) "
+            "SELECT id, 'SIS', now() FROM auth_user WHERE username LIKE 'rater%%'"
+        )
+        # django-rest-knox tokens, made server-side as knox makes them: 64 hex characters,
+        # the first 15 kept as the lookup key, the SHA-512 of the whole as the digest.
+        cur.execute(
+            "CREATE TEMP TABLE bench_token AS SELECT id AS user_id, "
+            "md5(random()::text || id) || md5(id::text || random()::text) AS token "
+            "FROM auth_user WHERE username LIKE 'rater%%'"
+        )
+        cur.execute(
+            "INSERT INTO knox_authtoken (digest, token_key, user_id, created, expiry) "
+            "SELECT encode(sha512(convert_to(token, 'UTF8')), 'hex'), substr(token, 1, 15), user_id, now(), "
+            "now() + interval '1 day' FROM bench_token"
+        )
+        cur.execute("SELECT token FROM bench_token ORDER BY user_id")
+        tokens = [row[0] for row in cur.fetchall()]
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute("VACUUM ANALYZE")
+    conn.close()
+    return n_pairs, tokens
+
+
+def add_gold(database: str, gold_pairs: int) -> None:
+    """``gold_pairs`` gold SIS pairs over images of their own (ids from the pairs' sequence,
+    as the upload takes them) and the dataset's gold rate set to 1 in GOLD_ONE_IN."""
+    conn = psycopg2.connect(server_dsn(database))
+    with conn, conn.cursor() as cur:
+        cur.execute("SELECT id FROM annotation_dataset WHERE name = 'bench'")
+        (dataset,) = cur.fetchone()
+        cur.execute("SELECT id FROM annotation_split WHERE dataset_id = %s", [dataset])
+        (split,) = cur.fetchone()
+        cur.execute(
+            """
+            INSERT INTO annotation_image (dataset_id, split_id, key, file_path, cocoid, width, height)
+            SELECT %(d)s, %(s)s, 'gold_' || g || '.jpg', 'gold/' || g || '.jpg', NULL, 640, 480
+            FROM generate_series(1, %(n)s) g
+            """,
+            {"d": dataset, "s": split, "n": images_for_pairs(gold_pairs)},
+        )
+        cur.execute(
+            r"""
+            INSERT INTO annotation_goldpair (id, dataset_id, split_id, kind, image_a_id, image_b_id, swapped,
+                                             gold_score, explanation, source, active, in_quiz, created_at)
+            SELECT nextval(pg_get_serial_sequence('annotation_pair', 'id')), %(d)s, %(s)s, 'SIS', a.id, b.id, false,
+                   2.5, '', 'upload', true, false, now()
+            FROM annotation_image a JOIN annotation_image b ON a.id < b.id
+            WHERE a.key LIKE 'gold\_%%' AND b.key LIKE 'gold\_%%'
+            ORDER BY a.id, b.id LIMIT %(n)s
+            """,
+            {"d": dataset, "s": split, "n": gold_pairs},
+        )
+        cur.execute(
+            "INSERT INTO annotation_qualitysettings (dataset_id, gold_one_in, auto_pause, pause_window, "
+            "pause_max_error, quiz_max_error, quiz_length) VALUES (%s, %s, false, 5, 1.0, 0.75, 5)",
+            [dataset, GOLD_ONE_IN],
+        )
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute("VACUUM ANALYZE")
+    conn.close()
+
+
+def stored_check(database: str) -> dict:
+    """What the run stored, checked against the rule of the queue: ``over_assigned``
+    pairs hold more ratings than they need or one rater twice; ``counter_off``: pairs
+    whose ratings_done differs from their ratings; ``ratings``, ``gold_ratings``."""
+    conn = psycopg2.connect(server_dsn(database))
+    with conn, conn.cursor() as cur:
+        cur.execute(
+            """
+            SELECT count(*) FILTER (WHERE n > p.ratings_required OR n > raters),
+                   count(*) FILTER (WHERE n <> p.ratings_done), coalesce(sum(n), 0)
+            FROM annotation_pair p
+            JOIN (SELECT pair_id, count(*) AS n, count(DISTINCT rater_id) AS raters
+                  FROM annotation_rating GROUP BY pair_id) r ON r.pair_id = p.id
+            """
+        )
+        over_assigned, counter_off, ratings = cur.fetchone()
+        cur.execute("SELECT count(*) FROM annotation_goldrating")
+        (gold_ratings,) = cur.fetchone()
+    conn.close()
+    return {
+        "over_assigned": over_assigned,
+        "counter_off": counter_off,
+        "ratings": int(ratings),
+        "gold_ratings": gold_ratings,
+    }
