@@ -1,10 +1,17 @@
-"""Helpers for benchmarks: a fresh PostgreSQL database each run, and peak memory."""
+"""Helpers for benchmarks: a fresh PostgreSQL database each run, sizes and names from the
+environment (BENCH_SMOKE=1: the smoke size), the last line's figures, and peak memory."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
+import re
 import resource
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
@@ -79,10 +86,71 @@ def env_number(name: str, default: int | float, *, minimum: int | float = 1) -> 
     return value
 
 
+def smoke() -> bool:
+    """Whether BENCH_SMOKE=1 asks for the smoke size: tiny data, short phases, the same path
+    end to end (``make bench-smoke``). Unset or 0: the full size; anything else stops."""
+    text = (os.environ.get("BENCH_SMOKE") or "").strip()
+    if text not in ("", "0", "1"):
+        raise SystemExit(f"BENCH_SMOKE={text!r} is neither 0 nor 1")
+    return text == "1"
+
+
+def sized(name: str, full: int | float, smoke_value: int | float, *, minimum: int | float = 1) -> int | float:
+    """The number in ``name`` (see env_number); unset, ``smoke_value`` under BENCH_SMOKE=1,
+    else ``full`` (today's size)."""
+    return env_number(name, smoke_value if smoke() else full, minimum=minimum)
+
+
+def env_database(default: str, name: str = "BENCH_DATABASE") -> str:
+    """The benchmark's own database: ``name`` from the environment, else ``default``; one
+    that is no plain identifier (lower-case letters, digits, underscores) stops, named."""
+    text = (os.environ.get(name) or "").strip() or default
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", text):
+        raise SystemExit(f"{name}={text!r} is no database name (lower-case letters, digits, underscores)")
+    return text
+
+
+def start_gunicorn(env: dict, port: int, log_path: Path, *, port_setting: str = "") -> subprocess.Popen:
+    """gunicorn with the project's settings file on 127.0.0.1:``port`` (``env`` is its whole
+    environment), output to ``log_path``; returns once it answers HTTP. A port something else
+    already listens on stops the benchmark, naming ``port_setting`` (the variable that moves
+    it): that server would be measured instead of ours."""
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", port)) == 0:
+            raise SystemExit(f"port {port} is taken on 127.0.0.1" + (f": set {port_setting}" if port_setting else ""))
+    with log_path.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.conf.py"],
+            cwd=REPO_DIR,
+            env=env | {"GUNICORN_BIND": f"127.0.0.1:{port}"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"gunicorn exited with {server.returncode}:\n{log_path.read_text()[-3000:]}")
+        try:
+            # Any answer: a worker is up (a bare listening socket may have none yet).
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/")
+            conn.getresponse().read()
+            conn.close()
+            return server
+        except OSError:
+            time.sleep(0.2)
+    stop_server(server)
+    raise SystemExit(f"gunicorn did not answer on port {port} within 60 s")
+
+
+def print_figures(figures: dict) -> None:
+    """The benchmark's last line: ``figures`` as one JSON object, with ``"smoke": true``
+    under BENCH_SMOKE=1 (figures of the smoke size are no measurement)."""
+    print(json.dumps({**figures, "smoke": True} if smoke() else figures), flush=True)
+
+
 def stop_server(process) -> None:
     """Stop a server process (gunicorn): terminate, and kill it if it does not end in 20 s."""
-    import subprocess
-
     process.terminate()
     try:
         process.wait(timeout=20)

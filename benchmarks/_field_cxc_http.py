@@ -1,6 +1,6 @@
-"""HTTP side of the CxC field check (benchmarks/field_cxc_val.py): gunicorn on a free
-port, a small synchronous API client for the admin's calls, and scripted raters that
-rate until the queue is empty (asyncio, keep-alive connections from bench_queue)."""
+"""HTTP side of the CxC field check (benchmarks/field_cxc_val.py): a free port for its
+gunicorn, a small synchronous API client for the admin's calls, and scripted raters that
+rate until the queue is empty (asyncio, keep-alive connections from _load)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import json
 import os
 import random
 import socket
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -19,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-from _common import REPO_DIR, stop_server
-from bench_queue import Connection
+from _load import Connection
 
 # A rater gives up after this many failures in a row (and says so), instead of looping.
 MAX_FAILURES_IN_A_ROW = 20
@@ -38,28 +35,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def start_gunicorn(env: dict, port: int, log_path: Path) -> subprocess.Popen:
-    """gunicorn with the project's settings file on ``port``; returns once it listens."""
-    with log_path.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.conf.py"],
-            cwd=REPO_DIR,
-            env=env | {"GUNICORN_BIND": f"127.0.0.1:{port}"},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"gunicorn exited with {server.returncode}:\n{log_path.read_text()[-3000:]}")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return server
-        time.sleep(0.2)
-    stop_server(server)
-    raise SystemExit(f"gunicorn did not listen on port {port} within 60 s")
 
 
 # --- admin client ---------------------------------------------------------------------------

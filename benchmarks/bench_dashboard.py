@@ -17,6 +17,10 @@ neither its time nor its memory is counted). Then:
 
 Prints the figures as one JSON object on the last line: {"refresh_s",
 "refresh_peak_rss_mib", "page_p50_ms", "page_p95_ms", "raters_p50_ms", "raters_p95_ms", ...}
+
+Environment (under BENCH_SMOKE=1 in brackets): BENCH_IMAGES 5,000 [100] images per split
+(bench_export's generator scales every count with it), BENCH_RATERS 100, BENCH_REQUESTS
+200 [5], BENCH_WARM_UP 5 [1], BENCH_DATABASE cxc_bench_dashboard.
 """
 
 from __future__ import annotations
@@ -28,13 +32,22 @@ import sys
 import time
 
 import numpy as np
-from _common import REPO_DIR, drop_database, fresh_database, setup_django
+from _common import (
+    REPO_DIR,
+    drop_database,
+    env_database,
+    env_number,
+    fresh_database,
+    print_figures,
+    setup_django,
+    sized,
+)
 
-DATABASE = "cxc_bench_dashboard"
-RATERS = 100
+DATABASE = env_database("cxc_bench_dashboard")
+RATERS = env_number("BENCH_RATERS", 100, minimum=10)  # bench_export's generator needs 10
 SPREAD_DAYS = 30.0
-REQUESTS = 200
-WARM_UP = 5
+REQUESTS = sized("BENCH_REQUESTS", 200, 5)
+WARM_UP = sized("BENCH_WARM_UP", 5, 1, minimum=0)
 
 
 def generate(database_url: str) -> dict:
@@ -120,20 +133,18 @@ def main() -> None:
     setup_django(database_url)
     pages = time_pages()
     drop_database(DATABASE)  # a million rows on disk; the next run generates them anew
-    print(
-        json.dumps(
-            {
-                "refresh_s": round(refresh["seconds"], 2),
-                "refresh_peak_rss_mib": refresh["peak_rss_mib"],
-                "second_refresh_s": round(again["seconds"], 2),
-                "second_refresh_peak_rss_mib": again["peak_rss_mib"],
-                **pages,
-                "pairs": totals["pairs"],
-                "ratings": totals["ratings"],
-                "raters": RATERS,
-                "load_seconds": totals["load_seconds"],
-            }
-        )
+    print_figures(
+        {
+            "refresh_s": round(refresh["seconds"], 2),
+            "refresh_peak_rss_mib": refresh["peak_rss_mib"],
+            "second_refresh_s": round(again["seconds"], 2),
+            "second_refresh_peak_rss_mib": again["peak_rss_mib"],
+            **pages,
+            "pairs": totals["pairs"],
+            "ratings": totals["ratings"],
+            "raters": RATERS,
+            "load_seconds": totals["load_seconds"],
+        }
     )
 
 

@@ -13,6 +13,10 @@ audit batch (model_topk, 500 queries per direction, k=10) and storing five ratin
 audited pair happen before, in another child process, and are not counted. The
 machine's other load makes the time noisy; the figure includes the command's start-up
 and database reads.
+
+Environment (under BENCH_SMOKE=1 in brackets): BENCH_IMAGES 5,000 [1,000, the least COCO
+1K takes; topics and rated rows scale with it], BENCH_DIM 512 [64], BENCH_AUDIT_QUERIES
+500 [20], BENCH_SAMPLES 1,000 [50] (bootstrap samples), BENCH_DATABASE cxc_bench_evaluate.
 """
 
 from __future__ import annotations
@@ -27,20 +31,24 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import REPO_DIR, fresh_database, setup_django
+from _common import REPO_DIR, env_database, fresh_database, print_figures, setup_django, sized
 
-N_IMAGES = 5_000
+DATABASE = env_database("cxc_bench_evaluate")
+CXC_IMAGES = 5_000
+N_IMAGES = sized("BENCH_IMAGES", CXC_IMAGES, 1_000)
+SCALE = N_IMAGES / CXC_IMAGES
 CAPTIONS_PER_IMAGE = 5
-DIM = 512
-N_TOPICS = 400
-# Row counts of the public CxC validation split.
-N_STS_ISIM = 19_009
-N_SIS = 42_767
-N_SITS_INTRASIM = 19_722
+DIM = sized("BENCH_DIM", 512, 64)
+N_TOPICS = max(1, round(400 * SCALE))
+# Row counts of the public CxC validation split (at 5,000 images).
+N_STS_ISIM = round(19_009 * SCALE)
+N_SIS = round(42_767 * SCALE)
+N_SITS_INTRASIM = round(19_722 * SCALE)
 # The models: the true vectors plus noise of these levels (the first is the best).
 MODEL_NOISE = {"model-a": (0.8, 1.2), "model-b": (1.0, 1.6), "model-c": (1.4, 2.2)}
-AUDIT_QUERIES = 500
+AUDIT_QUERIES = sized("BENCH_AUDIT_QUERIES", 500, 20)
 AUDIT_K = 10
+SAMPLES = sized("BENCH_SAMPLES", 1_000, 50)
 
 
 def generate(folder: Path) -> dict:
@@ -277,7 +285,7 @@ def audit_and_rate(folder: Path) -> int:
 
 
 def main() -> None:
-    database_url = fresh_database("cxc_bench_evaluate")
+    database_url = fresh_database(DATABASE)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         child = multiprocessing.get_context("spawn").Process(target=prepare, args=(tmp, database_url))
@@ -289,7 +297,7 @@ def main() -> None:
         out = folder / "report.json"
         command = [sys.executable, str(REPO_DIR / "manage.py"), "evaluate", "--ratings", str(folder / "ratings")]
         command += ["--dataset", "coco", "--split", "val", "--audited", "--out", str(out)]
-        command += ["--csv", str(folder / "comparison.csv")]
+        command += ["--csv", str(folder / "comparison.csv"), "--samples", str(SAMPLES)]
         # model-a from its stored spaces, the others from files.
         command += ["--model", "model-a:image-space=model-a-image,caption-space=model-a-caption"]
         for name in list(MODEL_NOISE)[1:]:
@@ -339,7 +347,7 @@ def main() -> None:
         "sts_spearman": round(first["correlation"]["STS"]["mean"], 2),
         "cpu_count": os.cpu_count(),
     }
-    print(json.dumps(figures))
+    print_figures(figures)
 
 
 if __name__ == "__main__":

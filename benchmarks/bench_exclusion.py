@@ -7,34 +7,40 @@ and stop when it has been applied. Claim latency is each claim's own time. The e
 rater's 10,000 pairs are complete (4 other raters each), so the exclusion reopens 10,000
 complete pairs: one top-up slot each, counters and slot copies updated.
 
-Last line: ``{"exclude_s", "claim_p95_ms_during", "claim_p95_ms_before", ...}``.
+Last line: ``{"exclude_s", "claim_p95_ms_during", "claim_p95_ms_before", ...}`` (a p95 of
+fewer than two claims is null).
+
+Environment (the smoke size under BENCH_SMOKE=1 in brackets): BENCH_PAIRS 87,000 [500],
+BENCH_VICTIM_RATINGS 10,000 [100], BENCH_RATERS 16 [4], BENCH_BEFORE_SECONDS 8 [3],
+BENCH_DATABASE cxc_bench_exclusion.
 """
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import statistics
 import threading
 import time
 
-from _common import fresh_database, setup_django
-from bench_queue import fill
+from _common import env_database, fresh_database, print_figures, setup_django, sized
+from _queue_data import fill
 
-DATABASE = "cxc_bench_exclusion"
-PAIRS = 87_000
-VICTIM_RATINGS = 10_000
-LOAD_RATERS = 16
+DATABASE = env_database("cxc_bench_exclusion")
+PAIRS = sized("BENCH_PAIRS", 87_000, 500)
+VICTIM_RATINGS = sized("BENCH_VICTIM_RATINGS", 10_000, 100)
+LOAD_RATERS = sized("BENCH_RATERS", 16, 4)
+BEFORE_SECONDS = sized("BENCH_BEFORE_SECONDS", 8.0, 3.0, minimum=0)
+# rater1-5 rated the victim's pairs, rater11 on are the load, the last (rater40) excludes.
+ALL_RATERS = max(40, 11 + LOAD_RATERS)
 
 
-def give_victim_ratings(database: str) -> None:
+def give_victim_ratings(database_url: str) -> None:
     """rater1 rates slot 0 of the first VICTIM_RATINGS pairs, raters 2-5 their other
     slots, an hour ago: those pairs are complete."""
     import psycopg2
-    from bench_queue import server_dsn
 
-    conn = psycopg2.connect(server_dsn(database))
+    conn = psycopg2.connect(database_url)
     with conn, conn.cursor() as cur:
         cur.execute(
             "SELECT id FROM auth_user WHERE username IN ('rater1','rater2','rater3','rater4','rater5') "
@@ -117,17 +123,19 @@ def _rate(database_url: str, stop, samples) -> None:
     samples.put(collected)
 
 
-def p95(values: list[float]) -> float:
-    return round(statistics.quantiles(values, n=100)[94], 2) if len(values) >= 2 else float("nan")
+def p95(values: list[float]) -> float | None:
+    """The 95th percentile; None (JSON null, not NaN) for fewer than two values."""
+    return round(statistics.quantiles(values, n=100)[94], 2) if len(values) >= 2 else None
 
 
 def main() -> None:
-    before_seconds = float(os.environ.get("BENCH_BEFORE_SECONDS", "8"))
+    if VICTIM_RATINGS > PAIRS:
+        raise SystemExit(f"BENCH_VICTIM_RATINGS ({VICTIM_RATINGS}) must not exceed BENCH_PAIRS ({PAIRS})")
     database_url = fresh_database(DATABASE)
     setup_django(database_url)
     started = time.monotonic()
-    fill(DATABASE, PAIRS * 5, 40)
-    give_victim_ratings(DATABASE)
+    fill(DATABASE, PAIRS * 5, ALL_RATERS)
+    give_victim_ratings(database_url)
     print(f"loaded {PAIRS} pairs, {VICTIM_RATINGS * 5} ratings in {time.monotonic() - started:.1f} s", flush=True)
 
     from django.contrib.auth import get_user_model
@@ -139,14 +147,14 @@ def main() -> None:
     stop, samples = context.Event(), context.Queue()
     raters = context.Process(target=_rate, args=(database_url, stop, samples))
     raters.start()
-    time.sleep(before_seconds)
+    time.sleep(BEFORE_SECONDS)
     users = get_user_model().objects
     exclude_started = time.time()
     exclusion = rating_exclusion_create(
         dataset=Dataset.objects.get(name="bench"),
         rater=users.get(username="rater1"),
         reason="benchmark",
-        created_by=users.get(username="rater40"),
+        created_by=users.get(username=f"rater{ALL_RATERS}"),
     )
     exclusion = rating_exclusion_run(exclusion_id=exclusion.id)
     exclude_ended = time.time()
@@ -167,7 +175,7 @@ def main() -> None:
         "ratings_excluded": exclusion.ratings_excluded,
         "slots_reopened": exclusion.slots_reopened,
     }
-    print(json.dumps(result))
+    print_figures(result)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@ resident memory: the same peak at half and full size shows the export streams.
 
 Prints the figures as one JSON object on the last line:
 {"seconds": ..., "peak_rss_mib": ..., "ratings": ..., ...}
+
+Environment: BENCH_IMAGES (images per split, 5,000; 100 under BENCH_SMOKE=1: every pair
+count scales with it, the proportions stay), BENCH_RATERS (300, at least 10),
+BENCH_DATABASE (cxc_bench_export).
 """
 
 from __future__ import annotations
@@ -27,16 +31,21 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import REPO_DIR, fresh_database, setup_django
+from _common import REPO_DIR, env_database, env_number, fresh_database, print_figures, setup_django, sized
 
-DATABASE = "cxc_bench_export"
-IMAGES_PER_SPLIT = 5_000
+DATABASE = env_database("cxc_bench_export")
+CXC_IMAGES_PER_SPLIT = 5_000
+IMAGES_PER_SPLIT = sized("BENCH_IMAGES", CXC_IMAGES_PER_SPLIT, 100)
 CAPTIONS_PER_IMAGE = 5
 RATINGS_PER_PAIR = 5
-RATERS = 300
-TOTAL_PAIRS = 267_095
-# The public validation split's counts per method.
-VAL_COUNTS = {"c2c_cocaption": 25_000, "c2c_isim": 19_009, "i2i_csim": 42_767, "c2i_intrasim": 19_722}
+# Five distinct raters per pair by a stride under raters / 5 (see load).
+RATERS = env_number("BENCH_RATERS", 300, minimum=2 * RATINGS_PER_PAIR)
+# The public validation split's counts per method, and the release's total (both splits),
+# scaled when BENCH_IMAGES is not CxC's 5,000 images per split.
+SCALE = IMAGES_PER_SPLIT / CXC_IMAGES_PER_SPLIT
+TOTAL_PAIRS = round(267_095 * SCALE)
+CXC_VAL_COUNTS = {"c2c_cocaption": 25_000, "c2c_isim": 19_009, "i2i_csim": 42_767, "c2i_intrasim": 19_722}
+VAL_COUNTS = {method: round(count * SCALE) for method, count in CXC_VAL_COUNTS.items()}
 KIND = {"c2c_cocaption": "STS", "c2c_isim": "STS", "i2i_csim": "SIS", "c2i_intrasim": "SITS", "c2i_original": "SITS"}
 # Rough means of the released scores per method, so scores and agreement look real.
 TRUE_MEAN = {"c2c_cocaption": 2.99, "c2c_isim": 1.3, "i2i_csim": 1.8, "c2i_intrasim": 2.3, "c2i_original": 4.85}
@@ -361,21 +370,19 @@ def main() -> None:
         print(f"both splits: {full}")
     if (full["pairs"], full["ratings"]) != (totals["pairs"], totals["ratings"]):
         raise SystemExit(f"the export wrote {full['pairs']} pairs, {full['ratings']} ratings but {totals} were loaded")
-    print(
-        json.dumps(
-            {
-                "seconds": full["seconds"],
-                "peak_rss_mib": full["peak_rss_mib"],
-                "ratings": full["ratings"],
-                "pairs": full["pairs"],
-                "formats": "cxc,jsonl,parquet",
-                "files_mib": full["files_mib"],
-                "half_ratings": half["ratings"],
-                "half_seconds": half["seconds"],
-                "half_peak_rss_mib": half["peak_rss_mib"],
-                "load_seconds": load_seconds,
-            }
-        )
+    print_figures(
+        {
+            "seconds": full["seconds"],
+            "peak_rss_mib": full["peak_rss_mib"],
+            "ratings": full["ratings"],
+            "pairs": full["pairs"],
+            "formats": "cxc,jsonl,parquet",
+            "files_mib": full["files_mib"],
+            "half_ratings": half["ratings"],
+            "half_seconds": half["seconds"],
+            "half_peak_rss_mib": half["peak_rss_mib"],
+            "load_seconds": load_seconds,
+        }
     )
 
 

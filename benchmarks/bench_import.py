@@ -4,6 +4,8 @@ image space and two caption spaces (384-d, 512-d), all generated.
 Prints the import's wall time and the process's peak memory as one JSON object on the
 last line: {"seconds": ..., "peak_rss_mib": ...}. Data generation runs in a child
 process first, so neither its time nor its memory is counted.
+
+Environment: BENCH_IMAGES (5,000; 200 under BENCH_SMOKE=1), BENCH_DATABASE (cxc_bench_import).
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import fresh_database, peak_rss_mib, setup_django
+from _common import env_database, fresh_database, peak_rss_mib, print_figures, setup_django, sized
 
-N_IMAGES = 5_000
+N_IMAGES = sized("BENCH_IMAGES", 5_000, 200)
+DATABASE = env_database("cxc_bench_import")
 CAPTIONS_PER_IMAGE = 5
 SPACES = (("effnet", "image", 512), ("minilm", "caption", 384), ("clip_text", "caption", 512))
 
@@ -63,7 +66,7 @@ def main() -> None:
         child.join()
         if child.exitcode != 0:
             raise SystemExit("data generation failed")
-        setup_django(fresh_database("cxc_bench_import"), DATA_DIR=str(Path(folder) / "data"))
+        setup_django(fresh_database(DATABASE), DATA_DIR=str(Path(folder) / "data"))
         from annotation.services import dataset_import_karpathy, embedding_space_import
 
         phases = {}
@@ -84,7 +87,7 @@ def main() -> None:
             phases[f"{name}_s"] = round(time.perf_counter() - t0, 2)
         seconds = round(time.perf_counter() - start, 2)
     print(f"imported {summary.images} images, {summary.captions} captions, {len(SPACES)} spaces; phases {phases}")
-    print(json.dumps({"seconds": seconds, "peak_rss_mib": peak_rss_mib(), **phases}))
+    print_figures({"seconds": seconds, "peak_rss_mib": peak_rss_mib(), "images": N_IMAGES, **phases})
 
 
 if __name__ == "__main__":

@@ -22,11 +22,14 @@ accounts beyond one per participant) and participants over their quota.
 The last line is one JSON object: ``{"join_p50_ms", "join_p95_ms", "participants",
 "duplicate_raters", ...}``. The load generator shares the cores with the server and the
 database: compare runs on an otherwise idle machine.
+
+Under BENCH_SMOKE=1: 10 participants at 20 per second, quota 3, 0.05 s per item, unless
+the variables above say otherwise. BENCH_JOIN_PORT (default 8131) and BENCH_DATABASE
+(default cxc_bench_join) say where it runs.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import statistics
@@ -39,15 +42,24 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
-from _common import drop_database, fresh_database, setup_django, stop_server
-from bench_queue import start_server
+from _common import (
+    drop_database,
+    env_database,
+    env_number,
+    fresh_database,
+    print_figures,
+    setup_django,
+    sized,
+    start_gunicorn,
+    stop_server,
+)
 
-DATABASE = "cxc_bench_join"
-PORT = 8131
-PARTICIPANTS = int(os.environ.get("BENCH_JOIN_PARTICIPANTS", 200))
-ARRIVALS_PER_S = float(os.environ.get("BENCH_JOIN_RATE", 5))
-THINK_S = float(os.environ.get("BENCH_JOIN_THINK_S", 6))
-QUOTA = int(os.environ.get("BENCH_JOIN_QUOTA", 10))
+DATABASE = env_database("cxc_bench_join")
+PORT = env_number("BENCH_JOIN_PORT", 8131, minimum=1024)
+PARTICIPANTS = sized("BENCH_JOIN_PARTICIPANTS", 200, 10)
+ARRIVALS_PER_S = sized("BENCH_JOIN_RATE", 5.0, 20.0, minimum=0.01)
+THINK_S = sized("BENCH_JOIN_THINK_S", 6.0, 0.05, minimum=0)
+QUOTA = sized("BENCH_JOIN_QUOTA", 10, 3)
 SECOND_TAB_SHARE = 0.1
 CODE = "BENCHJOIN1"
 
@@ -194,7 +206,8 @@ def main() -> int:
     setup_django(url)
     token = prepare()
     log = Path(tempfile.mkdtemp(prefix="bench-join-")) / "gunicorn.log"
-    server = start_server(DATABASE, PORT, log)
+    # setup_django put the benchmark database and the services mode in os.environ.
+    server = start_gunicorn(os.environ | {"DEBUG": "false"}, PORT, log, port_setting="BENCH_JOIN_PORT")
     base = f"http://127.0.0.1:{PORT}"
     pids = [uuid.uuid4().hex[:24] for _ in range(PARTICIPANTS)]
     people = [Participant(base, token, pid) for pid in pids]
@@ -231,7 +244,7 @@ def main() -> int:
 
     connections.close_all()
     drop_database(DATABASE)
-    print(json.dumps(figures))
+    print_figures(figures)
     return 0
 
 

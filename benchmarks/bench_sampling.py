@@ -7,9 +7,10 @@ c2c_cocaption with the released 25,000 budget, from creation until every pair an
 rating slot is committed. Runs in its own fresh database ``bench_sampling``.
 
 Prints one JSON object on its last line: {"total_s", "search_s", "pairs": {method: n}, ...}.
+Environment: BENCH_IMAGES (5,000; 200 under BENCH_SMOKE=1; the c2c_cocaption budget is five
+per image), BENCH_DIM (256), BENCH_DATABASE (bench_sampling).
 """
 
-import json
 import os
 import shutil
 import sys
@@ -18,12 +19,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import fresh_database, setup_django
+from _common import env_database, env_number, fresh_database, print_figures, setup_django, sized
 
-DB_NAME = "bench_sampling"
-N_IMAGES = 5_000
+DB_NAME = env_database("bench_sampling")
+N_IMAGES = sized("BENCH_IMAGES", 5_000, 200)
 CAPTIONS_PER_IMAGE = 5
-DIM = 256
+DIM = env_number("BENCH_DIM", 256)
 SEED = 0
 
 
@@ -87,7 +88,7 @@ def main() -> None:
     batch = sampling_batch_create(
         dataset_name="bench",
         split_name="val",
-        methods={"i2i_csim": None, "c2c_isim": None, "c2c_cocaption": 25_000},
+        methods={"i2i_csim": None, "c2c_isim": None, "c2c_cocaption": CAPTIONS_PER_IMAGE * N_IMAGES},
         k=5,
         seed=SEED,
     )
@@ -96,23 +97,21 @@ def main() -> None:
     if batch.status != "succeeded":
         sys.exit(f"the batch failed: {batch.error}")
     stats = batch.stats
-    print(
-        json.dumps(
-            {
-                "total_s": round(total_s, 2),
-                "search_s": stats["search_s"],
-                "pairs": batch.pairs_per_method,
-                "total_over_search": round(total_s / stats["search_s"], 1) if stats["search_s"] else None,
-                "load_s": stats["load_s"],
-                "select_s": stats["select_s"],
-                "write_s": stats["write_s"],
-                "rating_slots": sum(batch.pairs_per_method.values()) * batch.ratings_per_pair,
-                "index": stats["index"],
-                "images": N_IMAGES,
-                "captions": len(captions),
-                "dim": DIM,
-            }
-        )
+    print_figures(
+        {
+            "total_s": round(total_s, 2),
+            "search_s": stats["search_s"],
+            "pairs": batch.pairs_per_method,
+            "total_over_search": round(total_s / stats["search_s"], 1) if stats["search_s"] else None,
+            "load_s": stats["load_s"],
+            "select_s": stats["select_s"],
+            "write_s": stats["write_s"],
+            "rating_slots": sum(batch.pairs_per_method.values()) * batch.ratings_per_pair,
+            "index": stats["index"],
+            "images": N_IMAGES,
+            "captions": len(captions),
+            "dim": DIM,
+        }
     )
 
 

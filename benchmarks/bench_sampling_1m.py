@@ -6,12 +6,11 @@ c2c_cocaption over the whole set as the batch runner does, then measures recall@
 the approximate neighbours against exact search for 2,000 sampled images in each
 space. Prints one JSON object on its last line:
 {"seconds", "peak_rss_mib", "recall_at_5", ...}; recall_at_5 is the lower of the two
-spaces. Sizes can be lowered for a quick look: BENCH_IMAGES, BENCH_DIM.
+spaces. Environment: BENCH_IMAGES (1,000,000; 30,000 under BENCH_SMOKE=1, still above
+the exact-search limit of 20,000, so the approximate index runs), BENCH_DIM (256),
+BENCH_QUERIES (2,000; 200 under BENCH_SMOKE=1).
 """
 
-import json
-import os
-import resource
 import sys
 import time
 from pathlib import Path
@@ -21,22 +20,18 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import env_number, peak_rss_mib, print_figures, sized
 from bench_sampling_data import caption_vectors, clustered_vectors
 
 from sampling.index import IndexConfig, exact_neighbours, recall_at_k
 from sampling.strategies import CaptionGroups, SplitArrays, mean_caption_vectors, sample_split
 
-N_IMAGES = int(os.environ.get("BENCH_IMAGES", 1_000_000))
-DIM = int(os.environ.get("BENCH_DIM", 256))
+N_IMAGES = sized("BENCH_IMAGES", 1_000_000, 30_000)
+DIM = env_number("BENCH_DIM", 256)
 CAPTIONS_PER_IMAGE = 5
 K = 5
-QUERIES = 2_000
+QUERIES = min(N_IMAGES, sized("BENCH_QUERIES", 2_000, 200))
 SEED = 0
-
-
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
 
 STARTED = time.perf_counter()
 
@@ -73,23 +68,21 @@ def main() -> None:
         truth = exact_neighbours(vectors, queries, K)
         recalls[name] = recall_at_k(result.neighbours[name][queries], truth)
         log(f"recall@5 in space {name}: {recalls[name]:.4f}")
-    print(
-        json.dumps(
-            {
-                "seconds": round(seconds, 1),
-                "peak_rss_mib": round(peak_rss_mib()),
-                "recall_at_5": round(min(recalls.values()), 4),
-                "recall_at_5_by_space": {name: round(value, 4) for name, value in recalls.items()},
-                "search_s": round(result.search_seconds, 1),
-                "generate_s": round(generate_s, 1),
-                "images": N_IMAGES,
-                "captions": len(captions),
-                "dim": DIM,
-                "index": {name: kind for name, kind in result.index_kinds.items()},
-                "index_config": index.as_dict(),
-                "pairs": {method: len(pairs) for method, pairs in result.pairs.items()},
-            }
-        )
+    print_figures(
+        {
+            "seconds": round(seconds, 1),
+            "peak_rss_mib": round(peak_rss_mib()),
+            "recall_at_5": round(min(recalls.values()), 4),
+            "recall_at_5_by_space": {name: round(value, 4) for name, value in recalls.items()},
+            "search_s": round(result.search_seconds, 1),
+            "generate_s": round(generate_s, 1),
+            "images": N_IMAGES,
+            "captions": len(captions),
+            "dim": DIM,
+            "index": {name: kind for name, kind in result.index_kinds.items()},
+            "index_config": index.as_dict(),
+            "pairs": {method: len(pairs) for method, pairs in result.pairs.items()},
+        }
     )
 
 

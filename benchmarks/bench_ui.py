@@ -3,37 +3,34 @@ submit until the next pair is ready to rate (shown, its pictures decoded, slider
 
 The page itself measures it (performance.measure "submit-to-ready", from the submit
 press to the next pair being ready). Last line: {"p50_ms", "p95_ms", ...}.
+
+Environment: BENCH_UI_SUBMISSIONS (50; 6 under BENCH_SMOKE=1), BENCH_UI_PORT (8151),
+BENCH_DATABASE (cxc_bench_ui), CHROMIUM_PATH (/usr/bin/chromium).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from _common import REPO_DIR, fresh_database, setup_django
+from _common import (
+    env_database,
+    env_number,
+    fresh_database,
+    print_figures,
+    setup_django,
+    sized,
+    start_gunicorn,
+    stop_server,
+)
 
-PORT = int(os.environ.get("BENCH_UI_PORT", "8151"))
-SUBMISSIONS = int(os.environ.get("BENCH_UI_SUBMISSIONS", "50"))
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+DATABASE = env_database("cxc_bench_ui")
+PORT = env_number("BENCH_UI_PORT", 8151, minimum=1024)
+SUBMISSIONS = sized("BENCH_UI_SUBMISSIONS", 50, 6)
+CHROMIUM = os.environ.get("CHROMIUM_PATH") or "/usr/bin/chromium"
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-
-
-def wait_for_port(port: int, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    raise SystemExit(f"gunicorn did not listen on {port} within {seconds} s")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -43,7 +40,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def main() -> None:
     var_dir = Path(tempfile.mkdtemp(prefix="bench-ui-"))
-    database_url = fresh_database("cxc_bench_ui")
+    database_url = fresh_database(DATABASE)
     env = {"VAR_DIR": str(var_dir), "DATA_DIR": str(var_dir / "data"), "DEBUG": "false"}
     setup_django(database_url, **env)
     from django.core.management import call_command
@@ -53,30 +50,21 @@ def main() -> None:
     call_command("collectstatic", interactive=False, verbosity=0)
     demo_with_pairs(per_kind=SUBMISSIONS)  # one kind alone could fill the run
 
-    server_env = {**os.environ, **env, "GUNICORN_BIND": f"127.0.0.1:{PORT}", "ALLOWED_HOSTS": "127.0.0.1"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.conf.py"],
-        cwd=REPO_DIR,
-        env=server_env,
-        start_new_session=True,
-    )
+    server_env = {**os.environ, **env, "ALLOWED_HOSTS": "127.0.0.1"}
+    server = start_gunicorn(server_env, PORT, var_dir / "gunicorn.log", port_setting="BENCH_UI_PORT")
     try:
-        wait_for_port(PORT)
         durations, kinds = run_browser(f"http://127.0.0.1:{PORT}")
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=20)
+        stop_server(server)
     rounded = sorted(round(d) for d in durations)
     print(f"{len(durations)} submissions ({kinds}); submit -> next pair ready, ms: {rounded}")
-    print(
-        json.dumps(
-            {
-                "p50_ms": round(percentile(durations, 0.50), 1),
-                "p95_ms": round(percentile(durations, 0.95), 1),
-                "max_ms": round(max(durations), 1),
-                "submissions": len(durations),
-            }
-        )
+    print_figures(
+        {
+            "p50_ms": round(percentile(durations, 0.50), 1),
+            "p95_ms": round(percentile(durations, 0.95), 1),
+            "max_ms": round(max(durations), 1),
+            "submissions": len(durations),
+        }
     )
 
 

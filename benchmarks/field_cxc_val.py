@@ -22,13 +22,14 @@ Progress lines first; the last line is one JSON object with every figure. It mea
 and reports, it asserts no timing. Without the shared data (SHARED_DIR, default the
 repository's sibling folder ``shared``) it prints {"skipped": reason} and exits 0.
 FIELD_LIMIT=N uploads only the first N rows of each file (a temporary copy) for a quick
-run. Tasks run in-process in the web workers (CELERY_TASK_ALWAYS_EAGER, as the other
-benchmarks), so no Celery worker shares Redis queues with anyone else's.
+run (0 or unset: the whole files; 100 under BENCH_SMOKE=1, with FIELD_RATERS 4; the
+dataset is still built from the whole files). BENCH_DATABASE (default cxc_bench_field)
+names the database. Tasks run in-process in the web workers (CELERY_TASK_ALWAYS_EAGER, as
+the other benchmarks), so no Celery worker shares Redis queues with anyone else's.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -37,11 +38,22 @@ import time
 from pathlib import Path
 
 import _field_cxc_data as data
-from _common import REPO_DIR, drop_database, fresh_database, setup_django, stop_server
-from _field_cxc_http import Api, log, rate_everything, start_gunicorn, token_for
+from _common import (
+    REPO_DIR,
+    drop_database,
+    env_database,
+    env_number,
+    fresh_database,
+    print_figures,
+    setup_django,
+    sized,
+    start_gunicorn,
+    stop_server,
+)
+from _field_cxc_http import Api, log, rate_everything, token_for
 from _field_cxc_http import free_port as pick_port
 
-DATABASE = "cxc_bench_field"
+DATABASE = env_database("cxc_bench_field")
 DATASET = "cxc-val"
 SPLIT = "val"
 KINDS = ["STS", "SIS", "SITS"]
@@ -282,11 +294,11 @@ def main() -> int:
     if missing:
         reason = f"CxC validation files not found in {shared} ({', '.join(missing)}); set SHARED_DIR"
         log(f"field-cxc-val skipped: {reason}")
-        print(json.dumps({"skipped": reason}), flush=True)
+        print_figures({"skipped": reason})
         return 0
-    raters = int(os.environ.get("FIELD_RATERS", "16"))
-    ratings_per_pair = int(os.environ.get("FIELD_RATINGS_PER_PAIR", "1"))
-    limit = int(os.environ["FIELD_LIMIT"]) if os.environ.get("FIELD_LIMIT") else None
+    raters = sized("FIELD_RATERS", 16, 4)
+    ratings_per_pair = env_number("FIELD_RATINGS_PER_PAIR", 1)
+    limit = sized("FIELD_LIMIT", 0, 100, minimum=0) or None
     if raters < ratings_per_pair:
         raise SystemExit(f"FIELD_RATERS ({raters}) must be at least FIELD_RATINGS_PER_PAIR ({ratings_per_pair})")
     log(
@@ -303,7 +315,7 @@ def main() -> int:
         drop_database(DATABASE)
         shutil.rmtree(work, ignore_errors=True)
     figures["total_s"] = round(time.perf_counter() - started, 1)
-    print(json.dumps(figures), flush=True)
+    print_figures(figures)
     return 0
 
 
