@@ -1,0 +1,437 @@
+"""Peer benchmark: our rating API and a peer annotation tool (PEER=potato or
+PEER=label-studio) side by side, driven by the same asyncio client (``_peer_client.py``).
+
+The peer is installed from its pinned PyPI release into a virtualenv of its own under
+``var/peers/<peer>/venv`` (kept and reused while it holds that version; pip uses the
+configured package index only) and configured as the closest task to ours (see
+``_peer_potato.py`` and ``_peer_label_studio.py``): sentence pairs rated 0-5, 5 annotators
+per item, passwordless or token users. Ours runs as ``bench_queue.py`` runs it (gunicorn +
+PostgreSQL, a fresh database filled by ``_queue_data.fill``).
+
+Both get ITEMS generated pairs (two short sentences each). Phases, each with fresh raters:
+after a warm-up, BENCH_ROUNDS rounds of closed-loop phases of BENCH_SECONDS per app, U=8
+then U=32 raters claiming and submitting back to back, ours and the peer alternating which
+goes first; then saturation: a fresh store of SAT_ITEMS items (5 answers each) per app,
+SAT_RATERS raters racing until each is told nothing is left. Per phase and app: cycles/s
+(claim + submit), claim p50/p95, server CPU ms per cycle (the server's process tree; with
+a database, its backends: the larger of ``_cpu.cpu_reading`` at the phase's ends and the
+``_peer_cpu`` sampler, both of which can only miss time). Afterwards every store is
+checked: items over-assigned (more than 5 answers, or a rater twice), answers the app
+acknowledged but did not store (lost), stored answers it never acknowledged, duplicates.
+
+Last line: ``{"peer", "phases": {"u8"|"u32"|"saturation": {"ours": {...}, "peer": {...}}},
+"stores": {...}, "ratio_cycles_u8", "ratio_cycles_u32", "ratio_cpu_u8", "ratio_cpu_u32",
+"over_assigned_ours", "over_assigned_peer"}``: cycle ratios are ours / peer, CPU ratios
+peer / ours (above 1: we use less). It measures; it asserts no timing.
+
+Environment: PEER (required), DATABASE_URL (server; names replaced), BENCH_SECONDS (30),
+BENCH_ROUNDS (2), BENCH_ITEMS (10,000), BENCH_SAT_ITEMS (200), BENCH_SAT_RATERS (40),
+BENCH_RATERS_LOW (8), BENCH_RATERS_HIGH (32), BENCH_SAT_LIMIT_S (900: saturation stops
+there), BENCH_FIRST_PORT (8171; four ports from it), BENCH_DB_PREFIX (cxc_bench_peer:
+``_ours``, ``_ours_sat``, ``_ls``). BENCH_SMOKE=1: 300 items, 20 in saturation with 10
+raters, one round of 2 s phases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import _peer_label_studio
+import _peer_potato
+import psycopg2
+from _common import drop_database, env_database, env_number, fresh_database, print_figures, smoke, stop_server
+from _cpu import cpu_ms_per_cycle
+from _load import Stats
+from _peer_client import (
+    Acknowledged,
+    HttpConnection,
+    OursApp,
+    Rater,
+    close_all,
+    closed_loop,
+    login_all,
+    summary,
+    until_done,
+)
+from _peer_cpu import Meter, postmaster_pid
+from _queue_data import REPO, fill, migrate, server_dsn
+from bench_queue import start_server
+
+PEERS = {"potato": _peer_potato, "label-studio": _peer_label_studio}
+SMOKE = smoke()
+SECONDS = env_number("BENCH_SECONDS", 2.0 if SMOKE else 30.0)
+ROUNDS = env_number("BENCH_ROUNDS", 1 if SMOKE else 2)
+ITEMS = env_number("BENCH_ITEMS", 300 if SMOKE else 10_000)
+SAT_ITEMS = env_number("BENCH_SAT_ITEMS", 20 if SMOKE else 200)
+SAT_RATERS = env_number("BENCH_SAT_RATERS", 10 if SMOKE else 40)
+LOW = env_number("BENCH_RATERS_LOW", 8)
+HIGH = env_number("BENCH_RATERS_HIGH", 32)
+SAT_LIMIT_S = env_number("BENCH_SAT_LIMIT_S", 60.0 if SMOKE else 900.0)
+FIRST_PORT = env_number("BENCH_FIRST_PORT", 8171, minimum=1024)
+DB_PREFIX = env_database("cxc_bench_peer", "BENCH_DB_PREFIX")
+WARMUP_S = 1.0 if SMOKE else 3.0
+CAP = 5  # answers per item, both apps
+PEERS_DIR = REPO / "var" / "peers"
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+# --- the peer's virtualenv -----------------------------------------------------------
+
+
+def installed_version(venv: Path, package: str) -> str | None:
+    python = venv / "bin" / "python"
+    if not python.exists():
+        return None
+    found = subprocess.run(
+        [str(python), "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
+        capture_output=True,
+        text=True,
+    )
+    return found.stdout.strip() if found.returncode == 0 else None
+
+
+def ensure_venv(peer: str, module) -> Path:
+    """``var/peers/<peer>/venv`` holding the peer's pinned packages: reused when it does,
+    else made (or completed) with pip from the configured index."""
+    venv = PEERS_DIR / peer / "venv"
+    wanted = [spec.split("==") for spec in module.PACKAGES]
+    missing = [f"{name}=={version}" for name, version in wanted if installed_version(venv, name) != version]
+    if not missing:
+        log(f"{peer}: reusing {venv} ({', '.join(module.PACKAGES)})")
+        return venv
+    started = time.perf_counter()
+    log(f"{peer}: installing {', '.join(missing)} into {venv} (the configured package index only)")
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *missing], check=True)
+    log(f"{peer}: installed in {time.perf_counter() - started:.0f} s")
+    return venv
+
+
+# --- data ----------------------------------------------------------------------------
+
+SUBJECTS = ["a man", "a woman", "two children", "a dog", "a cat", "a cyclist", "an old man", "a girl", "a chef"]
+VERBS = ["walks along", "sits on", "runs across", "looks at", "stands near", "rides past", "sleeps beside", "paints"]
+PLACES = ["the beach", "a bench", "a busy street", "the kitchen table", "a snowy field", "a red bus", "the river"]
+
+
+def sentence_pairs(n: int, seed: int) -> list[tuple[str, str]]:
+    """``n`` pairs of short generated sentences (half of them sharing their subject)."""
+    rng = random.Random(seed)
+
+    def sentence(subject: str) -> str:
+        return f"{subject} {rng.choice(VERBS)} {rng.choice(PLACES)}.".capitalize()
+
+    pairs = []
+    for number in range(n):
+        first = rng.choice(SUBJECTS)
+        second = first if number % 2 else rng.choice(SUBJECTS)
+        pairs.append((sentence(first), sentence(second)))
+    return pairs
+
+
+# --- measuring -----------------------------------------------------------------------
+
+
+@dataclass
+class Side:
+    """One app under test: its client adapter, unused rater keys, CPU meter and figures."""
+
+    label: str  # "ours" or "peer"
+    app: object
+    keys: list[str]
+    meter: Meter
+    port: int
+    acked: Acknowledged = field(default_factory=Acknowledged)
+    phases: dict = field(default_factory=dict)
+
+    def raters(self, count: int) -> list[Rater]:
+        if len(self.keys) < count:
+            raise SystemExit(f"{self.label}: {count} raters wanted, {len(self.keys)} left")
+        taken, self.keys = self.keys[:count], self.keys[count:]
+        return [Rater(key, HttpConnection(self.port)) for key in taken]
+
+    async def closed(self, phase: str, users: int, seconds: float) -> None:
+        raters = self.raters(users)
+        await login_all(self.app, raters)
+        record = self.phases.setdefault(phase, {"stats": Stats(), "seconds": 0.0, "cpu": {}, "raters": users})
+        begun = self.meter.begin()
+        record["seconds"] += await closed_loop(self.app, raters, seconds, record["stats"], self.acked)
+        for key, value in self.meter.end(begun).items():
+            record["cpu"][key] = record["cpu"].get(key, 0.0) + value
+        close_all(raters)
+
+    def figures(self, phase: str) -> dict:
+        record = self.phases[phase]
+        stats = record["stats"]
+        cpu = cpu_ms_per_cycle(record["cpu"], stats.cycles)
+        live = cpu_ms_per_cycle({"web_s": 0.0, "db_s": record["cpu"]["db_live_s"]}, stats.cycles)
+        sampled = cpu_ms_per_cycle({"web_s": 0.0, "db_s": record["cpu"]["db_sampled_s"]}, stats.cycles)
+        return {
+            "raters": record["raters"],
+            **summary(stats, record["seconds"]),
+            **cpu,
+            "db_cpu_ms_per_cycle_live": live["db_cpu_ms_per_cycle"],
+            "db_cpu_ms_per_cycle_sampled": sampled["db_cpu_ms_per_cycle"],
+            **record.get("extra", {}),
+        }
+
+
+async def measure(sides: list[Side]) -> None:
+    """Warm-up, then the closed-loop phases, alternating which app goes first."""
+    for side in sides:
+        await side.closed("warmup", LOW, WARMUP_S)
+    for number in range(ROUNDS):
+        order = sides if number % 2 == 0 else sides[::-1]
+        for users in (LOW, HIGH):
+            for side in order:
+                await side.closed(f"u{users}", users, SECONDS)
+                done = side.figures(f"u{users}")["cycles"]
+                log(
+                    f"  round {number + 1}/{ROUNDS} u{users} {side.label}: {done} cycles so far, "
+                    f"load average {os.getloadavg()[0]:.2f}"
+                )
+
+
+async def saturate(side: Side) -> None:
+    raters = side.raters(len(side.keys))
+    await login_all(side.app, raters)
+    record = side.phases.setdefault("saturation", {"stats": Stats(), "seconds": 0.0, "cpu": {}, "raters": len(raters)})
+    begun = side.meter.begin()
+    record["seconds"] = await until_done(side.app, raters, SAT_LIMIT_S, record["stats"], side.acked)
+    record["cpu"] = side.meter.end(begun)
+    record["extra"] = {"timed_out": record["seconds"] >= SAT_LIMIT_S}
+    close_all(raters)
+
+
+# --- stores --------------------------------------------------------------------------
+
+
+def check_store(stored: dict, acked: Acknowledged) -> dict:
+    """A store against the rule (at most CAP answers an item, one per rater) and against
+    what the client was told: lost = acknowledged but not stored, per rater."""
+    per_item = stored["per_item"].values()
+    keys = set(stored["by_rater"]) | set(acked.by_rater)
+    return {
+        "answers": sum(n for n, _ in per_item),
+        "acknowledged": sum(acked.by_rater.values()),
+        "items_answered": len(per_item),
+        "items_complete": sum(1 for n, _ in per_item if n >= CAP),
+        "over_assigned": sum(1 for n, distinct in per_item if n > CAP or n > distinct),
+        "max_answers_per_item": max((n for n, _ in per_item), default=0),
+        "duplicated_answers": sum(n - distinct for n, distinct in per_item),
+        "lost_answers": sum(max(0, acked.by_rater.get(k, 0) - stored["by_rater"].get(k, 0)) for k in keys),
+        "unacknowledged_answers": sum(max(0, stored["by_rater"].get(k, 0) - acked.by_rater.get(k, 0)) for k in keys),
+    }
+
+
+def stored_ours(database: str, tokens: list[str]) -> dict:
+    """Our store: ratings per rater (matched to tokens by knox's SHA-512 digest) and per pair."""
+    by_digest = {hashlib.sha512(token.encode()).hexdigest(): token for token in tokens}
+    conn = psycopg2.connect(server_dsn(database))
+    with conn, conn.cursor() as cur:
+        cur.execute("SELECT user_id, digest FROM knox_authtoken")
+        token_of = {user: by_digest.get(digest) for user, digest in cur.fetchall()}
+        cur.execute("SELECT rater_id, count(*) FROM annotation_rating GROUP BY 1")
+        by_rater = {token_of.get(user) or f"user{user}": n for user, n in cur.fetchall()}
+        cur.execute("SELECT pair_id, count(*), count(DISTINCT rater_id) FROM annotation_rating GROUP BY 1")
+        per_item = {pair: [n, distinct] for pair, n, distinct in cur.fetchall()}
+    conn.close()
+    return {"by_rater": by_rater, "per_item": per_item}
+
+
+# --- running -------------------------------------------------------------------------
+
+
+def port_free(port: int) -> int:
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", port)) == 0:
+            raise SystemExit(f"port {port} is taken on 127.0.0.1: set BENCH_FIRST_PORT")
+    return port
+
+
+def ours_store(database: str, open_slots: int, raters: int, port: int, logs: Path):
+    """A fresh, filled database of ours and its gunicorn: (server, tokens)."""
+    fresh_database(database)
+    migrate(database)
+    n_pairs, tokens = fill(database, open_slots, raters)
+    log(f"ours: {n_pairs:,} pairs x {CAP} in {database}, {len(tokens)} raters")
+    return start_server(database, port_free(port), logs / f"ours-{port}.log"), tokens
+
+
+class PotatoRun:
+    """Potato's two stores: one server (task directory under var/peers/potato/run) each."""
+
+    def __init__(self, venv: Path, logs: Path, cursor, postmaster: int):
+        self.venv, self.logs = venv, logs
+        self.servers: dict[str, subprocess.Popen] = {}
+        self.tasks: dict[str, Path] = {}
+
+    def _open(self, store: str, pairs: list[tuple[str, str]], raters: int, port: int) -> Side:
+        task = PEERS_DIR / "potato" / "run" / store
+        _peer_potato.write_task(task, pairs)
+        started = time.perf_counter()
+        server = _peer_potato.start(self.venv, task, port_free(port), self.logs / f"potato-{store}.log")
+        log(f"potato: {len(pairs):,} items in {task}, serving on {port} after {time.perf_counter() - started:.1f} s")
+        self.servers[store], self.tasks[store] = server, task
+        keys = [f"{store}{number:04d}" for number in range(raters)]
+        return Side("peer", _peer_potato.PotatoApp(port), keys, Meter(server.pid), port)
+
+    def open_main(self, pairs, raters: int) -> Side:
+        return self._open("main", pairs, raters, FIRST_PORT + 2)
+
+    def open_saturation(self, pairs, raters: int) -> Side:
+        return self._open("saturation", pairs, raters, FIRST_PORT + 3)
+
+    def close(self, store: str) -> dict:
+        stop_server(self.servers.pop(store))  # every save is on disk; the files are read after
+        return _peer_potato.stored(self.tasks[store])
+
+    def cleanup(self) -> None:
+        for server in self.servers.values():
+            stop_server(server)
+
+
+class LabelStudioRun:
+    """Label Studio's two stores: two projects of one server on database <prefix>_ls."""
+
+    def __init__(self, venv: Path, logs: Path, cursor, postmaster: int):
+        self.database = f"{DB_PREFIX}_ls"
+        self.dsn = fresh_database(self.database)
+        data_dir = PEERS_DIR / "label-studio" / "data"
+        subprocess.run(["rm", "-rf", str(data_dir)], check=True)
+        port = port_free(FIRST_PORT + 2)
+        self.ls = _peer_label_studio.LabelStudio(venv, data_dir, port, self.database, self.dsn)
+        self.logs, self.cursor, self.postmaster = logs, cursor, postmaster
+        self.projects: dict[str, int] = {}
+        self.tokens: list[str] = []
+
+    def _open(self, store: str, pairs, keys: list[str]) -> Side:
+        started = time.perf_counter()
+        self.projects[store] = self.ls.project(store, pairs)
+        log(f"label-studio: project {store}, {len(pairs):,} tasks imported in {time.perf_counter() - started:.1f} s")
+        meter = Meter(self.ls.server.pid, self.cursor, self.database, self.postmaster)
+        app = _peer_label_studio.LabelStudioApp(self.ls.port, self.projects[store])
+        return Side("peer", app, keys, meter, self.ls.port)
+
+    def open_main(self, pairs, raters: int) -> Side:
+        started = time.perf_counter()
+        self.ls.start(self.logs / "label-studio.log")
+        self.tokens = self.ls.make_annotators(raters + SAT_RATERS)
+        took = time.perf_counter() - started
+        log(f"label-studio: serving on {self.ls.port} ({self.database}), {len(self.tokens)} annotators, {took:.1f} s")
+        return self._open("main", pairs, self.tokens[:raters])
+
+    def open_saturation(self, pairs, raters: int) -> Side:
+        return self._open("saturation", pairs, self.tokens[-raters:])
+
+    def close(self, store: str) -> dict:
+        return _peer_label_studio.stored(self.dsn, self.projects[store], self.ls.user_ids)
+
+    def cleanup(self) -> None:
+        if self.ls.server is not None:
+            stop_server(self.ls.server)
+        drop_database(self.database)
+
+
+RUNS = {"potato": PotatoRun, "label-studio": LabelStudioRun}
+
+
+def ratio(top, bottom) -> float | None:
+    return round(top / bottom, 2) if top and bottom else None
+
+
+def result(peer: str, main: list[Side], saturation: list[Side], stores: dict) -> dict:
+    phases = {name: {side.label: side.figures(name) for side in main} for name in (f"u{LOW}", f"u{HIGH}")}
+    phases["saturation"] = {side.label: side.figures("saturation") for side in saturation}
+    low, high = phases[f"u{LOW}"], phases[f"u{HIGH}"]
+    return {
+        "peer": peer,
+        "items": ITEMS,
+        "saturation_items": SAT_ITEMS,
+        "phases": phases,
+        "stores": stores,
+        "ratio_cycles_u8": ratio(low["ours"]["cycles_per_s"], low["peer"]["cycles_per_s"]),
+        "ratio_cycles_u32": ratio(high["ours"]["cycles_per_s"], high["peer"]["cycles_per_s"]),
+        "ratio_cpu_u8": ratio(low["peer"]["cpu_ms_per_cycle"], low["ours"]["cpu_ms_per_cycle"]),
+        "ratio_cpu_u32": ratio(high["peer"]["cpu_ms_per_cycle"], high["ours"]["cpu_ms_per_cycle"]),
+        "over_assigned_ours": sum(store["over_assigned"] for store in stores["ours"].values()),
+        "over_assigned_peer": sum(store["over_assigned"] for store in stores["peer"].values()),
+    }
+
+
+def run(peer: str, venv: Path, logs: Path, cursor, postmaster: int) -> dict:
+    """Every phase of both apps, each store checked once its server is done with it."""
+    ours_db, sat_db = f"{DB_PREFIX}_ours", f"{DB_PREFIX}_ours_sat"
+    main_raters = LOW + ROUNDS * (LOW + HIGH)
+    stores: dict = {"ours": {}, "peer": {}}
+    peer_run, server = None, None
+    try:
+        server, tokens = ours_store(ours_db, ITEMS * CAP, main_raters, FIRST_PORT, logs)
+        ours = Side("ours", OursApp(FIRST_PORT), tokens, Meter(server.pid, cursor, ours_db, postmaster), FIRST_PORT)
+        peer_run = RUNS[peer](venv, logs, cursor, postmaster)
+        theirs = peer_run.open_main(sentence_pairs(ITEMS, seed=1), main_raters)
+        asyncio.run(measure([ours, theirs]))
+        stop_server(server)
+        stores["ours"]["main"] = check_store(stored_ours(ours_db, tokens), ours.acked)
+        stores["peer"]["main"] = check_store(peer_run.close("main"), theirs.acked)
+        log(f"stores after the closed-loop phases: {stores}")
+
+        server, tokens = ours_store(sat_db, SAT_ITEMS * CAP, SAT_RATERS, FIRST_PORT + 1, logs)
+        meter = Meter(server.pid, cursor, sat_db, postmaster)
+        ours_sat = Side("ours", OursApp(FIRST_PORT + 1), tokens, meter, FIRST_PORT + 1)
+        asyncio.run(saturate(ours_sat))
+        stop_server(server)
+        server = None
+        stores["ours"]["saturation"] = check_store(stored_ours(sat_db, tokens), ours_sat.acked)
+        theirs_sat = peer_run.open_saturation(sentence_pairs(SAT_ITEMS, seed=2), SAT_RATERS)
+        asyncio.run(saturate(theirs_sat))
+        stores["peer"]["saturation"] = check_store(peer_run.close("saturation"), theirs_sat.acked)
+        log(f"stores after saturation: ours {stores['ours']['saturation']}, peer {stores['peer']['saturation']}")
+    finally:
+        if server is not None and server.poll() is None:
+            stop_server(server)
+        if peer_run is not None:
+            peer_run.cleanup()
+        drop_database(ours_db)
+        drop_database(sat_db)
+    return result(peer, [ours, theirs], [ours_sat, theirs_sat], stores)
+
+
+def main() -> int:
+    peer = (os.environ.get("PEER") or "").strip()
+    if peer not in PEERS:
+        raise SystemExit(f"PEER={peer!r}: choose one of {', '.join(PEERS)} (make bench-peer PEER=potato)")
+    log(f"bench-peer {peer}: load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (other load skews")
+    log(f"figures); {ITEMS:,} items, {ROUNDS} round(s) of {SECONDS:g} s phases at U={LOW} and U={HIGH}")
+    venv = ensure_venv(peer, PEERS[peer])
+    logs = PEERS_DIR / peer / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    admin = psycopg2.connect(server_dsn("postgres"))
+    admin.autocommit = True
+    try:
+        with admin.cursor() as cursor:
+            figures = run(peer, venv, logs, cursor, postmaster_pid(cursor))
+    finally:
+        admin.close()
+    for name, apps in figures["phases"].items():
+        for label, numbers in apps.items():
+            log(f"{name} {label}: {numbers}")
+    print_figures(figures)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
