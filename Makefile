@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-dashboard bench-exclusion bench-join bench-smoke mutation
+.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-dashboard bench-exclusion bench-join bench-peer bench-smoke mutation
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -78,6 +78,16 @@ bench-exclusion: $(STAMP)
 # duplicate raters.
 bench-join: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_join.py
+
+# Ours side by side with a peer annotation tool, PEER=potato or PEER=label-studio: the peer's
+# pinned PyPI release in its own virtualenv under var/peers/<peer> (reused while it holds that
+# version), the same 0-5 task with 5 annotators on 10,000 generated sentence pairs, one client
+# for both: U=8 and U=32 phases alternating, then saturation on 200 items; cycles/s, claim
+# p50/p95, CPU ms per cycle, over-assigned and lost answers, ratios (see the script's docstring).
+# Not in CI, since it installs the peers: written `bench-peer :` so that make bench-smoke's target
+# list, which CI runs, leaves it out.
+bench-peer : $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && PEER=$(PEER) $(PY) benchmarks/bench_peer.py
 
 # 50 submissions in headless Chromium against gunicorn + PostgreSQL: submit -> next pair ready.
 bench-ui: $(STAMP)
