@@ -1,14 +1,15 @@
 """`make bench-smoke`: every benchmark at its smoke size, so none of them rots unseen.
 
-Runs each `bench-*` target of the Makefile (but this one) as `make bench-X` with
-BENCH_SMOKE=1, one after another, and judges only that it worked: a benchmark fails when
-it exits non-zero, or ends after BENCH_SMOKE_TIMEOUT seconds (default 600), or the last
-line of its standard output is not one JSON object (strict JSON: no NaN). It never judges
-a timing. Prints one line per benchmark (name, wall seconds, ok or why it failed, with
-the tail of its output), then one JSON object on the last line:
-``{"seconds": {target: wall seconds}, "failed": [target, ...], "total_s"}``.
-Exit status 1 when any failed. Each benchmark's output is kept in BENCH_SMOKE_LOGS
-(default test-artifacts/bench-smoke/<target>.stdout.log and .stderr.log).
+Runs each `bench-*` target of the Makefile (but this one, and bench-peer, which installs
+the peer tools) as `make bench-X` with BENCH_SMOKE=1, one after another, and judges only
+that it worked: a benchmark fails when it exits non-zero, or ends after
+BENCH_SMOKE_TIMEOUT seconds (default 600), or the last line of its standard output is not
+one JSON object (strict JSON: no NaN). It never judges a timing. Prints one line per
+benchmark (name, wall seconds, ok or why it failed, with the tail of its output), then
+one JSON object on the last line: ``{"seconds": {target: wall seconds}, "failed":
+[target, ...], "total_s"}``. Exit status 1 when any failed. Each benchmark's output is
+kept in BENCH_SMOKE_LOGS (default test-artifacts/bench-smoke/<target>.stdout.log and
+.stderr.log).
 
 Arguments: target names to run only those (`scripts/bench_smoke.py bench-ui bench-join`).
 """
@@ -27,8 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_DIR = Path(__file__).resolve().parent.parent
-TARGET = re.compile(r"^(bench-[a-z0-9-]+):", re.MULTILINE)
-SELF = "bench-smoke"
+TARGET = re.compile(r"^(bench-[a-z0-9-]+)\s*:", re.MULTILINE)
+# Targets left out: this runner, and bench-peer, which installs the peer tools from PyPI.
+LEFT_OUT = {"bench-smoke", "bench-peer"}
 # Settings a benchmark takes beside BENCH_SMOKE=1, unless the caller's environment sets
 # them. bench-queue's phases take ports from 8121 on, where the tests' gunicorn looks for
 # one (tests/annotation/test_queue_concurrency.py: 8121-8129): the smoke run, which may
@@ -53,8 +55,8 @@ class Outcome:
 
 
 def benchmark_targets(makefile: Path) -> list[str]:
-    """The Makefile's bench-* targets in their order, this runner's own left out."""
-    return [name for name in TARGET.findall(makefile.read_text()) if name != SELF]
+    """The Makefile's bench-* targets in their order, but LEFT_OUT."""
+    return [name for name in TARGET.findall(makefile.read_text()) if name not in LEFT_OUT]
 
 
 def _no_constant(name: str):

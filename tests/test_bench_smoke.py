@@ -81,11 +81,14 @@ def test_the_check_of_a_finished_benchmark(returncode, stdout, ok):
     assert (bench_smoke.last_line_problem(returncode, stdout) == "") is ok
 
 
-def test_every_bench_target_of_the_makefile_is_run_but_the_runner_itself():
+def test_every_bench_target_of_the_makefile_is_run_but_the_runner_itself_and_the_peers(tmp_path):
     targets = bench_smoke.benchmark_targets(REPO_DIR / "Makefile")
-    assert "bench-smoke" not in targets
+    assert "bench-smoke" not in targets and "bench-peer" not in targets
     assert {"bench-import", "bench-queue", "bench-ui", "bench-field-cxc", "bench-sampling-1m"} <= set(targets)
     assert len(targets) == len(set(targets))
+    makefile = tmp_path / "Makefile"
+    makefile.write_text("bench-a: x\n\tcmd\nbench-b : x\nbench-peer: x\nbench-smoke: x\n# bench-c: no\n")
+    assert bench_smoke.benchmark_targets(makefile) == ["bench-a", "bench-b"]
 
 
 def test_the_smoke_environment_keeps_what_the_caller_set():
