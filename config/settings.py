@@ -118,7 +118,10 @@ TEMPLATES = [
 if RUN_MODE == "services":
     DATABASES = {"default": env.db_url_config(DATABASE_URL)}
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # Off by default: the check is a "SELECT 1" round trip on every request's first query,
+    # to spare the one request per thread that meets a connection the database dropped
+    # (a restart); Django closes such a connection after that request's error.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=False)
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {

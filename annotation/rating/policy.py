@@ -50,7 +50,14 @@ from annotation.quality.pauses import RaterPaused, is_paused_in, paused_error
 from annotation.quality.quiz import quiz_offered
 from annotation.rating import queue
 from annotation.rating.queue.claim import qualified_kinds
-from annotation.rating.queue.shapes import Assignment, SubmitResult, check_kind, lease_ttl, service_now
+from annotation.rating.queue.shapes import (
+    GOLD_TURN,
+    Assignment,
+    SubmitResult,
+    check_kind,
+    lease_ttl,
+    service_now,
+)
 from annotation.rating.queue.submit import submission_values
 from annotation.rating.quota import QuotaReached, QuotaUse, quota_reached_error, quota_use
 from annotation.sql import use_postgres_sql
@@ -219,11 +226,26 @@ def _participant_claim_kinds(
 
 def _serve(*, rater, dataset: str, kind: str | None, now: datetime | None) -> Assignment | None:
     """WHAT: a gold pair now and then, looking like any other, else the queue's next
-    slot (which also says why nothing came: unknown dataset, pause, qualification)."""
+    slot (which also says why nothing came: unknown dataset, pause, qualification).
+
+    On PostgreSQL the queue's claim statement also draws gold's turn, so a claim that
+    serves no gold is one statement; on its turn the gold claim decides, and when gold
+    serves nothing (no work left, every gold pair met) the queue claims without the turn.
+    Elsewhere the gold claim comes first, as the portable paths have no single statement."""
     now = service_now(now)
-    expires = now + lease_ttl()
-    kinds = None if use_postgres_sql() else qualified_kinds(rater, dataset=dataset)
-    assignment = gold.gold_claim(rater=rater, dataset=dataset, kinds=kinds, kind=kind, now=now, expires=expires)
+    if use_postgres_sql():
+        claimed = queue.slot_claim(rater=rater, dataset=dataset, kind=kind, now=now, yield_to_gold=True)
+        if claimed is not GOLD_TURN:
+            return claimed
+        expires = now + lease_ttl()
+        assignment = gold.gold_claim(
+            rater=rater, dataset=dataset, kinds=None, kind=kind, now=now, expires=expires, drawn=True
+        )
+        return assignment or queue.slot_claim(rater=rater, dataset=dataset, kind=kind, now=now)
+    kinds = qualified_kinds(rater, dataset=dataset)
+    assignment = gold.gold_claim(
+        rater=rater, dataset=dataset, kinds=kinds, kind=kind, now=now, expires=now + lease_ttl()
+    )
     if assignment is not None:
         return assignment
     return queue.slot_claim(rater=rater, dataset=dataset, kind=kind, now=now)

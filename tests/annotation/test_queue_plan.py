@@ -25,6 +25,7 @@ def explain_claim(*, rater, dataset: str) -> dict:
 
     now = timezone.now()
     params = {"dataset": dataset, "rater": rater.pk, "kind": None, "now": now, "expires": now + queue.lease_ttl()}
+    params["gold"] = True  # as the rating policy claims: gold's turn is drawn too
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statements.claim().sql, params)
         (plan,) = cursor.fetchone()

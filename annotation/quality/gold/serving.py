@@ -41,13 +41,17 @@ from annotation.quality.gold.ids import ids_reserve
 from annotation.quality.pauses import is_paused, pause_if_gold_error_high
 from annotation.rating.queue.claim import assignment_from_row
 from annotation.rating.queue.shapes import Assignment, SubmitResult, assignment_of
+from annotation.rating.queue.statements import ASYNC_COMMIT
 from annotation.rating.queue.submit import key_used_error, speed_floor_seconds
 from annotation.sql import execute, use_postgres_sql
 
 
-def gold_claim(*, rater, dataset: str, kinds: list[str] | None, kind: str | None, now, expires) -> Assignment | None:
+def gold_claim(
+    *, rater, dataset: str, kinds: list[str] | None, kind: str | None, now, expires, drawn: bool = False
+) -> Assignment | None:
     """The rater's gold lease (renewed), or with probability 1/gold_one_in a new one, or
-    None. ``kinds``: the rater's qualified kinds (portable path only)."""
+    None. ``kinds``: the rater's qualified kinds (portable path only). ``drawn``
+    (PostgreSQL): the queue's claim drew gold's turn already, so no second draw."""
     if use_postgres_sql():
         values = {
             "dataset": dataset,
@@ -57,9 +61,12 @@ def gold_claim(*, rater, dataset: str, kinds: list[str] | None, kind: str | None
             "expires": expires,
             "slot_table": connection.ops.quote_name(RatingSlot._meta.db_table),
             "slot_pk": RatingSlot._meta.pk.column,
+            "drawn": drawn,
         }
-        with transaction.atomic(), connection.cursor() as cursor:
-            execute(cursor, serving_sql.gold_claim(), values)
+        # One statement: outside a transaction it is its own, with no BEGIN and COMMIT
+        # around it; a lease need not outlive a crash (as the queue's claim).
+        with connection.cursor() as cursor:
+            execute(cursor, serving_sql.gold_claim(), values, prefix=ASYNC_COMMIT)
             row = cursor.fetchone()
         return assignment_from_row(row) if row is not None else None
     return _gold_claim_portable(rater=rater, dataset=dataset, kinds=kinds or [], kind=kind, now=now, expires=expires)

@@ -70,7 +70,7 @@ busy AS (
 ),
 due AS (
     SELECT ds.{dataset.id} FROM ds
-    WHERE ds.one_in > 0 AND random() * ds.one_in < 1
+    WHERE ds.one_in > 0 AND (%(drawn)s OR random() * ds.one_in < 1)
       AND NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM busy)
       AND (
           EXISTS (
@@ -179,5 +179,6 @@ def gold_claim() -> Statement:
         ("expires", "timestamptz"),
         ("slot_table", "text"),
         ("slot_pk", "text"),
+        ("drawn", "boolean"),
     )
-    return Statement("gold_claim_v5", sql, params)
+    return Statement("gold_claim_v6", sql, params)

@@ -14,11 +14,21 @@ from annotation.errors import Conflict, Forbidden, NotFound
 from annotation.models import Dataset, PairSkip, Qualification, RatingSlot, SlotState
 from annotation.quality.pauses import is_paused, paused_error
 from annotation.rating.queue import statements
-from annotation.rating.queue.shapes import Assignment, assignment_of, check_kind, lease_ttl, service_now
+from annotation.rating.queue.shapes import (
+    GOLD_TURN,
+    Assignment,
+    GoldTurn,
+    assignment_of,
+    check_kind,
+    lease_ttl,
+    service_now,
+)
 from annotation.sql import execute, use_postgres_sql
 
 
-def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | None = None) -> Assignment | None:
+def slot_claim(
+    *, rater, dataset: str, kind: str | None = None, now: datetime | None = None, yield_to_gold: bool = False
+) -> Assignment | GoldTurn | None:
     """Lease the next slot of ``dataset`` for ``rater`` and return it with its items.
 
     Returns the rater's current lease (renewed, ``resumed=True``) if they hold one for
@@ -29,6 +39,10 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
     when nothing is left for the rater. Raises NotFound for an unknown dataset,
     RaterPaused (a Forbidden) while the rater is paused in the dataset, and Forbidden when
     the rater lacks the qualification in the dataset.
+
+    With ``yield_to_gold`` (PostgreSQL only) the same statement first asks whether it is
+    gold's turn (the rater holds a gold lease, or holds no slot and draws a gold item; see
+    ``statements.claim``), and then leases nothing and returns GOLD_TURN.
 
     This is the queue's mechanism only: who may claim (crowd quota, campaign links) and
     whether a gold pair comes first is ``annotation.rating.policy``'s to decide.
@@ -42,11 +56,11 @@ def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | 
         try:
             if use_postgres_sql() and not connection.in_atomic_block:
                 # One statement in one round trip: its own short transaction.
-                assignment = _claim_postgres(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
+                assignment = _claim_postgres(rater, dataset, kind, now=now, expires=expires, gold=yield_to_gold)
             else:
                 with transaction.atomic():
                     if use_postgres_sql():
-                        assignment = _claim_postgres(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
+                        assignment = _claim_postgres(rater, dataset, kind, now=now, expires=expires, gold=yield_to_gold)
                     else:
                         assignment = _claim_portable(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
         except IntegrityError:
@@ -88,12 +102,17 @@ def _explain_nothing_claimed(*, rater, dataset: str, kind: str | None) -> None:
         )
 
 
-def _claim_postgres(*, rater, dataset: str, kind: str | None, now: datetime, expires: datetime) -> Assignment | None:
+def _claim_postgres(
+    rater, dataset: str, kind: str | None, *, now: datetime, expires: datetime, gold: bool
+) -> Assignment | GoldTurn | None:
     with connection.cursor() as cursor:
-        values = {"dataset": dataset, "rater": rater.pk, "kind": kind, "now": now, "expires": expires}
+        values = {"dataset": dataset, "rater": rater.pk, "kind": kind, "now": now, "expires": expires, "gold": gold}
         execute(cursor, statements.claim(), values, prefix=statements.ASYNC_COMMIT)
         row = cursor.fetchone()
-    return assignment_from_row(row) if row is not None else None
+    if row is None:
+        return None
+    # The row of NULLs: gold's turn (see statements.claim).
+    return GOLD_TURN if row[0] is None else assignment_from_row(row)
 
 
 def assignment_from_row(row) -> Assignment:

@@ -64,6 +64,18 @@ class SubmitResult:
     replayed: bool
 
 
+class GoldTurn:
+    """What a claim that may yield to gold answers when it did (``slot_claim``'s
+    ``yield_to_gold``): the rater holds a gold lease or drew a gold item, and nothing was
+    leased."""
+
+    def __repr__(self) -> str:
+        return "GOLD_TURN"
+
+
+GOLD_TURN = GoldTurn()
+
+
 def service_now(now: datetime | None) -> datetime:
     """The clock of a service call: ``now`` when the caller gives one (tests do)."""
     return now if now is not None else timezone.now()

@@ -15,14 +15,18 @@ from functools import cache
 from django.db import connection
 
 from annotation.models import (
+    DEFAULT_GOLD_ONE_IN,
     DEFAULT_SPEED_FLOORS,
     Caption,
     Dataset,
+    GoldLease,
+    GoldPair,
     GoldRating,
     Image,
     Pair,
     PairSkip,
     Qualification,
+    QualitySettings,
     QueueCounter,
     RaterPause,
     Rating,
@@ -60,6 +64,9 @@ TABLES = {
     "slot": RatingSlot,
     "rating": Rating,
     "gold_rating": GoldRating,
+    "gold": GoldPair,
+    "gold_lease": GoldLease,
+    "settings": QualitySettings,
     "skip": PairSkip,
     "qualification": Qualification,
     "counter": QueueCounter,
@@ -73,7 +80,7 @@ def _render(sql: str, **fragments: str) -> str:
     filled in. The slot states stay literals: the partial indexes' conditions name them."""
     tables = {name: _Table(model) for name, model in TABLES.items()}
     states = {f"state_{state.value}": f"'{state.value}'" for state in SlotState}
-    return sql.format(**tables, **states, **fragments)
+    return sql.format(**tables, **states, default_one_in=DEFAULT_GOLD_ONE_IN, **fragments)
 
 
 # ``ds`` is empty for a rater an admin (or the gold rule) paused in the dataset: such a
@@ -86,6 +93,12 @@ def _render(sql: str, **fragments: str) -> str:
 # completion, and comparing that across kinds would finish one kind before another
 # starts. The others are unlocked when the statement commits. ``held`` waits for its row (only this rater
 # touches it); the rest skip rows other claims hold.
+# ``gold_turn`` (only when ``gold`` is true): the rater holds a gold lease of an active
+# gold pair, or holds no slot and draws a gold item (probability 1 / gold_one_in, in a
+# dataset with active gold pairs of their kinds outside the quiz). Then nothing is
+# leased and the answer is one row of NULLs: the gold claim decides, and a rater whom gold
+# serves nothing claims again without the turn. So a claim that serves no gold costs one
+# statement, not a gold statement first.
 _CLAIM_SQL = """
 WITH ds AS (
     SELECT d.{dataset.id} FROM {dataset} d WHERE d.{dataset.name} = %(dataset)s
@@ -109,6 +122,31 @@ held AS (
     LIMIT 1
     FOR UPDATE OF s
 ),
+gold_turn AS (
+    SELECT 1 FROM ds
+    WHERE %(gold)s AND (
+        EXISTS (
+            SELECT 1 FROM {gold_lease} gl
+            JOIN {gold} hp ON hp.{gold.id} = gl.{gold_lease.gold_pair} AND hp.{gold.active}
+            WHERE gl.{gold_lease.rater} = %(rater)s AND gl.{gold_lease.dataset} = ds.{dataset.id}
+              AND gl.{gold_lease.state} = 'leased' AND gl.{gold_lease.kind} IN (SELECT {qualification.kind} FROM kinds)
+        )
+        OR NOT EXISTS (SELECT 1 FROM held) AND EXISTS (
+            SELECT 1 FROM (
+                SELECT COALESCE(
+                    (SELECT q.{settings.gold_one_in} FROM {settings} q WHERE q.{settings.dataset} = ds.{dataset.id}),
+                    {default_one_in}
+                ) AS one_in
+            ) o
+            WHERE o.one_in > 0 AND random() * o.one_in < 1
+              AND EXISTS (
+                  SELECT 1 FROM {gold} g
+                  WHERE g.{gold.dataset} = ds.{dataset.id} AND g.{gold.active} AND NOT g.{gold.in_quiz}
+                    AND g.{gold.kind} IN (SELECT {qualification.kind} FROM kinds)
+              )
+        )
+    )
+),
 fresh AS (
     SELECT c.{slot.id}, 2 AS src, c.{slot.priority}, c.{slot.pair_done}
     FROM ds CROSS JOIN kinds k CROSS JOIN LATERAL (
@@ -121,7 +159,7 @@ fresh AS (
         LIMIT 1
         FOR UPDATE OF s SKIP LOCKED
     ) c
-    WHERE NOT EXISTS (SELECT 1 FROM held)
+    WHERE NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM gold_turn)
 ),
 stale AS (
     SELECT s.{slot.id}, 1 AS src, s.{slot.priority}, s.{slot.pair_done}
@@ -129,7 +167,7 @@ stale AS (
     WHERE s.{slot.state} = {state_leased} AND s.{slot.lease_expires_at} < %(now)s
       AND s.{slot.kind} IN (SELECT {qualification.kind} FROM kinds)
       AND {not_touched}
-      AND NOT EXISTS (SELECT 1 FROM held)
+      AND NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM gold_turn)
     ORDER BY s.{slot.priority} DESC, s.{slot.pair_done} DESC, s.{slot.lease_expires_at}
     LIMIT 1
     FOR UPDATE OF s SKIP LOCKED
@@ -138,6 +176,7 @@ pick AS (
     SELECT {slot.id}, src FROM (
         SELECT * FROM held UNION ALL SELECT * FROM fresh UNION ALL SELECT * FROM stale
     ) candidates
+    WHERE NOT EXISTS (SELECT 1 FROM gold_turn)
     ORDER BY src = 0 DESC, {slot.priority} DESC, src = 1 DESC, random()
     LIMIT 1
 ),
@@ -164,6 +203,9 @@ LEFT JOIN {caption} ca ON ca.{caption.id} = p.{pair.caption_a}
 LEFT JOIN {caption} cb ON cb.{caption.id} = p.{pair.caption_b}
 LEFT JOIN {image} ia ON ia.{image.id} = p.{pair.image_a}
 LEFT JOIN {image} ib ON ib.{image.id} = p.{pair.image_b}
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM gold_turn
 """
 
 # Of a candidate slot ``s``: the rater holds, rated or skipped none of its pair.
@@ -186,8 +228,9 @@ def claim() -> Statement:
         ("kind", "varchar"),
         ("now", "timestamptz"),
         ("expires", "timestamptz"),
+        ("gold", "boolean"),
     )
-    return Statement("queue_claim_v3", sql, params)
+    return Statement("queue_claim_v4", sql, params)
 
 
 # The pair row is locked inside the materialized CTE, before the outer query's row lock

@@ -1,0 +1,90 @@
+"""The statements a token-authenticated claim and submit send to PostgreSQL, counted as
+production runs them: outside any test transaction (autocommit), so a transaction of the
+code shows as BEGIN and COMMIT, and with prepared statements warm. Bounds from the hot
+path's budget: a claim in at most 3 statements and a submit in 2 with gold off, one more
+each with gold on. The counts are exact, so a statement more fails here first."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from annotation.apis.fields import rater_id_decode
+from annotation.models import GoldLease, QualitySettings
+from tests.annotation.crowd_support import gold_upload
+from tests.annotation.queue_support import queue_pairs
+from tests.annotation.test_policy_queries import token_client
+from tests.factories import SplitFactory, UserFactory
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+# The token's read (user, roles and expiry in one statement), then the claim statement,
+# which also decides gold's turn.
+CLAIM = ["auth_knox_token_roles", "queue_claim"]
+# The token's read, then the submit statement (lock, checks and writes in one).
+SUBMIT = ["auth_knox_token_roles", "queue_submit_fast"]
+# On gold's turn the claim statement leases nothing and the gold statement leases the item.
+GOLD_ITEM_CLAIM = ["auth_knox_token_roles", "queue_claim", "gold_claim"]
+
+
+def statement_names(queries) -> list[str]:
+    """Each captured statement as the name of its prepared statement (without the
+    version), or its SQL's first word."""
+    names = []
+    for query in queries:
+        sql = query["sql"].split("EXECUTE ", 1)[-1] if "EXECUTE " in query["sql"] else query["sql"]
+        word = sql.split()[0].strip("(")
+        names.append(word.rsplit("_v", 1)[0] if "_v" in word else word.upper())
+    return names
+
+
+def cycle(client, dataset: str, key: str) -> tuple[list[str], list[str], int]:
+    """One claim and one submit: the statements of each, and the claimed slot's id (in
+    the database)."""
+    with CaptureQueriesContext(connection) as claimed:
+        response = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json")
+    assert response.status_code == 200, response.content
+    opaque_id = response.json()["slot_id"]
+    body = {"score": 2.5, "time_on_item_ms": 4000, "time_to_first_move_ms": 600, "adjustments": 1}
+    with CaptureQueriesContext(connection) as submitted:
+        stored = client.post(
+            f"/api/rate/{dataset}/slots/{opaque_id}/submit/", {**body, "idempotency_key": key}, format="json"
+        )
+    assert stored.status_code == 201, stored.content
+    slot_id = rater_id_decode("slot", str(opaque_id))
+    return statement_names(claimed.captured_queries), statement_names(submitted.captured_queries), slot_id
+
+
+def rated_dataset(settings, tmp_path, *, gold_one_in: int | None):
+    """Six SIS pairs (three ratings each), with four gold pairs served one in
+    ``gold_one_in`` items when it is given, and a qualified rater's token client."""
+    settings.SQL_PATHS = "postgres"
+    settings.DB_PREPARED_STATEMENTS = True
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=6, ratings_per_pair=3)
+    if gold_one_in is not None:
+        gold_upload(split, "SIS", 4, tmp_path)
+        QualitySettings.objects.create(dataset=split.dataset, gold_one_in=gold_one_in)
+    client = token_client(UserFactory(roles=["rater"], qualified_for=["SIS"]))
+    cycle(client, split.dataset.name, "warm")  # prepares the statements once per connection
+    return split.dataset.name, client
+
+
+def test_a_token_claim_and_submit_with_gold_off(settings, tmp_path):
+    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=None)
+    claim, submit, _ = cycle(client, dataset, "measured")
+    assert (claim, submit) == (CLAIM, SUBMIT)
+
+
+def test_an_ordinary_items_claim_and_submit_with_gold_on(settings, tmp_path):
+    # Gold served one in a million items: the draw misses (but for one run in 500,000).
+    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1_000_000)
+    claim, submit, slot_id = cycle(client, dataset, "measured")
+    assert not GoldLease.objects.filter(pk=slot_id).exists()
+    assert (claim, submit) == (CLAIM, SUBMIT)
+
+
+def test_a_gold_items_claim_with_gold_on(settings, tmp_path):
+    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1)
+    claim, _, slot_id = cycle(client, dataset, "measured")
+    assert GoldLease.objects.filter(pk=slot_id).exists()
+    assert claim == GOLD_ITEM_CLAIM
