@@ -84,9 +84,8 @@ bench-join: $(STAMP)
 # version), the same 0-5 task with 5 annotators on 10,000 generated sentence pairs, one client
 # for both: U=8 and U=32 phases alternating, then saturation on 200 items; cycles/s, claim
 # p50/p95, CPU ms per cycle, over-assigned and lost answers, ratios (see the script's docstring).
-# Not in CI, since it installs the peers: written `bench-peer :` so that make bench-smoke's target
-# list, which CI runs, leaves it out.
-bench-peer : $(STAMP)
+# Not in CI: it installs the peers, and make bench-smoke (which CI runs) leaves it out by name.
+bench-peer: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && PEER=$(PEER) $(PY) benchmarks/bench_peer.py
 
 # 50 submissions in headless Chromium against gunicorn + PostgreSQL: submit -> next pair ready.
