@@ -42,7 +42,6 @@ other ports and another prefix.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import subprocess
 import sys
@@ -53,18 +52,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg2
-from _common import drop_database, env_number, fresh_database, stop_server
+from _common import drop_database, env_number, fresh_database, print_figures, sized, smoke, start_gunicorn, stop_server
 from _cpu import cpu_ms_per_cycle, cpu_reading, cpu_spent
 from _load import Stats, closed_loop, open_loop, percentile
-from _queue_data import REPO, add_gold, django_env, fill, migrate, server_dsn, stored_check
+from _queue_data import add_gold, django_env, fill, migrate, server_dsn, stored_check
 
-SMOKE = os.environ.get("BENCH_SMOKE", "0") == "1"
+SMOKE = smoke()
 DB_PREFIX = os.environ.get("BENCH_DB_PREFIX") or "cxc_bench_queue"
 FIRST_PORT = env_number("BENCH_FIRST_PORT", 8121, minimum=1024)
 CLOSED_LOOP_RATERS = env_number("BENCH_RATERS", 16)
 OPEN_LOOP_RATE = env_number("BENCH_OPEN_RATE", 50.0)
-OPEN_LOOP_RATERS = env_number("BENCH_OPEN_RATERS", 100 if SMOKE else 2_000)
-GOLD_PAIRS = env_number("BENCH_GOLD_PAIRS", 50 if SMOKE else 2_000)
+OPEN_LOOP_RATERS = sized("BENCH_OPEN_RATERS", 2_000, 100)
+GOLD_PAIRS = sized("BENCH_GOLD_PAIRS", 2_000, 50)
 WARMUP_SECONDS = 0.5 if SMOKE else 2.0
 SMALL, LARGE = (1_000, 5_000) if SMOKE else (10_000, 1_000_000)
 
@@ -95,31 +94,13 @@ def log(message: str) -> None:
 
 
 def start_server(database: str, port: int, log_path: Path) -> subprocess.Popen:
-    env = django_env(database) | {"GUNICORN_BIND": f"127.0.0.1:{port}"}
-    with log_path.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.conf.py"],
-            cwd=REPO,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"gunicorn exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
-        try:
-            import http.client
-
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/api/schema/")
-            conn.getresponse().read()
-            conn.close()
-            return process
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit(f"gunicorn did not answer on port {port}")
+    """gunicorn on the phase's database; at the smoke size one worker unless
+    GUNICORN_WORKERS says otherwise (five phases' servers stay within the database's
+    connections)."""
+    env = django_env(database)
+    if SMOKE:
+        env.setdefault("GUNICORN_WORKERS", "1")
+    return start_gunicorn(env, port, log_path, port_setting="BENCH_FIRST_PORT")
 
 
 @dataclass
@@ -223,8 +204,8 @@ def prepare(target: Target, rounds: int, tmp: str) -> None:
 
 
 def main() -> int:
-    seconds = env_number("BENCH_SECONDS", 2.0 if SMOKE else 20.0, minimum=0)
-    rounds = env_number("BENCH_ROUNDS", 1 if SMOKE else 3)
+    seconds = sized("BENCH_SECONDS", 20.0, 2.0, minimum=0)
+    rounds = sized("BENCH_ROUNDS", 3, 1)
     default_phases = ",".join(PHASES)
     names = [s.strip() for s in os.environ.get("BENCH_SIZES", default_phases).split(",") if s.strip()]
     unknown = [s for s in names if s not in PHASES]
@@ -256,8 +237,7 @@ def main() -> int:
                 if target.server is not None:
                     stop_server(target.server)
                 drop_database(target.database)
-    figures = {target.name: target.result() for target in targets}
-    print(json.dumps({**figures, "smoke": SMOKE} if SMOKE else figures), flush=True)
+    print_figures({target.name: target.result() for target in targets})
     return 0
 
 
