@@ -11,7 +11,7 @@ from annotation.admin_crowd import CampaignLinkAdmin  # noqa: F401 (registers)
 from annotation.admin_pairs import FlagAdmin, PairAdmin, RatingAdmin, RatingSlotAdmin  # noqa: F401 (registers)
 from annotation.admin_quality import QualitySettingsInline, RatingExclusionAdmin  # noqa: F401 (registers)
 from annotation.admin_runs import RunAdminMixin
-from annotation.dashboard.services import speed_floor_marks_refresh
+from annotation.dashboard.speed_floors import speed_floor_marks_request
 from annotation.errors import DomainError
 from annotation.jobs import JOB_RUNS, import_job_start
 from annotation.models import (
@@ -90,12 +90,13 @@ class DatasetAdmin(admin.ModelAdmin):
         super().save_formset(request, form, formset, change)
         if formset.model is not SpeedFloor:
             return
-        # Ratings carry the mark of the floor they were given under; a new floor re-marks them.
+        # Ratings carry the mark of the floor they were given under; a new floor re-marks
+        # them, in the background (a CxC-sized kind is hundreds of thousands of rows).
         changed = {floor.kind for floor in [*formset.new_objects, *(obj for obj, _ in formset.changed_objects)]}
         changed |= {floor.kind for floor in formset.deleted_objects}
         for kind in sorted(changed):
-            marked = speed_floor_marks_refresh(dataset_id=form.instance.pk, kind=kind)
-            self.message_user(request, f"{kind}: {marked} rating(s) now marked faster than the speed floor.")
+            speed_floor_marks_request(dataset_id=form.instance.pk, kind=kind)
+            self.message_user(request, f"{kind}: the ratings are being marked against the new speed floor.")
 
     def get_urls(self):
         return [

@@ -8,6 +8,7 @@ from annotation.dashboard.services import (
     campaign_snapshot_refresh,
     campaign_snapshot_refresh_requested,
 )
+from annotation.dashboard.speed_floors import speed_floor_marks_refresh
 from annotation.errors import NotFound
 from annotation.jobs import job_run, jobs_fail_orphaned
 from annotation.models import Dataset
@@ -50,6 +51,13 @@ def release_expired_leases() -> int:
     """Beat: return expired leases to the open queue (tidy-up only; claims take expired
     leases themselves). Idempotent."""
     return leases_release_expired()
+
+
+@shared_task(acks_late=True)
+def remark_speed_floor(dataset_id: int, kind: str) -> int:
+    """Mark anew a dataset's ratings of a kind after its speed floor changed (queued by the
+    admin). Idempotent: the marks follow the floor stored when each batch runs."""
+    return speed_floor_marks_refresh(dataset_id=dataset_id, kind=kind)
 
 
 @shared_task(acks_late=True)

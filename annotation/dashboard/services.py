@@ -7,12 +7,12 @@ import time
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from annotation.dashboard.reads import campaign_inputs, repeatable_read
 from annotation.dashboard.snapshot import campaign_numbers
-from annotation.models import CampaignSnapshot, Dataset, Pair, Rating
+from annotation.models import CampaignSnapshot, Dataset, Pair
 
 logger = logging.getLogger(__name__)
 
@@ -67,14 +67,3 @@ def campaign_refresh_all() -> list[int]:
     for dataset in datasets:
         campaign_refresh_request(dataset)
     return [dataset.pk for dataset in datasets]
-
-
-def speed_floor_marks_refresh(*, dataset_id: int, kind: str) -> int:
-    """Mark anew which of a dataset's ratings of ``kind`` were faster than its speed
-    floor (after the floor changed), in one UPDATE; returns how many are marked now."""
-    from annotation.rating.queue.submit import speed_floor_seconds  # the submissions' own rule
-
-    floor_ms = 1000 * speed_floor_seconds(dataset_id, kind)
-    ratings = Rating.objects.filter(pair__dataset_id=dataset_id, pair__kind=kind)
-    ratings.update(below_speed_floor=ExpressionWrapper(Q(time_on_item_ms__lt=floor_ms), output_field=BooleanField()))
-    return ratings.filter(below_speed_floor=True).count()

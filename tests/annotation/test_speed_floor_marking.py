@@ -1,12 +1,20 @@
 """Ratings faster than the kind's speed floor are stored and marked at submit time (every
-submit path), and marked anew when an admin changes the floor."""
+submit path), and marked anew in the background, in batches, when an admin changes the
+floor."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from annotation.models import Rating, SpeedFloor, TaskKind
+from annotation.dashboard.speed_floors import speed_floor_marks_refresh
+from annotation.models import GoldRating, QualitySettings, Rating, SpeedFloor, TaskKind
+from annotation.rating.policy import rating_submit as policy_submit
+from annotation.rating.policy import slot_claim
 from annotation.rating.queue import rating_submit
 from tests.annotation import queue_support
+from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import claim, queue_pairs, rater
+from tests.factories import SplitFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 engine = queue_support.engine
@@ -44,7 +52,9 @@ def test_the_datasets_own_floor_marks_fast_ratings(engine, clock):
     assert [r.below_speed_floor for r in ratings] == [True, True, False]
 
 
-def test_changing_the_floor_in_the_admin_marks_the_ratings_anew(admin_client, clock):
+def test_changing_the_floor_in_the_admin_marks_the_ratings_anew_in_the_background(
+    admin_client, clock, django_capture_on_commit_callbacks
+):
     _, pairs = queue_pairs(kind=TaskKind.SIS, n_pairs=1, ratings_per_pair=3)
     dataset = pairs[0].dataset
     rate_in(dataset, [1000, 4000, 9000])
@@ -61,7 +71,59 @@ def test_changing_the_floor_in_the_admin_marks_the_ratings_anew(admin_client, cl
         "speed_floors-0-kind": "SIS",
         "speed_floors-0-seconds": "5",
     }
-    answer = admin_client.post(f"/admin/annotation/dataset/{dataset.pk}/change/", form)
+    with (
+        django_capture_on_commit_callbacks(execute=False) as queued,
+        CaptureQueriesContext(connection) as request_queries,
+    ):
+        answer = admin_client.post(f"/admin/annotation/dataset/{dataset.pk}/change/", form)
     assert answer.status_code == 302
-    marks = list(Rating.objects.order_by("time_on_item_ms").values_list("time_on_item_ms", "below_speed_floor"))
-    assert marks == [(1000, True), (4000, True), (9000, False)]
+    # The request itself re-marks nothing: a CxC-sized kind would hold it (and the rows) long.
+    rating_table = Rating._meta.db_table
+    assert not [q for q in request_queries.captured_queries if q["sql"].startswith(f'UPDATE "{rating_table}"')]
+    assert marks_of(Rating) == [(1000, True), (4000, False), (9000, False)]
+    assert len(queued) == 1
+    queued[0]()  # the task, queued on commit, runs
+    assert marks_of(Rating) == [(1000, True), (4000, True), (9000, False)]
+
+
+def marks_of(model) -> list[tuple[int, bool]]:
+    return list(model.objects.order_by("time_on_item_ms").values_list("time_on_item_ms", "below_speed_floor"))
+
+
+def test_re_marking_walks_ratings_and_gold_ratings_in_batches_and_flips_both_ways(clock, tmp_path):
+    split = SplitFactory()
+    queue_pairs(split=split, kind=TaskKind.SIS, n_pairs=3, ratings_per_pair=3)
+    gold_upload(split, TaskKind.SIS, 3, tmp_path)
+    dataset = split.dataset
+    QualitySettings.objects.create(dataset=dataset, gold_one_in=2)
+    served = {"ordinary": 0, "gold": 0}
+    for number, time_ms in enumerate([1000, 3000, 6000, 1200, 2500, 9000, 4000, 1100, 7000]):
+        user = UserFactory(roles=["rater"], qualified_for=["SIS"])
+        held = slot_claim(rater=user, dataset=dataset.name)
+        result = policy_submit(
+            rater=user,
+            dataset=dataset.name,
+            slot_id=held.slot_id,
+            score=2.0,
+            time_on_item_ms=time_ms,
+            time_to_first_move_ms=None,
+            adjustments=0,
+            idempotency_key=f"k{number}",
+        )
+        served["gold" if GoldRating.objects.filter(pk=result.rating_id).exists() else "ordinary"] += 1
+    assert served["gold"] >= 1 and served["ordinary"] >= 3, served
+    every = sorted(marks_of(Rating) + marks_of(GoldRating))
+    assert every == [(t, t < 1500) for t in (1000, 1100, 1200, 2500, 3000, 4000, 6000, 7000, 9000)]  # SIS: 1.5 s
+
+    SpeedFloor.objects.create(dataset=dataset, kind=TaskKind.SIS, seconds=5)
+    with CaptureQueriesContext(connection) as remarking:
+        marked = speed_floor_marks_refresh(dataset_id=dataset.pk, kind=TaskKind.SIS, batch=2)
+    every = sorted(marks_of(Rating) + marks_of(GoldRating))
+    assert every == [(t, t < 5000) for t in (1000, 1100, 1200, 2500, 3000, 4000, 6000, 7000, 9000)]
+    assert marked == 6
+    batches = [q for q in remarking.captured_queries if q["sql"].startswith("SAVEPOINT")]
+    assert len(batches) == (served["ordinary"] + 1) // 2 + (served["gold"] + 1) // 2
+
+    SpeedFloor.objects.filter(dataset=dataset).update(seconds=2)  # down again: marks come off
+    assert speed_floor_marks_refresh(dataset_id=dataset.pk, kind=TaskKind.SIS, batch=2) == 3
+    assert sorted(marks_of(Rating) + marks_of(GoldRating))[3] == (2500, False)
