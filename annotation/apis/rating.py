@@ -55,6 +55,41 @@ class AssignmentSerializer(serializers.Serializer):
         return [dataclasses.asdict(item) for item in obj.items]
 
 
+class StudyProgressSerializer(serializers.Serializer):
+    items_done = serializers.IntegerField(
+        help_text="Items rated since joining, gold items included: what the quota counts."
+    )
+    quota = serializers.IntegerField(help_text="Items of the study's quota.")
+
+
+class RaterProgressSerializer(serializers.Serializer):
+    dataset = serializers.CharField()
+    kinds = serializers.ListField(child=serializers.CharField(), help_text="Task kinds you are qualified for.")
+    ratings_today = serializers.IntegerField()
+    pairs_left = serializers.IntegerField(
+        help_text="Pairs of your kinds left for you: the one you hold and those you may still be served."
+    )
+    pairs_left_by_kind = serializers.DictField(child=serializers.IntegerField(), help_text="pairs_left per kind.")
+    day_starts_at = serializers.DateTimeField()
+    held_slot_id = OpaqueIdField("slot", allow_null=True)
+    held_until = serializers.DateTimeField(allow_null=True)
+    study = StudyProgressSerializer(
+        allow_null=True, help_text="A participant's items rated of their study's quota; null for raters."
+    )
+
+
+# Asked for with ``progress_tz``: the claim and submit answers carry the rater's progress,
+# so the rating page updates its progress line without a request of its own.
+PROGRESS_TZ_HELP = (
+    "Also answer with your progress (as the progress URL answers it), 'today' in this IANA "
+    "time zone, e.g. Europe/Berlin."
+)
+
+
+class ClaimAnswerSerializer(AssignmentSerializer):
+    progress = RaterProgressSerializer(required=False, help_text="Present when progress_tz was given.")
+
+
 class RatingClaimApi(APIView):
     """Claim the next pair to rate (raters). Returns the held pair again after a reload;
     204 when nothing is left for you."""
@@ -65,11 +100,12 @@ class RatingClaimApi(APIView):
         kind = serializers.ChoiceField(
             choices=TaskKind.choices, required=False, allow_null=True, default=None, help_text="Only this task kind."
         )
+        progress_tz = serializers.CharField(required=False, max_length=64, help_text=PROGRESS_TZ_HELP)
 
     @extend_schema(
         request=RatingClaimInputSerializer,
         responses={
-            200: AssignmentSerializer,
+            200: ClaimAnswerSerializer,
             204: None,
             409: error_response("Another claim of yours is in progress; try again."),
         },
@@ -77,10 +113,16 @@ class RatingClaimApi(APIView):
     def post(self, request, dataset: str):
         data = self.RatingClaimInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        tz_name = data.validated_data.get("progress_tz")
+        if tz_name is not None:
+            _time_zone(tz_name, field="progress_tz")  # a bad name is refused before anything is leased
         assignment = policy.slot_claim(rater=request.user, dataset=dataset, kind=data.validated_data["kind"])
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(AssignmentSerializer(assignment).data)
+        body = AssignmentSerializer(assignment).data
+        if tz_name is not None:
+            body["progress"] = progress_answer(request, dataset, tz_name, field="progress_tz")
+        return Response(body)
 
 
 class LeaseSerializer(serializers.Serializer):
@@ -124,6 +166,7 @@ class RatingSubmitApi(APIView):
         claim_next_kind = serializers.ChoiceField(
             choices=TaskKind.choices, required=False, help_text="Also claim your next pair of this kind."
         )
+        progress_tz = serializers.CharField(required=False, max_length=64, help_text=PROGRESS_TZ_HELP)
 
     class RatingSubmitOutputSerializer(serializers.Serializer):
         rating_id = OpaqueIdField("rating")
@@ -134,6 +177,7 @@ class RatingSubmitApi(APIView):
 
     class RatingSubmitAndNextOutputSerializer(RatingSubmitOutputSerializer):
         next = AssignmentSerializer(allow_null=True, help_text="Present when claim_next_kind was given.")
+        progress = RaterProgressSerializer(required=False, help_text="Present when progress_tz was given.")
 
     @extend_schema(
         request=RatingSubmitInputSerializer,
@@ -147,6 +191,9 @@ class RatingSubmitApi(APIView):
         data = self.RatingSubmitInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         next_kind = data.validated_data.pop("claim_next_kind", None)
+        tz_name = data.validated_data.pop("progress_tz", None)
+        if tz_name is not None:
+            _time_zone(tz_name, field="progress_tz")  # a bad name is refused before anything is stored
         submission = {"rater": request.user, "dataset": dataset, "slot_id": slot_id, **data.validated_data}
         if next_kind is None:
             result = policy.rating_submit(**submission)
@@ -155,6 +202,8 @@ class RatingSubmitApi(APIView):
             result, assignment = policy.rating_submit_and_claim_next(next_kind=next_kind, **submission)
             body = self.RatingSubmitOutputSerializer(result).data
             body["next"] = AssignmentSerializer(assignment).data if assignment is not None else None
+        if tz_name is not None:
+            body["progress"] = progress_answer(request, dataset, tz_name, field="progress_tz")
         return Response(body, status=status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED)
 
 
@@ -199,54 +248,40 @@ class SlotFlagApi(APIView):
         return Response(self.SlotFlagOutputSerializer(flag).data, status=status.HTTP_201_CREATED)
 
 
-class StudyProgressSerializer(serializers.Serializer):
-    items_done = serializers.IntegerField(
-        help_text="Items rated since joining, gold items included: what the quota counts."
-    )
-    quota = serializers.IntegerField(help_text="Items of the study's quota.")
-
-
 class RaterProgressApi(APIView):
     """Your progress on a dataset: ratings today, pairs left for you, the slot you hold;
     for a study participant also ``study``: items rated of the quota."""
 
     permission_classes = [IsRater]
 
-    class RaterProgressOutputSerializer(serializers.Serializer):
-        dataset = serializers.CharField()
-        kinds = serializers.ListField(child=serializers.CharField(), help_text="Task kinds you are qualified for.")
-        ratings_today = serializers.IntegerField()
-        pairs_left = serializers.IntegerField(
-            help_text="Pairs of your kinds left for you: the one you hold and those you may still be served."
-        )
-        pairs_left_by_kind = serializers.DictField(child=serializers.IntegerField(), help_text="pairs_left per kind.")
-        day_starts_at = serializers.DateTimeField()
-        held_slot_id = OpaqueIdField("slot", allow_null=True)
-        held_until = serializers.DateTimeField(allow_null=True)
-        study = StudyProgressSerializer(
-            allow_null=True, help_text="A participant's items rated of their study's quota; null for raters."
-        )
-
     @extend_schema(
         parameters=[OpenApiParameter("tz", str, description="IANA time zone for 'today', e.g. Europe/Berlin")],
-        responses={200: RaterProgressOutputSerializer},
+        responses={200: RaterProgressSerializer},
     )
     def get(self, request, dataset: str):
-        tz = _time_zone(request.query_params.get("tz"))
-        # Who: a participant reads their study only.
-        participant = policy.participation(rater=request.user, dataset=dataset)
-        progress = selectors.rater_progress(rater=request.user, dataset=dataset, tz=tz)
-        study = None if participant is None else quota.study_progress(participant)
-        return Response(self.RaterProgressOutputSerializer({**dataclasses.asdict(progress), "study": study}).data)
+        return Response(progress_answer(request, dataset, request.query_params.get("tz")))
 
 
-def _time_zone(name: str | None):
+def progress_answer(request, dataset: str, tz_name: str | None, *, field: str = "tz") -> dict:
+    """The rater's progress on ``dataset`` as the progress API answers it ("today" in the
+    IANA time zone ``tz_name``; ``field`` names it in an error)."""
+    tz = _time_zone(tz_name, field=field)
+    # Who: a participant reads their study only.
+    participant = policy.participation(rater=request.user, dataset=dataset)
+    progress = selectors.rater_progress(rater=request.user, dataset=dataset, tz=tz)
+    study = None if participant is None else quota.study_progress(participant)
+    return RaterProgressSerializer({**dataclasses.asdict(progress), "study": study}).data
+
+
+def _time_zone(name: str | None, *, field: str = "tz"):
     if not name:
         return None
     try:
         return zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise ValidationError({"tz": [f"unknown time zone {name!r}; use an IANA name such as Europe/Berlin"]}) from None
+        raise ValidationError(
+            {field: [f"unknown time zone {name!r}; use an IANA name such as Europe/Berlin"]}
+        ) from None
 
 
 class RaterRatingListApi(APIView):

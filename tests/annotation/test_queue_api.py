@@ -254,6 +254,42 @@ def test_progress_and_own_ratings(split, clock):
     assert empty.json()["errors"] == {"limit": ["A valid integer is required."]}
 
 
+def test_claim_and_submit_answer_with_the_progress_when_asked(split, clock):
+    user, client = rater_client(kinds=["SIS"])
+    plain = api_claim(client, split.dataset).json()
+    assert "progress" not in plain  # API clients that do not ask pay nothing for it
+    claimed = client.post(rate_url(split.dataset, "claim"), {"progress_tz": "Asia/Tokyo"}, format="json").json()
+    assert claimed["slot_id"] == plain["slot_id"]
+    progress = claimed["progress"]
+    assert (progress["ratings_today"], progress["pairs_left"], progress["held_slot_id"]) == (0, 3, plain["slot_id"])
+    assert progress["day_starts_at"] == "2026-03-01T15:00:00Z"
+    assert progress["study"] is None
+
+    body = {**submit_kwargs("with-progress"), "claim_next_kind": "SIS", "progress_tz": "Asia/Tokyo"}
+    stored = client.post(rate_url(split.dataset, "submit", plain["slot_id"]), body, format="json")
+    assert stored.status_code == 201
+    answer = stored.json()
+    # Read after the rating and the next claim: one rated, the next pair held.
+    assert answer["progress"]["ratings_today"] == 1
+    assert answer["progress"]["pairs_left"] == 2
+    assert answer["progress"]["held_slot_id"] == answer["next"]["slot_id"]
+    assert answer["progress"] == client.get(rate_url(split.dataset, "progress"), {"tz": "Asia/Tokyo"}).json()
+
+
+def test_a_bad_progress_time_zone_is_refused_before_anything_is_leased_or_stored(split, clock):
+    user, client = rater_client(kinds=["SIS"])
+    refused = client.post(rate_url(split.dataset, "claim"), {"progress_tz": "Mars/Olympus"}, format="json")
+    assert refused.status_code == 400
+    assert "progress_tz" in refused.json()["errors"]
+    assert not RatingSlot.objects.filter(rater=user, state=SlotState.LEASED).exists()
+    slot_id = api_claim(client, split.dataset).json()["slot_id"]
+    body = {**submit_kwargs("bad-tz"), "progress_tz": "Mars/Olympus"}
+    refused = client.post(rate_url(split.dataset, "submit", slot_id), body, format="json")
+    assert refused.status_code == 400
+    assert "unknown time zone" in refused.json()["detail"]
+    assert not Rating.objects.filter(rater=user).exists()
+
+
 def test_openapi_schema_lists_the_rater_api_without_warnings(split):
     out = io.StringIO()
     call_command("spectacular", "--validate", "--fail-on-warn", "--format", "openapi-json", stdout=out)

@@ -287,3 +287,27 @@ def test_lease_is_renewed_while_the_page_is_open(page, live_server, demo, settin
     page.keyboard.press("Enter")
     page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{shown(slot)}'])")
     assert Rating.objects.filter(slot=slot, rater=rater()).count() == 1
+
+
+def test_the_page_reads_its_progress_from_the_claim_and_submit_answers(page, live_server, demo, screenshot_dir):
+    """No request of its own for the progress line while pairs come: the claim's and the
+    submit's answers carry it; only an empty queue (204, no body) asks for it."""
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    session_for(page, live_server)
+    open_kind(page, live_server, "sis")
+    page.wait_for_function("document.getElementById('progress').textContent.includes('Rated today: 0')")
+    left = int(re.search(r"Pairs left for you: (\d+)", page.locator("#progress").inner_text()).group(1))
+    for rated in range(1, 4):
+        slot = held_slot()
+        page.mouse.click(*track_point(page, 0.3 * rated))
+        page.keyboard.press("Enter")
+        page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{shown(slot)}'])")
+        page.wait_for_function(
+            "text => document.getElementById('progress').textContent === text",
+            arg=f"Rated today: {rated} · Pairs left for you: {left - rated}",
+        )
+    page.screenshot(path=str(screenshot_dir / "sis-progress-after-three.png"), full_page=True)
+    assert Rating.objects.filter(rater=rater()).count() == 3
+    assert [url for url in requests if "/progress/" in url] == []
+    assert len([url for url in requests if url.endswith("/claim/")]) == 1  # the rest came with the submits

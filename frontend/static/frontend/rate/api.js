@@ -38,9 +38,13 @@ export async function call(method, url, body) {
   return { status: response.status, body: payload };
 }
 
+// The claim and the submit answer with the rater's progress too, so the page asks for it
+// only when no pair came (204 has no body).
+const timeZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone;
+
 export function rateApi(base) {
   return {
-    claim: (kind) => call("POST", `${base}claim/`, { kind }),
+    claim: (kind) => call("POST", `${base}claim/`, { kind, progress_tz: timeZone() }),
     heartbeat: (slotId) => call("POST", `${base}slots/${slotId}/heartbeat/`),
     submit: (submission) =>
       call("POST", `${base}slots/${submission.slot_id}/submit/`, {
@@ -50,9 +54,10 @@ export function rateApi(base) {
         adjustments: submission.adjustments,
         idempotency_key: submission.idempotency_key,
         claim_next_kind: submission.kind,
+        progress_tz: timeZone(),
       }),
     skip: (slotId) => call("POST", `${base}slots/${slotId}/skip/`),
     flag: (slotId, reason, note) => call("POST", `${base}slots/${slotId}/flag/`, { reason, note }),
-    progress: () => call("GET", `${base}progress/?tz=${encodeURIComponent(Intl.DateTimeFormat().resolvedOptions().timeZone)}`),
+    progress: () => call("GET", `${base}progress/?tz=${encodeURIComponent(timeZone())}`),
   };
 }

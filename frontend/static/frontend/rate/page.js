@@ -207,6 +207,7 @@ async function claimNext() {
     if (answer.status === 204) {
       showNoWork();
     } else if (answer.status === 200) {
+      if (answer.body.progress) showProgress(answer.body.progress);
       await render(answer.body);
     } else {
       showNotice(answer.body?.detail || `Could not load a pair (${answer.status}).`, "error");
@@ -256,7 +257,7 @@ async function submit() {
   if (answer.status === 201 || answer.status === 200) {
     // A notice about an earlier pair (its report was sent, a skip failed) is stale now.
     showNotice("");
-    refreshProgress();
+    if (answer.body.progress) showProgress(answer.body.progress);
     // The submit claimed the next pair too (claim_next_kind): null when none is left or
     // the rater was paused meanwhile; a claim then tells which.
     if (answer.body.next) await render(answer.body.next);
@@ -295,17 +296,22 @@ async function passOn(action) {
   await claimNext();
 }
 
+/** The progress line from a progress answer (the claim's and the submit's carry one). */
+function showProgress(progress) {
+  // "Pairs left" on a task's page counts that task's pairs only; a study participant
+  // sees their items of the study's quota instead (gold items count, as in the quota).
+  const { ratings_today: today, pairs_left_by_kind: leftByKind, study } = progress;
+  el.progress.textContent = study
+    ? studyProgressText(study)
+    : `Rated today: ${today} · Pairs left for you: ${leftByKind[config.kind] ?? 0}`;
+  showOtherWork(leftByKind);
+}
+
+/** Ask for the progress on its own: only when no pair came, whose answer would carry it. */
 async function refreshProgress() {
   try {
     const answer = await api.progress();
-    if (answer.status !== 200) return;
-    // "Pairs left" on a task's page counts that task's pairs only; a study participant
-    // sees their items of the study's quota instead (gold items count, as in the quota).
-    const { ratings_today: today, pairs_left_by_kind: leftByKind, study } = answer.body;
-    el.progress.textContent = study
-      ? studyProgressText(study)
-      : `Rated today: ${today} · Pairs left for you: ${leftByKind[config.kind] ?? 0}`;
-    showOtherWork(leftByKind);
+    if (answer.status === 200) showProgress(answer.body);
   } catch (error) {
     if (!(error instanceof NetworkError)) throw error;
   }
@@ -334,7 +340,6 @@ async function start() {
       showNotice(answer.body?.detail || "An earlier rating could not be stored.", "error");
     }
   }
-  refreshProgress();
   await claimNext();
 }
 
