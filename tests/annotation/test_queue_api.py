@@ -255,7 +255,7 @@ def test_progress_and_own_ratings(split, clock):
 
 
 def test_claim_and_submit_answer_with_the_progress_when_asked(split, clock):
-    user, client = rater_client(kinds=["SIS"])
+    _, client = rater_client(kinds=["SIS"])
     plain = api_claim(client, split.dataset).json()
     assert "progress" not in plain  # API clients that do not ask pay nothing for it
     claimed = client.post(rate_url(split.dataset, "claim"), {"progress_tz": "Asia/Tokyo"}, format="json").json()
