@@ -61,6 +61,7 @@ class Stats:
         self.send_lag_ms: list[float] = []  # open loop: how late the generator sent a due cycle
         self.submit_ms: list[float] = []
         self.cycles = 0
+        self.cycles_by_rater: dict[str, int] = {}  # who was served how much: keep-alive fairness
         self.errors: dict[str, int] = {}
         self.empty = 0
 
@@ -92,6 +93,7 @@ async def cycle(conn: Connection, token: str, stats: Stats, started: float, rng:
         return False
     stats.submit_ms.append((time.perf_counter() - claimed) * 1000)
     stats.cycles += 1
+    stats.cycles_by_rater[token] = stats.cycles_by_rater.get(token, 0) + 1
     return True
 
 
@@ -148,6 +150,16 @@ async def open_loop(port: int, idle_raters: deque[str], rate: float, seconds: fl
     await asyncio.gather(*running)
     for conn in idle_conns:
         conn.close()
+
+
+def rater_spread(stats: Stats) -> float | None:
+    """Cycles of the most served rater over those of the least served, in a closed loop
+    where every rater asks back to back: 1.0 is an even share; raters whose keep-alive
+    connections sit on a busy server process show as a spread above 1."""
+    counts = list(stats.cycles_by_rater.values())
+    if not counts or min(counts) == 0:
+        return None
+    return round(max(counts) / min(counts), 2)
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -54,7 +54,7 @@ from pathlib import Path
 import psycopg2
 from _common import drop_database, env_number, fresh_database, print_figures, sized, smoke, start_gunicorn, stop_server
 from _cpu import cpu_ms_per_cycle, cpu_reading, cpu_spent
-from _load import Stats, closed_loop, open_loop, percentile
+from _load import Stats, closed_loop, open_loop, percentile, rater_spread
 from _queue_data import add_gold, django_env, fill, migrate, server_dsn, stored_check
 
 SMOKE = smoke()
@@ -144,6 +144,7 @@ class Target:
             "p50_ms": round(percentile(self.latency.claim_ms, 50), 2),
             "p95_ms": round(percentile(self.latency.claim_ms, 95), 2),
             "p99_ms": round(percentile(self.latency.claim_ms, 99), 2),
+            "rater_cycles_max_over_min": rater_spread(self.throughput),
             "errors": sum(self.latency.errors.values()) + sum(self.throughput.errors.values()),
             **self.stored,
         }
@@ -181,7 +182,7 @@ def report(target: Target) -> None:
         f"CPU {result['cpu_ms_per_cycle']} ms/cycle (gunicorn {result['web_cpu_ms_per_cycle']}, "
         f"PostgreSQL {result['db_cpu_ms_per_cycle']}; backends gone mid-phase {target.cpu['backends_lost']}), "
         f"claim p50/p95 {percentile(closed.claim_ms, 50):.2f}/{percentile(closed.claim_ms, 95):.2f} ms, "
-        f"errors {closed.errors}, empty {closed.empty}"
+        f"most/least served rater {result['rater_cycles_max_over_min']}, errors {closed.errors}, empty {closed.empty}"
     )
 
 
