@@ -15,6 +15,21 @@ workers = int(os.environ.get("GUNICORN_WORKERS", min(9, multiprocessing.cpu_coun
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
 threads = int(os.environ.get("GUNICORN_THREADS", 4))
 keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", 30))
+# A keep-alive connection stays with the worker process that accepted it, so raters who
+# connected in one burst stay spread as that burst fell: under load one process serves
+# many of them and the rest wait on it while another idles (bench-queue at 32 raters:
+# the most served rater got 4-13 times the cycles of the least served). Closing each
+# connection after this many requests makes its client reconnect, and the new connection
+# goes to a process waiting in accept, more likely an idle one. 0: never.
+keepalive_requests = int(os.environ.get("GUNICORN_KEEPALIVE_REQUESTS", 20))
+
+
+def pre_request(worker, req):
+    """Close the connection after this response when it has served keepalive_requests."""
+    if keepalive_requests and req.req_number % keepalive_requests == 0:
+        req.must_close = True
+
+
 # Clients of the rating API wait on claims; a stuck request is cut well before the lease ends.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", 30))
 graceful_timeout = 10
