@@ -115,7 +115,9 @@ def ensure_venv(peer: str, module) -> Path:
     log(f"{peer}: installing {', '.join(missing)} into {venv} (the configured package index only)")
     if not (venv / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *missing], check=True)
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *missing])
+    if pip.returncode != 0:
+        raise SystemExit(f"{peer}: pip install {' '.join(missing)} exited with {pip.returncode} (its output above)")
     log(f"{peer}: installed in {time.perf_counter() - started:.0f} s")
     return venv
 
