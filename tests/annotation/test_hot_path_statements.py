@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation.apis.fields import rater_id_decode
-from annotation.models import GoldLease, QualitySettings
+from annotation.models import GoldLease, GoldRating, QualitySettings
 from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import queue_pairs
 from tests.annotation.test_policy_queries import token_client
@@ -24,6 +24,8 @@ CLAIM = ["auth_knox_token_roles", "queue_claim"]
 SUBMIT = ["auth_knox_token_roles", "queue_submit_fast"]
 # On gold's turn the claim statement leases nothing and the gold statement leases the item.
 GOLD_ITEM_CLAIM = ["auth_knox_token_roles", "queue_claim", "gold_claim"]
+# A gold lease's id is no slot: the queue's statement stores nothing, the gold one stores it.
+GOLD_ITEM_SUBMIT = ["auth_knox_token_roles", "queue_submit_fast", "gold_submit"]
 
 
 def statement_names(queries) -> list[str]:
@@ -83,8 +85,8 @@ def test_an_ordinary_items_claim_and_submit_with_gold_on(settings, tmp_path):
     assert (claim, submit) == (CLAIM, SUBMIT)
 
 
-def test_a_gold_items_claim_with_gold_on(settings, tmp_path):
+def test_a_gold_items_claim_and_submit_with_gold_on(settings, tmp_path):
     dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1)
-    claim, _, slot_id = cycle(client, dataset, "measured")
-    assert GoldLease.objects.filter(pk=slot_id).exists()
-    assert claim == GOLD_ITEM_CLAIM
+    claim, submit, slot_id = cycle(client, dataset, "measured")
+    assert GoldRating.objects.filter(lease_id=slot_id, idempotency_key="measured").exists()
+    assert (claim, submit) == (GOLD_ITEM_CLAIM, GOLD_ITEM_SUBMIT)

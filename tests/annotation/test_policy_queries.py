@@ -145,14 +145,12 @@ def test_a_gold_claim_on_the_portable_path_costs_a_fixed_number_of_queries(setti
 # read, the queue's claim statement, which draws gold's turn and leases nothing (in its
 # savepoint), and the gold statement, which leases the item (before: 4, the gold
 # statement in a savepoint and no queue statement; but then every ordinary claim paid
-# for the gold statement too). The submit
-# tries the queue's statement and its locked lookup, then reads the rater's pause (one
-# query by the dataset's name) and stores the gold rating: the lease locked with its pair
-# and dataset, the key, the id, the speed floor, the rating, the lease, the auto-pause
-# settings. Counted when the dataset's own lookup and the pair's read were folded into
-# those (before: 20).
+# for the gold statement too). The submit is the token's read, the queue's submit
+# statement, which stores nothing for a gold lease's id, and the gold submit statement,
+# each in its savepoint (before: 18, the queue's stepwise lookup, the pause, and the gold
+# rating stored step by step).
 GOLD_CLAIM_QUERIES = 5
-GOLD_SUBMIT_QUERIES = 18
+GOLD_SUBMIT_QUERIES = 7
 
 
 def test_a_gold_items_claim_and_submit_cost_a_fixed_number_of_queries(settings, tmp_path):

@@ -49,7 +49,7 @@ from annotation.rating.queue.shapes import (
     lease_ttl,
 )
 from annotation.rating.queue.slots import slot_flag, slot_heartbeat, slot_skip
-from annotation.rating.queue.submit import rating_submit
+from annotation.rating.queue.submit import rating_submit, rating_submit_fast
 from annotation.rating.queue.upkeep import leases_release_expired, queue_counters_add, queue_counters_rebuild
 
 __all__ = [
@@ -70,6 +70,7 @@ __all__ = [
     "queue_counters_add",
     "queue_counters_rebuild",
     "rating_submit",
+    "rating_submit_fast",
     "slot_claim",
     "slot_flag",
     "slot_heartbeat",

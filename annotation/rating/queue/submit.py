@@ -82,6 +82,7 @@ def rating_submit(
     adjustments: int,
     idempotency_key: str,
     now: datetime | None = None,
+    try_fast: bool = True,
 ) -> SubmitResult:
     """Store the rater's rating on a slot they hold and mark the slot done.
 
@@ -94,7 +95,8 @@ def rating_submit(
     another rater has taken it the submission is refused with Conflict. A rater paused
     in the dataset since the claim is refused with RaterPaused, nothing stored. Raises
     NotFound for an id that is no slot of the dataset (whether it is a gold lease is
-    ``annotation.rating.policy``'s to try next).
+    ``annotation.rating.policy``'s to try next). ``try_fast=False``: the caller tried
+    ``rating_submit_fast`` already; go straight to the path that says why.
     """
     clock_given = now is not None
     now = service_now(now)
@@ -108,7 +110,7 @@ def rating_submit(
         now=now,
     )
     try:
-        if use_postgres_sql():
+        if try_fast and use_postgres_sql():
             stored = _submit_postgres_fast({**rating, "slot": slot_id, "dataset_name": dataset})
             if stored is not None:
                 return SubmitResult(
@@ -119,6 +121,21 @@ def rating_submit(
         )
     except IntegrityError:
         raise _submit_conflict(rater=rater, slot_id=slot_id, idempotency_key=idempotency_key) from None
+
+
+def rating_submit_fast(*, rater, dataset: str, slot_id: int, now: datetime, **submission) -> SubmitResult | None:
+    """PostgreSQL: the common submit in one statement (the rater simply holds the slot);
+    None when it is not that (nothing written): a gold lease, a repeat, a refusal, which
+    ``rating_submit`` with ``try_fast=False`` explains. Raises QueueInputError for a bad
+    value, as ``rating_submit``."""
+    rating = submission_values(rater=rater, now=now, **submission)
+    try:
+        stored = _submit_postgres_fast({**rating, "slot": slot_id, "dataset_name": dataset})
+    except IntegrityError:
+        return None  # a key used before: the stepwise path names it
+    if stored is None:
+        return None
+    return SubmitResult(rating_id=stored[0], pair_id=stored[1], slot_id=slot_id, created_at=now, replayed=False)
 
 
 def _check_submission(
