@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import selectors
-from annotation.apis.fields import OpaqueIdField, StrictFloatField, StrictIntegerField
+from annotation.apis.fields import OpaqueIdField, SharedFieldsMixin, StrictFloatField, StrictIntegerField
 from annotation.models import FlagReason, Modality, TaskKind
 from annotation.people import accounts
 from annotation.people.roles import IsAdmin, IsRater
@@ -32,7 +32,7 @@ class ItemSerializer(serializers.Serializer):
     height = serializers.IntegerField(allow_null=True)
 
 
-class AssignmentSerializer(serializers.Serializer):
+class AssignmentSerializer(SharedFieldsMixin, serializers.Serializer):
     slot_id = OpaqueIdField("slot", help_text="The slot's opaque id, for its URLs (heartbeat, submit, skip, flag).")
     pair_id = OpaqueIdField("pair")
     dataset = serializers.CharField()
@@ -96,7 +96,7 @@ class RatingClaimApi(APIView):
 
     permission_classes = [IsRater]
 
-    class RatingClaimInputSerializer(serializers.Serializer):
+    class RatingClaimInputSerializer(SharedFieldsMixin, serializers.Serializer):
         kind = serializers.ChoiceField(
             choices=TaskKind.choices, required=False, allow_null=True, default=None, help_text="Only this task kind."
         )
@@ -153,7 +153,7 @@ class RatingSubmitApi(APIView):
 
     permission_classes = [IsRater]
 
-    class RatingSubmitInputSerializer(serializers.Serializer):
+    class RatingSubmitInputSerializer(SharedFieldsMixin, serializers.Serializer):
         score = StrictFloatField(min_value=queue.SCORE_MIN, max_value=queue.SCORE_MAX, help_text="Continuous 0-5.")
         time_on_item_ms = StrictIntegerField(min_value=0, max_value=queue.MAX_TIME_ON_ITEM_MS)
         time_to_first_move_ms = StrictIntegerField(
@@ -168,7 +168,7 @@ class RatingSubmitApi(APIView):
         )
         progress_tz = serializers.CharField(required=False, max_length=64, help_text=PROGRESS_TZ_HELP)
 
-    class RatingSubmitOutputSerializer(serializers.Serializer):
+    class RatingSubmitOutputSerializer(SharedFieldsMixin, serializers.Serializer):
         rating_id = OpaqueIdField("rating")
         pair_id = OpaqueIdField("pair")
         slot_id = OpaqueIdField("slot")

@@ -1,0 +1,51 @@
+"""The rating cycle's serializers copy their declared fields shallowly per instance
+(annotation.apis.fields.SharedFieldsMixin) instead of re-instantiating every field, and
+still validate and answer as DRF's own copies would."""
+
+import pytest
+from rest_framework import fields as drf_fields
+from rest_framework import serializers
+
+from annotation.apis.rating import AssignmentSerializer, RatingClaimApi, RatingSubmitApi
+
+SUBMIT_INPUT = RatingSubmitApi.RatingSubmitInputSerializer
+GOOD = {"score": 2.5, "time_on_item_ms": 4000, "time_to_first_move_ms": None, "adjustments": 1, "idempotency_key": "k"}
+
+
+def test_an_instance_re_instantiates_no_field(monkeypatch):
+    made = []
+    original = drf_fields.Field.__init__
+
+    def counting(self, *args, **kwargs):
+        if not isinstance(self, serializers.BaseSerializer):  # the serializer itself is a Field
+            made.append(type(self).__name__)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(drf_fields.Field, "__init__", counting)
+    for serializer in (SUBMIT_INPUT(data=GOOD), RatingClaimApi.RatingClaimInputSerializer(data={})):
+        assert serializer.is_valid(), serializer.errors
+    assert made == []
+
+
+def test_instances_bind_copies_of_their_own_and_validate_alike():
+    first, second = SUBMIT_INPUT(data=GOOD), SUBMIT_INPUT(data={**GOOD, "score": 9})
+    assert first.is_valid()
+    assert not second.is_valid()
+    assert "score" in second.errors and not first.errors
+    assert first.fields["score"] is not second.fields["score"]
+    assert first.fields["score"].parent is first and second.fields["score"].parent is second
+    assert first.validated_data["score"] == 2.5
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"score": "2.5"}, {"time_on_item_ms": -1}, {"idempotency_key": "x" * 65}, {"claim_next_kind": "XYZ"}],
+)
+def test_each_rule_still_refuses(bad):
+    serializer = SUBMIT_INPUT(data={**GOOD, **bad})
+    assert not serializer.is_valid()
+    assert set(serializer.errors) == set(bad)
+
+
+def test_the_assignment_answer_has_every_declared_field():
+    assert set(AssignmentSerializer().fields) == set(AssignmentSerializer._declared_fields)
