@@ -1,12 +1,17 @@
 """The rating cycle's serializers copy their declared fields shallowly per instance
 (annotation.apis.fields.SharedFieldsMixin) instead of re-instantiating every field, and
-still validate and answer as DRF's own copies would."""
+still validate and answer as DRF's own copies would; the assignment answer, built
+directly, equals its serializer's."""
+
+import json
+from datetime import UTC, datetime
 
 import pytest
 from rest_framework import fields as drf_fields
 from rest_framework import serializers
 
-from annotation.apis.rating import AssignmentSerializer, RatingClaimApi, RatingSubmitApi
+from annotation.apis.rating import AssignmentSerializer, RatingClaimApi, RatingSubmitApi, assignment_answer
+from annotation.rating.queue.shapes import assignment_of
 
 SUBMIT_INPUT = RatingSubmitApi.RatingSubmitInputSerializer
 GOOD = {"score": 2.5, "time_on_item_ms": 4000, "time_to_first_move_ms": None, "adjustments": 1, "idempotency_key": "k"}
@@ -49,3 +54,26 @@ def test_each_rule_still_refuses(bad):
 
 def test_the_assignment_answer_has_every_declared_field():
     assert set(AssignmentSerializer().fields) == set(AssignmentSerializer._declared_fields)
+
+
+@pytest.mark.parametrize("kind", ["STS", "SIS", "SITS"])
+@pytest.mark.parametrize("resumed", [False, True])
+def test_the_built_assignment_answer_equals_the_serializers(kind, resumed, settings):
+    settings.LEASE_TTL_SECONDS = 45
+    assignment = assignment_of(
+        slot_id=123_456,
+        pair_id=7,
+        lease_expires_at=datetime(2026, 3, 2, 12, 30, 5, 123456, tzinfo=UTC),
+        resumed=resumed,
+        kind=kind,
+        dataset="coco-val",
+        images_root="",
+        image_url_prefix="https://images.example.org/",
+        caption_texts=("A dog runs.", None if kind != "STS" else "A cat sleeps."),
+        images=(("img_1.jpg", "val/img_1.jpg", 640, 480), ("img_2.jpg", "val/img_2.jpg", None, None)),
+    )
+    built = assignment_answer(assignment)
+    assert built == dict(AssignmentSerializer(assignment).data)
+    assert json.dumps(built)  # plain JSON types only
+    assert built["lease_expires_at"] == "2026-03-02T12:30:05.123456Z"
+    assert (built["lease_ttl_seconds"], built["heartbeat_seconds"]) == (45, 15)
