@@ -138,8 +138,11 @@ SEMANTIC_400 = {
     ("GET", "/api/raters/{username}/qualifications/"): "dataset must name a dataset, in printable text",
     ("PUT", "/api/datasets/{dataset}/quiz/"): "the quiz's error threshold must be above 0",
     ("GET", "/api/rate/{dataset}/progress/"): "tz must be an IANA time zone name",
+    ("POST", "/api/rate/{dataset}/claim/"): "progress_tz must be an IANA time zone name",
     ("POST", "/api/rate/{dataset}/slots/{slot_id}/flag/"): "reason other needs a note",
-    ("POST", "/api/rate/{dataset}/slots/{slot_id}/submit/"): "the first move cannot come after the time on item",
+    ("POST", "/api/rate/{dataset}/slots/{slot_id}/submit/"): (
+        "the first move cannot come after the time on item; progress_tz must be an IANA time zone name"
+    ),
     ("POST", "/api/datasets/{dataset}/gold/"): "the file must be a gold pair list of the dataset's items",
     ("POST", "/api/raters/"): "the file must be a rater list (username,email,kinds) of new user names",
     ("POST", "/api/datasets/{dataset}/pauses/"): "the reason must be text without NUL characters",
