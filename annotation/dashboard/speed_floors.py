@@ -1,5 +1,5 @@
 """Marks of the speed floor on stored ratings: after an admin changes a kind's floor, every
-rating and gold rating of that kind in the dataset is marked anew, in the background and in
+rating and queue gold rating of that kind in the dataset is marked anew, in the background and in
 short batches, so no admin request waits for it and no transaction holds the rows long."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from django.db import transaction
 from django.db.models import QuerySet
 
-from annotation.models import GoldRating, Rating
+from annotation.models import GoldPurpose, GoldRating, Rating
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,8 @@ def speed_floor_marks_refresh(*, dataset_id: int, kind: str, batch: int = REMARK
         return 1000 * speed_floor_seconds(dataset_id, kind)
 
     ratings = Rating.objects.filter(pair__dataset_id=dataset_id, pair__kind=kind)
-    gold = GoldRating.objects.filter(dataset_id=dataset_id, gold_pair__kind=kind)
+    # Queue gold ratings only: a quiz answer is never marked when given.
+    gold = GoldRating.objects.filter(dataset_id=dataset_id, gold_pair__kind=kind, purpose=GoldPurpose.QUEUE)
     changed = _remark(ratings, floor_ms, batch) + _remark(gold, floor_ms, batch)
     logger.info("speed floor of %s in dataset #%s: %d mark(s) changed", kind, dataset_id, changed)
     return ratings.filter(below_speed_floor=True).count() + gold.filter(below_speed_floor=True).count()

@@ -7,7 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation.dashboard.speed_floors import speed_floor_marks_refresh
-from annotation.models import GoldRating, QualitySettings, Rating, SpeedFloor, TaskKind
+from annotation.models import GoldPair, GoldPurpose, GoldRating, QualitySettings, Rating, SpeedFloor, TaskKind
+from annotation.quality.gold.ids import ids_reserve
 from annotation.rating.policy import rating_submit as policy_submit
 from annotation.rating.policy import slot_claim
 from annotation.rating.queue import rating_submit
@@ -86,8 +87,10 @@ def test_changing_the_floor_in_the_admin_marks_the_ratings_anew_in_the_backgroun
     assert marks_of(Rating) == [(1000, True), (4000, True), (9000, False)]
 
 
-def marks_of(model) -> list[tuple[int, bool]]:
-    return list(model.objects.order_by("time_on_item_ms").values_list("time_on_item_ms", "below_speed_floor"))
+def marks_of(rows) -> list[tuple[int, bool]]:
+    """(time on item, mark) of a model's rows or of a queryset's, by time."""
+    rows = rows.objects.all() if isinstance(rows, type) else rows
+    return list(rows.order_by("time_on_item_ms").values_list("time_on_item_ms", "below_speed_floor"))
 
 
 def test_re_marking_walks_ratings_and_gold_ratings_in_batches_and_flips_both_ways(clock, tmp_path):
@@ -95,9 +98,11 @@ def test_re_marking_walks_ratings_and_gold_ratings_in_batches_and_flips_both_way
     queue_pairs(split=split, kind=TaskKind.SIS, n_pairs=3, ratings_per_pair=3)
     gold_upload(split, TaskKind.SIS, 3, tmp_path)
     dataset = split.dataset
-    QualitySettings.objects.create(dataset=dataset, gold_one_in=2)
+    gold_rate = QualitySettings.objects.create(dataset=dataset, gold_one_in=0)
     served = {"ordinary": 0, "gold": 0}
     for number, time_ms in enumerate([1000, 3000, 6000, 1200, 2500, 9000, 4000, 1100, 7000]):
+        gold_rate.gold_one_in = 1 if number % 3 == 0 else 0  # items 0, 3 and 6 gold
+        gold_rate.save()
         user = UserFactory(roles=["rater"], qualified_for=["SIS"])
         held = slot_claim(rater=user, dataset=dataset.name)
         result = policy_submit(
@@ -111,19 +116,34 @@ def test_re_marking_walks_ratings_and_gold_ratings_in_batches_and_flips_both_way
             idempotency_key=f"k{number}",
         )
         served["gold" if GoldRating.objects.filter(pk=result.rating_id).exists() else "ordinary"] += 1
-    assert served["gold"] >= 1 and served["ordinary"] >= 3, served
-    every = sorted(marks_of(Rating) + marks_of(GoldRating))
+    assert served == {"ordinary": 6, "gold": 3}
+    # A quiz answer is never marked when given (the quiz is no rating of the queue): re-marking
+    # leaves it alone too.
+    quiz_answer = GoldRating.objects.create(
+        id=ids_reserve(Rating, 1)[0],
+        gold_pair=GoldPair.objects.filter(dataset=dataset).first(),
+        rater=UserFactory(roles=["rater"]),
+        dataset=dataset,
+        purpose=GoldPurpose.QUIZ,
+        score=1.0,
+        gold_score=1.0,
+        time_on_item_ms=100,
+        idempotency_key="quiz-1",
+        created_at=clock(),
+    )
+    every = sorted(marks_of(Rating) + marks_of(GoldRating.objects.exclude(pk=quiz_answer.pk)))
     assert every == [(t, t < 1500) for t in (1000, 1100, 1200, 2500, 3000, 4000, 6000, 7000, 9000)]  # SIS: 1.5 s
 
     SpeedFloor.objects.create(dataset=dataset, kind=TaskKind.SIS, seconds=5)
     with CaptureQueriesContext(connection) as remarking:
         marked = speed_floor_marks_refresh(dataset_id=dataset.pk, kind=TaskKind.SIS, batch=2)
-    every = sorted(marks_of(Rating) + marks_of(GoldRating))
+    every = sorted(marks_of(Rating) + marks_of(GoldRating.objects.exclude(pk=quiz_answer.pk)))
     assert every == [(t, t < 5000) for t in (1000, 1100, 1200, 2500, 3000, 4000, 6000, 7000, 9000)]
     assert marked == 6
+    assert GoldRating.objects.get(pk=quiz_answer.pk).below_speed_floor is False
     batches = [q for q in remarking.captured_queries if q["sql"].startswith("SAVEPOINT")]
     assert len(batches) == (served["ordinary"] + 1) // 2 + (served["gold"] + 1) // 2
 
     SpeedFloor.objects.filter(dataset=dataset).update(seconds=2)  # down again: marks come off
     assert speed_floor_marks_refresh(dataset_id=dataset.pk, kind=TaskKind.SIS, batch=2) == 3
-    assert sorted(marks_of(Rating) + marks_of(GoldRating))[3] == (2500, False)
+    assert sorted(marks_of(Rating) + marks_of(GoldRating.objects.exclude(pk=quiz_answer.pk)))[3] == (2500, False)
