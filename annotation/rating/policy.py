@@ -309,6 +309,11 @@ def _store(*, rater, dataset: str, slot_id: int, now: datetime | None, submissio
         now = service_now(now)
         rating = submission_values(rater=rater, now=now, **submission)
         if is_paused_in(rater=rater, dataset=dataset):
+            # A repeat is answered first, as the queue answers it: a paused rater re-sending
+            # old submissions must not learn which of them were gold from the answers.
+            replay = gold.gold_replay(rater=rater, dataset=dataset, lease_id=slot_id, key=rating["key"])
+            if replay is not None:
+                return replay
             raise paused_error(username=rater.get_username(), dataset=dataset) from None
         stored = gold.gold_submit(rater=rater, dataset=dataset, lease_id=slot_id, rating=rating, now=now)
         if stored is None:

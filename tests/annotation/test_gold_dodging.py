@@ -11,7 +11,7 @@ import itertools
 
 import pytest
 
-from annotation.models import GoldLease, GoldPair, Pair, PairSkip, QualitySettings, QuizAttempt, Rating
+from annotation.models import GoldLease, GoldPair, Pair, PairSkip, QualitySettings, QuizAttempt, RaterPause, Rating
 from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote, gold_pairs_upload
 from annotation.selectors import rater_pairs_left
 from tests.annotation import queue_support
@@ -336,3 +336,24 @@ def test_a_dataset_without_gold_serves_no_gold_pair_of_another_dataset(engine, c
     assert served_gold_ids(user, split.dataset) == set()
     assert GoldLease.objects.filter(rater=user).count() == 0
     assert rater_pairs_left(rater=user, kinds=["SIS"], dataset_id=with_gold.pk) == {(with_gold.pk, "SIS"): 4}
+
+
+def test_a_paused_rater_re_sending_old_submissions_is_answered_alike_for_gold_and_ordinary(engine, clock, tmp_path):
+    dataset = campaign(tmp_path, n_pairs=4, n_gold=3)
+    user = rater(["SIS"])
+    client = client_for(user)
+    sent = []
+    for one_in in (1, 0):  # a gold item, then an ordinary one
+        set_rate(dataset, one_in)
+        answer = claim(client, dataset).json()
+        assert is_gold(answer) is (one_in == 1)
+        sent.append((answer["slot_id"], f"key-{one_in}", submit(client, dataset, answer["slot_id"], f"key-{one_in}")))
+    RaterPause.objects.create(rater=user, dataset=dataset, reason="exclusion", created_at=clock())
+    for slot_id, key, first in sent:
+        again = client.post(rate_url(dataset, "submit", slot_id), submit_kwargs(key), format="json")
+        assert again.status_code == 200, again.content  # the repeat, not the pause
+        assert again.json()["rating_id"] == first["rating_id"] and again.json()["replayed"] is True
+    # A new submission is refused for the pause either way.
+    set_rate(dataset, 0)
+    refused = client.post(rate_url(dataset, "submit", sent[0][0]), submit_kwargs("new-key"), format="json")
+    assert refused.status_code == 403

@@ -5,11 +5,12 @@ path's budget: a claim in at most 3 statements and a submit in 2 with gold off, 
 each with gold on. The counts are exact, so a statement more fails here first."""
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from annotation.apis.fields import rater_id_decode
 from annotation.models import GoldLease, GoldRating, QualitySettings
+from annotation.rating import queue
 from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import queue_pairs
 from tests.annotation.test_policy_queries import token_client
@@ -90,3 +91,19 @@ def test_a_gold_items_claim_and_submit_with_gold_on(settings, tmp_path):
     claim, submit, slot_id = cycle(client, dataset, "measured")
     assert GoldRating.objects.filter(lease_id=slot_id, idempotency_key="measured").exists()
     assert (claim, submit) == (GOLD_ITEM_CLAIM, GOLD_ITEM_SUBMIT)
+
+
+def test_a_claim_commits_asynchronously_only_as_its_own_transaction(settings, tmp_path):
+    """A lease may be lost in a crash; a rating may not. Inside a caller's transaction (a
+    participant's submit with the next claim) the claim must not turn off the wait for
+    the WAL flush, which would last to that transaction's end and cover its rating."""
+    settings.SQL_PATHS = "postgres"
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=2, ratings_per_pair=3)
+    users = [UserFactory(roles=["rater"], qualified_for=["SIS"]) for _ in range(2)]
+    with CaptureQueriesContext(connection) as alone:
+        assert queue.slot_claim(rater=users[0], dataset=split.dataset.name) is not None
+    with CaptureQueriesContext(connection) as inside, transaction.atomic():
+        assert queue.slot_claim(rater=users[1], dataset=split.dataset.name) is not None
+    assert any("synchronous_commit" in query["sql"] for query in alone.captured_queries)
+    assert not any("synchronous_commit" in query["sql"] for query in inside.captured_queries)

@@ -4,9 +4,10 @@ page nor the API tells them apart. A gold lease's id comes from the slots' seque
 gold rating's from the ratings' (``annotation.quality.gold.ids``); a gold rating never touches a
 pair, a slot, a rating or a counter of the dataset.
 
-The rating policy (``annotation.rating.policy``) calls ``gold_claim`` before the queue's
-ordinary claim, and the ``gold_*`` actions when the queue finds no slot of the id it was
-given (so ordinary work pays one extra statement per claim and nothing per submission).
+The rating policy (``annotation.rating.policy``) calls ``gold_claim`` when the queue's claim
+statement drew gold's turn (before it on the portable paths), ``gold_submit_fast`` when the
+queue's submit statement stored nothing for the id, and the other ``gold_*`` actions when
+the queue finds no slot of the id it was given.
 This module imports the queue's shapes; the queue imports nothing of it.
 """
 
@@ -42,7 +43,7 @@ from annotation.quality.gold.ids import ids_reserve
 from annotation.quality.pauses import is_paused, pause_if_gold_error_high
 from annotation.rating.queue.claim import assignment_from_row
 from annotation.rating.queue.shapes import Assignment, SubmitResult, assignment_of
-from annotation.rating.queue.statements import ASYNC_COMMIT
+from annotation.rating.queue.statements import async_commit_prefix
 from annotation.rating.queue.submit import key_used_error, speed_floor_seconds
 from annotation.sql import execute, use_postgres_sql
 
@@ -67,7 +68,7 @@ def gold_claim(
         # One statement: outside a transaction it is its own, with no BEGIN and COMMIT
         # around it; a lease need not outlive a crash (as the queue's claim).
         with connection.cursor() as cursor:
-            execute(cursor, serving_sql.gold_claim(), values, prefix=ASYNC_COMMIT)
+            execute(cursor, serving_sql.gold_claim(), values, prefix=async_commit_prefix())
             row = cursor.fetchone()
         return assignment_from_row(row) if row is not None else None
     return _gold_claim_portable(rater=rater, dataset=dataset, kinds=kinds or [], kind=kind, now=now, expires=expires)
@@ -284,6 +285,13 @@ def gold_submit(*, rater, dataset: str, lease_id: int, rating: Mapping, now: dat
     except IntegrityError:
         raise key_used_error(rating["key"]) from None
     return SubmitResult(rating_id=rating_id, pair_id=gold.pk, slot_id=lease_id, created_at=now, replayed=False)
+
+
+def gold_replay(*, rater, dataset: str, lease_id: int, key: str) -> SubmitResult | None:
+    """The stored gold rating if this is a repeat of the rater's submission on the lease
+    (asked before a pause refuses it, as the queue answers a repeat first), else None."""
+    lease = GoldLease.objects.filter(pk=lease_id, dataset__name=dataset).first()
+    return _replayed(lease, rater, key) if lease is not None else None
 
 
 def _replayed(lease: GoldLease, rater, key: str) -> SubmitResult | None:

@@ -107,7 +107,7 @@ def _claim_postgres(
 ) -> Assignment | GoldTurn | None:
     with connection.cursor() as cursor:
         values = {"dataset": dataset, "rater": rater.pk, "kind": kind, "now": now, "expires": expires, "gold": gold}
-        execute(cursor, statements.claim(), values, prefix=statements.ASYNC_COMMIT)
+        execute(cursor, statements.claim(), values, prefix=statements.async_commit_prefix())
         row = cursor.fetchone()
     if row is None:
         return None

@@ -42,6 +42,13 @@ from annotation.sql import Statement
 ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF; "
 
 
+def async_commit_prefix() -> str:
+    """ASYNC_COMMIT for a claim that is its own transaction; nothing inside a caller's
+    transaction (a participant's submit and next claim), whose rating must wait for its
+    WAL flush like any other: SET LOCAL would last to that transaction's end."""
+    return "" if connection.in_atomic_block else ASYNC_COMMIT
+
+
 class _Table:
     """A model as SQL text: ``{t}`` is its quoted table, ``{t.field}`` the quoted column
     of a field (``{t.pair}`` is ``"pair_id"``); an unknown field raises FieldDoesNotExist."""
