@@ -107,3 +107,25 @@ def test_a_claim_commits_asynchronously_only_as_its_own_transaction(settings, tm
         assert queue.slot_claim(rater=users[1], dataset=split.dataset.name) is not None
     assert any("synchronous_commit" in query["sql"] for query in alone.captured_queries)
     assert not any("synchronous_commit" in query["sql"] for query in inside.captured_queries)
+
+
+def test_a_held_gold_item_is_resumed_first_and_in_as_many_statements_as_a_held_slot(settings, tmp_path):
+    """Re-claiming an item one holds can be repeated at will, so its cost must not tell a
+    gold item from an ordinary one; and the gold item comes back whatever the draw."""
+    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1)
+    gold = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
+    assert GoldLease.objects.filter(pk=rater_id_decode("slot", gold["slot_id"])).exists()
+    QualitySettings.objects.filter(dataset__name=dataset).update(gold_one_in=1_000_000)
+    for _ in range(6):
+        with CaptureQueriesContext(connection) as again:
+            resumed = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
+        assert (resumed["slot_id"], resumed["resumed"]) == (gold["slot_id"], True)
+        assert statement_names(again.captured_queries) == CLAIM
+    assert resumed["items"] == gold["items"]
+    # An ordinary held slot, re-claimed: the same statements.
+    client.post(f"/api/rate/{dataset}/slots/{gold['slot_id']}/skip/")
+    ordinary = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
+    assert not GoldLease.objects.filter(pk=rater_id_decode("slot", ordinary["slot_id"])).exists()
+    with CaptureQueriesContext(connection) as again:
+        assert client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()["resumed"] is True
+    assert statement_names(again.captured_queries) == CLAIM

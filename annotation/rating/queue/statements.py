@@ -100,12 +100,14 @@ def _render(sql: str, **fragments: str) -> str:
 # completion, and comparing that across kinds would finish one kind before another
 # starts. The others are unlocked when the statement commits. ``held`` waits for its row (only this rater
 # touches it); the rest skip rows other claims hold.
-# ``gold_turn`` (only when ``gold`` is true): the rater holds a gold lease of an active
-# gold pair, or holds no slot and draws a gold item (probability 1 / gold_one_in, in a
-# dataset with active gold pairs of their kinds outside the quiz). Then nothing is
-# leased and the answer is one row of NULLs: the gold claim decides, and a rater whom gold
-# serves nothing claims again without the turn. So a claim that serves no gold costs one
-# statement, not a gold statement first.
+# With ``gold`` true, gold comes first as the gold claim would serve it: a gold lease of an
+# active gold pair the rater holds is renewed and answered (``gheld``, ``grenewed``: the
+# same one statement as resuming an ordinary slot, so a rater re-claiming a held item
+# cannot tell by the round trips which it is); else ``gold_turn``: the rater holds no
+# slot and draws a gold item (probability 1 / gold_one_in, in a dataset with active gold
+# pairs of their kinds outside the quiz). Then nothing is leased and the answer is one row
+# of NULLs: the gold claim decides, and a rater whom gold serves nothing claims again
+# without the turn. So a claim that serves no gold costs one statement.
 _CLAIM_SQL = """
 WITH ds AS (
     SELECT d.{dataset.id} FROM {dataset} d WHERE d.{dataset.name} = %(dataset)s
@@ -129,29 +131,36 @@ held AS (
     LIMIT 1
     FOR UPDATE OF s
 ),
+gheld AS (
+    SELECT gl.{gold_lease.id}, gl.{gold_lease.gold_pair}
+    FROM {gold_lease} gl JOIN ds ON gl.{gold_lease.dataset} = ds.{dataset.id}
+    JOIN {gold} hp ON hp.{gold.id} = gl.{gold_lease.gold_pair} AND hp.{gold.active}
+    WHERE %(gold)s AND gl.{gold_lease.rater} = %(rater)s AND gl.{gold_lease.state} = 'leased'
+      AND gl.{gold_lease.kind} IN (SELECT {qualification.kind} FROM kinds)
+    ORDER BY gl.{gold_lease.leased_at}
+    LIMIT 1
+    FOR UPDATE OF gl
+),
+grenewed AS (
+    UPDATE {gold_lease} g SET {gold_lease.lease_expires_at} = %(expires)s FROM gheld
+    WHERE g.{gold_lease.id} = gheld.{gold_lease.id}
+    RETURNING g.{gold_lease.id}, g.{gold_lease.gold_pair}, g.{gold_lease.lease_expires_at}
+),
 gold_turn AS (
     SELECT 1 FROM ds
-    WHERE %(gold)s AND (
-        EXISTS (
-            SELECT 1 FROM {gold_lease} gl
-            JOIN {gold} hp ON hp.{gold.id} = gl.{gold_lease.gold_pair} AND hp.{gold.active}
-            WHERE gl.{gold_lease.rater} = %(rater)s AND gl.{gold_lease.dataset} = ds.{dataset.id}
-              AND gl.{gold_lease.state} = 'leased' AND gl.{gold_lease.kind} IN (SELECT {qualification.kind} FROM kinds)
-        )
-        OR NOT EXISTS (SELECT 1 FROM held) AND EXISTS (
-            SELECT 1 FROM (
-                SELECT COALESCE(
-                    (SELECT q.{settings.gold_one_in} FROM {settings} q WHERE q.{settings.dataset} = ds.{dataset.id}),
-                    {default_one_in}
-                ) AS one_in
-            ) o
-            WHERE o.one_in > 0 AND random() * o.one_in < 1
-              AND EXISTS (
-                  SELECT 1 FROM {gold} g
-                  WHERE g.{gold.dataset} = ds.{dataset.id} AND g.{gold.active} AND NOT g.{gold.in_quiz}
-                    AND g.{gold.kind} IN (SELECT {qualification.kind} FROM kinds)
-              )
-        )
+    WHERE %(gold)s AND NOT EXISTS (SELECT 1 FROM gheld) AND NOT EXISTS (SELECT 1 FROM held) AND EXISTS (
+        SELECT 1 FROM (
+            SELECT COALESCE(
+                (SELECT q.{settings.gold_one_in} FROM {settings} q WHERE q.{settings.dataset} = ds.{dataset.id}),
+                {default_one_in}
+            ) AS one_in
+        ) o
+        WHERE o.one_in > 0 AND random() * o.one_in < 1
+          AND EXISTS (
+              SELECT 1 FROM {gold} g
+              WHERE g.{gold.dataset} = ds.{dataset.id} AND g.{gold.active} AND NOT g.{gold.in_quiz}
+                AND g.{gold.kind} IN (SELECT {qualification.kind} FROM kinds)
+          )
     )
 ),
 fresh AS (
@@ -167,6 +176,7 @@ fresh AS (
         FOR UPDATE OF s SKIP LOCKED
     ) c
     WHERE NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM gold_turn)
+      AND NOT EXISTS (SELECT 1 FROM gheld)
 ),
 stale AS (
     SELECT s.{slot.id}, 1 AS src, s.{slot.priority}, s.{slot.pair_done}
@@ -174,7 +184,7 @@ stale AS (
     WHERE s.{slot.state} = {state_leased} AND s.{slot.lease_expires_at} < %(now)s
       AND s.{slot.kind} IN (SELECT {qualification.kind} FROM kinds)
       AND {not_touched}
-      AND NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM gold_turn)
+      AND NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM gold_turn) AND NOT EXISTS (SELECT 1 FROM gheld)
     ORDER BY s.{slot.priority} DESC, s.{slot.pair_done} DESC, s.{slot.lease_expires_at}
     LIMIT 1
     FOR UPDATE OF s SKIP LOCKED
@@ -183,7 +193,7 @@ pick AS (
     SELECT {slot.id}, src FROM (
         SELECT * FROM held UNION ALL SELECT * FROM fresh UNION ALL SELECT * FROM stale
     ) candidates
-    WHERE NOT EXISTS (SELECT 1 FROM gold_turn)
+    WHERE NOT EXISTS (SELECT 1 FROM gold_turn) AND NOT EXISTS (SELECT 1 FROM gheld)
     ORDER BY src = 0 DESC, {slot.priority} DESC, src = 1 DESC, random()
     LIMIT 1
 ),
@@ -211,6 +221,19 @@ LEFT JOIN {caption} cb ON cb.{caption.id} = p.{pair.caption_b}
 LEFT JOIN {image} ia ON ia.{image.id} = p.{pair.image_a}
 LEFT JOIN {image} ib ON ib.{image.id} = p.{pair.image_b}
 UNION ALL
+SELECT c.{gold_lease.id}, c.{gold_lease.gold_pair}, c.{gold_lease.lease_expires_at}, true,
+       gp.{gold.kind}, d.{dataset.name}, d.{dataset.images_root}, d.{dataset.image_url_prefix},
+       ca.{caption.text}, cb.{caption.text},
+       ia.{image.key}, ia.{image.file_path}, ia.{image.width}, ia.{image.height},
+       ib.{image.key}, ib.{image.file_path}, ib.{image.width}, ib.{image.height}
+FROM grenewed c
+JOIN {gold} gp ON gp.{gold.id} = c.{gold_lease.gold_pair}
+JOIN {dataset} d ON d.{dataset.id} = gp.{gold.dataset}
+LEFT JOIN {caption} ca ON ca.{caption.id} = gp.{gold.caption_a}
+LEFT JOIN {caption} cb ON cb.{caption.id} = gp.{gold.caption_b}
+LEFT JOIN {image} ia ON ia.{image.id} = gp.{gold.image_a}
+LEFT JOIN {image} ib ON ib.{image.id} = gp.{gold.image_b}
+UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM gold_turn
 """
@@ -237,7 +260,7 @@ def claim() -> Statement:
         ("expires", "timestamptz"),
         ("gold", "boolean"),
     )
-    return Statement("queue_claim_v4", sql, params)
+    return Statement("queue_claim_v5", sql, params)
 
 
 # The pair row is locked inside the materialized CTE, before the outer query's row lock
