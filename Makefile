@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-dashboard bench-exclusion bench-join bench-peer bench-smoke mutation
+.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-phase2-cxc bench-dashboard bench-exclusion bench-join bench-peer bench-smoke mutation
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -103,6 +103,12 @@ bench-sampling-1m: $(STAMP)
 # database cxc_bench_field): import, upload, rate every pair, export, check row order.
 bench-field-cxc: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/field_cxc_val.py
+
+# Phase 2 against CxC's own (PostgreSQL, own database cxc_bench_phase2): the release's STS
+# and SIS pairs rated once each with their agg_score as pivots, c2i_intrasim sampled with
+# the release's budget, overlap with the release's c2i_intrasim rows (exact, image level).
+bench-phase2-cxc: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_phase2_cxc.py
 
 # Every bench-* target above at its smoke size (BENCH_SMOKE=1: tiny data, short phases, the
 # same path end to end), one after another; fails naming a benchmark that exits non-zero or

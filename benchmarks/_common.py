@@ -162,3 +162,17 @@ def stop_server(process) -> None:
 def peak_rss_mib() -> float:
     """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def shared_files(folder: str, names) -> tuple[Path, str]:
+    """(``SHARED_DIR``/``folder`` (default the repository's sibling ``shared``), why it
+    cannot be used: "" when every file of ``names`` is there). Under CI (CI=1/true/yes) a
+    missing file stops the benchmark: CI must have the shared data."""
+    path = Path(os.environ.get("SHARED_DIR") or REPO_DIR.parent / "shared") / folder
+    missing = [name for name in names if not (path / name).is_file()]
+    if not missing:
+        return path, ""
+    reason = f"{', '.join(missing)} not found in {path}; set SHARED_DIR"
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        raise SystemExit(f"{reason} (CI must have the shared data)")
+    return path, reason

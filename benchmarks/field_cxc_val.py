@@ -20,7 +20,8 @@ On a fresh PostgreSQL database ``cxc_bench_field`` (dropped at the end):
 
 Progress lines first; the last line is one JSON object with every figure. It measures
 and reports, it asserts no timing. Without the shared data (SHARED_DIR, default the
-repository's sibling folder ``shared``) it prints {"skipped": reason} and exits 0.
+repository's sibling folder ``shared``) it prints {"skipped": reason} and exits 0 (under CI
+it fails).
 FIELD_LIMIT=N uploads only the first N rows of each file (a temporary copy) for a quick
 run (0 or unset: the whole files; 100 under BENCH_SMOKE=1, with FIELD_RATERS 4; the
 dataset is still built from the whole files). BENCH_DATABASE (default cxc_bench_field)
@@ -39,13 +40,13 @@ from pathlib import Path
 
 import _field_cxc_data as data
 from _common import (
-    REPO_DIR,
     drop_database,
     env_database,
     env_number,
     fresh_database,
     print_figures,
     setup_django,
+    shared_files,
     sized,
     start_gunicorn,
     stop_server,
@@ -289,10 +290,8 @@ def close_django_connections() -> None:
 
 
 def main() -> int:
-    shared = Path(os.environ.get("SHARED_DIR") or REPO_DIR.parent / "shared") / "cxc"
-    missing = [name for name in data.FILES if not (shared / name).is_file()]
-    if missing:
-        reason = f"CxC validation files not found in {shared} ({', '.join(missing)}); set SHARED_DIR"
+    shared, reason = shared_files("cxc", data.FILES)
+    if reason:
         log(f"field-cxc-val skipped: {reason}")
         print_figures({"skipped": reason})
         return 0

@@ -31,7 +31,7 @@ METHOD_HELP = {
     strategies.C2C_ISIM: "caption pairs: one caption of each of two neighbouring images (image spaces)",
     strategies.C2C_COCAPTION: "caption pairs written for the same image",
     strategies.C2I_ORIGINAL: "every caption with its own image",
-    strategies.C2I_INTRASIM: "caption-image pairs from fully rated SIS/STS pivots, highest score first",
+    strategies.C2I_INTRASIM: "one caption-image pair per fully rated SIS/STS pivot, highest score first",
 }
 
 

@@ -196,6 +196,7 @@ def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], l
         "select_s": round(time.perf_counter() - select_started - result.search_seconds, 3),
         "index": result.index_kinds,
         "index_config": index.as_dict(),
+        **result.reports,
     }
     retrievals = []
     if MODEL_TOPK in batch.methods:

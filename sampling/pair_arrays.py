@@ -96,12 +96,12 @@ def drop_queued(pairs: np.ndarray, queued: np.ndarray | None) -> np.ndarray:
     return pairs[fresh_mask(pairs, queued)]
 
 
-def first_occurrences(pairs: np.ndarray) -> np.ndarray:
-    """``pairs`` with later repeats removed, order kept."""
+def first_occurrence_rows(pairs: np.ndarray) -> np.ndarray:
+    """int64 (r,): the row numbers of ``pairs`` that repeat no earlier row, ascending."""
     if len(pairs) == 0:
-        return pairs
+        return np.empty(0, dtype=np.int64)
     _, first = np.unique(_keys(pairs), return_index=True)
-    return pairs[np.sort(first)]
+    return np.sort(first).astype(np.int64)
 
 
 def check_budget(method: str, budget: int | None, available: int, what: str) -> None:

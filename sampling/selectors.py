@@ -180,7 +180,7 @@ def _pair_rows(pairs, rows_a, rows_b) -> np.ndarray:
 
 def pivots(*, split: Split, items: SplitItems) -> strategies.Pivots:
     """The split's fully rated SIS and STS pairs with the mean of their valid ratings,
-    in pair id order."""
+    in pair id order, each in its given order (the order a pair list named it in)."""
     rated = (
         Pair.objects.filter(
             split=split,
@@ -190,10 +190,12 @@ def pivots(*, split: Split, items: SplitItems) -> strategies.Pivots:
         )
         .annotate(score=Avg("ratings__score", filter=Q(ratings__status=RatingStatus.VALID)))
         .order_by("id")
-        .values_list("kind", "image_a_id", "image_b_id", "caption_a_id", "caption_b_id", "score")
+        .values_list("kind", "image_a_id", "image_b_id", "caption_a_id", "caption_b_id", "swapped", "score")
     )
-    sis = [(row[1], row[2], row[5]) for row in rated if row[0] == TaskKind.SIS]
-    sts = [(row[3], row[4], row[5]) for row in rated if row[0] == TaskKind.STS]
+    sis, sts = [], []
+    for kind, image_a, image_b, caption_a, caption_b, swapped, score in rated:
+        a, b = (image_a, image_b) if kind == TaskKind.SIS else (caption_a, caption_b)
+        (sis if kind == TaskKind.SIS else sts).append((b, a, score) if swapped else (a, b, score))
     sis_rows = _pair_rows(((a, b) for a, b, _ in sis), items.image_rows, items.image_rows)
     sts_rows = _pair_rows(((a, b) for a, b, _ in sts), items.caption_rows, items.caption_rows)
     if len(sis_rows) != len(sis) or len(sts_rows) != len(sts):
@@ -265,8 +267,8 @@ class SplitSummary:
             return self.cocaption_pairs - self.queued.get("cocaption", 0), True
         if method == strategies.C2I_ORIGINAL:
             return self.captions - self.queued.get("original", 0), True
-        # Each pivot gives at most two caption-image pairs.
-        return 2 * self.ready_pivots, False
+        # Each pivot gives at most one caption-image pair.
+        return self.ready_pivots, False
 
 
 def split_summary(*, split: Split) -> SplitSummary:

@@ -23,15 +23,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sampling.index import IndexConfig, nearest_neighbours
+from sampling.intrasim import C2I_INTRASIM, Pivots, c2i_intrasim
 from sampling.pair_arrays import (
     EMPTY_PAIRS,
     CaptionGroups,
     canonical_pairs,
-    check_budget,
     choose_spread,
     choose_uniform,
     drop_queued,
-    first_occurrences,
     fresh_mask,
     neighbour_pairs,
 )
@@ -40,7 +39,6 @@ I2I_CSIM = "i2i_csim"
 C2C_ISIM = "c2c_isim"
 C2C_COCAPTION = "c2c_cocaption"
 C2I_ORIGINAL = "c2i_original"
-C2I_INTRASIM = "c2i_intrasim"
 # Also the order they run in; a method's random stream depends on its place here only,
 # so adding another method to a batch never changes this one's pairs.
 METHODS = (I2I_CSIM, C2C_ISIM, C2C_COCAPTION, C2I_ORIGINAL, C2I_INTRASIM)
@@ -209,83 +207,6 @@ def c2i_original(
     return choose_spread(pairs, pairs[:, 1], budget, rng, C2I_ORIGINAL, "fresh original caption-image pairs")
 
 
-@dataclass(frozen=True)
-class Pivots:
-    """Rated intramodal pairs with their mean human score, in a fixed order (pair id).
-
-    sis: int (p, 2) image rows, sis_scores: float (p,); sts: int (q, 2) caption rows,
-    sts_scores: float (q,).
-    """
-
-    sis: np.ndarray = field(default_factory=lambda: EMPTY_PAIRS)
-    sis_scores: np.ndarray = field(default_factory=lambda: np.empty(0))
-    sts: np.ndarray = field(default_factory=lambda: EMPTY_PAIRS)
-    sts_scores: np.ndarray = field(default_factory=lambda: np.empty(0))
-
-    def __len__(self) -> int:
-        return len(self.sis) + len(self.sts)
-
-
-def c2i_intrasim(
-    pivots: Pivots,
-    caption_image: np.ndarray,
-    groups: CaptionGroups,
-    *,
-    budget: int | None,
-    rng: np.random.Generator,
-    queued: np.ndarray | None = None,
-) -> np.ndarray:
-    """SITS pairs derived from rated pivots, in decreasing order of the pivot's score.
-
-    - An SIS pivot (i_a, i_b) gives (a random caption of i_b, i_a), then (a random
-      caption of i_a, i_b).
-    - An STS pivot (c_a, c_b) gives (c_a, the image of c_b), then (c_b, the image of c_a).
-
-    A candidate that repeats an earlier one, is already queued, or is an original pair
-    (a caption with its own image, which ``c2i_original`` covers; co-caption pivots give
-    only those) is skipped. Half the budget comes from STS-derived candidates (the odd
-    one too), half from SIS-derived; when one side runs short the other fills in.
-    Without a budget all candidates are taken, STS-derived first. Equal scores keep the
-    pivots' given order. Returns (caption row, image row) (m, 2) in the order taken.
-    """
-    caption_image = np.asarray(caption_image, dtype=np.int64)
-
-    sis = np.asarray(pivots.sis, dtype=np.int64).reshape(-1, 2)
-    sis = sis[np.argsort(-np.asarray(pivots.sis_scores, dtype=np.float64), kind="stable")]
-    from_sis = np.empty((2 * len(sis), 2), dtype=np.int64)
-    from_sis[0::2] = np.stack([groups.random_caption(sis[:, 1], rng), sis[:, 0]], axis=1)
-    from_sis[1::2] = np.stack([groups.random_caption(sis[:, 0], rng), sis[:, 1]], axis=1)
-
-    sts = np.asarray(pivots.sts, dtype=np.int64).reshape(-1, 2)
-    sts = sts[np.argsort(-np.asarray(pivots.sts_scores, dtype=np.float64), kind="stable")]
-    from_sts = np.empty((2 * len(sts), 2), dtype=np.int64)
-    from_sts[0::2] = np.stack([sts[:, 0], caption_image[sts[:, 1]]], axis=1)
-    from_sts[1::2] = np.stack([sts[:, 1], caption_image[sts[:, 0]]], axis=1)
-
-    def fresh(candidates: np.ndarray) -> np.ndarray:
-        candidates = candidates[caption_image[candidates[:, 0]] != candidates[:, 1]]
-        return first_occurrences(drop_queued(candidates, queued))
-
-    from_sts = fresh(from_sts)
-    from_sis = fresh(from_sis)
-    available = len(from_sts) + len(drop_queued(from_sis, from_sts))
-    check_budget(C2I_INTRASIM, budget, available, f"fresh caption-image pairs derived from {len(pivots)} pivots")
-    if budget is None:
-        return np.concatenate([from_sts, drop_queued(from_sis, from_sts)])
-
-    want_sts = budget - budget // 2
-    want_sis = budget // 2
-    taken_sts = from_sts[:want_sts]
-    sis_rest = drop_queued(from_sis, taken_sts)
-    taken_sis = sis_rest[:want_sis]
-    if len(taken_sts) < want_sts:
-        taken_sis = sis_rest[: budget - len(taken_sts)]
-    elif len(taken_sis) < want_sis:
-        extra = drop_queued(from_sts[want_sts:], taken_sis)[: want_sis - len(taken_sis)]
-        taken_sts = np.concatenate([taken_sts, extra])
-    return np.concatenate([taken_sts, taken_sis])
-
-
 # --- one split, several methods --------------------------------------------------------
 
 
@@ -309,12 +230,14 @@ class SplitArrays:
 @dataclass
 class SampleResult:
     """pairs: method -> (m, 2) rows; neighbours: space -> int64 (n_images, k) as searched;
-    search_seconds: time spent building indexes and searching them."""
+    search_seconds: time spent building indexes and searching them; reports: method ->
+    what a method records about its choice (c2i_intrasim's rule and skips)."""
 
     pairs: dict[str, np.ndarray]
     neighbours: dict[str, np.ndarray]
     search_seconds: float
     index_kinds: dict[str, str]
+    reports: dict[str, dict] = field(default_factory=dict)
 
 
 Step = Callable[[str], None]
@@ -372,6 +295,7 @@ def sample_split(
         return found
 
     pairs: dict[str, np.ndarray] = {}
+    reports: dict[str, dict] = {}
     for method in METHODS:
         if method not in methods:
             continue
@@ -394,5 +318,8 @@ def sample_split(
             pairs[method] = c2i_original(data.caption_image, budget=budget, rng=rng, queued=queued)
         else:
             report(f"selecting {method}")
-            pairs[method] = c2i_intrasim(data.pivots, data.caption_image, groups, budget=budget, rng=rng, queued=queued)
-    return SampleResult(pairs=pairs, neighbours=searched, search_seconds=search_seconds, index_kinds=index_kinds)
+            chosen = c2i_intrasim(data.pivots, data.caption_image, groups, budget=budget, rng=rng, queued=queued)
+            pairs[method], reports[method] = chosen.pairs, chosen.report
+    return SampleResult(
+        pairs=pairs, neighbours=searched, search_seconds=search_seconds, index_kinds=index_kinds, reports=reports
+    )

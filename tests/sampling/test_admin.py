@@ -80,7 +80,7 @@ def test_pivots_ready_for_phase_two_are_counted_on_the_form(admin_client, small,
         admin_client.post(CREATE_URL, form_data(small.split, use_c2i_intrasim="on"))
     phase2 = SamplingBatch.objects.order_by("id").last()
     assert phase2.status == "succeeded", phase2.error
-    assert phase2.pairs_per_method == {"c2i_intrasim": 2}
+    assert phase2.pairs_per_method == {"c2i_intrasim": 1}  # one pair per pivot
 
 
 def test_the_start_action_starts_a_created_batch_and_refuses_a_finished_one(

@@ -12,7 +12,7 @@ from sampling.batch_run import BATCH_RUNS, sampling_batch_run, sampling_batches_
 from sampling.errors import BatchConflict, SamplingInputError
 from sampling.models import SamplingBatch
 from sampling.selectors import split_summary
-from sampling.services import sampling_batch_create, sampling_batch_start
+from sampling.services import sampling_batch_create, sampling_batch_create_from_upload, sampling_batch_start
 from tests.rating_support import rate_pair
 from tests.runner_support import poll, runner_lock_held_elsewhere
 from tests.sampling.conftest import pair_keys, random_unit
@@ -192,17 +192,38 @@ def test_c2i_intrasim_uses_only_fully_rated_pivots_by_decreasing_score(small):
 
     batch = run(create(small, methods={"c2i_intrasim": 2}))
     assert batch.status == "succeeded", batch.error
-    taken = {k[2:] for k in pair_keys(batch)}
-    # The best pivot (images 0 and 1, mean 4.5) gives both its pairs: a caption of image 1
-    # with image 0, and a caption of image 0 with image 1.
-    assert len(taken) == 2
-    assert {image for _, image in taken} == {img(0), img(1)}
-    for caption, image in taken:
-        assert caption in ({cap(2), cap(3)} if image == img(0) else {cap(0), cap(1)})
+    # The co-caption pivot gives only an original pair, so both come from the SIS half, best
+    # first: pivot (image 0, image 1) 4.5 gives a caption of image 1 with image 0, pivot
+    # (image 2, image 3) 1.0 a caption of image 3 with image 2.
+    taken = sorted(k[2:] for k in pair_keys(batch))
+    assert [image for _, image in taken] == [img(0), img(2)]
+    assert taken[0][0] in (cap(2), cap(3)) and taken[1][0] in (cap(6), cap(7))
+    report = batch.stats["c2i_intrasim"]
+    assert report["rule"] == "one_per_pivot"
+    assert (report["sts"]["pivots"], report["sts"]["skipped_original"], report["sts"]["taken"]) == (1, 1, 0)
+    assert (report["sis"]["pivots"], report["sis"]["taken"], report["sis"]["lowest_score_taken"]) == (2, 2, 1.0)
 
-    rest = run(create(small, methods={"c2i_intrasim": None}))
-    assert rest.pairs_per_method == {"c2i_intrasim": 2}
-    assert {image for _, image in (k[2:] for k in pair_keys(rest))} == {img(2), img(3)}
+    exhausted = run(create(small, methods={"c2i_intrasim": 1}))
+    assert exhausted.status == "failed"
+    assert "budget 1 is more than the 0 fresh caption-image pairs derived from 3 pivots" in exhausted.error
+
+
+def test_c2i_intrasim_reads_each_pivot_in_the_order_its_list_gave(small, tmp_path):
+    img, cap = small.image_key, small.caption_key
+    listed = tmp_path / "sis.csv"
+    listed.write_text(f"image1,image2,sampling_method\n{img(3)},{img(0)},i2i_csim\n")
+    batch = sampling_batch_run(
+        batch_id=sampling_batch_create_from_upload(
+            dataset_name=small.dataset.name, split_name=small.split.name, path=listed, ratings_per_pair=1
+        ).pk
+    )
+    pivot = Pair.objects.get(batch=batch)
+    assert pivot.swapped  # stored (image 0, image 3), given as (image 3, image 0)
+    rate_pair(pivot, [4.0])
+    phase2 = run(create(small, methods={"c2i_intrasim": None}))
+    ((caption, image),) = [k[2:] for k in pair_keys(phase2)]
+    # (a caption of the second image, the first image), as listed: image 0's caption with image 3.
+    assert image == img(3) and caption in (cap(0), cap(1))
 
 
 @pytest.mark.parametrize(

@@ -168,47 +168,120 @@ def test_c2i_original_takes_every_caption_with_its_own_image():
     ]
 
 
-# c2i_intrasim: images 0-3; captions 0, 1, 2 belong to images 0, 1, 2; captions 3 and 4 to image 3.
-INTRA_CAPTION_IMAGE = np.array([0, 1, 2, 3, 3])
-INTRA_GROUPS = CaptionGroups.build(INTRA_CAPTION_IMAGE, 4)
+# c2i_intrasim: images 0-4; captions 0, 1, 2 are image 0's, 1's and 2's only captions,
+# captions 3 and 4 image 3's, captions 5, 6 and 7 image 4's.
+INTRA_CAPTION_IMAGE = np.array([0, 1, 2, 3, 3, 4, 4, 4])
+INTRA_GROUPS = CaptionGroups.build(INTRA_CAPTION_IMAGE, 5)
+# A pivot (a, b) gives (a caption of b's image, the image of a):
+# STS (0, 1) 5.0 -> (1, 0); (3, 4) 4.8 co-captions -> (3 or 4, 3), an original pair;
+#     (2, 0) 4.0 -> (0, 2); (1, 2) 1.0 -> (2, 1).
+# SIS (0, 1) 4.5 -> (1, 0), which the STS half took; (2, 1) 3.0 -> (1, 2);
+#     (2, 0) 2.0 -> (0, 2), taken too; (1, 3) 0.5 -> (3 or 4, 1).
 INTRA_PIVOTS = Pivots(
-    sis=np.array([[0, 1], [2, 3], [0, 2]]),
-    sis_scores=np.array([4.5, 1.0, 2.0]),
-    sts=np.array([[0, 2], [3, 4]]),
-    sts_scores=np.array([3.0, 5.0]),
+    sts=np.array([[0, 1], [3, 4], [2, 0], [1, 2]]),
+    sts_scores=np.array([5.0, 4.8, 4.0, 1.0]),
+    sis=np.array([[0, 1], [2, 1], [2, 0], [1, 3]]),
+    sis_scores=np.array([4.5, 3.0, 2.0, 0.5]),
 )
-# By score: STS (3,4) 5.0 gives only original pairs; STS (0,2) 3.0 gives (0,2) and (2,0).
-# SIS (0,1) 4.5 gives (1,0), (0,1); SIS (0,2) 2.0 gives (2,0), (0,2), both repeats;
-# SIS (2,3) 1.0 gives (3 or 4, 2) and (2, 3).
 
 
 def intrasim(budget, queued=None, pivots=INTRA_PIVOTS, seed=0):
-    return c2i_intrasim(pivots, INTRA_CAPTION_IMAGE, INTRA_GROUPS, budget=budget, rng=rng(seed), queued=queued).tolist()
+    return c2i_intrasim(pivots, INTRA_CAPTION_IMAGE, INTRA_GROUPS, budget=budget, rng=rng(seed), queued=queued)
+
+
+def intrasim_pairs(budget, **kwargs):
+    return intrasim(budget, **kwargs).pairs.tolist()
+
+
+def test_c2i_intrasim_makes_one_pair_per_pivot_in_the_papers_direction():
+    one_each = Pivots(sts=np.array([[0, 2]]), sts_scores=np.array([3.0]), sis=np.array([[1, 0]]), sis_scores=[2.0])
+    # STS (c0, c2): c2's image's caption with c0's image; SIS (i1, i0): i0's caption with i1.
+    assert intrasim_pairs(None, pivots=one_each) == [[2, 0], [0, 1]]
+    reversed_order = Pivots(sts=np.array([[2, 0]]), sts_scores=[3.0], sis=np.array([[0, 1]]), sis_scores=[2.0])
+    assert intrasim_pairs(None, pivots=reversed_order) == [[0, 2], [1, 0]]
+
+
+def test_c2i_intrasim_draws_the_caption_of_bs_image_with_the_seed():
+    pivots = Pivots(sts=np.array([[0, 5]]), sts_scores=[4.0], sis=np.array([[1, 4]]), sis_scores=[4.0])
+    drawn = [intrasim_pairs(None, pivots=pivots, seed=seed) for seed in range(300)]
+    for pairs in drawn:
+        # Any caption of the second item's image, the pivot's own caption 5 included.
+        assert pairs[0][0] in (5, 6, 7) and pairs[0][1] == 0
+        assert pairs[1][0] in (5, 6, 7) and pairs[1][1] == 1
+    for position in (0, 1):
+        counts = np.bincount([pairs[position][0] for pairs in drawn], minlength=8)[5:]
+        assert counts.min() > 60, counts
+    assert intrasim_pairs(None, pivots=pivots, seed=7) == drawn[7]
 
 
 def test_c2i_intrasim_takes_half_from_each_side_by_decreasing_score():
-    assert intrasim(4) == [[0, 2], [2, 0], [1, 0], [0, 1]]
-    assert intrasim(2) == [[0, 2], [1, 0]]
-    assert intrasim(3) == [[0, 2], [2, 0], [1, 0]]
+    assert intrasim_pairs(4)[:3] == [[1, 0], [0, 2], [1, 2]]
+    assert intrasim_pairs(4)[3] in ([3, 1], [4, 1])
+    assert intrasim_pairs(3) == [[1, 0], [0, 2], [1, 2]]  # the odd one from the STS half
+    assert intrasim_pairs(2) == [[1, 0], [1, 2]]
+    assert intrasim_pairs(5)[:4] == [[1, 0], [0, 2], [2, 1], [1, 2]]
+
+
+def test_c2i_intrasim_reports_the_rule_and_each_skip():
+    report = intrasim(4).report
+    assert report["rule"] == "one_per_pivot"
+    assert {"direction", "order", "halves"} <= set(report)
+    assert report["sts"] == {
+        "pivots": 4,
+        "skipped_original": 1,
+        "skipped_queued": 0,
+        "skipped_repeat": 0,
+        "taken": 2,
+        "lowest_score_taken": 4.0,
+    }
+    assert report["sis"] == {
+        "pivots": 4,
+        "skipped_original": 0,
+        "skipped_queued": 0,
+        "skipped_repeat": 0,
+        "skipped_taken_by_sts": 2,
+        "taken": 2,
+        "lowest_score_taken": 0.5,
+    }
+    queued = intrasim(3, queued=np.array([[1, 2], [0, 2]]))
+    assert queued.pairs.tolist() == [[1, 0], [2, 1], queued.pairs.tolist()[2]]
+    assert queued.report["sts"]["skipped_queued"] == 1 and queued.report["sis"]["skipped_queued"] == 2
+    assert queued.report["sis"]["skipped_taken_by_sts"] == 1
+
+
+def test_c2i_intrasim_counts_repeats_within_a_half():
+    # STS (1, 3) and (1, 4): both give (a caption of image 3, image 1); equal when the draws are.
+    pivots = Pivots(sts=np.array([[1, 3], [1, 4]]), sts_scores=[2.0, 1.0])
+    outcomes = set()
+    for seed in range(20):
+        chosen = intrasim(None, pivots=pivots, seed=seed)
+        repeats = chosen.report["sts"]["skipped_repeat"]
+        assert len(chosen.pairs) == 2 - repeats
+        assert len(as_set(chosen.pairs)) == len(chosen.pairs)
+        outcomes.add(repeats)
+    assert outcomes == {0, 1}
 
 
 def test_c2i_intrasim_fills_from_the_other_side_when_one_runs_short():
-    taken = intrasim(5)
-    assert taken[:4] == [[0, 2], [2, 0], [1, 0], [0, 1]]
-    assert taken[4] in ([3, 2], [4, 2])
-    only_sts = Pivots(sts=np.array([[0, 2], [1, 4]]), sts_scores=np.array([3.0, 4.0]))
-    assert intrasim(3, pivots=only_sts) == [[1, 3], [4, 1], [0, 2]]
+    # The SIS half has one fresh pair left: the STS half gives the fourth.
+    short_sis = intrasim_pairs(4, queued=np.array([[1, 2]]))
+    assert short_sis[:3] == [[1, 0], [0, 2], [2, 1]] and short_sis[3] in ([3, 1], [4, 1])
+    only_sis = Pivots(sis=np.array([[0, 1], [2, 1]]), sis_scores=[1.0, 3.0])
+    assert intrasim_pairs(2, pivots=only_sis) == [[1, 2], [1, 0]]
 
 
-def test_c2i_intrasim_skips_repeats_queued_and_original_pairs():
-    everything = intrasim(None)
-    assert everything[:5] == [[0, 2], [2, 0], [1, 0], [0, 1], everything[4]]
-    assert everything[4] in ([3, 2], [4, 2])
-    assert everything[5] == [2, 3]
-    assert len(everything) == 6
-    assert intrasim(4, queued=np.array([[1, 0]]))[:3] == [[0, 2], [2, 0], [0, 1]]
-    with pytest.raises(BudgetError, match=r"c2i_intrasim: budget 7 is more than the 6 .* from 5 pivots"):
-        intrasim(7)
+def test_c2i_intrasim_breaks_equal_scores_in_a_seeded_order():
+    tied = Pivots(sis=np.array([[0, 1], [2, 1], [3, 2]]), sis_scores=[3.0, 3.0, 4.0])
+    orders = {tuple(map(tuple, intrasim_pairs(None, pivots=tied, seed=seed))) for seed in range(20)}
+    assert orders == {((2, 3), (1, 0), (1, 2)), ((2, 3), (1, 2), (1, 0))}
+    assert intrasim_pairs(None, pivots=tied, seed=3) == intrasim_pairs(None, pivots=tied, seed=3)
+
+
+def test_c2i_intrasim_refuses_a_budget_the_pivots_cannot_give():
+    assert len(intrasim_pairs(None)) == 5
+    with pytest.raises(BudgetError, match=r"c2i_intrasim: budget 6 is more than the 5 .* from 8 pivots"):
+        intrasim(6)
+    assert intrasim_pairs(None, pivots=Pivots()) == []
 
 
 def split_arrays(seed=0, n_images=60, captions_per_image=3, d=8):
