@@ -20,6 +20,15 @@ from annotation.apis import (
 )
 
 urlpatterns = [
+    # The rating cycle first: every request walks the patterns in order until one matches,
+    # and these take nearly all requests.
+    path("rate/<slug:dataset>/claim/", rating.RatingClaimApi.as_view(), name="rate-claim"),
+    path(
+        "rate/<slug:dataset>/slots/<slot_ref:slot_id>/heartbeat/",
+        rating.SlotHeartbeatApi.as_view(),
+        name="rate-heartbeat",
+    ),
+    path("rate/<slug:dataset>/slots/<slot_ref:slot_id>/submit/", rating.RatingSubmitApi.as_view(), name="rate-submit"),
     path("auth/token/", accounts.TokenApi.as_view(), name="auth-token"),
     path("auth/tokens/", accounts.TokenSetApi.as_view(), name="auth-tokens"),
     path("users/<str:username>/tokens/", accounts.UserTokensApi.as_view(), name="user-tokens"),
@@ -80,13 +89,6 @@ urlpatterns = [
     ),
     path("exports/<id:job_id>/archive", exports.ExportArchiveApi.as_view(), name="export-archive"),
     path("exports/<id:job_id>/files/<str:name>", exports.ExportFileDownloadApi.as_view(), name="export-file"),
-    path("rate/<slug:dataset>/claim/", rating.RatingClaimApi.as_view(), name="rate-claim"),
-    path(
-        "rate/<slug:dataset>/slots/<slot_ref:slot_id>/heartbeat/",
-        rating.SlotHeartbeatApi.as_view(),
-        name="rate-heartbeat",
-    ),
-    path("rate/<slug:dataset>/slots/<slot_ref:slot_id>/submit/", rating.RatingSubmitApi.as_view(), name="rate-submit"),
     path("rate/<slug:dataset>/slots/<slot_ref:slot_id>/skip/", rating.SlotSkipApi.as_view(), name="rate-skip"),
     path("rate/<slug:dataset>/slots/<slot_ref:slot_id>/flag/", rating.SlotFlagApi.as_view(), name="rate-flag"),
     path("rate/<slug:dataset>/quiz/<slug:kind>/", quiz.QuizStateApi.as_view(), name="quiz-state"),

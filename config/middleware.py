@@ -1,4 +1,9 @@
-"""Refuse URLs no endpoint can answer before any view or query sees them."""
+"""Refuse URLs no endpoint can answer before any view or query sees them; Django's
+messages, made on first use."""
+
+from django.contrib.messages.middleware import MessageMiddleware
+from django.contrib.messages.storage import default_storage
+from django.utils.functional import SimpleLazyObject, empty
 
 from annotation.inputs import url_control_problem
 from config.exceptions import error_response
@@ -33,3 +38,19 @@ def _problem(request) -> str | None:
             if problem:
                 return f"query parameter {name!r} {problem}; no value has one"
     return None
+
+
+class LazyMessageMiddleware(MessageMiddleware):
+    """Django's MessageMiddleware with the message storage made when a view or a template
+    first uses it: the admin's pages do, the API's requests (nearly all requests, the
+    rating cycle) never do, and making the storage (reading its cookie, its session
+    key) was a fortieth of the CPU of each."""
+
+    def process_request(self, request):
+        request._messages = SimpleLazyObject(lambda: default_storage(request))
+
+    def process_response(self, request, response):
+        messages = getattr(request, "_messages", None)
+        if isinstance(messages, SimpleLazyObject) and messages._wrapped is empty:
+            return response  # never used: nothing to store
+        return super().process_response(request, response)

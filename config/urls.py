@@ -14,8 +14,10 @@ admin.site.index_template = "admin/cxc_index.html"
 admin.site.enable_nav_sidebar = False
 
 urlpatterns = [
-    path("admin/", admin.site.urls),
+    # The API first: the rating cycle's requests are nearly all requests (annotation.urls
+    # lists them first too).
     path("api/", include("annotation.urls")),
+    path("admin/", admin.site.urls),
     path("media/images/", include(image_urlpatterns)),
     path("api/sampling/", include("sampling.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

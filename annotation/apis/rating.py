@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from annotation import selectors
 from annotation.apis.fields import OpaqueIdField, SharedFieldsMixin, StrictFloatField, StrictIntegerField, rater_ids
+from annotation.apis.rating_cycle import JsonOnlyMixin, claim_input, submit_input
 from annotation.models import FlagReason, Modality, TaskKind
 from annotation.people import accounts
 from annotation.people.roles import IsAdmin, IsRater
@@ -82,6 +83,19 @@ def assignment_answer(assignment) -> dict:
     }
 
 
+def submit_answer(result) -> dict:
+    """What ``RatingSubmitApi.RatingSubmitOutputSerializer`` answers for a stored rating,
+    built directly, as ``assignment_answer`` (tests/annotation/test_shared_fields.py)."""
+    ids = rater_ids()
+    return {
+        "rating_id": str(ids.encode("rating", result.rating_id)),
+        "pair_id": str(ids.encode("pair", result.pair_id)),
+        "slot_id": str(ids.encode("slot", result.slot_id)),
+        "created_at": _DATETIME.to_representation(result.created_at),
+        "replayed": result.replayed,
+    }
+
+
 class StudyProgressSerializer(serializers.Serializer):
     items_done = serializers.IntegerField(
         help_text="Items rated since joining, gold items included: what the quota counts."
@@ -117,7 +131,7 @@ class ClaimAnswerSerializer(AssignmentSerializer):
     progress = RaterProgressSerializer(required=False, help_text="Present when progress_tz was given.")
 
 
-class RatingClaimApi(APIView):
+class RatingClaimApi(JsonOnlyMixin, APIView):
     """Claim the next pair to rate (raters). Returns the held pair again after a reload;
     204 when nothing is left for you."""
 
@@ -138,12 +152,15 @@ class RatingClaimApi(APIView):
         },
     )
     def post(self, request, dataset: str):
-        data = self.RatingClaimInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        tz_name = data.validated_data.get("progress_tz")
+        values = claim_input(request.data)
+        if values is None:
+            data = self.RatingClaimInputSerializer(data=request.data)
+            data.is_valid(raise_exception=True)
+            values = data.validated_data
+        tz_name = values.get("progress_tz")
         if tz_name is not None:
             _time_zone(tz_name, field="progress_tz")  # a bad name is refused before anything is leased
-        assignment = policy.slot_claim(rater=request.user, dataset=dataset, kind=data.validated_data["kind"])
+        assignment = policy.slot_claim(rater=request.user, dataset=dataset, kind=values["kind"])
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         body = assignment_answer(assignment)
@@ -169,7 +186,7 @@ class SlotHeartbeatApi(APIView):
         return Response(LeaseSerializer({"slot_id": slot_id, "lease_expires_at": expires}).data)
 
 
-class RatingSubmitApi(APIView):
+class RatingSubmitApi(JsonOnlyMixin, APIView):
     """Submit your rating of the slot you hold. 201 when stored; 200 with the stored
     rating when the same idempotency key was submitted before; 409 when your lease
     expired and another rater took the slot.
@@ -215,19 +232,22 @@ class RatingSubmitApi(APIView):
         },
     )
     def post(self, request, dataset: str, slot_id: int):
-        data = self.RatingSubmitInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        next_kind = data.validated_data.pop("claim_next_kind", None)
-        tz_name = data.validated_data.pop("progress_tz", None)
+        values = submit_input(request.data)
+        if values is None:
+            data = self.RatingSubmitInputSerializer(data=request.data)
+            data.is_valid(raise_exception=True)
+            values = data.validated_data
+        next_kind = values.pop("claim_next_kind", None)
+        tz_name = values.pop("progress_tz", None)
         if tz_name is not None:
             _time_zone(tz_name, field="progress_tz")  # a bad name is refused before anything is stored
-        submission = {"rater": request.user, "dataset": dataset, "slot_id": slot_id, **data.validated_data}
+        submission = {"rater": request.user, "dataset": dataset, "slot_id": slot_id, **values}
         if next_kind is None:
             result = policy.rating_submit(**submission)
-            body = self.RatingSubmitOutputSerializer(result).data
+            body = submit_answer(result)
         else:
             result, assignment = policy.rating_submit_and_claim_next(next_kind=next_kind, **submission)
-            body = self.RatingSubmitOutputSerializer(result).data
+            body = submit_answer(result)
             body["next"] = assignment_answer(assignment) if assignment is not None else None
         if tz_name is not None:
             body["progress"] = progress_answer(request, dataset, tz_name, field="progress_tz")

@@ -10,8 +10,14 @@ import pytest
 from rest_framework import fields as drf_fields
 from rest_framework import serializers
 
-from annotation.apis.rating import AssignmentSerializer, RatingClaimApi, RatingSubmitApi, assignment_answer
-from annotation.rating.queue.shapes import assignment_of
+from annotation.apis.rating import (
+    AssignmentSerializer,
+    RatingClaimApi,
+    RatingSubmitApi,
+    assignment_answer,
+    submit_answer,
+)
+from annotation.rating.queue.shapes import SubmitResult, assignment_of
 
 SUBMIT_INPUT = RatingSubmitApi.RatingSubmitInputSerializer
 GOOD = {"score": 2.5, "time_on_item_ms": 4000, "time_to_first_move_ms": None, "adjustments": 1, "idempotency_key": "k"}
@@ -77,3 +83,17 @@ def test_the_built_assignment_answer_equals_the_serializers(kind, resumed, setti
     assert json.dumps(built)  # plain JSON types only
     assert built["lease_expires_at"] == "2026-03-02T12:30:05.123456Z"
     assert (built["lease_ttl_seconds"], built["heartbeat_seconds"]) == (45, 15)
+
+
+@pytest.mark.parametrize("replayed", [False, True])
+def test_the_built_submit_answer_equals_the_serializers(replayed):
+    result = SubmitResult(
+        rating_id=99,
+        pair_id=7,
+        slot_id=123_456,
+        created_at=datetime(2026, 3, 2, 12, 30, 5, tzinfo=UTC),
+        replayed=replayed,
+    )
+    built = submit_answer(result)
+    assert built == dict(RatingSubmitApi.RatingSubmitOutputSerializer(result).data)
+    assert json.dumps(built)
