@@ -240,10 +240,10 @@ FROM gold_turn
 
 # Of a candidate slot ``s``: the rater holds, rated or skipped none of its pair.
 _NOT_TOUCHED_SQL = """NOT EXISTS (
-              SELECT 1 FROM {slot} m WHERE m.{slot.pair} = s.{slot.pair} AND m.{slot.rater} = %(rater)s
+              SELECT 1 FROM {slot} m WHERE m.{slot.pair} = s.{slot.pair} AND m.{slot.rater} = %(rater)s OFFSET 0
           )
           AND NOT EXISTS (
-              SELECT 1 FROM {skip} x WHERE x.{skip.pair} = s.{slot.pair} AND x.{skip.rater} = %(rater)s
+              SELECT 1 FROM {skip} x WHERE x.{skip.pair} = s.{slot.pair} AND x.{skip.rater} = %(rater)s OFFSET 0
           )"""
 
 
