@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from annotation import selectors
 from annotation.apis.fields import OpaqueIdField, SharedFieldsMixin, StrictFloatField, StrictIntegerField, rater_ids
-from annotation.apis.rating_cycle import JsonOnlyMixin, claim_input, submit_input
+from annotation.apis.rating_cycle import JsonAnswer, JsonOnlyMixin, claim_input, submit_input
 from annotation.models import FlagReason, Modality, TaskKind
 from annotation.people import accounts
 from annotation.people.roles import IsAdmin, IsRater
@@ -162,11 +162,11 @@ class RatingClaimApi(JsonOnlyMixin, APIView):
             _time_zone(tz_name, field="progress_tz")  # a bad name is refused before anything is leased
         assignment = policy.slot_claim(rater=request.user, dataset=dataset, kind=values["kind"])
         if assignment is None:
-            return Response(status=status.HTTP_204_NO_CONTENT)
+            return JsonAnswer(None, status=status.HTTP_204_NO_CONTENT)
         body = assignment_answer(assignment)
         if tz_name is not None:
             body["progress"] = progress_answer(request, dataset, tz_name, field="progress_tz")
-        return Response(body)
+        return JsonAnswer(body)
 
 
 class LeaseSerializer(serializers.Serializer):
@@ -251,7 +251,7 @@ class RatingSubmitApi(JsonOnlyMixin, APIView):
             body["next"] = assignment_answer(assignment) if assignment is not None else None
         if tz_name is not None:
             body["progress"] = progress_answer(request, dataset, tz_name, field="progress_tz")
-        return Response(body, status=status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED)
+        return JsonAnswer(body, status=status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED)
 
 
 class SlotSkipApi(APIView):

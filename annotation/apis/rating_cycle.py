@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from django.http import HttpResponse
 from rest_framework.renderers import JSONRenderer
 
 from annotation.cxc import KINDS, SCORE_MAX, SCORE_MIN
@@ -36,6 +37,22 @@ class JsonOnlyMixin:
 
     def perform_content_negotiation(self, request, force=False):
         return (self.renderer_classes[0](), JSONRenderer.media_type)
+
+
+_RENDERER = JSONRenderer()
+
+
+class JsonAnswer(HttpResponse):
+    """A rating cycle answer rendered once, by DRF's JSON renderer (the same bytes as a DRF
+    Response), without the template response a DRF Response is; ``data`` holds the body,
+    as a DRF Response's does (API clients in tests read it)."""
+
+    def __init__(self, data: dict | None, *, status: int = 200):
+        content = b"" if data is None else _RENDERER.render(data)
+        super().__init__(content, status=status, content_type=JSONRenderer.media_type)
+        if not content:
+            del self["Content-Type"]  # as a DRF Response without content
+        self.data = data
 
 
 def _plain_text(value, max_length: int) -> bool:

@@ -61,6 +61,8 @@ def test_token_lists_the_roles_staff_and_superusers_have_as_admins(split):
 def test_token_authentication_knows_the_roles_without_another_query(split, django_assert_num_queries):
     user = UserFactory(roles=["rater", "researcher"], qualified_for=["SIS"])
     token, key = AuthToken.objects.create(user=user)
+    # The connection's first lookup also prepares the statement (annotation.sql).
+    RoleTokenAuthentication().authenticate_credentials(key.encode())
     with django_assert_num_queries(1):
         authenticated, auth = RoleTokenAuthentication().authenticate_credentials(key.encode())
     assert (authenticated.pk, authenticated.username, auth.digest, auth.user_id) == (

@@ -125,3 +125,19 @@ def test_anything_else_goes_to_the_serializer(change):
     del missing["adjustments"]
     assert submit_input(missing) is None
     assert submit_input([GOOD]) is None
+
+
+@pytest.mark.parametrize("body", [{"slot_id": "12", "text": "Un chien \u2028 court", "n": 1.5, "none": None}, None])
+@pytest.mark.parametrize("status", [200, 201, 204])
+def test_a_json_answer_has_the_bytes_and_headers_of_a_drf_response(body, status):
+    from rest_framework.renderers import JSONRenderer
+    from rest_framework.response import Response
+
+    from annotation.apis.rating_cycle import JsonAnswer
+
+    drf = Response(body, status=status)
+    drf.accepted_renderer, drf.accepted_media_type, drf.renderer_context = JSONRenderer(), "application/json", {}
+    drf.render()
+    ours = JsonAnswer(body, status=status)
+    assert (ours.status_code, ours.content, ours.data) == (drf.status_code, drf.content, body)
+    assert ours.get("Content-Type") == drf.get("Content-Type")
