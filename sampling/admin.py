@@ -15,6 +15,7 @@ from annotation.upload_limits import limited_upload_view, upload_form_is_valid
 from annotation.uploads import PAIR_LIST, upload_store
 from sampling import selectors, strategies
 from sampling.admin_audit import audit_view
+from sampling.admin_intrasim import phase_two_table
 from sampling.batch_run import BATCH_RUNS
 from sampling.models import SamplingBatch
 from sampling.pairlist import MERGE_REPEATS, REFUSE_REPEATS
@@ -105,7 +106,11 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
     list_display = ["id", "where", *RunAdminMixin.run_columns, "pairs", "rated", "created"]
     list_filter = ["status", "source", "dataset"]
     # Only the priority can change once a batch exists; the rest is its record.
-    readonly_fields = [*(f.name for f in SamplingBatch._meta.fields if f.name != "priority"), "audit_results"]
+    readonly_fields = [
+        *(f.name for f in SamplingBatch._meta.fields if f.name != "priority"),
+        "audit_results",
+        "phase_two_rule",
+    ]
     actions = ["start_batches"]
     change_list_template = "admin/sampling/samplingbatch/change_list.html"
     # Settings that mean nothing for the other source of batch.
@@ -119,7 +124,15 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
         hidden = self.SAMPLED_ONLY if obj.source == SamplingBatch.Source.UPLOADED else self.UPLOADED_ONLY
         if not obj.audit:
             hidden = (*hidden, "audit", "audit_results")
+        if strategies.C2I_INTRASIM not in obj.stats:
+            hidden = (*hidden, "phase_two_rule")
         return [field for field in fields if field not in hidden]
+
+    @admin.display(description="phase 2 rule (c2i_intrasim)")
+    def phase_two_rule(self, batch: SamplingBatch) -> str:
+        """What the batch's c2i_intrasim did, from its stats: the rule, and per half the
+        pivots, each skip and the pairs taken (sampling.intrasim)."""
+        return phase_two_table(batch.stats[strategies.C2I_INTRASIM])
 
     @admin.display(description="audit results")
     def audit_results(self, batch: SamplingBatch) -> str:

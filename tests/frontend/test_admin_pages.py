@@ -56,3 +56,30 @@ def test_raters_added_from_a_csv_in_the_admin_see_their_links(page, live_server,
     links = page.locator("#invited code").all_inner_texts()
     assert len(links) == 2 and all("/invite/" in link for link in links)
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+
+def test_a_phase_two_batch_page_shows_the_rule_and_skips_it_recorded(page, live_server, screenshot_dir):
+    from sampling.batch_run import sampling_batch_run
+    from sampling.services import sampling_batch_create
+    from tests.rating_support import rate_pair
+
+    dataset = demo_with_pairs(per_kind=4, ratings_per_pair=1)
+    for number, pivot in enumerate(Pair.objects.filter(dataset=dataset, kind__in=["SIS", "STS"]).order_by("id")):
+        rate_pair(pivot, [min(5.0, 1.0 + number / 2)])
+    batch = sampling_batch_create(
+        dataset_name="demo", split_name=dataset.splits.get().name, methods={"c2i_intrasim": None}
+    )
+    batch = sampling_batch_run(batch_id=batch.pk)
+    assert batch.status == "succeeded", batch.error
+    session_for(page, live_server, username="admin")
+
+    page.goto(f"{live_server.url}/admin/sampling/samplingbatch/{batch.pk}/change/")
+    page.wait_for_selector("#content")
+    page.screenshot(path=screenshot_dir / "admin-batch-c2i-intrasim.png", full_page=True)
+    text = page.locator("#content").inner_text()
+    assert "one_per_pivot" in text and "skipped_taken_by_sts" in text and "lowest_score_taken" in text
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+    page.goto(f"{live_server.url}/admin/sampling/samplingbatch/create/")
+    page.wait_for_selector("form[enctype]")
+    assert "one caption-image pair per fully rated SIS/STS pivot" in page.locator("form[enctype]").inner_text()
