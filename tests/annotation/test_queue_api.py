@@ -375,3 +375,14 @@ def test_embedded_sqlite_mode_claims_and_submits(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("EMBEDDED-OK")
+
+
+def test_the_rating_cycle_answers_json_whatever_the_accept_header_asks(split, clock):
+    _, client = rater_client()
+    url = rate_url(split.dataset, "claim")
+    answer = client.post(url, {}, format="json", HTTP_ACCEPT="text/html")
+    assert answer.status_code == 200 and answer["Content-Type"] == "application/json"
+    assert json.loads(answer.content)["resumed"] is False
+    refused = client.post(url, {"kind": "XYZ"}, format="json", HTTP_ACCEPT="text/html")
+    assert refused.status_code == 400 and refused["Content-Type"] == "application/json"
+    assert "kind" in json.loads(refused.content)["errors"]

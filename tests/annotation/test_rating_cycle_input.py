@@ -104,6 +104,20 @@ def test_the_rating_pages_bodies_are_read_directly(body):
 
 
 @pytest.mark.parametrize(
+    "edge",
+    [
+        {"idempotency_key": "k", "score": 0, "time_on_item_ms": 0, "adjustments": 0, "time_to_first_move_ms": 0},
+        {"idempotency_key": "x" * 64, "score": 5, "time_on_item_ms": 86_400_000, "adjustments": 100_000},
+        {"progress_tz": "x" * 64},
+    ],
+)
+def test_the_rating_pages_edge_values_are_read_directly_too(edge):
+    body = {**GOOD, **edge}
+    assert submit_input(body) is not None
+    assert submit_input(body) == serializer_values(SUBMIT, body)
+
+
+@pytest.mark.parametrize(
     "change",
     [
         {"score": "2.5"},
@@ -139,5 +153,6 @@ def test_a_json_answer_has_the_bytes_and_headers_of_a_drf_response(body, status)
     drf.accepted_renderer, drf.accepted_media_type, drf.renderer_context = JSONRenderer(), "application/json", {}
     drf.render()
     ours = JsonAnswer(body, status=status)
+    assert JsonAnswer(body).status_code == 200
     assert (ours.status_code, ours.content, ours.data) == (drf.status_code, drf.content, body)
     assert ours.get("Content-Type") == drf.get("Content-Type")

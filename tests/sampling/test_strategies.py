@@ -372,3 +372,24 @@ def test_method_names_are_the_released_ones():
     # The CxC release's five names, and the audit's one per direction.
     assert set(strategies.METHODS) | set(DIRECTION_METHOD.values()) == {str(method) for method in METHOD_KIND}
     assert not set(strategies.METHODS) & set(DIRECTION_METHOD.values())
+
+
+# For the fill-in: STS pivots give (1, 0) 5.0, (0, 2) 4.0, (1, 2) 3.0, (2, 1) 2.0, (2, 0) 1.0.
+FILL_STS = {"sts": np.array([[0, 1], [2, 0], [2, 1], [1, 2], [0, 2]]), "sts_scores": [5.0, 4.0, 3.0, 2.0, 1.0]}
+
+
+def test_the_sts_half_fills_in_without_the_pairs_the_sis_half_took():
+    # The SIS half has one pair, (1, 2), which the STS half's spare pairs must not repeat.
+    one_sis = Pivots(**FILL_STS, sis=np.array([[2, 1]]), sis_scores=[4.5])
+    assert intrasim_pairs(4, pivots=one_sis) == [[1, 0], [0, 2], [2, 1], [1, 2]]
+    # The SIS half has nothing fresh (its pair is the STS half's first): two spares, in order.
+    no_sis = Pivots(**FILL_STS, sis=np.array([[0, 1]]), sis_scores=[4.5])
+    chosen = intrasim(4, pivots=no_sis)
+    assert chosen.pairs.tolist() == [[1, 0], [0, 2], [1, 2], [2, 1]]
+    assert (chosen.report["sts"]["taken"], chosen.report["sis"]["taken"]) == (4, 0)
+    assert chosen.report["sis"]["skipped_taken_by_sts"] == 1
+
+
+def test_the_lowest_score_taken_is_rounded_to_four_places():
+    report = intrasim(None, pivots=Pivots(sis=np.array([[0, 1]]), sis_scores=[1 / 3])).report
+    assert report["sis"]["lowest_score_taken"] == 0.3333
