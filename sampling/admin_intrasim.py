@@ -9,6 +9,7 @@ COUNTS = (
     ("skipped_queued", "skipped: already queued"),
     ("skipped_repeat", "skipped: a repeat"),
     ("skipped_taken_by_sts", "skipped: the STS half took it"),
+    ("skipped_taken_by_sis", "skipped: the SIS half took it (filling in)"),
     ("taken", "pairs taken"),
     ("lowest_score_taken", "lowest pivot score taken"),
 )

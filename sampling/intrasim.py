@@ -129,10 +129,15 @@ def c2i_intrasim(
     sis_rest = np.flatnonzero(fresh_mask(from_sis, from_sts[taken_sts]))
     want_sis = len(sis_rest) if budget is None else budget - len(taken_sts)
     taken_sis = sis_rest[:want_sis]
+    sts_report["skipped_taken_by_sis"] = 0
     if budget is not None and len(taken_sts) + len(taken_sis) < budget:
         # The SIS half ran short: more STS-derived pairs, none the SIS half took.
-        spare = want_sts + np.flatnonzero(fresh_mask(from_sts[want_sts:], from_sis[taken_sis]))
-        taken_sts = np.concatenate([taken_sts, spare[: budget - len(taken_sts) - len(taken_sis)]])
+        fresh = fresh_mask(from_sts[want_sts:], from_sis[taken_sis])
+        extra = (want_sts + np.flatnonzero(fresh))[: budget - len(taken_sts) - len(taken_sis)]
+        # Skipped: the candidates the SIS half took, up to the last spare one used.
+        passed = int(extra[-1]) - want_sts + 1 if len(extra) else 0
+        sts_report["skipped_taken_by_sis"] = int((~fresh[:passed]).sum())
+        taken_sts = np.concatenate([taken_sts, extra])
     sis_report["skipped_taken_by_sts"] = len(from_sis) - len(sis_rest)
     report = dict(INTRASIM_RULE)
     for half, chosen, scores, counts in (

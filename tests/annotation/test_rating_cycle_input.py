@@ -23,7 +23,10 @@ GOOD = {
 
 # Values each field may take in a generated body: (plain ones, odd ones of every kind).
 SUBMIT_VALUES = {
-    "score": ([0, 5, 2.5, 0.0, 5.0, 4.999, 3], [-0.0, -0.1, 5.0001, 7, "2.5", True, None, math.inf, math.nan, [1]]),
+    "score": (
+        [0, 5, 2.5, 0.0, 5.0, 4.999, 3],
+        [-0.0, -0.1, 5.0001, 7, "2.5", True, None, math.inf, math.nan, [1], 10**400, -(10**400)],
+    ),
     "time_on_item_ms": ([0, 1, 4000, 86_400_000], [86_400_001, -1, 4000.0, 4000.5, "4000", False, None, 2**70]),
     "time_to_first_move_ms": ([None, 0, 350], [-5, 350.0, "350", True, 2**63, 10**1001]),
     "adjustments": ([0, 3, 10_000], [10**6, -1, 3.0, "3", None]),
@@ -123,6 +126,7 @@ def test_the_rating_pages_edge_values_are_read_directly_too(edge):
         {"score": "2.5"},
         {"score": 5.5},
         {"score": True},
+        {"score": 10**400},
         {"time_on_item_ms": 4000.0},
         {"adjustments": -1},
         {"idempotency_key": " k"},

@@ -231,6 +231,7 @@ def test_c2i_intrasim_reports_the_rule_and_each_skip():
         "skipped_original": 1,
         "skipped_queued": 0,
         "skipped_repeat": 0,
+        "skipped_taken_by_sis": 0,
         "taken": 2,
         "lowest_score_taken": 4.0,
     }
@@ -381,13 +382,16 @@ FILL_STS = {"sts": np.array([[0, 1], [2, 0], [2, 1], [1, 2], [0, 2]]), "sts_scor
 def test_the_sts_half_fills_in_without_the_pairs_the_sis_half_took():
     # The SIS half has one pair, (1, 2), which the STS half's spare pairs must not repeat.
     one_sis = Pivots(**FILL_STS, sis=np.array([[2, 1]]), sis_scores=[4.5])
-    assert intrasim_pairs(4, pivots=one_sis) == [[1, 0], [0, 2], [2, 1], [1, 2]]
+    filled = intrasim(4, pivots=one_sis)
+    assert filled.pairs.tolist() == [[1, 0], [0, 2], [2, 1], [1, 2]]
+    assert filled.report["sts"]["skipped_taken_by_sis"] == 1  # its (1, 2), passed for (2, 1)
     # The SIS half has nothing fresh (its pair is the STS half's first): two spares, in order.
     no_sis = Pivots(**FILL_STS, sis=np.array([[0, 1]]), sis_scores=[4.5])
     chosen = intrasim(4, pivots=no_sis)
     assert chosen.pairs.tolist() == [[1, 0], [0, 2], [1, 2], [2, 1]]
     assert (chosen.report["sts"]["taken"], chosen.report["sis"]["taken"]) == (4, 0)
     assert chosen.report["sis"]["skipped_taken_by_sts"] == 1
+    assert chosen.report["sts"]["skipped_taken_by_sis"] == 0
 
 
 def test_the_lowest_score_taken_is_rounded_to_four_places():
