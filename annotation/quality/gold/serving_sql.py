@@ -22,7 +22,7 @@ from annotation.models import (
     RatingSlot,
     SpeedFloor,
 )
-from annotation.rating.queue.statements import _NOT_TOUCHED_SQL, _default_floors, _Table
+from annotation.rating.queue.statements import _NOT_TOUCHED_SQL, _default_floors, _Table, assignment_rows
 from annotation.sql import Statement
 
 # ``held``: the rater's gold lease of an active gold pair (resumed, renewed). Otherwise,
@@ -131,18 +131,7 @@ renewed AS (
     RETURNING g.{lease.id}, g.{lease.gold_pair}, g.{lease.lease_expires_at}, true AS resumed
 ),
 chosen AS (SELECT * FROM renewed UNION ALL SELECT * FROM fresh)
-SELECT c.{lease.id}, c.{lease.gold_pair}, c.{lease.lease_expires_at}, c.resumed,
-       gp.{gold.kind}, d.{dataset.name}, d.{dataset.images_root}, d.{dataset.image_url_prefix},
-       ca.{caption.text}, cb.{caption.text},
-       ia.{image.key}, ia.{image.file_path}, ia.{image.width}, ia.{image.height},
-       ib.{image.key}, ib.{image.file_path}, ib.{image.width}, ib.{image.height}
-FROM chosen c
-JOIN {gold} gp ON gp.{gold.id} = c.{lease.gold_pair}
-JOIN {dataset} d ON d.{dataset.id} = gp.{gold.dataset}
-LEFT JOIN {caption} ca ON ca.{caption.id} = gp.{gold.caption_a}
-LEFT JOIN {caption} cb ON cb.{caption.id} = gp.{gold.caption_b}
-LEFT JOIN {image} ia ON ia.{image.id} = gp.{gold.image_a}
-LEFT JOIN {image} ib ON ib.{image.id} = gp.{gold.image_b}
+{assignment_rows}
 """
 
 
@@ -171,6 +160,9 @@ def gold_claim() -> Statement:
         **tables,
         default_one_in=DEFAULT_GOLD_ONE_IN,
         not_touched=not_touched,
+        assignment_rows=assignment_rows(
+            "chosen", lease_model=GoldLease, pair_field="gold_pair", pair_model=GoldPair, resumed="c.resumed"
+        ),
         quiz_purpose=f"'{GoldPurpose.QUIZ.value}'",
     )
     params = (

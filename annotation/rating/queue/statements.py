@@ -208,31 +208,9 @@ claimed AS (
     WHERE s.{slot.id} = pick.{slot.id}
     RETURNING s.{slot.id}, s.{slot.pair}, s.{slot.lease_expires_at}, pick.src = 0 AS resumed
 )
-SELECT c.{slot.id}, c.{slot.pair}, c.{slot.lease_expires_at}, c.resumed,
-       p.{pair.kind}, d.{dataset.name}, d.{dataset.images_root}, d.{dataset.image_url_prefix},
-       ca.{caption.text}, cb.{caption.text},
-       ia.{image.key}, ia.{image.file_path}, ia.{image.width}, ia.{image.height},
-       ib.{image.key}, ib.{image.file_path}, ib.{image.width}, ib.{image.height}
-FROM claimed c
-JOIN {pair} p ON p.{pair.id} = c.{slot.pair}
-JOIN {dataset} d ON d.{dataset.id} = p.{pair.dataset}
-LEFT JOIN {caption} ca ON ca.{caption.id} = p.{pair.caption_a}
-LEFT JOIN {caption} cb ON cb.{caption.id} = p.{pair.caption_b}
-LEFT JOIN {image} ia ON ia.{image.id} = p.{pair.image_a}
-LEFT JOIN {image} ib ON ib.{image.id} = p.{pair.image_b}
+{slot_rows}
 UNION ALL
-SELECT c.{gold_lease.id}, c.{gold_lease.gold_pair}, c.{gold_lease.lease_expires_at}, true,
-       gp.{gold.kind}, d.{dataset.name}, d.{dataset.images_root}, d.{dataset.image_url_prefix},
-       ca.{caption.text}, cb.{caption.text},
-       ia.{image.key}, ia.{image.file_path}, ia.{image.width}, ia.{image.height},
-       ib.{image.key}, ib.{image.file_path}, ib.{image.width}, ib.{image.height}
-FROM grenewed c
-JOIN {gold} gp ON gp.{gold.id} = c.{gold_lease.gold_pair}
-JOIN {dataset} d ON d.{dataset.id} = gp.{gold.dataset}
-LEFT JOIN {caption} ca ON ca.{caption.id} = gp.{gold.caption_a}
-LEFT JOIN {caption} cb ON cb.{caption.id} = gp.{gold.caption_b}
-LEFT JOIN {image} ia ON ia.{image.id} = gp.{gold.image_a}
-LEFT JOIN {image} ib ON ib.{image.id} = gp.{gold.image_b}
+{gold_rows}
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM gold_turn
@@ -247,11 +225,43 @@ _NOT_TOUCHED_SQL = """NOT EXISTS (
           )"""
 
 
+def assignment_rows(source: str, *, lease_model, pair_field: str, pair_model, resumed: str) -> str:
+    """SQL selecting the assignment's columns (``shapes.assignment_of``: lease id, pair id,
+    expiry, resumed, kind, dataset, both sides' texts and images) for the leases in
+    ``source`` (a CTE with the lease's id, pair and expiry columns). ``pair_field`` names
+    the lease's field pointing at ``pair_model``; ``resumed`` is an SQL expression. The
+    claim and the gold claim answer in this one shape."""
+    lease, pair = _Table(lease_model), _Table(pair_model)
+    dataset, caption, image = _Table(Dataset), _Table(Caption), _Table(Image)
+    pair_id = getattr(lease, pair_field)
+    return f"""SELECT c.{lease.id}, c.{pair_id}, c.{lease.lease_expires_at}, {resumed},
+       p.{pair.kind}, d.{dataset.name}, d.{dataset.images_root}, d.{dataset.image_url_prefix},
+       ca.{caption.text}, cb.{caption.text},
+       ia.{image.key}, ia.{image.file_path}, ia.{image.width}, ia.{image.height},
+       ib.{image.key}, ib.{image.file_path}, ib.{image.width}, ib.{image.height}
+FROM {source} c
+JOIN {pair} p ON p.{pair.id} = c.{pair_id}
+JOIN {dataset} d ON d.{dataset.id} = p.{pair.dataset}
+LEFT JOIN {caption} ca ON ca.{caption.id} = p.{pair.caption_a}
+LEFT JOIN {caption} cb ON cb.{caption.id} = p.{pair.caption_b}
+LEFT JOIN {image} ia ON ia.{image.id} = p.{pair.image_a}
+LEFT JOIN {image} ib ON ib.{image.id} = p.{pair.image_b}"""
+
+
 @cache
 def claim() -> Statement:
     """The claim (see ``annotation.rating.queue.claim``). Returns one row, the assignment (slot,
     pair, expiry, resumed, kind, dataset and both sides' texts and images), or none."""
-    sql = _render(_CLAIM_SQL, not_touched=_render(_NOT_TOUCHED_SQL))
+    sql = _render(
+        _CLAIM_SQL,
+        not_touched=_render(_NOT_TOUCHED_SQL),
+        slot_rows=assignment_rows(
+            "claimed", lease_model=RatingSlot, pair_field="pair", pair_model=Pair, resumed="c.resumed"
+        ),
+        gold_rows=assignment_rows(
+            "grenewed", lease_model=GoldLease, pair_field="gold_pair", pair_model=GoldPair, resumed="true"
+        ),
+    )
     params = (
         ("dataset", "text"),
         ("rater", "bigint"),
