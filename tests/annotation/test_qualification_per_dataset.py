@@ -4,8 +4,6 @@ without a dataset holds everywhere; the migration keeps today's grants for the d
 that exist."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -15,6 +13,7 @@ from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.quiz import quiz_set
 from tests.annotation.queue_support import client_for, queue_pairs
 from tests.factories import ImageFactory, SplitFactory, UserFactory
+from tests.migration_support import migrate_to, migrate_to_latest
 from tests.rating_support import db_id
 
 pytestmark = pytest.mark.django_db
@@ -120,9 +119,7 @@ AFTER = [("annotation", "0015_qualification_per_dataset")]
 
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_keeps_every_grant_in_every_existing_dataset():
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    old = executor.loader.project_state(BEFORE).apps
+    old = migrate_to(BEFORE)
     Dataset = old.get_model("annotation", "Dataset")
     datasets = [Dataset.objects.create(name=name, image_url_prefix="https://x/") for name in ("coco", "flickr")]
     users = old.get_model("auth", "User")
@@ -130,14 +127,11 @@ def test_the_migration_keeps_every_grant_in_every_existing_dataset():
     old_grants = old.get_model("annotation", "Qualification")
     for rater, kind in [(ana, "STS"), (ana, "SIS"), (ben, "SITS")]:
         old_grants.objects.create(rater=rater, kind=kind)
-    executor = MigrationExecutor(connection)
-    executor.migrate(AFTER)
-    new = executor.loader.project_state(AFTER).apps.get_model("annotation", "Qualification")
+    new = migrate_to(AFTER).get_model("annotation", "Qualification")
     rows = sorted(new.objects.values_list("rater_id", "dataset_id", "kind"))
     expected = sorted(
         (rater.pk, ds.pk, kind) for rater, kind in [(ana, "STS"), (ana, "SIS"), (ben, "SITS")] for ds in datasets
     )
     assert rows == expected
     assert not new.objects.filter(dataset__isnull=True).exists()
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
+    migrate_to_latest()
