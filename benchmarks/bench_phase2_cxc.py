@@ -42,7 +42,7 @@ from _common import (
     shared_files,
     sized,
 )
-from field_cxc_val import DATASET, SPLIT, import_dataset, settings_env
+from field_cxc_val import DATASET, SPLIT, close_django_connections, import_dataset, settings_env
 
 DATABASE = env_database("cxc_bench_phase2")
 PIVOT_FILES = {"sts_val.csv": ("caption1", "caption2"), "sis_val.csv": ("image1", "image2")}
@@ -207,8 +207,6 @@ def main() -> int:
     try:
         figures = run(shared, work, limit, seed)
     finally:
-        from field_cxc_val import close_django_connections
-
         close_django_connections()
         drop_database(DATABASE)
         shutil.rmtree(work, ignore_errors=True)

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from annotation import selectors
 from annotation.apis.fields import OpaqueIdField, SharedFieldsMixin, StrictFloatField, StrictIntegerField, rater_ids
-from annotation.apis.rating_cycle import JsonAnswer, JsonOnlyMixin, claim_input, submit_input
+from annotation.apis.rating_cycle import JsonAnswer, JsonOnlyMixin, claim_input, read_body, submit_input
 from annotation.models import FlagReason, Modality, TaskKind
 from annotation.people import accounts
 from annotation.people.roles import IsAdmin, IsRater
@@ -152,11 +152,7 @@ class RatingClaimApi(JsonOnlyMixin, APIView):
         },
     )
     def post(self, request, dataset: str):
-        values = claim_input(request.data)
-        if values is None:
-            data = self.RatingClaimInputSerializer(data=request.data)
-            data.is_valid(raise_exception=True)
-            values = data.validated_data
+        values = read_body(claim_input, self.RatingClaimInputSerializer, request.data)
         tz_name = values.get("progress_tz")
         if tz_name is not None:
             _time_zone(tz_name, field="progress_tz")  # a bad name is refused before anything is leased
@@ -232,11 +228,7 @@ class RatingSubmitApi(JsonOnlyMixin, APIView):
         },
     )
     def post(self, request, dataset: str, slot_id: int):
-        values = submit_input(request.data)
-        if values is None:
-            data = self.RatingSubmitInputSerializer(data=request.data)
-            data.is_valid(raise_exception=True)
-            values = data.validated_data
+        values = read_body(submit_input, self.RatingSubmitInputSerializer, request.data)
         next_kind = values.pop("claim_next_kind", None)
         tz_name = values.pop("progress_tz", None)
         if tz_name is not None:

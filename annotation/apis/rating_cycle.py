@@ -53,6 +53,17 @@ class JsonAnswer(HttpResponse):
         self.data = data
 
 
+def read_body(direct, serializer_class, data) -> dict:
+    """The body's values: ``direct(data)`` when it reads them, else the serializer's
+    (which raises ValidationError naming every problem)."""
+    values = direct(data)
+    if values is None:
+        serializer = serializer_class(data=data)
+        serializer.is_valid(raise_exception=True)
+        values = serializer.validated_data
+    return values
+
+
 def _plain_text(value, max_length: int) -> bool:
     """What a DRF CharField keeps unchanged: a non-empty string without surrounding
     whitespace, NUL or surrogates (ASCII printable only here), at most max_length."""
