@@ -79,6 +79,19 @@ def test_a_phase_two_batch_page_shows_the_rule_and_skips_it_recorded(page, live_
     text = page.locator("#content").inner_text()
     assert "one_per_pivot" in text and "skipped_taken_by_sts" in text and "lowest_score_taken" in text
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    # The rule as a table: a row per count, a column per half.
+    rule = page.locator(".field-phase_two_rule")
+    assert "rule: one_per_pivot" in rule.inner_text()
+    assert "skipped: the STS half took it" in rule.inner_text()
+    report = batch.stats["c2i_intrasim"]
+    taken = rule.locator("tr", has_text="pairs taken").locator("td")
+    assert [taken.nth(0).inner_text(), taken.nth(1).inner_text()] == [
+        str(report["sts"]["taken"]),
+        str(report["sis"]["taken"]),
+    ]
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=screenshot_dir / "admin-batch-c2i-intrasim-390.png", full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     page.goto(f"{live_server.url}/admin/sampling/samplingbatch/create/")
     page.wait_for_selector("form[enctype]")
