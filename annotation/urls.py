@@ -18,17 +18,26 @@ from annotation.apis import (
     raters,
     rating,
 )
+from annotation.apis.rating_cycle import claim_input, submit_input, token_fast_path
 
 urlpatterns = [
     # The rating cycle first: every request walks the patterns in order until one matches,
     # and these take nearly all requests.
-    path("rate/<slug:dataset>/claim/", rating.RatingClaimApi.as_view(), name="rate-claim"),
+    path(
+        "rate/<slug:dataset>/claim/",
+        token_fast_path(rating.RatingClaimApi.as_view(), claim_input, rating.claim_answer),
+        name="rate-claim",
+    ),
     path(
         "rate/<slug:dataset>/slots/<slot_ref:slot_id>/heartbeat/",
         rating.SlotHeartbeatApi.as_view(),
         name="rate-heartbeat",
     ),
-    path("rate/<slug:dataset>/slots/<slot_ref:slot_id>/submit/", rating.RatingSubmitApi.as_view(), name="rate-submit"),
+    path(
+        "rate/<slug:dataset>/slots/<slot_ref:slot_id>/submit/",
+        token_fast_path(rating.RatingSubmitApi.as_view(), submit_input, rating.submit_answer_for),
+        name="rate-submit",
+    ),
     path("auth/token/", accounts.TokenApi.as_view(), name="auth-token"),
     path("auth/tokens/", accounts.TokenSetApi.as_view(), name="auth-tokens"),
     path("users/<str:username>/tokens/", accounts.UserTokensApi.as_view(), name="user-tokens"),

@@ -153,16 +153,21 @@ class RatingClaimApi(JsonOnlyMixin, APIView):
     )
     def post(self, request, dataset: str):
         values = read_body(claim_input, self.RatingClaimInputSerializer, request.data)
-        tz_name = values.get("progress_tz")
-        if tz_name is not None:
-            _time_zone(tz_name, field="progress_tz")  # a bad name is refused before anything is leased
-        assignment = policy.slot_claim(rater=request.user, dataset=dataset, kind=values["kind"])
-        if assignment is None:
-            return JsonAnswer(None, status=status.HTTP_204_NO_CONTENT)
-        body = assignment_answer(assignment)
-        if tz_name is not None:
-            body["progress"] = progress_answer(request, dataset, tz_name, field="progress_tz")
-        return JsonAnswer(body)
+        return claim_answer(request.user, dataset=dataset, values=values)
+
+
+def claim_answer(rater, *, dataset: str, values: dict) -> JsonAnswer:
+    """The claim's answer for the body's ``values`` (DRF's view and the token fast path's)."""
+    tz_name = values.get("progress_tz")
+    if tz_name is not None:
+        _time_zone(tz_name, field="progress_tz")  # a bad name is refused before anything is leased
+    assignment = policy.slot_claim(rater=rater, dataset=dataset, kind=values["kind"])
+    if assignment is None:
+        return JsonAnswer(None, status=status.HTTP_204_NO_CONTENT)
+    body = assignment_answer(assignment)
+    if tz_name is not None:
+        body["progress"] = progress_answer(rater, dataset, tz_name, field="progress_tz")
+    return JsonAnswer(body)
 
 
 class LeaseSerializer(serializers.Serializer):
@@ -229,21 +234,27 @@ class RatingSubmitApi(JsonOnlyMixin, APIView):
     )
     def post(self, request, dataset: str, slot_id: int):
         values = read_body(submit_input, self.RatingSubmitInputSerializer, request.data)
-        next_kind = values.pop("claim_next_kind", None)
-        tz_name = values.pop("progress_tz", None)
-        if tz_name is not None:
-            _time_zone(tz_name, field="progress_tz")  # a bad name is refused before anything is stored
-        submission = {"rater": request.user, "dataset": dataset, "slot_id": slot_id, **values}
-        if next_kind is None:
-            result = policy.rating_submit(**submission)
-            body = submit_answer(result)
-        else:
-            result, assignment = policy.rating_submit_and_claim_next(next_kind=next_kind, **submission)
-            body = submit_answer(result)
-            body["next"] = assignment_answer(assignment) if assignment is not None else None
-        if tz_name is not None:
-            body["progress"] = progress_answer(request, dataset, tz_name, field="progress_tz")
-        return JsonAnswer(body, status=status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED)
+        return submit_answer_for(request.user, dataset=dataset, slot_id=slot_id, values=values)
+
+
+def submit_answer_for(rater, *, dataset: str, slot_id: int, values: dict) -> JsonAnswer:
+    """The submit's answer for the body's ``values`` (DRF's view and the token fast path's)."""
+    values = dict(values)
+    next_kind = values.pop("claim_next_kind", None)
+    tz_name = values.pop("progress_tz", None)
+    if tz_name is not None:
+        _time_zone(tz_name, field="progress_tz")  # a bad name is refused before anything is stored
+    submission = {"rater": rater, "dataset": dataset, "slot_id": slot_id, **values}
+    if next_kind is None:
+        result = policy.rating_submit(**submission)
+        body = submit_answer(result)
+    else:
+        result, assignment = policy.rating_submit_and_claim_next(next_kind=next_kind, **submission)
+        body = submit_answer(result)
+        body["next"] = assignment_answer(assignment) if assignment is not None else None
+    if tz_name is not None:
+        body["progress"] = progress_answer(rater, dataset, tz_name, field="progress_tz")
+    return JsonAnswer(body, status=status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED)
 
 
 class SlotSkipApi(APIView):
@@ -298,16 +309,16 @@ class RaterProgressApi(APIView):
         responses={200: RaterProgressSerializer},
     )
     def get(self, request, dataset: str):
-        return Response(progress_answer(request, dataset, request.query_params.get("tz")))
+        return Response(progress_answer(request.user, dataset, request.query_params.get("tz")))
 
 
-def progress_answer(request, dataset: str, tz_name: str | None, *, field: str = "tz") -> dict:
+def progress_answer(rater, dataset: str, tz_name: str | None, *, field: str = "tz") -> dict:
     """The rater's progress on ``dataset`` as the progress API answers it ("today" in the
     IANA time zone ``tz_name``; ``field`` names it in an error)."""
     tz = _time_zone(tz_name, field=field)
     # Who: a participant reads their study only.
-    participant = policy.participation(rater=request.user, dataset=dataset)
-    progress = selectors.rater_progress(rater=request.user, dataset=dataset, tz=tz)
+    participant = policy.participation(rater=rater, dataset=dataset)
+    progress = selectors.rater_progress(rater=rater, dataset=dataset, tz=tz)
     study = None if participant is None else quota.study_progress(participant)
     return RaterProgressSerializer({**dataclasses.asdict(progress), "study": study}).data
 

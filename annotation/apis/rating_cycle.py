@@ -13,11 +13,18 @@ reading accepts a body.
 
 from __future__ import annotations
 
+import functools
+import json
+
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpResponse
+from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.renderers import JSONRenderer
 
 from annotation.cxc import KINDS, SCORE_MAX, SCORE_MIN
+from annotation.people.authentication import RoleTokenAuthentication
 from annotation.rating.queue import MAX_ADJUSTMENTS, MAX_IDEMPOTENCY_KEY, MAX_TIME_ON_ITEM_MS
+from config.exceptions import api_exception_handler
 
 PROGRESS_TZ_MAX = 64
 # Above this a whole number goes to the serializer, which bounds its digits itself.
@@ -130,3 +137,88 @@ def submit_input(data) -> dict | None:
             return None
         values["progress_tz"] = data["progress_tz"]
     return values
+
+
+# --- the token fast path ----------------------------------------------------------------
+
+
+def _strict_constant(name):
+    raise ValueError(f"{name} is not valid JSON")  # as DRF's JSONParser: no NaN, no Infinity
+
+
+def _json_body(request):
+    """The body's JSON value when it is plain JSON in UTF-8, else None (DRF reads it)."""
+    if request.content_type != "application/json" or request.content_params.get("charset", "utf-8").lower() not in (
+        "utf-8",
+        "utf8",
+    ):
+        return None
+    try:
+        return json.loads(request.body, parse_constant=_strict_constant)
+    except ValueError:
+        return None
+
+
+def token_fast_path(drf_view, direct, answer):
+    """``drf_view`` (a DRF APIView's ``as_view()``) with a shorter way for the requests a
+    rating client sends nearly always: a POST with ``Authorization: Token ...`` and a
+    plain JSON body that ``direct`` reads. Those are authenticated by the same
+    authentication class, checked by the view's own permission classes and answered by
+    ``answer(user, values=..., **url_kwargs)``, whose errors the project's exception
+    handler renders as DRF would; every other request (another method or body, a session,
+    a refused token or permission) goes to ``drf_view`` untouched, which answers it as
+    before. What this skips is DRF's Request wrapper, its parser and negotiation
+    machinery and its per-request class instances: a third of the web CPU of a rating
+    cycle. tests/annotation/test_rating_fast_path.py holds both ways to the same answers.
+    """
+    view_class = drf_view.cls
+    if view_class.authentication_classes[0] is not RoleTokenAuthentication:
+        raise ImproperlyConfigured(f"{view_class.__name__}: the fast path authenticates tokens first, as DRF does")
+    if view_class.throttle_classes:
+        raise ImproperlyConfigured(f"{view_class.__name__}: the fast path does not throttle; give it the view's")
+    permissions = [permission() for permission in view_class.permission_classes]
+    allow = ", ".join(method.upper() for method in view_class.http_method_names if hasattr(view_class, method))
+    authentication = RoleTokenAuthentication()
+
+    def view(request, **url_kwargs):
+        values = _fast_values(request, authentication, permissions, direct)
+        if values is None:
+            return drf_view(request, **url_kwargs)
+        try:
+            response = answer(request.user, values=values, **url_kwargs)
+        except Exception as exc:  # what the handler does not answer, _error_answer raises again
+            response = _error_answer(exc, request)
+        response["Allow"] = allow
+        return response
+
+    functools.update_wrapper(view, drf_view)  # keeps cls, initkwargs and csrf_exempt (schema, CSRF)
+    return view
+
+
+def _fast_values(request, authentication, permissions, direct) -> dict | None:
+    """The body's values when this request may take the fast path (a token rater's POST
+    with a plain body), with ``request.user`` set as DRF sets it; else None."""
+    if request.method != "POST" or not request.META.get("HTTP_AUTHORIZATION"):
+        return None
+    try:
+        authenticated = authentication.authenticate(request)
+    except AuthenticationFailed:
+        return None  # DRF's view refuses it with its 401 and WWW-Authenticate
+    if authenticated is None:
+        return None
+    request.user, request.auth = authenticated
+    if not all(permission.has_permission(request, None) for permission in permissions):
+        return None
+    data = _json_body(request)
+    return None if data is None else direct(data)
+
+
+def _error_answer(exc: Exception, request) -> JsonAnswer:
+    handled = api_exception_handler(exc, {"request": request, "view": None})
+    if handled is None:
+        raise exc
+    response = JsonAnswer(handled.data, status=handled.status_code)
+    for header, value in handled.items():
+        if header.lower() != "content-type":
+            response[header] = value
+    return response

@@ -10,6 +10,7 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 import annotation.rating.queue.submit as queue_submit
@@ -190,9 +191,27 @@ def split():
     return split
 
 
+# How client_for signs its clients in: "forced" (DRF's force_authenticate, so DRF's views
+# answer every request) or "token" (a real API token, so a plain claim or submit takes the
+# token fast path of annotation/apis/rating_cycle.py). A module that uses the ``auth_way``
+# fixture runs each of its tests both ways: the same assertions hold both paths.
+_AUTH_WAY = {"way": "forced"}
+
+
+@pytest.fixture(params=["token", "forced"])
+def auth_way(request):
+    _AUTH_WAY["way"] = request.param
+    yield request.param
+    _AUTH_WAY["way"] = "forced"
+
+
 def client_for(user) -> APIClient:
     client = APIClient()
-    client.force_authenticate(user)
+    if _AUTH_WAY["way"] == "token":
+        key = AuthToken.objects.create(user)[1]
+        client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    else:
+        client.force_authenticate(user)
     return client
 
 

@@ -20,7 +20,9 @@ from tests.annotation.queue_support import TTL, client_for, queue_pairs, rate_ur
 from tests.factories import ImageFactory, SplitFactory, UserFactory
 from tests.rating_support import db_id, rate_pair
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("auth_way")]
+
+auth_way = queue_support.auth_way  # each test with a token (fast path) and forced (DRF)
 engine = queue_support.engine
 
 

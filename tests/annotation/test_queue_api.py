@@ -24,9 +24,10 @@ from tests.annotation.queue_support import (
 from tests.factories import DatasetFactory, SplitFactory, UserFactory
 from tests.rating_support import api_id, db_id
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("auth_way")]
 
 split = queue_support.split  # a split with three SIS pairs queued
+auth_way = queue_support.auth_way  # each test with a token (fast path) and forced (DRF)
 
 
 def test_claim_heartbeat_submit_cycle(split, clock):

@@ -2,21 +2,21 @@
 shows it without a second round trip."""
 
 import pytest
-from rest_framework.test import APIClient
 
 from annotation.models import Rating, RatingSlot, SlotState
-from tests.annotation.queue_support import queue_pairs, submit_kwargs
+from tests.annotation import queue_support
+from tests.annotation.queue_support import client_for, queue_pairs, submit_kwargs
 from tests.factories import SplitFactory, UserFactory
 from tests.rating_support import db_id
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("auth_way")]
+
+auth_way = queue_support.auth_way  # each test with a token (fast path) and forced (DRF)
 
 
 def rater_client():
     user = UserFactory(roles=["rater"], qualified_for=["STS", "SIS", "SITS"])
-    client = APIClient()
-    client.force_authenticate(user)
-    return user, client
+    return user, client_for(user)
 
 
 def submit(client, dataset, slot_id, key, **extra):
