@@ -1,0 +1,244 @@
+"""The rater-effects model (annotation/rater_effects.py) on generated ratings: it finds
+the biases and noise it was given, is never worse than the plain mean, its intervals
+cover, it agrees with Netflix's sureal (MLE, content-oblivious) where both apply, and it
+refuses input it cannot fit. No database."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import types
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from annotation import rater_effects
+from annotation.rater_effects import (
+    PairRatings,
+    RaterModelError,
+    RaterModelSettings,
+    adaptive_closes,
+    chi_square_quantile,
+    fit,
+    pair_half_width,
+)
+
+
+def generated(
+    rng, *, n_pairs: int, n_raters: int, per_pair: int = 5, noise_levels=(0.5, 0.8, 1.1), poor=0.0, clip=True
+):
+    """Ratings of ``n_pairs`` pairs, each by ``per_pair`` distinct raters drawn at random:
+    latent uniform 0-5, bias sd 0.3, noise sd drawn from ``noise_levels`` (a ``poor``
+    share of raters 2.0). Returns (pair, rater, score, truth)."""
+    latent = rng.uniform(0, 5, n_pairs)
+    bias = rng.normal(0, 0.3, n_raters)
+    noise = rng.choice(noise_levels, n_raters)
+    noise[: round(poor * n_raters)] = 2.0
+    pair = np.repeat(np.arange(n_pairs), per_pair)
+    rater = np.concatenate([rng.choice(n_raters, per_pair, replace=False) for _ in range(n_pairs)])
+    score = latent[pair] + bias[rater] + rng.normal(0, 1, pair.size) * noise[rater]
+    if clip:
+        score = np.clip(score, 0, 5)
+    truth = types.SimpleNamespace(latent=latent, bias=bias, noise=noise)
+    return pair, rater, score, truth
+
+
+def rmse(estimate, truth) -> float:
+    return float(np.sqrt(np.mean((estimate - truth) ** 2)))
+
+
+def plain_mean(pair, score, n_pairs):
+    return np.bincount(pair, weights=score, minlength=n_pairs) / np.bincount(pair, minlength=n_pairs)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_it_recovers_the_raters_biases_and_noise(seed):
+    rng = np.random.default_rng(seed)
+    # 40 raters, 4,000 pairs x 5: 500 ratings per rater on average, none under 200.
+    pair, rater, score, truth = generated(rng, n_pairs=4000, n_raters=40, clip=False)
+    assert np.bincount(rater).min() >= 200
+    model = fit(pair, rater, score)
+    assert model.converged
+    assert np.corrcoef(truth.bias, model.rater_bias)[0, 1] >= 0.95
+    assert np.corrcoef(truth.noise, model.rater_noise_sd)[0, 1] >= 0.95
+    # Not only ranked alike: the values themselves, within their sampling error.
+    assert np.max(np.abs(model.rater_bias - (truth.bias - truth.bias.mean()))) < 0.15
+    assert np.max(np.abs(model.rater_noise_sd - truth.noise)) < 0.15
+
+
+@pytest.mark.parametrize("levels", [(0.8,), (0.5, 0.8, 1.1), (0.3, 2.0)])
+@pytest.mark.parametrize("seed", range(5))
+def test_it_is_never_worse_than_the_plain_mean(seed, levels):
+    rng = np.random.default_rng(100 + seed)
+    pair, rater, score, truth = generated(rng, n_pairs=1500, n_raters=30, noise_levels=levels, poor=0.1)
+    model = fit(pair, rater, score)
+    assert rmse(model.pair_score, truth.latent) <= rmse(plain_mean(pair, score, 1500), truth.latent)
+
+
+def test_equal_raters_get_what_the_mean_gives_them():
+    """With one noise level and no bias the model may only shrink towards the grand mean."""
+    rng = np.random.default_rng(7)
+    pair, rater, score, truth = generated(rng, n_pairs=1000, n_raters=20, noise_levels=(0.8,), clip=False)
+    score = score - truth.bias[rater]
+    model = fit(pair, rater, score)
+    mean = plain_mean(pair, score, 1000)
+    assert np.corrcoef(mean, model.pair_score)[0, 1] > 0.999
+    assert np.ptp(model.rater_noise_sd) < 0.3
+
+
+def test_the_intervals_cover_as_stated():
+    rng = np.random.default_rng(11)
+    pair, rater, score, truth = generated(rng, n_pairs=4000, n_raters=40, clip=False)
+    truth.latent[:] = np.clip(truth.latent, 0.5, 4.5)  # far from the clipped ends of the scale
+    score = truth.latent[pair] + truth.bias[rater] + rng.normal(0, 1, pair.size) * truth.noise[rater]
+    model = fit(pair, rater, score)
+    covered = np.mean((truth.latent >= model.pair_low) & (truth.latent <= model.pair_high))
+    assert 0.93 <= covered <= 0.97
+    centred = truth.bias - truth.bias.mean()
+    assert np.mean((centred >= model.rater_bias_low) & (centred <= model.rater_bias_high)) >= 0.85
+    assert np.mean((truth.noise >= model.rater_noise_low) & (truth.noise <= model.rater_noise_high)) >= 0.85
+    assert np.all(model.rater_noise_low < model.rater_noise_sd)
+    assert np.all(model.rater_noise_sd < model.rater_noise_high)
+
+
+def test_few_ratings_are_shrunk_towards_the_crowd():
+    rng = np.random.default_rng(3)
+    pair, rater, score, _ = generated(rng, n_pairs=600, n_raters=12, clip=False)
+    # A newcomer with two ratings, both 1.5 above the pairs' other ratings.
+    newcomer = 12
+    extra_pairs = np.array([0, 1])
+    extra = plain_mean(pair, score, 600)[extra_pairs] + 1.5
+    model = fit(
+        np.concatenate([pair, extra_pairs]),
+        np.concatenate([rater, [newcomer, newcomer]]),
+        np.concatenate([score, extra]),
+    )
+    assert 0.1 < model.rater_bias[newcomer] < 0.75  # towards 0, not the raw 1.5
+    assert model.rater_bias_high[newcomer] - model.rater_bias_low[newcomer] > 1.0  # and unsure of it
+    assert model.rater_count[newcomer] == 2
+
+
+def test_a_pair_without_ratings_gets_the_prior_and_a_wide_interval():
+    rng = np.random.default_rng(5)
+    pair, rater, score, _ = generated(rng, n_pairs=300, n_raters=10)
+    model = fit(pair, rater, score, n_pairs=301, n_raters=11)
+    assert model.pair_score[300] == pytest.approx(np.clip(model.grand_mean, 0, 5))
+    assert (model.pair_high - model.pair_low)[300] > 2 * (model.pair_high - model.pair_low)[:300].max()
+    assert (model.rater_bias[10], model.rater_count[10]) == (0.0, 0)
+
+
+def test_the_half_width_of_one_pair_matches_the_fit():
+    rng = np.random.default_rng(9)
+    pair, rater, score, _ = generated(rng, n_pairs=800, n_raters=16)
+    model = fit(pair, rater, score)
+    for index in (0, 17, 799):
+        noise_var = model.rater_noise_sd[rater[pair == index]] ** 2
+        half = rater_effects.pair_interval_half_width(noise_var, model.latent_sd**2)
+        assert half == pytest.approx(rater_effects.Z_95 / np.sqrt(model.pair_precision[index]), rel=1e-9)
+    assert rater_effects.pair_interval_half_width(np.array([0.64] * 8), 1.0) < (
+        rater_effects.pair_interval_half_width(np.array([0.64] * 3), 1.0)
+    )
+
+
+@pytest.mark.parametrize(("df", "within"), [(3, 0.2), (5, 0.05), (10, 0.01), (50, 0.01), (400, 0.01)])
+def test_the_chi_square_quantiles_are_close_to_scipys(df, within):
+    for z in (-rater_effects.Z_95, rater_effects.Z_95):
+        exact = stats.chi2.ppf(stats.norm.cdf(z), df)
+        assert chi_square_quantile(np.array([df]), z)[0] == pytest.approx(exact, rel=within)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # sureal divides by zero on its way
+def test_it_agrees_with_sureals_content_oblivious_mle():
+    """sureal (Netflix) fits the same model without priors; on well-filled data both
+    must find the same raters."""
+    from sureal import dataset_reader as reader
+    from sureal import subjective_model
+
+    rng = np.random.default_rng(1)
+    pair, rater, score, _ = generated(rng, n_pairs=300, n_raters=20, clip=False)
+    dataset = types.SimpleNamespace(
+        dataset_name="generated",
+        ref_videos=[{"content_id": j, "content_name": f"c{j}"} for j in range(300)],
+        dis_videos=[{"asset_id": j, "content_id": j, "os": {}} for j in range(300)],
+    )
+    for p, r, s in zip(pair, rater, score, strict=True):
+        dataset.dis_videos[p]["os"][f"r{r:03d}"] = float(s)
+    with contextlib.redirect_stdout(io.StringIO()):  # it prints every iteration
+        oracle = subjective_model.MaximumLikelihoodEstimationModelContentOblivious(
+            reader.RawDatasetReader(dataset)
+        ).run_modeling()
+    model = fit(pair, rater, score)
+    assert np.corrcoef(oracle["observer_bias"], model.rater_bias)[0, 1] > 0.99
+    assert np.corrcoef(oracle["observer_inconsistency"], model.rater_noise_sd)[0, 1] > 0.9
+    assert np.corrcoef(oracle["quality_scores"], model.pair_score)[0, 1] > 0.99
+
+
+@pytest.mark.parametrize(
+    ("pair", "rater", "score", "message"),
+    [
+        ([0, 1], [0], [1.0, 2.0], "flat arrays of one length"),
+        ([], [], [], "no ratings"),
+        ([0.5], [0], [1.0], "integer indices"),
+        ([-1], [0], [1.0], "0 or more"),
+        ([0], [0], [float("nan")], "NaN or infinite"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_problem(pair, rater, score, message):
+    with pytest.raises(RaterModelError, match=message):
+        fit(np.array(pair), np.array(rater, dtype=np.int64), np.array(score))
+
+
+def test_an_index_beyond_the_stated_counts_is_refused():
+    with pytest.raises(RaterModelError, match="beyond n_pairs"):
+        fit(np.array([0, 3]), np.array([0, 1]), np.array([1.0, 2.0]), n_pairs=2)
+
+
+def test_the_settings_are_kept_with_the_fit():
+    settings = RaterModelSettings(bias_prior_sd=0.25, noise_prior_df=8.0)
+    rng = np.random.default_rng(0)
+    pair, rater, score, _ = generated(rng, n_pairs=100, n_raters=8)
+    assert fit(pair, rater, score, settings=settings).settings.as_dict()["bias_prior_sd"] == 0.25
+
+
+def ratings(score, bias=None, noise_sd=None, latent_var=math.inf) -> PairRatings:
+    score = np.asarray(score, dtype=np.float64)
+    bias = np.zeros_like(score) if bias is None else np.asarray(bias, dtype=np.float64)
+    noise_sd = np.ones_like(score) if noise_sd is None else np.asarray(noise_sd, dtype=np.float64)
+    return PairRatings(score=score, bias=bias, noise_var=noise_sd**2, latent_var=latent_var)
+
+
+def test_agreeing_ratings_give_a_narrower_interval_than_disputed_ones():
+    agreeing, disputed = ratings([3.0, 3.1, 2.9]), ratings([1.0, 3.0, 5.0])
+    assert pair_half_width(agreeing) < pair_half_width(disputed)
+    # Without any spread the interval is the model's shrunk by the prior's weight alone:
+    # dispersion 2 / (2 + 2) with three unit-noise raters.
+    assert pair_half_width(ratings([3.0, 3.0, 3.0])) == pytest.approx(rater_effects.Z_95 * math.sqrt(0.5 / 3))
+
+
+def test_the_raters_biases_are_taken_out_before_the_spread_is_read():
+    biased = ratings([3.5, 2.5, 3.0], bias=[0.5, -0.5, 0.0])
+    assert pair_half_width(biased) == pytest.approx(pair_half_width(ratings([3.0, 3.0, 3.0])))
+
+
+def test_a_noisy_raters_outlier_widens_the_interval_less_than_a_precise_raters():
+    noisy_outlier = ratings([3.0, 3.0, 5.0], noise_sd=[0.5, 0.5, 2.0])
+    precise_outlier = ratings([3.0, 3.0, 5.0], noise_sd=[2.0, 2.0, 0.5])
+    # Weighed by precision, the noisy rater's 5 barely moves the mean nor the spread.
+    assert pair_half_width(noisy_outlier) < pair_half_width(precise_outlier)
+
+
+def test_the_pairs_prior_narrows_the_interval():
+    assert pair_half_width(ratings([2.0, 3.0, 4.0], latent_var=1.0)) < pair_half_width(ratings([2.0, 3.0, 4.0]))
+
+
+def test_the_adaptive_rule_closes_extends_and_caps():
+    disputed = ratings([0.0, 2.5, 5.0])
+    agreeing = ratings([4.8, 4.9, 5.0])
+    assert adaptive_closes(agreeing, maximum=8, half_width=0.85)
+    assert not adaptive_closes(disputed, maximum=8, half_width=0.85)
+    assert adaptive_closes(disputed, maximum=3, half_width=0.85)  # at its maximum: closes whatever it says
+    width = pair_half_width(disputed)
+    assert adaptive_closes(disputed, maximum=8, half_width=width)  # "at most" the target closes
+    assert not adaptive_closes(disputed, maximum=8, half_width=width * 0.999)
