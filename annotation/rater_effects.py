@@ -56,8 +56,11 @@ class RaterModelSettings:
         return asdict(self)
 
 
+DEFAULT_SETTINGS = RaterModelSettings()
+
+
 @dataclass(frozen=True)
-class RaterModelFit:
+class FittedRaterEffects:
     """A fitted model. Pair arrays ``(n_pairs,)``, rater arrays ``(n_raters,)``.
 
     ``pair_score`` and its interval are clipped to the rating scale; ``pair_precision`` is
@@ -90,8 +93,8 @@ def fit(
     *,
     n_pairs: int | None = None,
     n_raters: int | None = None,
-    settings: RaterModelSettings = RaterModelSettings(),
-) -> RaterModelFit:
+    settings: RaterModelSettings = DEFAULT_SETTINGS,
+) -> FittedRaterEffects:
     """Fit the model to flat ratings (see the module docstring for the shapes)."""
     pair, rater, score = _checked(pair, rater, score)
     n_pairs = int(pair.max()) + 1 if n_pairs is None else n_pairs
@@ -226,12 +229,12 @@ def _update_prior(state: _State) -> None:
     state.prior_var = max(float(np.mean((state.latent - state.prior_mean) ** 2 + 1.0 / state.precision)), 1e-4)
 
 
-def _result(state: _State, rater_count, settings, iterations: int, converged: bool) -> RaterModelFit:
+def _result(state: _State, rater_count, settings, iterations: int, converged: bool) -> FittedRaterEffects:
     half = Z_95 / np.sqrt(state.precision)
     bias_half = Z_95 / np.sqrt(1.0 / settings.bias_prior_sd**2 + rater_count / state.noise_var)
     df = rater_count + settings.noise_prior_df
     noise_sd = np.sqrt(state.noise_var)
-    return RaterModelFit(
+    return FittedRaterEffects(
         pair_score=np.clip(state.latent, SCORE_MIN, SCORE_MAX),
         pair_low=np.clip(state.latent - half, SCORE_MIN, SCORE_MAX),
         pair_high=np.clip(state.latent + half, SCORE_MIN, SCORE_MAX),

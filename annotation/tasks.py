@@ -14,6 +14,7 @@ from annotation.jobs import job_run, jobs_fail_orphaned
 from annotation.models import Dataset
 from annotation.people.accounts import tokens_prune_expired
 from annotation.quality.exclusion.services import exclusions_resume, rating_exclusion_run
+from annotation.quality.rater_model import rater_model_refit
 from annotation.rating.queue import leases_release_expired, queue_counters_rebuild
 from annotation.upload_cleanup import uploads_prune
 
@@ -99,6 +100,16 @@ def refresh_campaign_snapshot(dataset_id: int, requested_at: str | None = None) 
         campaign_snapshot_refresh(dataset)
     else:
         campaign_snapshot_refresh_requested(dataset, requested_at=datetime.fromisoformat(requested_at))
+
+
+@shared_task(acks_late=True)
+def refit_rater_model(dataset_id: int) -> None:
+    """Fit the rater-effects model of a dataset by id anew (each task kind). Idempotent."""
+    dataset = Dataset.objects.filter(pk=dataset_id).first()
+    if dataset is None:
+        logger.warning("dataset #%s no longer exists; no rater model", dataset_id)
+        return
+    rater_model_refit(dataset=dataset)
 
 
 @shared_task(acks_late=True)

@@ -4,6 +4,7 @@ from dataclasses import asdict
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -19,6 +20,7 @@ from sampling.models import SamplingBatch
 from sampling.pairlist import MERGE_REPEATS, REPEATS
 from sampling.services import (
     PRIORITY_LIMIT,
+    AdaptiveN,
     sampling_batch_create,
     sampling_batch_create_from_upload,
     sampling_batch_set_priority,
@@ -53,6 +55,8 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
             "k",
             "spaces",
             "ratings_per_pair",
+            "ratings_max",
+            "adaptive_half_width",
             "seed",
             "priority",
             "status",
@@ -93,6 +97,18 @@ def _created(batch: SamplingBatch) -> Response:
     return Response(SamplingBatchSerializer(batch).data, status=status.HTTP_201_CREATED)
 
 
+def adaptive_n(values: dict) -> AdaptiveN | None:
+    """The adaptive rule of a create request: both settings or neither."""
+    maximum, half_width = values.get("ratings_max"), values.get("adaptive_half_width")
+    if maximum is None and half_width is None:
+        return None
+    if maximum is None or half_width is None:
+        raise ValidationError(
+            {"ratings_max" if maximum is None else "adaptive_half_width": ["adaptive N needs both settings"]}
+        )
+    return AdaptiveN(maximum=maximum, half_width=half_width)
+
+
 class SamplingBatchListApi(APIView):
     """List batches, or create one from a sampling configuration (started unless start=false)."""
 
@@ -107,7 +123,19 @@ class SamplingBatchListApi(APIView):
         )
         k = serializers.IntegerField(default=5)
         spaces = serializers.ListField(child=serializers.CharField(), default=list)
-        ratings_per_pair = serializers.IntegerField(default=5)
+        ratings_per_pair = serializers.IntegerField(
+            default=5, help_text="Distinct raters per pair; with ratings_max (adaptive N) the minimum."
+        )
+        ratings_max = serializers.IntegerField(
+            required=False,
+            allow_null=True,
+            default=None,
+            help_text="Adaptive N: at most this many ratings a pair, one more at a time while the pair's 95% "
+            "interval is wider than adaptive_half_width. Leave out for exactly ratings_per_pair (as CxC).",
+        )
+        adaptive_half_width = serializers.FloatField(
+            required=False, allow_null=True, default=None, help_text="Adaptive N: the target half-width (0-5 scale)."
+        )
         seed = serializers.IntegerField(default=0, max_value=BIGINT_MAX)
         priority = serializers.IntegerField(default=0)
         cocaption = serializers.ChoiceField(
@@ -144,6 +172,7 @@ class SamplingBatchListApi(APIView):
             k=values["k"],
             spaces=values["spaces"],
             ratings_per_pair=values["ratings_per_pair"],
+            adaptive=adaptive_n(values),
             seed=values["seed"],
             priority=values["priority"],
             cocaption=values["cocaption"],
@@ -167,7 +196,19 @@ class SamplingBatchUploadApi(APIView):
         dataset = serializers.CharField()
         split = serializers.CharField()
         file = serializers.FileField()
-        ratings_per_pair = serializers.IntegerField(default=5)
+        ratings_per_pair = serializers.IntegerField(
+            default=5, help_text="Distinct raters per pair; with ratings_max (adaptive N) the minimum."
+        )
+        ratings_max = serializers.IntegerField(
+            required=False,
+            allow_null=True,
+            default=None,
+            help_text="Adaptive N: at most this many ratings a pair, one more at a time while the pair's 95% "
+            "interval is wider than adaptive_half_width. Leave out for exactly ratings_per_pair (as CxC).",
+        )
+        adaptive_half_width = serializers.FloatField(
+            required=False, allow_null=True, default=None, help_text="Adaptive N: the target half-width (0-5 scale)."
+        )
         priority = serializers.IntegerField(default=0)
         repeats = serializers.ChoiceField(
             choices=REPEATS,
@@ -190,6 +231,7 @@ class SamplingBatchUploadApi(APIView):
             split_name=values["split"],
             path=stored,
             ratings_per_pair=values["ratings_per_pair"],
+            adaptive=adaptive_n(values),
             priority=values["priority"],
             repeats=values["repeats"],
             created_by=request.user,

@@ -1,7 +1,7 @@
 """Sampling batches: which methods, budgets and spaces produced which pairs."""
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from annotation.models import BackgroundRun, Dataset, Split, upload_state_constraints
 
@@ -25,7 +25,19 @@ class SamplingBatch(BackgroundRun):
     methods = models.JSONField(default=dict, help_text='Method name -> budget, e.g. {"i2i_csim": 1000}.')
     k = models.PositiveSmallIntegerField(default=5, help_text="Neighbours per item.")
     spaces = models.JSONField(default=list, blank=True, help_text="Embedding space names to use; empty: all.")
-    ratings_per_pair = models.PositiveSmallIntegerField(default=5)
+    ratings_per_pair = models.PositiveSmallIntegerField(
+        default=5, help_text="Distinct raters per pair; with adaptive N, the minimum each pair gets."
+    )
+    ratings_max = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Adaptive N: at most this many ratings per pair (null: exactly ratings_per_pair, as CxC).",
+    )
+    adaptive_half_width = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Adaptive N: a pair closes once half its 95% interval is at most this (0-5 scale).",
+    )
     seed = models.BigIntegerField(default=0)
     priority = models.IntegerField(default=0, help_text="Higher batches are rated first.")
     pairs_per_method = models.JSONField(default=dict, blank=True, help_text="Filled when the batch succeeds.")
@@ -61,6 +73,12 @@ class SamplingBatch(BackgroundRun):
         constraints = [
             models.CheckConstraint(condition=Q(k__gte=1), name="batch_k_positive"),
             models.CheckConstraint(condition=Q(ratings_per_pair__gte=1), name="batch_ratings_per_pair_positive"),
+            models.CheckConstraint(
+                condition=(Q(ratings_max__isnull=True) & Q(adaptive_half_width__isnull=True))
+                | (Q(ratings_max__gt=F("ratings_per_pair")) & Q(adaptive_half_width__gt=0)),
+                name="batch_adaptive_rule_whole",
+                violation_error_message="Adaptive N needs a maximum above the minimum and a positive half-width.",
+            ),
             # numpy seeds must be non-negative.
             models.CheckConstraint(condition=Q(seed__gte=0), name="batch_seed_nonnegative"),
             models.CheckConstraint(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import transaction
@@ -50,6 +51,7 @@ def sampling_batch_create(
     k: int = 5,
     spaces: Sequence[str] = (),
     ratings_per_pair: int = 5,
+    adaptive: AdaptiveN | None = None,
     seed: int = 0,
     priority: int = 0,
     cocaption: str = strategies.COCAPTION_CYCLE,
@@ -59,7 +61,9 @@ def sampling_batch_create(
 ) -> SamplingBatch:
     """Check a sampling configuration against the split and store it as a pending batch
     (with ``start``, queued to run once the transaction commits). ``cocaption``: which
-    co-caption pairs c2c_cocaption draws from (strategies.COCAPTION_MODES).
+    co-caption pairs c2c_cocaption draws from (strategies.COCAPTION_MODES). ``adaptive``:
+    adaptive N, ``ratings_per_pair`` then the minimum (``AdaptiveN``); None: exactly
+    ``ratings_per_pair`` ratings a pair, as CxC.
 
     methods: method name -> budget (None: every pair the method gives). spaces: embedding
     space names; empty means every space of the modality a chosen method searches.
@@ -72,6 +76,7 @@ def sampling_batch_create(
     """
     split = split_get(dataset_name=dataset_name, split_name=split_name)
     _check_settings(k=k, ratings_per_pair=ratings_per_pair, seed=seed)
+    _check_adaptive(adaptive, minimum=ratings_per_pair)
     _check_priority(priority)
     methods = _check_methods(methods)
     if cocaption not in strategies.COCAPTION_MODES:
@@ -104,6 +109,7 @@ def sampling_batch_create(
         k=k,
         spaces=[space.name for space in chosen],
         ratings_per_pair=ratings_per_pair,
+        **_adaptive_fields(adaptive),
         seed=seed,
         priority=priority,
         cocaption_pairs=cocaption,
@@ -119,6 +125,7 @@ def sampling_batch_create_from_upload(
     split_name: str,
     path: str | Path,
     ratings_per_pair: int = 5,
+    adaptive: AdaptiveN | None = None,
     priority: int = 0,
     repeats: str = MERGE_REPEATS,
     created_by=None,
@@ -139,6 +146,7 @@ def sampling_batch_create_from_upload(
                 split_name=split_name,
                 path=path,
                 ratings_per_pair=ratings_per_pair,
+                adaptive=adaptive,
                 priority=priority,
                 repeats=repeats,
                 created_by=created_by,
@@ -149,11 +157,14 @@ def sampling_batch_create_from_upload(
         raise
 
 
-def _create_from_upload(*, dataset_name, split_name, path, ratings_per_pair, priority, repeats, created_by, start):
+def _create_from_upload(
+    *, dataset_name, split_name, path, ratings_per_pair, adaptive, priority, repeats, created_by, start
+):
     if repeats not in REPEATS:
         raise PairListError(f"repeats must be one of {', '.join(REPEATS)}; got {repeats!r}")
     split = split_get(dataset_name=dataset_name, split_name=split_name)
     _check_settings(k=1, ratings_per_pair=ratings_per_pair, seed=0)
+    _check_adaptive(adaptive, minimum=ratings_per_pair)
     _check_priority(priority)
     specs, _merged = upload_specs(split, path, repeats=repeats)
     counts: dict[str, int] = {}
@@ -165,6 +176,7 @@ def _create_from_upload(*, dataset_name, split_name, path, ratings_per_pair, pri
         source=SamplingBatch.Source.UPLOADED,
         methods=counts,
         ratings_per_pair=ratings_per_pair,
+        **_adaptive_fields(adaptive),
         priority=priority,
         upload_path=str(path),
         upload_repeats=repeats,
@@ -175,6 +187,37 @@ def _create_from_upload(*, dataset_name, split_name, path, ratings_per_pair, pri
     batch.upload_state = UploadState.STORED if upload_paths(batch) else UploadState.NONE
     batch.save()
     return sampling_batch_start(batch=batch) if start else batch
+
+
+@dataclass(frozen=True)
+class AdaptiveN:
+    """Adaptive N: a pair starts with the batch's ratings_per_pair slots (the minimum) and
+    gets one more at a time, up to ``maximum``, while half its 95% interval is wider than
+    ``half_width`` (annotation.rating.adaptive)."""
+
+    maximum: int
+    half_width: float
+
+
+def _check_adaptive(adaptive: AdaptiveN | None, *, minimum: int) -> None:
+    if adaptive is None:
+        return
+    maximum, half_width = adaptive.maximum, adaptive.half_width
+    if isinstance(maximum, bool) or not isinstance(maximum, int) or not minimum < maximum <= 100:
+        raise SamplingInputError(
+            f"adaptive N: the maximum must be a whole number above ratings_per_pair ({minimum}) and at most 100; "
+            f"got {maximum!r}"
+        )
+    if isinstance(half_width, bool) or not isinstance(half_width, int | float) or not 0 < half_width <= 5:
+        raise SamplingInputError(
+            f"adaptive N: the interval half-width must be above 0 and at most 5 (the scale); got {half_width!r}"
+        )
+
+
+def _adaptive_fields(adaptive: AdaptiveN | None) -> dict:
+    if adaptive is None:
+        return {"ratings_max": None, "adaptive_half_width": None}
+    return {"ratings_max": adaptive.maximum, "adaptive_half_width": float(adaptive.half_width)}
 
 
 def _check_priority(priority: int) -> None:

@@ -59,11 +59,15 @@ def campaign_refresh_request(dataset: Dataset) -> None:
 
 
 def campaign_refresh_all() -> list[int]:
-    """Queue a refresh for every dataset that has ratings. Returns their ids."""
+    """Queue a refresh, and a refit of the rater-effects model, for every dataset that has
+    ratings. Returns their ids."""
+    from annotation.tasks import refit_rater_model  # tasks import this module
+
     # A pair's count says whether it has ratings: one indexed probe per dataset, not a
     # scan of the ratings every few minutes.
     rated = Exists(Pair.objects.filter(dataset=OuterRef("pk"), ratings_done__gt=0))
     datasets = list(Dataset.objects.filter(rated).order_by("pk"))
     for dataset in datasets:
         campaign_refresh_request(dataset)
+        transaction.on_commit(lambda pk=dataset.pk: refit_rater_model.delay(pk))
     return [dataset.pk for dataset in datasets]

@@ -56,6 +56,7 @@ from annotation.models.quality import (
     RatingExclusion,
 )
 from annotation.models.queue import Flag, FlagReason, PairSkip, Qualification, QueueCounter
+from annotation.models.rater_model import RaterEstimate, RaterModelFit
 from annotation.models.runs import BackgroundRun, Job, JobStatus, UploadState, upload_state_constraints
 from annotation.models.study import AnswerType, ParticipantAnswer, QuestionPhase, StudyQuestion
 
@@ -107,6 +108,8 @@ __all__ = [
     "QuestionPhase",
     "QueueCounter",
     "QuizAttempt",
+    "RaterEstimate",
+    "RaterModelFit",
     "RaterPause",
     "Rating",
     "RatingExclusion",

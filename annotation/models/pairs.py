@@ -81,6 +81,12 @@ class Pair(models.Model):
         help_text="The pair was sampled or uploaded as (b, a); stored a < b for uniqueness, exported as given.",
     )
     ratings_required = models.PositiveSmallIntegerField(default=5, help_text="Number of slots: distinct raters wanted.")
+    ratings_max = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Adaptive N (copied from the batch): ratings_required grows one at a time up to this while "
+        "the pair's interval is wider than the batch's target. Null: exactly ratings_required.",
+    )
     priority = models.IntegerField(default=0, help_text="Copied from the batch; higher is rated first.")
     ratings_done = models.PositiveSmallIntegerField(
         default=0, help_text="Ratings stored so far; maintained by the rating service in the same transaction."
@@ -102,6 +108,11 @@ class Pair(models.Model):
             models.CheckConstraint(
                 condition=Q(ratings_required__gte=1) & Q(ratings_done__lte=F("ratings_required")),
                 name="pair_ratings_within_required",
+            ),
+            models.CheckConstraint(
+                condition=Q(ratings_max__isnull=True) | Q(ratings_required__lte=F("ratings_max")),
+                name="pair_required_within_max",
+                violation_error_message="An adaptive pair asks for more ratings than its maximum.",
             ),
             models.UniqueConstraint(
                 fields=["caption_a", "caption_b"], condition=Q(kind=TaskKind.STS), name="pair_sts_unique"

@@ -48,7 +48,8 @@ class PairSpec:
 
 
 def pairs_create_bulk(*, batch, specs: Iterable[PairSpec]) -> dict[str, int]:
-    """Queue pairs for a sampling batch, each with ``batch.ratings_per_pair`` open slots.
+    """Queue pairs for a sampling batch, each with ``batch.ratings_per_pair`` open slots
+    (with adaptive N the minimum; ``batch.ratings_max`` is copied to the pair).
 
     Pairs already queued in the dataset (by any batch), pairs equal to one of its active
     gold pairs (a rater who rated the gold pair would meet it again, and could tell the
@@ -140,9 +141,9 @@ def _insert_pairs_postgres(*, batch, specs: list[PairSpec]) -> None:
             f"""
             WITH pairs AS (
                 INSERT INTO {pair_table} (dataset_id, split_id, batch_id, kind, sampling_method, caption_a_id,
-                    caption_b_id, image_a_id, image_b_id, swapped, ratings_required, priority, ratings_done,
-                    created_at)
-                SELECT %s, %s, %s, t.kind, t.method, t.ca, t.cb, t.ia, t.ib, t.sw = 1, %s, %s, 0, %s
+                    caption_b_id, image_a_id, image_b_id, swapped, ratings_required, ratings_max, priority,
+                    ratings_done, created_at)
+                SELECT %s, %s, %s, t.kind, t.method, t.ca, t.cb, t.ia, t.ib, t.sw = 1, %s, %s, %s, 0, %s
                 FROM unnest(%s::varchar[], %s::varchar[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[],
                     %s::smallint[])
                     WITH ORDINALITY AS t(kind, method, ca, cb, ia, ib, sw, position)
@@ -158,6 +159,7 @@ def _insert_pairs_postgres(*, batch, specs: list[PairSpec]) -> None:
                 batch.split_id,
                 batch.id,
                 batch.ratings_per_pair,
+                batch.ratings_max,
                 batch.priority,
                 timezone.now(),
                 *(
@@ -203,6 +205,7 @@ def _insert_pairs_orm(*, batch, specs: list[PairSpec]) -> None:
                     image_b_id=spec.image_b,
                     swapped=spec.swapped,
                     ratings_required=batch.ratings_per_pair,
+                    ratings_max=batch.ratings_max,
                     priority=batch.priority,
                 )
                 for spec in chunk

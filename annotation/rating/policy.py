@@ -48,7 +48,7 @@ from annotation.people.roles import PARTICIPANT, has_role, may_rate
 from annotation.quality.gold import serving as gold
 from annotation.quality.pauses import RaterPaused, is_paused_in, paused_error
 from annotation.quality.quiz import quiz_offered
-from annotation.rating import queue
+from annotation.rating import adaptive, queue
 from annotation.rating.queue.claim import qualified_kinds
 from annotation.rating.queue.shapes import (
     GOLD_TURN,
@@ -290,6 +290,16 @@ def _participant_may_submit(participant: Participant, *, slot_id: int, use: Quot
 
 
 def _store(*, rater, dataset: str, slot_id: int, now: datetime | None, submission: dict) -> SubmitResult:
+    """Store the rating of a slot or a gold lease (``_store_rating``); a rating that filled
+    an adaptive pair's last slot is followed by the pair's decision: close, or one more
+    slot (annotation.rating.adaptive)."""
+    stored = _store_rating(rater=rater, dataset=dataset, slot_id=slot_id, now=now, submission=submission)
+    if stored.adaptive_full:
+        adaptive.pair_extend_or_close(stored.pair_id)
+    return stored
+
+
+def _store_rating(*, rater, dataset: str, slot_id: int, now: datetime | None, submission: dict) -> SubmitResult:
     """Store the rating of a slot or a gold lease. On PostgreSQL the common cases first, one
     statement each (an ordinary slot, then a gold lease: ids of both come from one
     sequence, so an id is tried as either); then the stepwise paths, which also say why a

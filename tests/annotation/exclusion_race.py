@@ -11,6 +11,7 @@ import time
 
 from django.contrib.auth import get_user_model
 from django.db import connection
+from django.db.models import F, Q
 
 from annotation.errors import Conflict, DomainError
 from annotation.models import ExclusionState, Pair, Rating, RatingExclusion, RatingStatus, TaskKind
@@ -21,6 +22,7 @@ from annotation.quality.exclusion.services import (
     rating_exclusion_run,
     rating_exclusion_undo,
 )
+from annotation.rating import policy
 from annotation.rating.queue import rating_submit, slot_claim
 from tests.annotation.exclusion_support import pair_problems
 from tests.annotation.queue_support import queue_pairs, submit_kwargs
@@ -28,10 +30,16 @@ from tests.factories import SplitFactory, UserFactory
 
 
 class _Race:
-    def __init__(self, *, raters: int, pairs: int, per_pair: int, rounds: int, seed: int):
+    def __init__(
+        self, *, raters: int, pairs: int, per_pair: int, rounds: int, seed: int, adaptive: tuple[int, float] | None
+    ):
         split = SplitFactory()
         self.dataset = split.dataset
-        queue_pairs(split=split, kind=TaskKind.SIS, n_pairs=pairs, ratings_per_pair=per_pair)
+        queue_pairs(split=split, kind=TaskKind.SIS, n_pairs=pairs, ratings_per_pair=per_pair, adaptive=adaptive)
+        # Adaptive pairs are decided by the rating policy after the queue stores a rating;
+        # scores drawn over the scale make most pairs disputed, so pairs grow to their maximum.
+        self.adaptive = adaptive is not None
+        self.submit = policy.rating_submit if self.adaptive else rating_submit
         self.raters = [UserFactory(roles=["rater"], qualified_for=["SIS"], password=None) for _ in range(raters)]
         self.admin = UserFactory(roles=["admin"], password=None)
         self.rounds, self.seed = rounds, seed
@@ -40,6 +48,7 @@ class _Race:
         self.errors: list[str] = []
         self.exclusions = 0
         self.undone = 0
+        self.late = 0  # adaptive N: ratings of raters who came back after the race
         self.excluder_done = threading.Event()
 
     def rate(self, user, number: int) -> None:
@@ -57,8 +66,9 @@ class _Race:
                     continue
                 time.sleep(rng.random() * 0.004)
                 key = f"{user.id}-{assignment.slot_id}"
-                result = rating_submit(
-                    rater=user, dataset=self.dataset.name, slot_id=assignment.slot_id, **submit_kwargs(key, 2.5)
+                score = round(rng.uniform(0, 5), 2) if self.adaptive else 2.5
+                result = self.submit(
+                    rater=user, dataset=self.dataset.name, slot_id=assignment.slot_id, **submit_kwargs(key, score)
                 )
                 with self.lock:
                     self.acknowledged.append(result.rating_id)
@@ -121,7 +131,27 @@ class _Race:
             thread.start()
         for thread in threads:
             thread.join(max(0.0, timeout - (time.monotonic() - started)))
+        if self.adaptive and not any(thread.is_alive() for thread in threads):
+            self.late_raters()
         return self.report(hung=sum(thread.is_alive() for thread in threads), seconds=time.monotonic() - started)
+
+    def late_raters(self) -> None:
+        """Adaptive N: a rater who stopped before another's submit gave a pair one more
+        slot would have rated it had they come back, as raters of a campaign do; so the
+        raters come back in turn until none is served anything."""
+        served = True
+        while served:
+            served = False
+            for user in self.raters:
+                assignment = slot_claim(rater=user, dataset=self.dataset.name)
+                if assignment is not None:
+                    key = f"late-{user.id}-{assignment.slot_id}"
+                    result = self.submit(
+                        rater=user, dataset=self.dataset.name, slot_id=assignment.slot_id, **submit_kwargs(key, 0.0)
+                    )
+                    self.acknowledged.append(result.rating_id)
+                    self.late += 1
+                    served = True
 
     def _eligible(self, pair) -> bool:
         """Whether a rater of the race has no rating on ``pair`` (could be served it)."""
@@ -157,12 +187,30 @@ class _Race:
             ),
             "valid_from_excluded": valid_from_excluded,
             "problems": pair_problems(self.dataset.id)[:10],
+            # Adaptive N: pairs that asked for more than the minimum, and any past its maximum.
+            "late_ratings": self.late,
+            "pairs_extended": pairs.filter(ratings_required__gt=F("batch__ratings_per_pair")).count(),
+            "pairs_over_max": pairs.filter(
+                Q(ratings_required__gt=F("ratings_max")) | Q(ratings_done__gt=F("ratings_max"))
+            ).count(),
         }
 
 
-def race(*, raters: int, pairs: int, per_pair: int, rounds: int, seed: int = 7, timeout: float = 180) -> dict:
-    """Run the race to the end and return what it left (see ``_Race.report``)."""
-    return _Race(raters=raters, pairs=pairs, per_pair=per_pair, rounds=rounds, seed=seed).run(timeout)
+def race(
+    *,
+    raters: int,
+    pairs: int,
+    per_pair: int,
+    rounds: int,
+    seed: int = 7,
+    timeout: float = 180,
+    adaptive: tuple[int, float] | None = None,
+) -> dict:
+    """Run the race to the end and return what it left (see ``_Race.report``);
+    ``adaptive``: the pairs' (maximum, half-width) of adaptive N, ``per_pair`` the minimum."""
+    return _Race(raters=raters, pairs=pairs, per_pair=per_pair, rounds=rounds, seed=seed, adaptive=adaptive).run(
+        timeout
+    )
 
 
 def race_json(**kwargs) -> str:

@@ -53,15 +53,28 @@ def images_for_pairs(n_pairs: int) -> int:
 
 
 def queue_pairs(
-    *, split=None, kind: str = TaskKind.SIS, n_pairs: int = 1, ratings_per_pair: int = 5, priority: int = 0
+    *,
+    split=None,
+    kind: str = TaskKind.SIS,
+    n_pairs: int = 1,
+    ratings_per_pair: int = 5,
+    priority: int = 0,
+    adaptive: tuple[int, float] | None = None,
 ):
     """Create a sampling batch with ``n_pairs`` pairs of ``kind`` (each with its slots)
-    through the same service sampling uses. Returns (batch, pairs in id order)."""
+    through the same service sampling uses; ``adaptive``: (maximum, half-width) of
+    adaptive N, ``ratings_per_pair`` then the minimum. Returns (batch, pairs in id order)."""
     from annotation.models import Pair
 
     split = split or SplitFactory()
+    ratings_max, half_width = adaptive if adaptive is not None else (None, None)
     batch = SamplingBatchFactory(
-        split=split, dataset=split.dataset, ratings_per_pair=ratings_per_pair, priority=priority
+        split=split,
+        dataset=split.dataset,
+        ratings_per_pair=ratings_per_pair,
+        priority=priority,
+        ratings_max=ratings_max,
+        adaptive_half_width=half_width,
     )
     specs: list[PairSpec] = []
     if kind == TaskKind.SIS:

@@ -180,3 +180,49 @@ def test_reads_show_a_dead_runners_batch_as_stale_and_a_start_fails_then_reruns_
     assert started.status_code == 202, started.json()
     after = admin_api.get(f"/api/sampling/batches/{body['id']}/").json()
     assert (after["status"], after["stale"]) == ("succeeded", False)
+
+
+def test_an_adaptive_batch_queues_its_pairs_with_the_minimum_and_the_rule(
+    admin_api, small, django_capture_on_commit_callbacks
+):
+    from annotation.models import Pair, RatingSlot
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_api.post(
+            "/api/sampling/batches/",
+            {
+                "dataset": small.dataset.name,
+                "split": "val",
+                "methods": {"c2c_cocaption": 3},
+                "ratings_per_pair": 3,
+                "ratings_max": 8,
+                "adaptive_half_width": 0.6,
+            },
+            format="json",
+        )
+    assert response.status_code == 201, response.json()
+    assert (response.json()["ratings_max"], response.json()["adaptive_half_width"]) == (8, 0.6)
+    pairs = Pair.objects.filter(batch_id=response.json()["id"])
+    assert set(pairs.values_list("ratings_required", "ratings_max")) == {(3, 8)}
+    assert RatingSlot.objects.filter(pair__in=pairs).count() == 3 * pairs.count() == 9
+
+
+@pytest.mark.parametrize(
+    ("adaptive", "message"),
+    [
+        ({"ratings_max": 8}, "adaptive_half_width: adaptive N needs both settings"),
+        ({"adaptive_half_width": 0.5}, "ratings_max: adaptive N needs both settings"),
+        ({"ratings_max": 3, "adaptive_half_width": 0.5}, "maximum must be a whole number above ratings_per_pair (3)"),
+        ({"ratings_max": 8, "adaptive_half_width": -1}, "half-width must be above 0"),
+    ],
+)
+def test_an_adaptive_rule_half_given_or_out_of_range_is_refused(admin_api, small, adaptive, message):
+    response = admin_api.post(
+        "/api/sampling/batches/",
+        {"dataset": small.dataset.name, "split": "val", "methods": {"c2c_cocaption": 3}, "ratings_per_pair": 3}
+        | adaptive,
+        format="json",
+    )
+    assert response.status_code == 400
+    assert message in response.json()["detail"]
+    assert not SamplingBatch.objects.exists()

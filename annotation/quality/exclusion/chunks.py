@@ -85,6 +85,11 @@ def exclude_chunk(*, exclusion: RatingExclusion, pair_ids: Sequence[int]) -> Chu
     chunk run twice (a resumed exclusion) changes nothing the second time."""
     if use_postgres_sql():
         with transaction.atomic(), connection.cursor() as cursor:
+            # The pairs are locked by a statement of their own first: the chunk statement's
+            # snapshot is taken when it starts, and one that waited for a pair lock would
+            # not see a slot the holder added (adaptive N) and would number its top-up slot
+            # the same. Started after the locks are held, it sees every committed slot.
+            _lock_pairs(pair_ids)
             values = {
                 "pairs": list(pair_ids),
                 "exclusion": exclusion.id,

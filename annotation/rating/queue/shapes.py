@@ -62,6 +62,9 @@ class SubmitResult:
     slot_id: int
     created_at: datetime
     replayed: bool
+    # The rating filled the last slot of an adaptive pair below its maximum: the rating
+    # policy decides next whether the pair closes or gets one more slot.
+    adaptive_full: bool = False
 
 
 class GoldTurn:

@@ -387,7 +387,8 @@ def submit() -> Statement:
 _SUBMIT_FAST_SQL = """
 WITH p AS MATERIALIZED (
     SELECT pr.{pair.id}, pr.{pair.ratings_done} + 1 AS done,
-           pr.{pair.ratings_done} + 1 >= pr.{pair.ratings_required} AS complete, pr.{pair.dataset}, pr.{pair.kind}
+           pr.{pair.ratings_done} + 1 >= pr.{pair.ratings_required} AS complete, pr.{pair.dataset}, pr.{pair.kind},
+           pr.{pair.ratings_required} < pr.{pair.ratings_max} AS adaptive
     FROM {pair} pr
     WHERE pr.{pair.id} = (SELECT {slot.pair} FROM {slot} WHERE {slot.id} = %(slot)s)
       AND pr.{pair.dataset} = (SELECT {dataset.id} FROM {dataset} WHERE {dataset.name} = %(dataset_name)s)
@@ -430,17 +431,18 @@ counter AS (
     WHERE p.complete AND qc.{counter.dataset} = p.{pair.dataset} AND qc.{counter.kind} = p.{pair.kind}
       AND EXISTS (SELECT 1 FROM r)
 )
-SELECT {rating.id}, {rating.pair} FROM r
+SELECT r.{rating.id}, r.{rating.pair}, p.complete AND p.adaptive IS TRUE FROM r, p
 """
 
 
 @cache
 def submit_fast() -> Statement:
-    """Lock, check and write a submission at once; returns (rating id, pair id), or no
-    row when the rater does not simply hold the slot (then nothing was written)."""
+    """Lock, check and write a submission at once; returns (rating id, pair id, whether it
+    filled an adaptive pair below its maximum), or no row when the rater does not simply
+    hold the slot (then nothing was written)."""
     sql = _render(_SUBMIT_FAST_SQL, insert_rating=_render(_INSERT_RATING_SQL, default_floors=_default_floors()))
     params = (("slot", "bigint"), ("dataset_name", "text"), ("rater", "bigint"), *_RATING_PARAMS)
-    return Statement("queue_submit_fast_v4", sql, params)
+    return Statement("queue_submit_fast_v5", sql, params)
 
 
 def all_statements() -> tuple[Statement, ...]:

@@ -113,9 +113,7 @@ def rating_submit(
         if try_fast and use_postgres_sql():
             stored = _submit_postgres_fast({**rating, "slot": slot_id, "dataset_name": dataset})
             if stored is not None:
-                return SubmitResult(
-                    rating_id=stored[0], pair_id=stored[1], slot_id=slot_id, created_at=now, replayed=False
-                )
+                return _stored(stored, slot_id=slot_id, now=now)
         return _submit_stepwise(
             rater=rater, dataset=dataset, slot_id=slot_id, rating=rating, clock_when_locked=not clock_given
         )
@@ -135,7 +133,19 @@ def rating_submit_fast(*, rater, dataset: str, slot_id: int, now: datetime, **su
         return None  # a key used before: the stepwise path names it
     if stored is None:
         return None
-    return SubmitResult(rating_id=stored[0], pair_id=stored[1], slot_id=slot_id, created_at=now, replayed=False)
+    return _stored(stored, slot_id=slot_id, now=now)
+
+
+def _stored(row: tuple, *, slot_id: int, now: datetime) -> SubmitResult:
+    rating_id, pair_id, adaptive_full = row
+    return SubmitResult(
+        rating_id=rating_id,
+        pair_id=pair_id,
+        slot_id=slot_id,
+        created_at=now,
+        replayed=False,
+        adaptive_full=adaptive_full,
+    )
 
 
 def _check_submission(
@@ -176,9 +186,9 @@ def _check_submission(
         raise QueueInputError(f"idempotency_key must be at most {MAX_IDEMPOTENCY_KEY} characters")
 
 
-def _submit_postgres_fast(values: Mapping) -> tuple[int, int] | None:
-    """(rating id, pair id) if the rater held the slot and the rating is stored; None
-    when the slot is not simply held (nothing written)."""
+def _submit_postgres_fast(values: Mapping) -> tuple[int, int, bool] | None:
+    """(rating id, pair id, adaptive pair filled) if the rater held the slot and the
+    rating is stored; None when the slot is not simply held (nothing written)."""
     # In autocommit the statement is its own transaction; inside a caller's transaction
     # a savepoint keeps a unique violation from spoiling it.
     scope = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
@@ -231,9 +241,21 @@ def _submit_stepwise(*, rater, dataset: str, slot_id: int, rating: Mapping, cloc
                 # exclusion already made, so no exclusion's run can miss it.
                 params["now"] = service_now(None)
             rating_id = _submit_portable(params)
+        # Rare here (the fast statement takes nearly every submission), so asked apart.
+        adaptive_full = params["complete"] and _below_its_maximum(view.pair_id)
     return SubmitResult(
-        rating_id=rating_id, pair_id=view.pair_id, slot_id=slot_id, created_at=params["now"], replayed=False
+        rating_id=rating_id,
+        pair_id=view.pair_id,
+        slot_id=slot_id,
+        created_at=params["now"],
+        replayed=False,
+        adaptive_full=adaptive_full,
     )
+
+
+def _below_its_maximum(pair_id: int) -> bool:
+    """An adaptive pair that may still get a slot."""
+    return Pair.objects.filter(pk=pair_id, ratings_max__gt=F("ratings_required")).exists()
 
 
 def _submit_portable(params: Mapping) -> int:
