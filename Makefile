@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-phase2-cxc bench-dashboard bench-exclusion bench-join bench-peer bench-smoke mutation
+.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-field-cxc bench-phase2-cxc bench-adaptive bench-dashboard bench-exclusion bench-join bench-peer bench-smoke mutation
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -109,6 +109,12 @@ bench-field-cxc: $(STAMP)
 # the release's budget, overlap with the release's c2i_intrasim rows (exact, image level).
 bench-phase2-cxc: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_phase2_cxc.py
+
+# Adaptive N against fixed N=5 on real CxC validation scores with simulated raters, served
+# through the rating policy (own database cxc_bench_adaptive), and the rater-effects model
+# fitted at CxC scale; see benchmarks/bench_adaptive.py for the settings.
+bench-adaptive: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_adaptive.py
 
 # Every bench-* target above at its smoke size (BENCH_SMOKE=1: tiny data, short phases, the
 # same path end to end), one after another; fails naming a benchmark that exits non-zero or

@@ -123,8 +123,11 @@ def pair_interval_half_width(noise_var: np.ndarray, latent_var: float) -> float:
 
 
 # How many ratings' worth of belief the dispersion of a pair starts from: with 3 ratings
-# their own spread weighs 2 against the model's 2.
-DISPERSION_PRIOR_DF = 2.0
+# their own spread weighs 2 against the model's 6. Three ratings' spread says little (a
+# scaled chi-square with 2 degrees of freedom), and in bench-adaptive a weaker prior (2)
+# spent ratings on pairs of good raters that happened to spread, for a higher RMSE at the
+# same savings; a much stronger one (20) no longer told disputed pairs apart.
+DISPERSION_PRIOR_DF = 6.0
 
 
 @dataclass(frozen=True)

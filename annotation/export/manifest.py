@@ -180,6 +180,9 @@ def _batch_entries(plan: ExportPlan, counts: ExportCounts) -> list[dict]:
             "k": batch.k,
             "spaces": batch.spaces,
             "ratings_per_pair": batch.ratings_per_pair,
+            # Adaptive N (null: exactly ratings_per_pair): each pair's final N is its "count".
+            "ratings_max": batch.ratings_max,
+            "adaptive_half_width": batch.adaptive_half_width,
             "seed": batch.seed,
             "cocaption_pairs": batch.cocaption_pairs,
             "upload_repeats": batch.upload_repeats,

@@ -29,8 +29,8 @@ from tests.rating_support import db_id
 
 pytestmark = pytest.mark.django_db
 
-MINIMUM, MAXIMUM, HALF_WIDTH = 3, 6, 0.85
-AGREEING = [4.8, 4.9, 5.0]  # half-width 0.80 with unit noise and no fit
+MINIMUM, MAXIMUM, HALF_WIDTH = 3, 6, 1.0
+AGREEING = [4.8, 4.9, 5.0]  # half-width 0.98 with unit noise and no fit
 DISPUTED = [0.0, 2.5, 5.0, 1.0, 4.0, 0.5]
 
 
@@ -260,3 +260,28 @@ def test_the_slot_ids_of_the_api_reach_the_added_slot():
     claimed = client.post(rate_url(pair.dataset, "claim"), {"kind": "SIS"}, format="json").json()
     added = RatingSlot.objects.get(pk=db_id("slot", claimed["slot_id"]))
     assert (added.pair_id, added.index) == (pair.id, MINIMUM)
+
+
+def test_the_export_records_the_rule_and_each_pairs_final_n(tmp_path):
+    import json
+
+    from annotation.export import dataset_export
+
+    split = SplitFactory()
+    _, pairs = queue_pairs(split=split, n_pairs=2, ratings_per_pair=MINIMUM, adaptive=(MAXIMUM, HALF_WIDTH))
+    rate_in_turn(pairs[0], AGREEING)
+    rate_in_turn(pairs[1], DISPUTED[:MINIMUM])
+    while pairs[1].ratings_done < pairs[1].ratings_required:  # disputed: it grows, up to its maximum
+        rate_in_turn(pairs[1], [2.5])
+    assert pairs[1].ratings_required > MINIMUM
+    dataset_export(dataset_name=split.dataset.name, out_dir=tmp_path, formats="jsonl")
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    (batch,) = manifest["batches"]
+    assert (batch["ratings_per_pair"], batch["ratings_max"], batch["adaptive_half_width"]) == (
+        MINIMUM,
+        MAXIMUM,
+        HALF_WIDTH,
+    )
+    (rows_file,) = tmp_path.glob("*sis*.jsonl")
+    counts = sorted(json.loads(line)["count"] for line in rows_file.read_text().splitlines())
+    assert counts == sorted([MINIMUM, pairs[1].ratings_required])

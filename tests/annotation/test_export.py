@@ -163,6 +163,7 @@ def test_manifest_counts_left_out_pairs_batches_and_checksums(tmp_path):
     assert len(rated.incomplete) > 0
     (batch,) = manifest["batches"]
     assert batch["ratings_per_pair"] == 5 and set(batch["methods"]) >= {"i2i_csim", "c2c_isim"}
+    assert (batch["ratings_max"], batch["adaptive_half_width"]) == (None, None)  # fixed N, as CxC
     assert sum(entry["pairs"] for entry in batch["exported"].values()) == len(rated.complete)
     assert manifest["code_version"]["version"] == "0.1.0"
     assert re.fullmatch(r"[0-9a-f]{40}", manifest["code_version"]["git_commit"])

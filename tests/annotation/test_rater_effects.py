@@ -213,8 +213,9 @@ def test_agreeing_ratings_give_a_narrower_interval_than_disputed_ones():
     agreeing, disputed = ratings([3.0, 3.1, 2.9]), ratings([1.0, 3.0, 5.0])
     assert pair_half_width(agreeing) < pair_half_width(disputed)
     # Without any spread the interval is the model's shrunk by the prior's weight alone:
-    # dispersion 2 / (2 + 2) with three unit-noise raters.
-    assert pair_half_width(ratings([3.0, 3.0, 3.0])) == pytest.approx(rater_effects.Z_95 * math.sqrt(0.5 / 3))
+    # dispersion df / (2 + df) with three unit-noise raters.
+    df = rater_effects.DISPERSION_PRIOR_DF
+    assert pair_half_width(ratings([3.0, 3.0, 3.0])) == pytest.approx(rater_effects.Z_95 * math.sqrt(df / (2 + df) / 3))
 
 
 def test_the_raters_biases_are_taken_out_before_the_spread_is_read():
@@ -236,9 +237,9 @@ def test_the_pairs_prior_narrows_the_interval():
 def test_the_adaptive_rule_closes_extends_and_caps():
     disputed = ratings([0.0, 2.5, 5.0])
     agreeing = ratings([4.8, 4.9, 5.0])
-    assert adaptive_closes(agreeing, maximum=8, half_width=0.85)
-    assert not adaptive_closes(disputed, maximum=8, half_width=0.85)
-    assert adaptive_closes(disputed, maximum=3, half_width=0.85)  # at its maximum: closes whatever it says
+    assert adaptive_closes(agreeing, maximum=8, half_width=1.0)
+    assert not adaptive_closes(disputed, maximum=8, half_width=1.0)
+    assert adaptive_closes(disputed, maximum=3, half_width=1.0)  # at its maximum: closes whatever it says
     width = pair_half_width(disputed)
     assert adaptive_closes(disputed, maximum=8, half_width=width)  # "at most" the target closes
     assert not adaptive_closes(disputed, maximum=8, half_width=width * 0.999)
