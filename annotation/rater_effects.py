@@ -122,6 +122,41 @@ def pair_interval_half_width(noise_var: np.ndarray, latent_var: float) -> float:
     return Z_95 / math.sqrt(1.0 / latent_var + float(np.sum(1.0 / noise_var)))
 
 
+@dataclass(frozen=True)
+class PairModelScores:
+    """Per pair ``(n_pairs,)``: the model's posterior mean and 95% interval, on the scale."""
+
+    score: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+def pair_posterior(
+    pair_index: np.ndarray,
+    score: np.ndarray,
+    bias: np.ndarray,
+    noise_var: np.ndarray,
+    *,
+    n_pairs: int,
+    prior_mean: float,
+    latent_var: float,
+) -> PairModelScores:
+    """Each pair's posterior from its ratings, given the raters' fitted effects: ratings
+    ``pair_index: int (m,)`` in 0 .. n_pairs-1, ``score``, and their raters' ``bias`` and
+    ``noise_var`` (each ``(m,)``); the pairs' prior from the fit. For the ratings a model
+    was fitted on this is its own pair score (the fit's last step computes exactly this)."""
+    weight = 1.0 / noise_var
+    precision = 1.0 / latent_var + np.bincount(pair_index, weights=weight, minlength=n_pairs)
+    weighted = np.bincount(pair_index, weights=weight * (score - bias), minlength=n_pairs)
+    latent = (prior_mean / latent_var + weighted) / precision
+    half = Z_95 / np.sqrt(precision)
+    return PairModelScores(
+        score=np.clip(latent, SCORE_MIN, SCORE_MAX),
+        low=np.clip(latent - half, SCORE_MIN, SCORE_MAX),
+        high=np.clip(latent + half, SCORE_MIN, SCORE_MAX),
+    )
+
+
 # How many ratings' worth of belief the dispersion of a pair starts from: with 3 ratings
 # their own spread weighs 2 against the model's 6. Three ratings' spread says little (a
 # scaled chi-square with 2 degrees of freedom), and in bench-adaptive a weaker prior (2)

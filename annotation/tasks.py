@@ -14,7 +14,7 @@ from annotation.jobs import job_run, jobs_fail_orphaned
 from annotation.models import Dataset
 from annotation.people.accounts import tokens_prune_expired
 from annotation.quality.exclusion.services import exclusions_resume, rating_exclusion_run
-from annotation.quality.rater_model import rater_model_refit
+from annotation.rater_fits import rater_model_refit
 from annotation.rating.queue import leases_release_expired, queue_counters_rebuild
 from annotation.upload_cleanup import uploads_prune
 

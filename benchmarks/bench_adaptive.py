@@ -155,7 +155,7 @@ def queue_copy(name: str, latents: dict[str, np.ndarray], adaptive: bool) -> dic
 def simulate(name: str, users, raters: sim.Raters, truth: dict, adaptive: bool, rng) -> dict:
     """Claims and submits in rounds (raters in a random order) until nobody is served."""
     from annotation.models import Dataset
-    from annotation.quality.rater_model import rater_model_refit
+    from annotation.rater_fits import rater_model_refit
     from annotation.rating import policy
 
     dataset = Dataset.objects.get(name=name)

@@ -20,6 +20,7 @@ import numpy as np
 from annotation.aggregation import PairAggregates
 from annotation.cxc import FILE_PREFIX, ITEM_COLUMNS, KINDS
 from annotation.errors import DomainError
+from annotation.rater_effects import PairModelScores
 
 TASKS = KINDS
 FORMATS = ("cxc", "jsonl", "parquet")
@@ -28,6 +29,7 @@ MANIFEST = "manifest.json"
 AGREEMENT = "agreement.json"
 RAW_COLUMNS = ("score", "rater_id", "time_on_item_ms")
 STATS_COLUMNS = ("mean", "median", "std", "count", "ci95_low", "ci95_high", "positive", "batch_id")
+MODEL_COLUMNS = ("model_score", "model_ci95_low", "model_ci95_high")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # What a download of each kind of file is sent as. JSONL has no registered type; NDJSON's
 # is the common one for one JSON value per line. Parquet's was registered with IANA in 2024.
@@ -107,7 +109,8 @@ class ExportBlock:
     ``sampling_method`` (lists of str), ``batch_id: int64 (n,)``, ``stats`` (aggregates
     over the pair's ratings). Per rating, length m, grouped by pair in pair order:
     ``pair_index: int64 (m,)`` (the pair's row), ``rater_id`` (list of pseudonymous
-    str), ``score: float64 (m,)``, ``time_on_item_ms: int64 (m,)``.
+    str), ``score: float64 (m,)``, ``time_on_item_ms: int64 (m,)``. ``model``: the
+    rater-effects model's score and interval per pair (None: written as null).
     """
 
     item1: list[str]
@@ -119,6 +122,7 @@ class ExportBlock:
     rater_id: list[str]
     score: np.ndarray
     time_on_item_ms: np.ndarray
+    model: PairModelScores | None = None
 
     @property
     def pairs(self) -> int:

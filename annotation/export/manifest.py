@@ -99,6 +99,7 @@ def manifest_payload(
     files: list[dict],
     not_written: list[dict],
     exclusions: list[dict],
+    rater_model: dict | None = None,
 ) -> dict:
     """The content of ``manifest.json`` for an export of ``pairs`` pairs and ``ratings``
     ratings whose files (with checksums) are ``files``; ``not_written``: the splits and
@@ -132,7 +133,10 @@ def manifest_payload(
             "valid_ratings": "ratings an admin excluded, or restored after a top-up had replaced them "
             "(superseded), are in no file; each pair holds exactly its required number of valid ratings",
             "pair_order": "each pair's items in the order it was sampled or uploaded",
+            "model_score": "JSONL and Parquet: the rater-effects model's posterior mean of the pair and its "
+            "95% interval (model_ci95_low, model_ci95_high); see rater_model",
         },
+        "rater_model": rater_model,
         "totals": {"pairs": pairs, "ratings": ratings},
         "counts": by_split,
         "left_out": incomplete_counts(plan),

@@ -33,6 +33,9 @@ def pairs_schema(task: str) -> pa.Schema:
             ("ci95_low", pa.float64()),
             ("ci95_high", pa.float64()),
             ("positive", pa.bool_()),
+            ("model_score", pa.float64()),
+            ("model_ci95_low", pa.float64()),
+            ("model_ci95_high", pa.float64()),
             ("batch_id", pa.int64()),
         ]
     )
@@ -55,6 +58,12 @@ def raw_schema(task: str) -> pa.Schema:
 def _floats(values: np.ndarray) -> pa.Array:
     # Parquet has real nulls: a statistic that does not exist is null, not NaN.
     return pa.array(values, type=pa.float64(), mask=np.isnan(values))
+
+
+def _model_columns(block: ExportBlock) -> list[pa.Array]:
+    if block.model is None:
+        return [pa.nulls(block.pairs, type=pa.float64())] * 3
+    return [pa.array(values, type=pa.float64()) for values in (block.model.score, block.model.low, block.model.high)]
 
 
 class _RowGroupBuffer:
@@ -145,6 +154,7 @@ class ParquetPairsWriter(_ParquetTableWriter):
             _floats(stats.ci_low),
             _floats(stats.ci_high),
             pa.array(stats.positive, type=pa.bool_()),
+            *_model_columns(block),
             pa.array(block.batch_id, type=pa.int64()),
         ]
 

@@ -31,6 +31,7 @@ from annotation.export.manifest import (
     sha256_file,
 )
 from annotation.export.plan import ExportPlan, complete_pair_counts, destination_check, export_plan, rating_rows
+from annotation.export.rater_model import RATER_MODEL_FILE, ExportRaterModel
 from annotation.export.staging import publish, staging_create
 from annotation.export.study import write_study_answers
 from annotation.export.writers import open_writers
@@ -143,6 +144,7 @@ class _ExportRun:
 
     def __post_init__(self) -> None:
         self.pseudonyms = _Pseudonyms(dataset_id=self.plan.dataset.id)
+        self.rater_model = ExportRaterModel.fit(self.plan.dataset.id, TASKS)
 
     def write_all(self) -> None:
         expected = complete_pair_counts(self.plan)
@@ -169,6 +171,8 @@ class _ExportRun:
             self.files.append(answers)
         json_write(self.folder / AGREEMENT, agreement_payload(self.agreement, self.pseudonyms.names))
         self.files.append({"name": AGREEMENT, "rows": None, "split": None, "task": None})
+        json_write(self.folder / RATER_MODEL_FILE, self.rater_model.payload(self.pseudonyms.cover))
+        self.files.append({"name": RATER_MODEL_FILE, "rows": None, "split": None, "task": None})
         files_checksum(self.folder, self.files)
         manifest = manifest_payload(
             plan=self.plan,
@@ -179,6 +183,7 @@ class _ExportRun:
             files=self.files,
             not_written=self.not_written,
             exclusions=exclusion_entries(self.plan, self.pseudonyms.cover),
+            rater_model=self.rater_model.manifest_entry(),
         )
         json_write(self.folder / MANIFEST, manifest)
         self.progress(self.pairs, total, "done")
@@ -189,7 +194,9 @@ class _ExportRun:
         streamed = 0
         try:
             for rows in cut_blocks(rating_rows(self.plan.dataset, split, task), self.block_ratings):
-                rated = block_build(rows, task=task, rater_names=self.pseudonyms.cover)
+                rated = self.rater_model.with_scores(
+                    task, block_build(rows, task=task, rater_names=self.pseudonyms.cover)
+                )
                 for writer in writers:
                     writer.write(rated.block)
                 self.counts.add(split=split.name, task=task, block=rated.block)

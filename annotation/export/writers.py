@@ -131,6 +131,7 @@ class JsonlWriter:
         )
         # Lines are formatted directly (twice as fast as json.dumps per record): strings go
         # through the json module's escaping, numbers are finite floats (repr) or ints.
+        model = _model_texts(block)
         quoted = {rater: _string(rater) for rater in set(raters)}
         rated = [
             f'{{"rater_id": {quoted[rater]}, "score": {score!r}, "time_on_item_ms": {ms}}}'
@@ -145,7 +146,7 @@ class JsonlWriter:
                 f'"{SCORE_COLUMN}": {agg!r}, "{METHOD_COLUMN}": {_string(method)}, '
                 f'"mean": {mean!r}, "median": {median!r}, "std": {_json_number(std)}, "count": {count}, '
                 f'"ci95_low": {_json_number(low)}, "ci95_high": {_json_number(high)}, '
-                f'"positive": {"true" if positive else "false"}, "batch_id": {batch}, '
+                f'"positive": {"true" if positive else "false"}, {model[row]}"batch_id": {batch}, '
                 f'"ratings": [{", ".join(rated[bounds[row] : bounds[row + 1]])}]}}'
             )
         if lines:
@@ -155,6 +156,18 @@ class JsonlWriter:
 
     def close(self) -> None:
         self._handle.close()
+
+
+def _model_texts(block: ExportBlock) -> list[str]:
+    """Per pair the model's three keys as JSON text (each ending in ", ")."""
+    if block.model is None:
+        return ['"model_score": null, "model_ci95_low": null, "model_ci95_high": null, '] * block.pairs
+    return [
+        f'"model_score": {score!r}, "model_ci95_low": {low!r}, "model_ci95_high": {high!r}, '
+        for score, low, high in zip(
+            block.model.score.tolist(), block.model.low.tolist(), block.model.high.tolist(), strict=True
+        )
+    ]
 
 
 def open_writers(folder: Path, task: str, split: str, formats: list[str]) -> list[BlockWriter]:

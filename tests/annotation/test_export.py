@@ -170,7 +170,7 @@ def test_manifest_counts_left_out_pairs_batches_and_checksums(tmp_path):
     on_disk = sorted(path.name for path in out.iterdir())
     listed = sorted(entry["name"] for entry in manifest["files"])
     assert on_disk == sorted([*listed, "manifest.json"])
-    assert len(listed) == 3 * 4 + 1
+    assert len(listed) == 3 * 4 + 2  # agreement.json and rater_model.json
     for entry in manifest["files"]:
         assert entry["sha256"] == sha256_file(out / entry["name"])
         assert entry["bytes"] == (out / entry["name"]).stat().st_size
@@ -227,7 +227,7 @@ def test_small_blocks_write_the_same_files_as_one_block(tmp_path):
     skip = {"manifest.json", "agreement.json"}
     names = sorted(p.name for p in (tmp_path / "big").iterdir() if p.name not in skip)
     assert names == sorted(p.name for p in (tmp_path / "small").iterdir() if p.name not in skip)
-    assert len(names) == 9
+    assert len(names) == 10  # rater_model.json too: the same fit whatever the blocks
     for name in names:
         assert (tmp_path / "big" / name).read_bytes() == (tmp_path / "small" / name).read_bytes(), name
     # Agreement sums are merged in another order, so only the last digits may differ.
@@ -371,7 +371,7 @@ def test_cli_exports_and_reports(tmp_path, capsys, monkeypatch):
     )
     printed = capsys.readouterr().out
     assert f"exported {len(rated.complete)} pairs with {5 * len(rated.complete)} ratings" in printed
-    assert "(val; cxc, jsonl)" in printed and "11 files" in printed
+    assert "(val; cxc, jsonl)" in printed and "12 files" in printed
     job = Job.objects.get(kind=Job.Kind.EXPORT_DATASET)
     assert job.status == JobStatus.SUCCEEDED and job.progress_done == len(rated.complete)
     # Stored absolute: whoever looks at the job may run from another folder.

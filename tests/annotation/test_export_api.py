@@ -54,7 +54,7 @@ def test_researcher_exports_polls_lists_and_downloads(django_capture_on_commit_c
     names = [entry["name"] for entry in files]
     suffixes = (".csv", "_raw.csv", ".parquet", "_raw.parquet")
     data_files = [f"{task}_val{suffix}" for task in ("sts", "sis", "sits") for suffix in suffixes]
-    assert names == [*data_files, "agreement.json", "manifest.json"]
+    assert names == [*data_files, "agreement.json", "rater_model.json", "manifest.json"]
     assert files == job["files"]
 
     sts = next(entry for entry in files if entry["name"] == "sts_val.csv")

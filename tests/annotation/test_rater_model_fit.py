@@ -1,5 +1,5 @@
 """Fitting the rater-effects model to a dataset's ratings and storing it
-(annotation/quality/rater_model.py): per kind, valid ratings only, replacing the last
+(annotation/rater_fits.py): per kind, valid ratings only, replacing the last
 fit; by the beat with the dashboard snapshot and by the rater_model_fit command."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from annotation.dashboard.services import campaign_refresh_all
 from annotation.models import RaterEstimate, RaterModelFit, Rating, RatingStatus, TaskKind
-from annotation.quality.rater_model import rater_model_refit
+from annotation.rater_fits import rater_model_refit
 from tests.annotation.exclusion_support import exclude
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
@@ -91,3 +91,52 @@ def test_the_command_fits_on_demand_and_names_an_unknown_dataset(rated):
     assert "STS: no valid ratings, no fit" in out.getvalue()
     with pytest.raises(CommandError, match="no dataset named 'nope'"):
         call_command("rater_model_fit", "nope")
+
+
+def test_an_export_carries_the_models_scores_and_the_raters_effects(rated, tmp_path):
+    import json
+
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from annotation.export import dataset_export
+    from annotation.rater_effects import fit
+
+    dataset, raters = rated
+    dataset_export(dataset_name=dataset.name, out_dir=tmp_path, formats="cxc,jsonl,parquet")
+    rows = [json.loads(line) for line in (tmp_path / "sis_val.jsonl").read_text().splitlines()]
+    assert len(rows) == 12
+    for row in rows:
+        assert 0 <= row["model_ci95_low"] <= row["model_score"] <= row["model_ci95_high"] <= 5
+    # The same scores as the model fitted to the same ratings here.
+    ratings = Rating.objects.filter(pair__dataset=dataset).order_by("pair_id", "id")
+    _, pair_index = np.unique(list(ratings.values_list("pair_id", flat=True)), return_inverse=True)
+    _, rater_index = np.unique(list(ratings.values_list("rater_id", flat=True)), return_inverse=True)
+    expected = fit(pair_index, rater_index, np.array(list(ratings.values_list("score", flat=True))))
+    by_mean = sorted(zip(expected.pair_score, [row["model_score"] for row in rows], strict=True))
+    assert np.allclose(sorted(expected.pair_score), sorted(row["model_score"] for row in rows), atol=1e-4), by_mean
+    # Who is who, from the ratings in the file: the erratic rater strays furthest from the
+    # pairs' means, the lenient one sits highest above them.
+    offsets: dict[str, list[float]] = {}
+    for row in rows:
+        for rating in row["ratings"]:
+            offsets.setdefault(rating["rater_id"], []).append(rating["score"] - row["mean"])
+    erratic = max(offsets, key=lambda name: np.mean(np.abs(offsets[name])))
+    lenient = max(offsets, key=lambda name: np.mean(offsets[name]))
+    table = pq.read_table(tmp_path / "sis_val.parquet")
+    assert table.column("model_score").to_pylist() == [row["model_score"] for row in rows]
+    assert "model_score" not in (tmp_path / "sis_val.csv").read_text().splitlines()[0]  # the CxC file as released
+    effects = json.loads((tmp_path / "rater_model.json").read_text())
+    sis = effects["tasks"]["SIS"]
+    assert (sis["ratings"], sis["raters"], effects["tasks"]["STS"]) == (48, 4, None)
+    pseudonyms = {rating["rater_id"] for row in rows for rating in row["ratings"]}
+    assert {rater["rater_id"] for rater in sis["rater_effects"]} == pseudonyms
+    assert raters["lenient"].username not in json.dumps(effects)  # pseudonyms only
+    noisiest, *_ = sis["rater_effects"]
+    assert noisiest["rater_id"] == erratic
+    assert noisiest["noise_sd"] == max(rater["noise_sd"] for rater in sis["rater_effects"])
+    assert max(sis["rater_effects"], key=lambda rater: rater["bias"])["rater_id"] == lenient
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["rater_model"]["settings"]["noise_prior_df"] == 4.0
+    assert manifest["rater_model"]["tasks"]["SIS"]["pairs"] == 12
+    assert "rater_model.json" in {entry["name"] for entry in manifest["files"]}

@@ -6,13 +6,14 @@ last fit, in one transaction per kind. The beat refits with the dashboard snapsh
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.models import Dataset, Pair, RaterEstimate, RaterModelFit, Rating, RatingStatus, TaskKind
-from annotation.rater_effects import DEFAULT_SETTINGS, RaterModelSettings, fit
+from annotation.rater_effects import DEFAULT_SETTINGS, FittedRaterEffects, RaterModelSettings, fit
 
 
 def rater_model_refit(
@@ -23,30 +24,67 @@ def rater_model_refit(
     return {kind: _refit_kind(dataset, kind, settings) for kind in TaskKind.values}
 
 
+@dataclass(frozen=True)
+class KindFit:
+    """A fit of one kind's valid ratings: the model's result, the rater ids of its rater
+    rows (sorted), the number of ratings and pairs, and its seconds."""
+
+    result: FittedRaterEffects
+    rater_ids: np.ndarray
+    ratings: int
+    pairs: int
+    seconds: float
+
+    def effects_of(self, raters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(bias, noise variance) of each of ``raters`` (database ids); a rater the fit
+        did not see gets bias 0 and the pooled noise."""
+        at = np.clip(np.searchsorted(self.rater_ids, raters), 0, self.rater_ids.size - 1)
+        known = self.rater_ids[at] == raters
+        bias = np.where(known, self.result.rater_bias[at], 0.0)
+        noise_var = np.where(known, self.result.rater_noise_sd[at] ** 2, self.result.pooled_noise_sd**2)
+        return bias, noise_var
+
+
+def kind_fit(dataset_id: int, kind: str, settings: RaterModelSettings = DEFAULT_SETTINGS) -> KindFit | None:
+    """The model fitted to the kind's valid ratings in the dataset, not stored; None when
+    it has none."""
+    pair_ids, rater_ids, scores = _valid_ratings(dataset_id, kind)
+    if scores.size == 0:
+        return None
+    started = time.perf_counter()
+    pairs, pair_index = np.unique(pair_ids, return_inverse=True)
+    raters, rater_index = np.unique(rater_ids, return_inverse=True)
+    result = fit(pair_index, rater_index, scores, settings=settings)
+    return KindFit(
+        result=result,
+        rater_ids=raters,
+        ratings=int(scores.size),
+        pairs=int(pairs.size),
+        seconds=time.perf_counter() - started,
+    )
+
+
 def _refit_kind(dataset: Dataset, kind: str, settings: RaterModelSettings) -> RaterModelFit | None:
-    pair_ids, rater_ids, scores = _valid_ratings(dataset.pk, kind)
+    fitted = kind_fit(dataset.pk, kind, settings)
     with transaction.atomic():
         RaterModelFit.objects.filter(dataset=dataset, kind=kind).delete()
-        if scores.size == 0:
+        if fitted is None:
             return None
-        started = time.perf_counter()
-        pairs, pair_index = np.unique(pair_ids, return_inverse=True)
-        raters, rater_index = np.unique(rater_ids, return_inverse=True)
-        result = fit(pair_index, rater_index, scores, settings=settings)
+        result, raters = fitted.result, fitted.rater_ids
         stored = RaterModelFit.objects.create(
             dataset=dataset,
             kind=kind,
             fitted_at=timezone.now(),
             settings=settings.as_dict(),
-            ratings=int(scores.size),
-            pairs=int(pairs.size),
+            ratings=fitted.ratings,
+            pairs=fitted.pairs,
             raters=int(raters.size),
             grand_mean=result.grand_mean,
             latent_sd=result.latent_sd,
             pooled_noise_sd=result.pooled_noise_sd,
             iterations=result.iterations,
             converged=result.converged,
-            seconds=time.perf_counter() - started,
+            seconds=fitted.seconds,
         )
         RaterEstimate.objects.bulk_create(
             RaterEstimate(
