@@ -65,7 +65,8 @@ class FittedRaterEffects:
 
     ``pair_score`` and its interval are clipped to the rating scale; ``pair_precision`` is
     the posterior precision of the unclipped latent score; raters without ratings have
-    bias 0 and the pooled noise."""
+    bias 0 and the pooled noise. ``grand_mean`` and ``latent_sd``: all pairs' latent
+    scores; ``group_mean`` and ``group_sd`` ``(n_groups,)``: each group's prior."""
 
     pair_score: np.ndarray
     pair_low: np.ndarray
@@ -80,6 +81,8 @@ class FittedRaterEffects:
     rater_count: np.ndarray
     grand_mean: float
     latent_sd: float
+    group_mean: np.ndarray
+    group_sd: np.ndarray
     pooled_noise_sd: float
     iterations: int
     converged: bool
@@ -93,16 +96,20 @@ def fit(
     *,
     n_pairs: int | None = None,
     n_raters: int | None = None,
+    group: np.ndarray | None = None,
     settings: RaterModelSettings = DEFAULT_SETTINGS,
 ) -> FittedRaterEffects:
-    """Fit the model to flat ratings (see the module docstring for the shapes)."""
+    """Fit the model to flat ratings (see the module docstring for the shapes).
+    ``group: int (n_pairs,)`` in 0 .. n_groups-1 gives pairs of each group a prior of their
+    own (e.g. one per sampling method); None: one prior for all pairs."""
     pair, rater, score = _checked(pair, rater, score)
     n_pairs = int(pair.max()) + 1 if n_pairs is None else n_pairs
     n_raters = int(rater.max()) + 1 if n_raters is None else n_raters
     if pair.max() >= n_pairs or rater.max() >= n_raters:
         raise RaterModelError("a pair or rater index is beyond n_pairs or n_raters")
+    group = _checked_group(group, n_pairs)
     rater_count = np.bincount(rater, minlength=n_raters).astype(np.float64)
-    state = _State.start(pair, score, n_pairs, n_raters)
+    state = _State.start(pair, score, n_pairs, n_raters, group)
     iterations, converged = 0, False
     while iterations < settings.max_iterations and not converged:
         iterations += 1
@@ -138,12 +145,13 @@ def pair_posterior(
     noise_var: np.ndarray,
     *,
     n_pairs: int,
-    prior_mean: float,
-    latent_var: float,
+    prior_mean: float | np.ndarray,
+    latent_var: float | np.ndarray,
 ) -> PairModelScores:
     """Each pair's posterior from its ratings, given the raters' fitted effects: ratings
     ``pair_index: int (m,)`` in 0 .. n_pairs-1, ``score``, and their raters' ``bias`` and
-    ``noise_var`` (each ``(m,)``); the pairs' prior from the fit. For the ratings a model
+    ``noise_var`` (each ``(m,)``); the pairs' prior from the fit (one for all, or per
+    pair ``(n_pairs,)``). For the ratings a model
     was fitted on this is its own pair score (the fit's last step computes exactly this)."""
     weight = 1.0 / noise_var
     precision = 1.0 / latent_var + np.bincount(pair_index, weights=weight, minlength=n_pairs)
@@ -206,27 +214,38 @@ class _State:
     precision: np.ndarray  # (n_pairs,) posterior precision of latent
     bias: np.ndarray  # (n_raters,)
     noise_var: np.ndarray  # (n_raters,)
-    prior_mean: float
-    prior_var: float
+    group: np.ndarray  # (n_pairs,) the prior's group of each pair
+    group_mean: np.ndarray  # (n_groups,)
+    group_var: np.ndarray  # (n_groups,)
     pooled_var: float
 
     @classmethod
-    def start(cls, pair, score, n_pairs: int, n_raters: int) -> _State:
+    def start(cls, pair, score, n_pairs: int, n_raters: int, group: np.ndarray) -> _State:
         sums = np.bincount(pair, weights=score, minlength=n_pairs)
         counts = np.bincount(pair, minlength=n_pairs)
         grand = float(score.mean())
         latent = np.where(counts > 0, sums / np.maximum(counts, 1), grand)
         pooled = max(float(np.var(score - latent[pair])), 1e-4)
-        spread = max(float(np.var(latent[counts > 0])), 1e-4)
-        return cls(
+        state = cls(
             latent=latent,
-            precision=np.ones(n_pairs),
+            precision=np.full(n_pairs, 1.0 / pooled),
             bias=np.zeros(n_raters),
             noise_var=np.full(n_raters, pooled),
-            prior_mean=grand,
-            prior_var=spread,
+            group=group,
+            group_mean=np.zeros(int(group.max()) + 1),
+            group_var=np.ones(int(group.max()) + 1),
             pooled_var=pooled,
         )
+        _update_prior(state)
+        return state
+
+    @property
+    def prior_mean(self) -> np.ndarray:
+        return self.group_mean[self.group]
+
+    @property
+    def prior_var(self) -> np.ndarray:
+        return self.group_var[self.group]
 
 
 def _update_latent(state: _State, pair, rater, score) -> None:
@@ -261,10 +280,21 @@ def _update_noise(state: _State, pair, rater, score, rater_count, settings: Rate
     state.noise_var = np.maximum((sums + df * state.pooled_var) / (rater_count + df), 1e-6)
 
 
+# A group of fewer pairs takes the prior of all pairs: its own spread would be guesswork.
+MIN_GROUP_PAIRS = 20
+
+
 def _update_prior(state: _State) -> None:
-    """Empirical Bayes: the latent scores' mean and spread, the posterior variances added."""
-    state.prior_mean = float(state.latent.mean())
-    state.prior_var = max(float(np.mean((state.latent - state.prior_mean) ** 2 + 1.0 / state.precision)), 1e-4)
+    """Empirical Bayes: each group's latent mean and spread, the posterior variances added."""
+    overall_mean = float(state.latent.mean())
+    overall_var = max(float(np.mean((state.latent - overall_mean) ** 2 + 1.0 / state.precision)), 1e-4)
+    counts = np.bincount(state.group, minlength=state.group_mean.size)
+    means = np.bincount(state.group, weights=state.latent, minlength=counts.size) / np.maximum(counts, 1)
+    spread = (state.latent - means[state.group]) ** 2 + 1.0 / state.precision
+    variances = np.bincount(state.group, weights=spread, minlength=counts.size) / np.maximum(counts, 1)
+    own = counts >= MIN_GROUP_PAIRS
+    state.group_mean = np.where(own, means, overall_mean)
+    state.group_var = np.where(own, np.maximum(variances, 1e-4), overall_var)
 
 
 def _result(state: _State, rater_count, settings, iterations: int, converged: bool) -> FittedRaterEffects:
@@ -284,8 +314,10 @@ def _result(state: _State, rater_count, settings, iterations: int, converged: bo
         rater_noise_low=noise_sd * np.sqrt(df / chi_square_quantile(df, Z_95)),
         rater_noise_high=noise_sd * np.sqrt(df / chi_square_quantile(df, -Z_95)),
         rater_count=rater_count.astype(np.int64),
-        grand_mean=state.prior_mean,
-        latent_sd=math.sqrt(state.prior_var),
+        grand_mean=float(state.latent.mean()),
+        latent_sd=math.sqrt(float(np.mean((state.latent - state.latent.mean()) ** 2 + 1.0 / state.precision))),
+        group_mean=state.group_mean,
+        group_sd=np.sqrt(state.group_var),
         pooled_noise_sd=math.sqrt(state.pooled_var),
         iterations=iterations,
         converged=converged,
@@ -300,6 +332,15 @@ def chi_square_quantile(df: np.ndarray, z: float) -> np.ndarray:
     df = np.asarray(df, dtype=np.float64)
     c = 2.0 / (9.0 * df)
     return df * np.maximum(1.0 - c + z * np.sqrt(c), 1e-3) ** 3
+
+
+def _checked_group(group, n_pairs: int) -> np.ndarray:
+    if group is None:
+        return np.zeros(n_pairs, dtype=np.int64)
+    group = np.asarray(group)
+    if group.shape != (n_pairs,) or not np.issubdtype(group.dtype, np.integer) or (n_pairs and group.min() < 0):
+        raise RaterModelError("group must give every pair a group index of 0 or more")
+    return group.astype(np.int64, copy=False)
 
 
 def _checked(pair, rater, score) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

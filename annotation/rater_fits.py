@@ -26,14 +26,34 @@ def rater_model_refit(
 
 @dataclass(frozen=True)
 class KindFit:
-    """A fit of one kind's valid ratings: the model's result, the rater ids of its rater
-    rows (sorted), the number of ratings and pairs, and its seconds."""
+    """A fit of one kind's valid ratings: the model's result, the pair and rater ids of its
+    rows (sorted), the sampling methods of its prior groups, the number of ratings and
+    pairs, and its seconds."""
 
     result: FittedRaterEffects
+    pair_ids: np.ndarray
     rater_ids: np.ndarray
+    methods: list[str]
     ratings: int
     pairs: int
     seconds: float
+
+    def priors(self) -> dict[str, dict[str, float]]:
+        """Each sampling method's prior of its pairs' latent scores: {"mean", "sd"}."""
+        result = self.result
+        return {
+            method: {"mean": float(result.group_mean[i]), "sd": float(result.group_sd[i])}
+            for i, method in enumerate(self.methods)
+        }
+
+    def prior_of(self, methods: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(prior mean, prior variance) of pairs of these sampling methods; a method the
+        fit did not see gets the prior of all pairs."""
+        known = {method: i for i, method in enumerate(self.methods)}
+        result = self.result
+        means = [result.group_mean[known[m]] if m in known else result.grand_mean for m in methods]
+        sds = [result.group_sd[known[m]] if m in known else result.latent_sd for m in methods]
+        return np.array(means, dtype=np.float64), np.array(sds, dtype=np.float64) ** 2
 
     def effects_of(self, raters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(bias, noise variance) of each of ``raters`` (database ids); a rater the fit
@@ -48,16 +68,21 @@ class KindFit:
 def kind_fit(dataset_id: int, kind: str, settings: RaterModelSettings = DEFAULT_SETTINGS) -> KindFit | None:
     """The model fitted to the kind's valid ratings in the dataset, not stored; None when
     it has none."""
-    pair_ids, rater_ids, scores = _valid_ratings(dataset_id, kind)
+    pair_ids, rater_ids, scores, pair_methods = _valid_ratings(dataset_id, kind)
     if scores.size == 0:
         return None
     started = time.perf_counter()
-    pairs, pair_index = np.unique(pair_ids, return_inverse=True)
+    pairs, first, pair_index = np.unique(pair_ids, return_index=True, return_inverse=True)
     raters, rater_index = np.unique(rater_ids, return_inverse=True)
-    result = fit(pair_index, rater_index, scores, settings=settings)
+    # Pairs of one sampling method share a prior: CxC's co-caption pairs score far above
+    # its image-similarity ones, and a pair with few ratings is best shrunk towards its own.
+    methods, group = np.unique(pair_methods[first], return_inverse=True)
+    result = fit(pair_index, rater_index, scores, group=group, settings=settings)
     return KindFit(
         result=result,
+        pair_ids=pairs,
         rater_ids=raters,
+        methods=[str(method) for method in methods],
         ratings=int(scores.size),
         pairs=int(pairs.size),
         seconds=time.perf_counter() - started,
@@ -81,6 +106,7 @@ def _refit_kind(dataset: Dataset, kind: str, settings: RaterModelSettings) -> Ra
             raters=int(raters.size),
             grand_mean=result.grand_mean,
             latent_sd=result.latent_sd,
+            priors=fitted.priors(),
             pooled_noise_sd=result.pooled_noise_sd,
             iterations=result.iterations,
             converged=result.converged,
@@ -103,13 +129,14 @@ def _refit_kind(dataset: Dataset, kind: str, settings: RaterModelSettings) -> Ra
     return stored
 
 
-def _valid_ratings(dataset_id: int, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(pair ids, rater ids, scores) of the kind's valid ratings in the dataset: a plain
-    cursor, since a CxC-sized dataset has over a million of them."""
+def _valid_ratings(dataset_id: int, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(pair ids, rater ids, scores, the pairs' sampling methods) of the kind's valid
+    ratings in the dataset: a plain cursor, since a CxC-sized dataset has over a million."""
     rating, pair = Rating._meta, Pair._meta
     qn = connection.ops.quote_name
     sql = (
-        f"SELECT r.{qn('pair_id')}, r.{qn('rater_id')}, r.{qn('score')} FROM {qn(rating.db_table)} r "
+        f"SELECT r.{qn('pair_id')}, r.{qn('rater_id')}, r.{qn('score')}, p.{qn('sampling_method')} "
+        f"FROM {qn(rating.db_table)} r "
         f"JOIN {qn(pair.db_table)} p ON p.{qn('id')} = r.{qn('pair_id')} "
         f"WHERE p.{qn('dataset_id')} = %s AND p.{qn('kind')} = %s AND r.{qn('status')} = %s"
     )
@@ -117,6 +144,11 @@ def _valid_ratings(dataset_id: int, kind: str) -> tuple[np.ndarray, np.ndarray, 
         cursor.execute(sql, [dataset_id, kind, RatingStatus.VALID])
         rows = cursor.fetchall()
     if not rows:
-        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
-    columns = np.array(rows, dtype=np.float64)
-    return columns[:, 0].astype(np.int64), columns[:, 1].astype(np.int64), columns[:, 2]
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty(0, dtype=object)
+    pair_ids, rater_ids, scores, methods = zip(*rows, strict=True)
+    return (
+        np.array(pair_ids, dtype=np.int64),
+        np.array(rater_ids, dtype=np.int64),
+        np.array(scores, dtype=np.float64),
+        np.array(methods, dtype=object),
+    )

@@ -20,9 +20,12 @@ POOR_NOISE_SD = 2.0
 TASK_FILES = {"STS": "sts_val.csv", "SIS": "sis_val.csv", "SITS": "sits_val.csv"}
 
 
-def stratified_latents(rows: Iterable[dict[str, str]], n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` release scores ``float (n,)`` drawn without replacement, each sampling method
-    in proportion to its rows (largest remainders), in a seeded random order."""
+def stratified_latents(
+    rows: Iterable[dict[str, str]], n: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` release scores ``float (n,)`` and their sampling methods ``(n,)`` drawn
+    without replacement, each method in proportion to its rows (largest remainders), in a
+    seeded random order."""
     by_method: dict[str, list[float]] = {}
     for row in rows:
         by_method.setdefault(row["sampling_method"], []).append(float(row["agg_score"]))
@@ -36,7 +39,9 @@ def stratified_latents(rows: Iterable[dict[str, str]], n: int, rng: np.random.Ge
         rng.choice(np.array(scores), size=counts[method], replace=False) for method, scores in sorted(by_method.items())
     ]
     latents = np.concatenate(drawn)
-    return latents[rng.permutation(latents.size)]
+    methods = np.array([method for method, _ in sorted(by_method.items()) for _ in range(counts[method])])
+    order = rng.permutation(latents.size)
+    return latents[order], methods[order]
 
 
 @dataclass(frozen=True)

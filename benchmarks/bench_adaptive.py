@@ -105,8 +105,11 @@ def make_raters():
     return users
 
 
-def queue_copy(name: str, latents: dict[str, np.ndarray], adaptive: bool) -> dict[int, tuple[str, float]]:
-    """A dataset ``name`` with one pair per latent score of each task; pair id -> (task, latent)."""
+def queue_copy(
+    name: str, latents: dict[str, tuple[np.ndarray, np.ndarray]], adaptive: bool
+) -> dict[int, tuple[str, float]]:
+    """A dataset ``name`` with one pair per latent score of each task, of that score's
+    sampling method in the release; pair id -> (task, latent)."""
     from annotation.models import Caption, Dataset, Image, Pair, Split
     from annotation.rating.pairs import PairSpec, pairs_create_bulk
     from annotation.rating.queue import queue_counters_add
@@ -114,7 +117,7 @@ def queue_copy(name: str, latents: dict[str, np.ndarray], adaptive: bool) -> dic
 
     dataset = Dataset.objects.create(name=name, image_url_prefix="https://images.example.org/")
     split = Split.objects.create(dataset=dataset, name="val")
-    n = max(len(scores) for scores in latents.values())
+    n = max(len(scores) for scores, _ in latents.values())
     images = Image.objects.bulk_create(
         Image(dataset=dataset, split=split, key=f"img{i}.jpg", file_path=f"img{i}.jpg") for i in range(2 * n + 1)
     )
@@ -131,18 +134,20 @@ def queue_copy(name: str, latents: dict[str, np.ndarray], adaptive: bool) -> dic
         adaptive_half_width=HALF_WIDTH if adaptive else None,
     )
     specs, truth = [], []
-    for task, scores in latents.items():
-        for i, latent in enumerate(scores):
+    for task, (scores, methods) in latents.items():
+        for i, (latent, method) in enumerate(zip(scores, methods, strict=True)):
             if task == "STS":
-                spec = PairSpec("STS", "c2c_isim", caption_a=captions[2 * i].id, caption_b=captions[2 * i + 1].id)
+                spec = PairSpec("STS", method, caption_a=captions[2 * i].id, caption_b=captions[2 * i + 1].id)
             elif task == "SIS":
-                spec = PairSpec("SIS", "i2i_csim", image_a=images[2 * i].id, image_b=images[2 * i + 1].id)
+                spec = PairSpec("SIS", method, image_a=images[2 * i].id, image_b=images[2 * i + 1].id)
             else:
-                spec = PairSpec("SITS", "c2i_original", caption_a=captions[2 * i].id, image_a=images[2 * i + 2].id)
+                spec = PairSpec("SITS", method, caption_a=captions[2 * i].id, image_a=images[2 * i + 2].id)
             specs.append(spec.canonical())
             truth.append((task, float(latent)))
     created = pairs_create_bulk(batch=batch, specs=specs)
-    queue_counters_add(dataset_id=dataset.pk, pairs_per_kind={task: len(scores) for task, scores in latents.items()})
+    queue_counters_add(
+        dataset_id=dataset.pk, pairs_per_kind={task: len(scores) for task, (scores, _) in latents.items()}
+    )
     if sum(created.values()) != len(specs):
         raise SystemExit(f"{name}: {sum(created.values())} of {len(specs)} pairs queued")
     by_identity = {spec.identity(): value for spec, value in zip(specs, truth, strict=True)}
@@ -188,29 +193,26 @@ def simulate(name: str, users, raters: sim.Raters, truth: dict, adaptive: bool, 
 
 
 def scores_of(name: str, truth: dict) -> dict[str, dict]:
-    """Per task: latent truth, plain means, model scores and rating counts per pair."""
-    from annotation.models import Rating, RatingStatus
-    from annotation.rater_effects import fit
+    """Per task: latent truth, plain means, the model's scores (fitted as the app fits it:
+    annotation.rater_fits.kind_fit) and the ratings used."""
+    from annotation.models import Dataset, Rating, RatingStatus
+    from annotation.rater_fits import kind_fit
 
-    rows = np.array(
-        Rating.objects.filter(pair__dataset__name=name, status=RatingStatus.VALID).values_list(
-            "pair_id", "rater_id", "score"
-        ),
-        dtype=np.float64,
-    )
-    tasks = np.array([truth[int(pair_id)][0] for pair_id in rows[:, 0]])
+    dataset = Dataset.objects.get(name=name)
     result = {}
     for task in sim.TASK_FILES:
-        mine = rows[tasks == task]
-        pairs, pair_index = np.unique(mine[:, 0].astype(np.int64), return_inverse=True)
-        _, rater_index = np.unique(mine[:, 1].astype(np.int64), return_inverse=True)
-        counts = np.bincount(pair_index)
-        model = fit(pair_index, rater_index, mine[:, 2])
+        fitted = kind_fit(dataset.pk, task)
+        rows = Rating.objects.filter(pair__dataset=dataset, pair__kind=task, status=RatingStatus.VALID)
+        pair_ids = np.array(rows.values_list("pair_id", flat=True), dtype=np.int64)
+        scores = np.array(rows.values_list("score", flat=True), dtype=np.float64)
+        pairs, pair_index = np.unique(pair_ids, return_inverse=True)
+        if not np.array_equal(pairs, fitted.pair_ids):
+            raise SystemExit(f"{name} {task}: the fit's pairs are not the rated pairs")
         result[task] = {
             "truth": np.array([truth[int(p)][1] for p in pairs]),
-            "mean": np.bincount(pair_index, weights=mine[:, 2]) / counts,
-            "model": model.pair_score,
-            "ratings": int(mine.shape[0]),
+            "mean": np.bincount(pair_index, weights=scores) / np.bincount(pair_index),
+            "model": fitted.result.pair_score,
+            "ratings": int(scores.size),
         }
     return result
 

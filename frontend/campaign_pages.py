@@ -17,6 +17,7 @@ from itertools import pairwise
 from annotation import spreadsheet_csv
 from annotation.cxc import KINDS
 from annotation.quality.flags import FlagThresholds, flagged_first
+from frontend.campaign_model import reliability_table, savings_text
 
 # A queued refresh that has not produced a snapshot by then is reported as stuck, not
 # waited for in silence: the worker may be down.
@@ -257,10 +258,24 @@ def rater_columns(kinds: list[str]) -> list[Column]:
         Column("gold_passed", "Gold passed on", lambda r: r.get("gold_passed", 0)),
         Column("gold_error", "Gold error", lambda r: r.get("gold_error"), lambda v: _number(v, 2)),
         Column("gold_bias", "Gold bias", lambda r: r.get("gold_bias"), _signed),
+        # The rater-effects model (latest fit): the largest noise sd over the rater's kinds,
+        # and the bias over all their ratings.
+        Column("model_noise", "Model noise", _model_noise, lambda v: _number(v, 2)),
+        Column("model_bias", "Model bias", _model_bias, _signed),
         Column("excluded", "Excluded", lambda r: r.get("excluded", 0)),
         # The CSV keeps "paused" or empty; the page says yes or no (an empty card read as unknown).
         Column("paused", "Paused", lambda r: "paused" if r.get("paused") else "", _yes_no, numeric=False),
     ]
+
+
+def _model_noise(row: dict) -> float | None:
+    return max((kind["noise_sd"] for kind in row.get("model", {}).values()), default=None)
+
+
+def _model_bias(row: dict) -> float | None:
+    kinds = list(row.get("model", {}).values())
+    ratings = sum(kind["ratings"] for kind in kinds)
+    return sum(kind["bias"] * kind["ratings"] for kind in kinds) / ratings if ratings else None
 
 
 def flagged_raters(data: dict, thresholds: FlagThresholds) -> list[dict]:
@@ -385,6 +400,8 @@ def dashboard_context(data: dict, thresholds: FlagThresholds) -> dict:
         "mean_tables": mean_histogram_tables(quality, kinds),
         "sd_table": sd_histogram_table(quality),
         "positives": positive_rows(quality["positive_share"]),
+        "reliability_table": reliability_table(quality.get("reliability_by_kind", []), kind_label),
+        "adaptive_savings": savings_text(progress.get("adaptive")),
         "charts": {
             "kinds": [{"kind": kind, "label": kind_label(kind)} for kind in kinds],
             "ratings_per_day": progress["ratings_per_day"],
@@ -392,6 +409,7 @@ def dashboard_context(data: dict, thresholds: FlagThresholds) -> dict:
             "pair_mean_histograms": quality["pair_mean_histograms"],
             "pair_sd_histograms": quality["pair_sd_histograms"],
             "positive_share": quality["positive_share"],
+            "reliability_by_kind": quality.get("reliability_by_kind", []),
         },
     }
 

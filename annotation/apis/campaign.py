@@ -74,6 +74,15 @@ class PaceSerializer(serializers.Serializer):
     per_hour = serializers.FloatField(allow_null=True)
 
 
+class AdaptiveSavingsSerializer(serializers.Serializer):
+    pairs_closed = serializers.IntegerField(help_text="Complete pairs of adaptive batches.")
+    ratings = serializers.IntegerField(help_text="Their valid ratings.")
+    fixed_n = serializers.IntegerField(help_text="The fixed N compared with (CxC's five).")
+    fixed_ratings = serializers.IntegerField()
+    saved = serializers.IntegerField(help_text="fixed_ratings - ratings; negative: adaptive N asked for more.")
+    saved_share = serializers.FloatField()
+
+
 class ProgressSerializer(serializers.Serializer):
     by_kind = ProgressCountsSerializer(many=True)
     by_batch = BatchProgressSerializer(many=True)
@@ -85,6 +94,7 @@ class ProgressSerializer(serializers.Serializer):
     finish_estimate = serializers.DateTimeField(allow_null=True, help_text="Null without a pace above 0.")
     raters_active_last_hour = serializers.IntegerField()
     leases_held = serializers.IntegerField()
+    adaptive = AdaptiveSavingsSerializer(allow_null=True, default=None, help_text="Null: no adaptive pair closed.")
 
 
 class AlphaSerializer(serializers.Serializer):
@@ -113,12 +123,33 @@ class PositiveShareSerializer(serializers.Serializer):
     share = serializers.FloatField(allow_null=True)
 
 
+class MeasuredHalvesSerializer(serializers.Serializer):
+    raters = serializers.IntegerField(help_text="k: ratings in each half.")
+    correlation = serializers.FloatField(help_text="Between the means of two disjoint halves of k ratings.")
+    pairs = serializers.IntegerField()
+
+
+class PredictedReliabilitySerializer(serializers.Serializer):
+    raters = serializers.IntegerField(help_text="N")
+    reliability = serializers.FloatField(help_text="Of the mean of N ratings (Spearman-Brown).")
+
+
+class ReliabilitySerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    measured = MeasuredHalvesSerializer(many=True)
+    single_rating = serializers.FloatField(allow_null=True, help_text="Reliability of one rating; null: too few pairs.")
+    predicted = PredictedReliabilitySerializer(many=True)
+
+
 class QualitySerializer(serializers.Serializer):
     alpha_by_kind = AlphaSerializer(many=True)
     alpha_by_batch = BatchAlphaSerializer(many=True)
     pair_mean_histograms = HistogramSerializer(many=True)
     pair_sd_histograms = HistogramSerializer(many=True)
     positive_share = PositiveShareSerializer(many=True)
+    reliability_by_kind = ReliabilitySerializer(
+        many=True, default=list, help_text="What each rating buys, per kind with complete pairs."
+    )
 
 
 class CampaignSnapshotSerializer(serializers.Serializer):
@@ -141,6 +172,16 @@ class KindAgreementSerializer(serializers.Serializer):
     loo_correlation = serializers.FloatField(allow_null=True)
     bias = serializers.FloatField(allow_null=True)
     shared_pairs = serializers.IntegerField()
+
+
+class RaterEffectsSerializer(serializers.Serializer):
+    ratings = serializers.IntegerField()
+    bias = serializers.FloatField()
+    bias_low = serializers.FloatField()
+    bias_high = serializers.FloatField()
+    noise_sd = serializers.FloatField()
+    noise_low = serializers.FloatField()
+    noise_high = serializers.FloatField()
 
 
 class CampaignRaterSerializer(serializers.Serializer):
@@ -172,6 +213,11 @@ class CampaignRaterSerializer(serializers.Serializer):
     superseded = serializers.IntegerField(default=0)
     paused = PauseNoteSerializer(allow_null=True, default=None, help_text="The active pause; null: not paused.")
     by_kind = serializers.DictField(child=KindAgreementSerializer(), help_text="Agreement per kind rated.")
+    model = serializers.DictField(
+        child=RaterEffectsSerializer(),
+        default=dict,
+        help_text="The rater-effects model's bias and noise sd per kind (latest fit), with 95% intervals.",
+    )
 
 
 class CampaignRaterPageSerializer(serializers.Serializer):

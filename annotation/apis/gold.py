@@ -143,6 +143,7 @@ class QualitySettingsSerializer(serializers.ModelSerializer):
             "flag_gold_error_above",
             "flag_fast_share_above",
             "flag_gold_skip_share_above",
+            "flag_noise_above",
         ]
         extra_kwargs = {
             "gold_one_in": {"min_value": 0, "max_value": 100_000},
@@ -152,6 +153,7 @@ class QualitySettingsSerializer(serializers.ModelSerializer):
             "flag_gold_error_above": {"min_value": 0, "max_value": 5},
             "flag_fast_share_above": {"min_value": 0, "max_value": 1},
             "flag_gold_skip_share_above": {"min_value": 0, "max_value": 1},
+            "flag_noise_above": {"min_value": 0, "max_value": 5},
         }
 
 

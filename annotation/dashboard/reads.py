@@ -10,7 +10,7 @@ from itertools import islice
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import BigIntegerField, Case, Count, Exists, FloatField, Func, Max, OuterRef, Value, When
+from django.db.models import BigIntegerField, Case, Count, Exists, F, FloatField, Func, Max, OuterRef, Sum, Value, When
 from django.db.models.functions import Cast
 
 from annotation.cxc import KINDS
@@ -27,6 +27,7 @@ from annotation.models import (
     GoldRating,
     Pair,
     PairSkip,
+    RaterEstimate,
     RaterPause,
     Rating,
     RatingSlot,
@@ -176,10 +177,13 @@ def _add_per_rater(counts: dict[int, int], latest: dict[int, float], leases) -> 
         latest[rater] = max(latest.get(rater, 0.0), more_latest[rater])
 
 
+ESTIMATE_FIELDS = ("ratings", "bias", "bias_low", "bias_high", "noise_sd", "noise_low", "noise_high")
+
+
 def quality_inputs(dataset: Dataset) -> dict:
     """The quality-control columns of CampaignInputs: queue gold ratings as rater ids and
-    differences from the reference, excluded and superseded counts and active pauses
-    per rater."""
+    differences from the reference, excluded and superseded counts, active pauses and the
+    latest rater-effects estimates per rater."""
     gold = GoldRating.objects.filter(dataset=dataset, purpose=GoldPurpose.QUEUE)
     gold_rows = np.array(list(gold.values_list("rater_id", "score", "gold_score")), dtype=np.float64).reshape(-1, 3)
     invalid: dict[int, dict[str, int]] = {}
@@ -200,7 +204,19 @@ def quality_inputs(dataset: Dataset) -> dict:
         }
         for pause in RaterPause.objects.filter(dataset=dataset, lifted_at__isnull=True)
     }
+    rater_model: dict[int, dict[str, dict]] = {}
+    estimates = RaterEstimate.objects.filter(fit__dataset=dataset).values_list(
+        "rater_id", "fit__kind", "ratings", "bias", "bias_low", "bias_high", "noise_sd", "noise_low", "noise_high"
+    )
+    for rater, kind, *values in estimates:
+        rater_model.setdefault(rater, {})[kind] = dict(zip(ESTIMATE_FIELDS, values, strict=True))
+    closed = Pair.objects.filter(
+        dataset=dataset, ratings_max__isnull=False, retired_at__isnull=True, ratings_done=F("ratings_required")
+    ).aggregate(pairs=Count("id"), ratings=Sum("ratings_done"))
     return {
+        "adaptive_closed_pairs": closed["pairs"],
+        "adaptive_closed_ratings": closed["ratings"] or 0,
+        "rater_model": rater_model,
         "gold_rater": gold_rows[:, 0].astype(np.int64),
         "gold_difference": gold_rows[:, 1] - gold_rows[:, 2],
         "invalid": invalid,

@@ -50,24 +50,23 @@ def campaign_snapshot_refresh_requested(dataset: Dataset, *, requested_at: datet
 
 
 def campaign_refresh_request(dataset: Dataset) -> None:
-    """Queue a refresh of ``dataset``'s snapshot once the current transaction commits (in
-    the embedded mode the task runs in-process then)."""
-    from annotation.tasks import refresh_campaign_snapshot  # tasks import this module
+    """Queue a refit of ``dataset``'s rater-effects model and a refresh of its snapshot
+    once the current transaction commits (in the embedded mode the tasks run in-process
+    then, the refit first, so the snapshot shows it)."""
+    from annotation.tasks import refit_rater_model, refresh_campaign_snapshot  # tasks import this module
 
     requested_at = timezone.now().isoformat()
+    transaction.on_commit(lambda: refit_rater_model.delay(dataset.pk))
     transaction.on_commit(lambda: refresh_campaign_snapshot.delay(dataset.pk, requested_at))
 
 
 def campaign_refresh_all() -> list[int]:
-    """Queue a refresh, and a refit of the rater-effects model, for every dataset that has
-    ratings. Returns their ids."""
-    from annotation.tasks import refit_rater_model  # tasks import this module
-
+    """Queue a refit and a refresh (``campaign_refresh_request``) for every dataset that
+    has ratings. Returns their ids."""
     # A pair's count says whether it has ratings: one indexed probe per dataset, not a
     # scan of the ratings every few minutes.
     rated = Exists(Pair.objects.filter(dataset=OuterRef("pk"), ratings_done__gt=0))
     datasets = list(Dataset.objects.filter(rated).order_by("pk"))
     for dataset in datasets:
         campaign_refresh_request(dataset)
-        transaction.on_commit(lambda pk=dataset.pk: refit_rater_model.delay(pk))
     return [dataset.pk for dataset in datasets]

@@ -50,6 +50,13 @@ class CampaignInputs:
     # Gold pairs each rater passed on (skipped or flagged unrated), also within ``skips``
     # and ``flags``: a rater who passes on gold far more than on other pairs dodges it.
     gold_passed: dict[int, int] = field(default_factory=dict)
+    # The latest rater-effects fits: rater id -> kind (cxc.KINDS) -> {"ratings", "bias",
+    # "bias_low", "bias_high", "noise_sd", "noise_low", "noise_high"}.
+    rater_model: dict[int, dict[str, dict]] = field(default_factory=dict)
+    # Adaptive N: the closed pairs of adaptive batches and their valid ratings, against
+    # what fixed N (ADAPTIVE_FIXED_N, CxC's five) would have taken.
+    adaptive_closed_pairs: int = 0
+    adaptive_closed_ratings: int = 0
 
 
 def number(value: float) -> float | None:
@@ -151,6 +158,27 @@ def progress(inputs: CampaignInputs, rows: np.ndarray) -> dict:
         "finish_estimate": iso(recent_pace.finish_s),
         "raters_active_last_hour": int(np.unique(recent).shape[0]),
         "leases_held": int(inputs.leases_held),
+        "adaptive": adaptive_savings(inputs),
+    }
+
+
+ADAPTIVE_FIXED_N = 5
+
+
+def adaptive_savings(inputs: CampaignInputs) -> dict | None:
+    """Ratings adaptive N saved so far on closed pairs against fixed N (None: no adaptive
+    pair closed yet); negative when noisy raters made pairs ask for more."""
+    pairs, ratings = inputs.adaptive_closed_pairs, inputs.adaptive_closed_ratings
+    if not pairs:
+        return None
+    fixed = ADAPTIVE_FIXED_N * pairs
+    return {
+        "pairs_closed": pairs,
+        "ratings": ratings,
+        "fixed_n": ADAPTIVE_FIXED_N,
+        "fixed_ratings": fixed,
+        "saved": fixed - ratings,
+        "saved_share": (fixed - ratings) / fixed,
     }
 
 
@@ -203,6 +231,7 @@ def rater_rows(inputs: CampaignInputs, rows: np.ndarray, agreement: CompleteAgre
                 "excluded": inputs.invalid.get(rater, {}).get("excluded", 0),
                 "superseded": inputs.invalid.get(rater, {}).get("superseded", 0),
                 "paused": inputs.paused.get(rater),
+                "model": {FILE_PREFIX[kind]: effects for kind, effects in inputs.rater_model.get(rater, {}).items()},
                 "by_kind": {
                     FILE_PREFIX[kind]: {
                         "loo_correlation": number(found[rater].loo_correlation),
@@ -282,6 +311,11 @@ def quality(inputs: CampaignInputs, agreement: CompleteAgreement) -> dict:
             for code, kind in enumerate(KINDS)
         ],
         "positive_share": positive_share,
+        "reliability_by_kind": [
+            {"kind": FILE_PREFIX[kind], **agreement.reliability[kind]}
+            for kind in KINDS
+            if kind in agreement.reliability
+        ],
     }
 
 

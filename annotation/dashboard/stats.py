@@ -144,3 +144,38 @@ def gold_errors(groups: np.ndarray, differences: np.ndarray, n_groups: int) -> t
     seen = count > 0
     mae[seen], bias[seen] = absolute[seen] / count[seen], signed[seen] / count[seen]
     return count.astype(np.int64), mae, bias
+
+
+# How far the reliability curve predicts: past CxC's five, to a lab's usual largest N.
+RELIABILITY_UP_TO = 10
+# Fewer complete pairs than this with two ratings give no correlation worth showing.
+MIN_RELIABILITY_PAIRS = 10
+
+
+def split_half_reliability(padded: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> dict:
+    """What each extra rating buys, from complete pairs' ratings ``padded: float (p, r)``
+    (NaN after each row's ``counts[i]`` ratings). Measured: for k = 1, 2, ... the
+    correlation across pairs between the means of two disjoint random groups of k of a
+    pair's ratings (pairs with at least 2k ratings). Predicted by Spearman-Brown from the
+    largest measured k: the reliability of the mean of n ratings, n = 1 .. RELIABILITY_UP_TO.
+    Ratings are shuffled within each pair by ``rng`` (a seeded one gives the same curve)."""
+    order = np.argsort(rng.random(padded.shape) + np.isnan(padded), axis=1)  # shuffled, NaN last
+    shuffled = np.take_along_axis(padded, order, axis=1)
+    measured = []
+    for k in range(1, int(counts.max(initial=0)) // 2 + 1):
+        rows = counts >= 2 * k
+        if rows.sum() < MIN_RELIABILITY_PAIRS:
+            break
+        first, second = shuffled[rows, :k].mean(axis=1), shuffled[rows, k : 2 * k].mean(axis=1)
+        if first.std() == 0 or second.std() == 0:
+            break
+        measured.append({"raters": k, "correlation": float(np.corrcoef(first, second)[0, 1]), "pairs": int(rows.sum())})
+    if not measured:
+        return {"measured": [], "single_rating": None, "predicted": []}
+    k, r = measured[-1]["raters"], measured[-1]["correlation"]
+    single = r / (k - (k - 1) * r) if r > 0 else 0.0  # Spearman-Brown backwards to one rating
+    predicted = [
+        {"raters": n, "reliability": n * single / (1 + (n - 1) * single) if single > 0 else 0.0}
+        for n in range(1, RELIABILITY_UP_TO + 1)
+    ]
+    return {"measured": measured, "single_rating": single, "predicted": predicted}

@@ -14,10 +14,14 @@ import numpy as np
 
 from annotation.aggregation import RaterAgreement, aggregate_pairs, pad_ragged
 from annotation.cxc import KINDS
+from annotation.dashboard.stats import split_half_reliability
 from annotation.export.blocks import ExportAgreement, ExportCounts
 
 # ExportCounts keys its tallies by split; the dashboard counts the whole dataset as one.
 ALL = "all"
+# The reliability curve shuffles each pair's ratings with this seed: a snapshot of the
+# same ratings shows the same curve.
+RELIABILITY_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ class CompleteAgreement:
     pair_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     mean: np.ndarray = field(default_factory=lambda: np.zeros(0))
     std: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # Per kind (cxc.KINDS) with complete pairs: stats.split_half_reliability.
+    reliability: dict[str, dict] = field(default_factory=dict)
 
 
 def pair_rows(pairs: PairTable, ratings: RatingTable) -> np.ndarray:
@@ -104,6 +110,7 @@ def complete_agreement(pairs: PairTable, ratings: RatingTable, rows: np.ndarray)
             raters=raters,
             times_ms=ratings.time_ms[chosen],
         )
+        out.reliability[kind] = split_half_reliability(padded, counts, np.random.default_rng(RELIABILITY_SEED))
         stats = aggregate_pairs(padded, task=kind)
         methods = [pairs.methods[m] for m in pairs.method[first].tolist()]
         out.counts.add_pairs(split=ALL, task=kind, methods=methods, stats=stats, batch_ids=pairs.batch[first])

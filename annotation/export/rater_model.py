@@ -37,14 +37,15 @@ class ExportRaterModel:
             return rated
         block = rated.block
         bias, noise_var = fitted.effects_of(rated.raters)
+        prior_mean, prior_var = fitted.prior_of(block.sampling_method)
         scores = pair_posterior(
             block.pair_index,
             block.score,
             bias,
             noise_var,
             n_pairs=block.pairs,
-            prior_mean=fitted.result.grand_mean,
-            latent_var=fitted.result.latent_sd**2,
+            prior_mean=prior_mean,
+            latent_var=prior_var,
         )
         return dataclasses.replace(rated, block=dataclasses.replace(block, model=scores))
 
@@ -79,6 +80,9 @@ def _fit_summary(fitted: KindFit | None) -> dict | None:
         "grand_mean": round(result.grand_mean, 6),
         "latent_sd": round(result.latent_sd, 6),
         "pooled_noise_sd": round(result.pooled_noise_sd, 6),
+        "priors_by_sampling_method": {
+            method: {key: round(value, 6) for key, value in prior.items()} for method, prior in fitted.priors().items()
+        },
         "iterations": result.iterations,
         "converged": result.converged,
     }

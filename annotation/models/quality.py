@@ -32,6 +32,9 @@ DEFAULT_FLAG_LOO_BELOW = 0.3
 DEFAULT_FLAG_GOLD_ERROR_ABOVE = 1.0
 DEFAULT_FLAG_FAST_SHARE_ABOVE = 0.5
 DEFAULT_FLAG_GOLD_SKIP_SHARE_ABOVE = 0.5
+# The rater-effects model's noise sd (0-5 scale): CxC-like raters sit near 0.8, one who
+# answers at random near 1.7.
+DEFAULT_FLAG_NOISE_ABOVE = 1.5
 
 
 class QualitySettings(models.Model):
@@ -92,6 +95,13 @@ class QualitySettings(models.Model):
         help_text="Flag a rater who skipped or flagged more than this share of the gold pairs served to them (once "
         "they met enough gold pairs); empty: no gold-skip check. A share, 0 to 1.",
     )
+    flag_noise_above = models.FloatField(
+        null=True,
+        blank=True,
+        default=DEFAULT_FLAG_NOISE_ABOVE,
+        help_text="Flag a rater whose noise sd in the rater-effects model is above this in a task kind (once they "
+        "gave enough ratings of it); empty: no noise check. 0 to 5.",
+    )
 
     class Meta:
         constraints = [
@@ -126,6 +136,11 @@ class QualitySettings(models.Model):
                 condition=Q(flag_gold_skip_share_above__isnull=True)
                 | Q(flag_gold_skip_share_above__gte=0) & Q(flag_gold_skip_share_above__lte=1),
                 name="quality_flag_gold_skip_share_in_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(flag_noise_above__isnull=True)
+                | Q(flag_noise_above__gte=0) & Q(flag_noise_above__lte=cxc.SCORE_MAX),
+                name="quality_flag_noise_in_range",
             ),
         ]
 

@@ -20,7 +20,11 @@ class RaterModelFit(models.Model):
     pairs = models.PositiveIntegerField()
     raters = models.PositiveIntegerField()
     grand_mean = models.FloatField()
-    latent_sd = models.FloatField(help_text="Spread of the pairs' latent scores (the pairs' prior).")
+    latent_sd = models.FloatField(help_text="Spread of all pairs' latent scores.")
+    priors = models.JSONField(
+        default=dict,
+        help_text='Each sampling method\'s prior of its pairs\' latent scores: {method: {"mean", "sd"}}.',
+    )
     pooled_noise_sd = models.FloatField(help_text="The noise a rater without ratings is given.")
     iterations = models.PositiveIntegerField()
     converged = models.BooleanField()

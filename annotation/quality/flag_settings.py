@@ -6,7 +6,13 @@ from __future__ import annotations
 from annotation.models import QualitySettings
 from annotation.quality.flags import FlagThresholds
 
-FIELDS = ("flag_loo_below", "flag_gold_error_above", "flag_fast_share_above", "flag_gold_skip_share_above")
+FIELDS = (
+    "flag_loo_below",
+    "flag_gold_error_above",
+    "flag_fast_share_above",
+    "flag_gold_skip_share_above",
+    "flag_noise_above",
+)
 
 
 def flag_thresholds_get(*, dataset_id: int) -> FlagThresholds:
@@ -19,4 +25,5 @@ def flag_thresholds_get(*, dataset_id: int) -> FlagThresholds:
         gold_error_above=row["flag_gold_error_above"],
         fast_share_above=row["flag_fast_share_above"],
         gold_skip_share_above=row["flag_gold_skip_share_above"],
+        noise_above=row["flag_noise_above"],
     )

@@ -29,6 +29,7 @@ class FlagThresholds:
     gold_error_above: float | None = None
     fast_share_above: float | None = None
     gold_skip_share_above: float | None = None
+    noise_above: float | None = None
 
     def describe(self) -> list[str]:
         """One line per check, as the pages show them (off checks say so)."""
@@ -37,6 +38,7 @@ class FlagThresholds:
             ("gold error", self.gold_error_above, "above", _fixed, f"from {MIN_GOLD_ITEMS} gold items"),
             ("share under the speed floor", self.fast_share_above, "above", _percent, f"from {MIN_RATINGS} ratings"),
             ("gold-skip share", self.gold_skip_share_above, "above", _percent, f"from {MIN_GOLD_MET} gold pairs met"),
+            ("model noise sd", self.noise_above, "above", _fixed, f"from {MIN_RATINGS} ratings of a kind"),
         )
         return [
             f"{name}: off" if value is None else f"{name} {word} {shown(value)} ({minimum})"
@@ -58,6 +60,9 @@ class RaterFigures:
     gold_error: float | None = None
     gold_items: int = 0
     gold_passed: int = 0
+    # The rater-effects model's largest noise sd over the kinds the rater gave at least
+    # MIN_RATINGS ratings of (None: no such kind in the latest fit).
+    noise_sd: float | None = None
 
     @property
     def gold_skip_share(self) -> float | None:
@@ -75,6 +80,10 @@ class RaterFigures:
             gold_error=row.get("gold_error"),
             gold_items=row.get("gold_items", 0),
             gold_passed=row.get("gold_passed", 0),
+            noise_sd=max(
+                (kind["noise_sd"] for kind in row.get("model", {}).values() if kind["ratings"] >= MIN_RATINGS),
+                default=None,
+            ),
         )
 
 
@@ -94,7 +103,7 @@ def _percent(value: float | None) -> str:
 
 def flag_reasons(figures: RaterFigures, thresholds: FlagThresholds) -> list[str]:
     """Why the rater is flagged, one text per check failed (empty: not flagged), in the
-    order LOO r, gold error, speed floor, gold skips, e.g. ``["LOO r 0.05 < 0.30",
+    order LOO r, gold error, speed floor, gold skips, model noise, e.g. ``["LOO r 0.05 < 0.30",
     "gold error 1.81 > 1.00"]``."""
     reasons = []
     loo, gold, fast, skips = (
@@ -116,6 +125,9 @@ def flag_reasons(figures: RaterFigures, thresholds: FlagThresholds) -> list[str]
     met = figures.gold_items + figures.gold_passed
     if skips is not None and skipped is not None and met >= MIN_GOLD_MET and skipped > skips:
         reasons.append(f"{_percent(skipped)} of gold pairs skipped > {_percent(skips)}")
+    noise = figures.noise_sd
+    if thresholds.noise_above is not None and _known(noise) and noise > thresholds.noise_above:
+        reasons.append(f"model noise sd {_fixed(noise)} > {_fixed(thresholds.noise_above)}")
     return reasons
 
 

@@ -49,6 +49,7 @@ def pair_extend_or_close(pair_id: int) -> bool:
                 "ratings_required",
                 "ratings_max",
                 "retired_at",
+                "sampling_method",
                 "batch__adaptive_half_width",
             )
             .first()
@@ -56,7 +57,7 @@ def pair_extend_or_close(pair_id: int) -> bool:
         if pair is None or not _undecided(pair):
             return False
         if adaptive_closes(
-            pair_ratings(pair_id, dataset_id=pair["dataset_id"], kind=pair["kind"]),
+            pair_ratings(pair_id, dataset_id=pair["dataset_id"], kind=pair["kind"], method=pair["sampling_method"]),
             maximum=pair["ratings_max"],
             half_width=pair["batch__adaptive_half_width"],
         ):
@@ -75,19 +76,23 @@ def _undecided(pair: dict) -> bool:
     )
 
 
-def pair_ratings(pair_id: int, *, dataset_id: int, kind: str) -> PairRatings:
-    """The pair's valid ratings with their raters' estimates from the latest fit."""
+def pair_ratings(pair_id: int, *, dataset_id: int, kind: str, method: str) -> PairRatings:
+    """The pair's valid ratings with their raters' estimates from the latest fit, and the
+    prior of its sampling method (of all pairs for a method the fit did not see)."""
     valid = Rating.objects.filter(pair_id=pair_id, status=RatingStatus.VALID).order_by("id")
     rows = list(valid.values_list("rater_id", "score"))
     raters = [rater for rater, _ in rows]
-    fit = RaterModelFit.objects.filter(dataset_id=dataset_id, kind=kind).values("id", "latent_sd", "pooled_noise_sd")
+    fit = RaterModelFit.objects.filter(dataset_id=dataset_id, kind=kind).values(
+        "id", "latent_sd", "pooled_noise_sd", "priors"
+    )
     fit = fit.first()
     if fit is None:
         known, default_var, latent_var = {}, 1.0, math.inf
     else:
         estimates = RaterEstimate.objects.filter(fit_id=fit["id"], rater_id__in=raters)
         known = {rater: (bias, sd**2) for rater, bias, sd in estimates.values_list("rater_id", "bias", "noise_sd")}
-        default_var, latent_var = fit["pooled_noise_sd"] ** 2, fit["latent_sd"] ** 2
+        prior_sd = fit["priors"].get(method, {}).get("sd", fit["latent_sd"])
+        default_var, latent_var = fit["pooled_noise_sd"] ** 2, prior_sd**2
     effects = [known.get(rater, (0.0, default_var)) for rater in raters]
     return PairRatings(
         score=np.array([score for _, score in rows], dtype=np.float64),

@@ -285,3 +285,17 @@ def test_the_export_records_the_rule_and_each_pairs_final_n(tmp_path):
     (rows_file,) = tmp_path.glob("*sis*.jsonl")
     counts = sorted(json.loads(line)["count"] for line in rows_file.read_text().splitlines())
     assert counts == sorted([MINIMUM, pairs[1].ratings_required])
+
+
+def test_the_prior_of_the_pairs_sampling_method_narrows_its_interval():
+    """Moderate disagreement among unknown raters: the method's tight prior (all its pairs
+    score alike) closes the pair; the loose prior of all pairs would not."""
+    pair = adaptive_pair()
+    fit_for(pair.dataset, [], [], pooled=1.3)
+    RaterModelFit.objects.filter(dataset=pair.dataset).update(priors={pair.sampling_method: {"mean": 3.0, "sd": 0.2}})
+    rate_in_turn(pair, [2.6, 3.0, 3.4])
+    assert pair.ratings_required == MINIMUM
+    other = adaptive_pair(split=SplitFactory(dataset=pair.dataset, name="test"))
+    RaterModelFit.objects.filter(dataset=pair.dataset).update(priors={"c2c_isim": {"mean": 3.0, "sd": 0.2}})
+    rate_in_turn(other, [2.6, 3.0, 3.4])
+    assert other.ratings_required == MINIMUM + 1

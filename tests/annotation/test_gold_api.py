@@ -54,10 +54,16 @@ def test_quality_settings_default_then_set(admin_api, split):
         "flag_gold_error_above": 1.0,
         "flag_fast_share_above": 0.5,
         "flag_gold_skip_share_above": 0.5,
+        "flag_noise_above": 1.5,
     }
     payload = {"gold_one_in": 10, "auto_pause": True, "pause_window": 4, "pause_max_error": 0.8}
     flags = {"flag_loo_below": 0.3, "flag_gold_error_above": 1.0, "flag_fast_share_above": 0.5}
-    assert admin_api.put(url, payload, format="json").json() == {**payload, **flags, "flag_gold_skip_share_above": 0.5}
+    assert admin_api.put(url, payload, format="json").json() == {
+        **payload,
+        **flags,
+        "flag_gold_skip_share_above": 0.5,
+        "flag_noise_above": 1.5,
+    }
     assert QualitySettings.objects.get(dataset=split.dataset).gold_one_in == 10
     assert admin_api.put(url, {**payload, "pause_window": 0}, format="json").status_code == 400
 
@@ -96,6 +102,7 @@ def test_flag_thresholds_are_set_turned_off_and_kept_in_range(admin_api, split):
         ("flag_gold_error_above", 6),
         ("flag_fast_share_above", 2),
         ("flag_gold_skip_share_above", -0.1),
+        ("flag_noise_above", 5.5),
     ):
         refused = admin_api.put(url, {field: value}, format="json")
         assert refused.status_code == 400 and field in refused.json()["detail"], (field, refused.content)
@@ -108,6 +115,7 @@ def test_flag_thresholds_are_set_turned_off_and_kept_in_range(admin_api, split):
         ("flag_gold_error_above", 5.5, "quality_flag_gold_error_in_range"),
         ("flag_fast_share_above", 1.2, "quality_flag_fast_share_in_range"),
         ("flag_gold_skip_share_above", -0.5, "quality_flag_gold_skip_share_in_range"),
+        ("flag_noise_above", -0.1, "quality_flag_noise_in_range"),
     ],
 )
 def test_the_database_refuses_a_threshold_out_of_range(split, field, value, constraint):

@@ -124,7 +124,7 @@ def test_a_pair_without_ratings_gets_the_prior_and_a_wide_interval():
     rng = np.random.default_rng(5)
     pair, rater, score, _ = generated(rng, n_pairs=300, n_raters=10)
     model = fit(pair, rater, score, n_pairs=301, n_raters=11)
-    assert model.pair_score[300] == pytest.approx(np.clip(model.grand_mean, 0, 5))
+    assert model.pair_score[300] == pytest.approx(np.clip(model.group_mean[0], 0, 5))
     assert (model.pair_high - model.pair_low)[300] > 2 * (model.pair_high - model.pair_low)[:300].max()
     assert (model.rater_bias[10], model.rater_count[10]) == (0.0, 0)
 
@@ -135,7 +135,7 @@ def test_the_half_width_of_one_pair_matches_the_fit():
     model = fit(pair, rater, score)
     for index in (0, 17, 799):
         noise_var = model.rater_noise_sd[rater[pair == index]] ** 2
-        half = rater_effects.pair_interval_half_width(noise_var, model.latent_sd**2)
+        half = rater_effects.pair_interval_half_width(noise_var, model.group_sd[0] ** 2)
         assert half == pytest.approx(rater_effects.Z_95 / np.sqrt(model.pair_precision[index]), rel=1e-9)
     assert rater_effects.pair_interval_half_width(np.array([0.64] * 8), 1.0) < (
         rater_effects.pair_interval_half_width(np.array([0.64] * 3), 1.0)
@@ -243,3 +243,32 @@ def test_the_adaptive_rule_closes_extends_and_caps():
     width = pair_half_width(disputed)
     assert adaptive_closes(disputed, maximum=8, half_width=width)  # "at most" the target closes
     assert not adaptive_closes(disputed, maximum=8, half_width=width * 0.999)
+
+
+def test_pairs_of_a_group_share_a_prior_of_their_own():
+    """Two sampling methods far apart (originals near 5, the rest low): a prior per group
+    shrinks each pair towards its own group, not towards the middle of both."""
+    rng = np.random.default_rng(21)
+    n_pairs = 600
+    group = np.repeat([0, 1], n_pairs // 2)
+    latent = np.where(group == 0, rng.normal(4.7, 0.2, n_pairs), rng.normal(1.5, 0.8, n_pairs)).clip(0, 5)
+    pair = np.repeat(np.arange(n_pairs), 3)
+    rater = np.concatenate([rng.choice(30, 3, replace=False) for _ in range(n_pairs)])
+    score = np.clip(latent[pair] + rng.normal(0, 0.8, pair.size), 0, 5)
+    alone, grouped = fit(pair, rater, score), fit(pair, rater, score, group=group)
+    assert rmse(grouped.pair_score, latent) < 0.9 * rmse(alone.pair_score, latent)
+    assert grouped.group_mean == pytest.approx([4.6, 1.5], abs=0.15)
+    assert grouped.group_sd[0] < grouped.group_sd[1] < alone.latent_sd
+    assert alone.group_mean.shape == (1,)
+
+
+def test_a_group_of_few_pairs_takes_the_prior_of_all():
+    rng = np.random.default_rng(4)
+    pair, rater, score, truth = generated(rng, n_pairs=300, n_raters=10)
+    group = np.zeros(300, dtype=np.int64)
+    group[np.argsort(truth.latent)[-(rater_effects.MIN_GROUP_PAIRS - 1) :]] = 1  # the highest pairs
+    model = fit(pair, rater, score, group=group)
+    assert model.group_mean[1] == pytest.approx(model.grand_mean, abs=0.1)  # not its own 4.7 or so
+    assert model.group_sd[1] == pytest.approx(model.latent_sd, rel=0.05)
+    with pytest.raises(RaterModelError, match="group index"):
+        fit(pair, rater, score, group=np.zeros(5, dtype=np.int64))

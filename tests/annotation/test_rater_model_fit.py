@@ -41,6 +41,8 @@ def test_a_refit_stores_each_kind_with_every_raters_bias_and_noise(rated):
     sis = RaterModelFit.objects.get(dataset=dataset, kind=TaskKind.SIS)
     assert (sis.ratings, sis.pairs, sis.raters) == (48, 12, 4)
     assert sis.converged and sis.settings["noise_prior_df"] == 4.0
+    assert set(sis.priors) == {"i2i_csim"}  # one prior per sampling method of the kind
+    assert sis.priors["i2i_csim"]["sd"] > 0
     estimates = {e.rater_id: e for e in RaterEstimate.objects.filter(fit=sis)}
     lenient, steady, erratic = (estimates[raters[name].pk] for name in ("lenient", "steady", "erratic"))
     assert lenient.bias > steady.bias + 0.5

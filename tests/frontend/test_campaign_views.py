@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.dashboard.selectors import campaign_snapshot_get
-from annotation.models import CampaignSnapshot, TaskKind
+from annotation.models import CampaignSnapshot, RaterModelFit, TaskKind
 from frontend.vendor import PLOTLY
 from tests.factories import DatasetFactory, PairFactory, SamplingBatchFactory, SplitFactory, UserFactory
 from tests.frontend.campaign_setup import rate_campaign
@@ -175,7 +175,8 @@ def test_refresh_queues_a_new_snapshot_and_goes_back(campaign, django_capture_on
     client = client_for("researcher")
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         response = client.post("/campaigns/coco/refresh/", {"next": "/campaigns/coco/raters/"})
-    assert len(callbacks) == 1
+    assert len(callbacks) == 2  # the rater-effects model's refit, then the snapshot
+    assert RaterModelFit.objects.filter(dataset=campaign.dataset).exists()
     assert response.status_code == 302
     path, asked = response["Location"].split("?asked=")
     assert path == "/campaigns/coco/raters/"

@@ -106,6 +106,24 @@ export const builders = {
     };
   },
 
+  reliability(charts) {
+    // Per kind: the Spearman-Brown curve (line) and the halves measured (dots); a half of k
+    // ratings against another is the reliability of the mean of k ratings, on the same axes.
+    const label = Object.fromEntries(charts.kinds.map((k) => [k.kind, k.label]));
+    const data = charts.reliability_by_kind.flatMap((c) => {
+      const colour = COLOURS[charts.kinds.findIndex((k) => k.kind === c.kind) % COLOURS.length];
+      const name = label[c.kind] ?? c.kind;
+      return [
+        { type: "scatter", mode: "lines", x: c.predicted.map((p) => p.raters), y: c.predicted.map((p) => p.reliability), line: { color: colour }, name: `${name} (Spearman-Brown)`, hovertemplate: "N=%{x}: %{y:.2f}<extra></extra>" },
+        { type: "scatter", mode: "markers", x: c.measured.map((m) => m.raters), y: c.measured.map((m) => m.correlation), marker: { color: colour, size: 9 }, name: `${name} (halves measured)`, hovertemplate: "%{x} vs %{x}: %{y:.2f}<extra></extra>" },
+      ];
+    });
+    return {
+      data,
+      layout: layout({ xaxis: { title: { text: "ratings per pair (N)" }, dtick: 1 }, yaxis: { title: { text: "reliability of the mean" }, range: [0, 1] } }),
+    };
+  },
+
   score_histogram(charts) {
     const h = charts.score_histogram;
     const entries = [
