@@ -97,6 +97,25 @@ def _created(batch: SamplingBatch) -> Response:
     return Response(SamplingBatchSerializer(batch).data, status=status.HTTP_201_CREATED)
 
 
+class RatingsPerPairMixin(serializers.Serializer):
+    """How many ratings each pair of a new batch gets: exactly ratings_per_pair, or with
+    ratings_max and adaptive_half_width adaptive N (``adaptive_n``)."""
+
+    ratings_per_pair = serializers.IntegerField(
+        default=5, help_text="Distinct raters per pair; with ratings_max (adaptive N) the minimum."
+    )
+    ratings_max = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Adaptive N: at most this many ratings a pair, one more at a time while the pair's 95% "
+        "interval is wider than adaptive_half_width. Leave out for exactly ratings_per_pair (as CxC).",
+    )
+    adaptive_half_width = serializers.FloatField(
+        required=False, allow_null=True, default=None, help_text="Adaptive N: the target half-width (0-5 scale)."
+    )
+
+
 def adaptive_n(values: dict) -> AdaptiveN | None:
     """The adaptive rule of a create request: both settings or neither."""
     maximum, half_width = values.get("ratings_max"), values.get("adaptive_half_width")
@@ -114,7 +133,7 @@ class SamplingBatchListApi(APIView):
 
     permission_classes = [IsAdmin]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(RatingsPerPairMixin, serializers.Serializer):
         dataset = serializers.CharField()
         split = serializers.CharField()
         methods = serializers.DictField(
@@ -123,19 +142,6 @@ class SamplingBatchListApi(APIView):
         )
         k = serializers.IntegerField(default=5)
         spaces = serializers.ListField(child=serializers.CharField(), default=list)
-        ratings_per_pair = serializers.IntegerField(
-            default=5, help_text="Distinct raters per pair; with ratings_max (adaptive N) the minimum."
-        )
-        ratings_max = serializers.IntegerField(
-            required=False,
-            allow_null=True,
-            default=None,
-            help_text="Adaptive N: at most this many ratings a pair, one more at a time while the pair's 95% "
-            "interval is wider than adaptive_half_width. Leave out for exactly ratings_per_pair (as CxC).",
-        )
-        adaptive_half_width = serializers.FloatField(
-            required=False, allow_null=True, default=None, help_text="Adaptive N: the target half-width (0-5 scale)."
-        )
         seed = serializers.IntegerField(default=0, max_value=BIGINT_MAX)
         priority = serializers.IntegerField(default=0)
         cocaption = serializers.ChoiceField(
@@ -192,23 +198,10 @@ class SamplingBatchUploadApi(APIView):
     parser_classes = [LimitedMultiPartParser]
     upload_kinds = {"file": PAIR_LIST}
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(RatingsPerPairMixin, serializers.Serializer):
         dataset = serializers.CharField()
         split = serializers.CharField()
         file = serializers.FileField()
-        ratings_per_pair = serializers.IntegerField(
-            default=5, help_text="Distinct raters per pair; with ratings_max (adaptive N) the minimum."
-        )
-        ratings_max = serializers.IntegerField(
-            required=False,
-            allow_null=True,
-            default=None,
-            help_text="Adaptive N: at most this many ratings a pair, one more at a time while the pair's 95% "
-            "interval is wider than adaptive_half_width. Leave out for exactly ratings_per_pair (as CxC).",
-        )
-        adaptive_half_width = serializers.FloatField(
-            required=False, allow_null=True, default=None, help_text="Adaptive N: the target half-width (0-5 scale)."
-        )
         priority = serializers.IntegerField(default=0)
         repeats = serializers.ChoiceField(
             choices=REPEATS,
