@@ -26,12 +26,15 @@ FILE_NOTES = (
     ("<task>_<split>_raw.csv", "_raw.csv", "one row per rating: the two item ids, score, rater_id (a "
      "pseudonym), time_on_item_ms, sampling_method"),
     ("<task>_<split>.jsonl", ".jsonl", "one JSON object per complete pair: the ids, agg_score, "
-     "sampling_method, mean, median, std, count, 95% interval, positive, batch_id and its ratings "
-     "(rater_id, score, time_on_item_ms)"),
+     "sampling_method, mean, median, std, count, 95% interval, positive, the rater-effects model's "
+     "score and 95% interval, batch_id and its ratings (rater_id, score, time_on_item_ms)"),
     ("<task>_<split>.parquet", ".parquet", "one row per complete pair: the JSONL's fields without the ratings"),
     ("<task>_<split>_raw.parquet", "_raw.parquet", "one row per rating, as the raw CSV"),
     ("agreement.json", "agreement.json", "Krippendorff's alpha per task and per sampling batch; per rater "
      "the leave-one-out correlation, mean bias and median time"),
+    ("rater_model.json", "rater_model.json", "the rater-effects model per task: its fit (ratings, pairs, "
+     "raters, pooled noise, priors per sampling method) and each rater's bias and noise sd with 95% "
+     "intervals, under the pseudonyms of the rating files"),
     ("study_answers.csv", "study_answers.csv", "one row per answer of a crowd participant to a campaign "
      "link's questions: rater_id (the pseudonym of the rating files), link, phase, position, question, "
      "answer_type, answer, answered_at"),

@@ -58,7 +58,7 @@ def visit_every_page(page, live_server, shots, who: str, width: str) -> None:
     page.screenshot(path=str(shots / f"campaign-index-{who}-{width}.png"), full_page=True)
     page.click(".campaign-list a:text-is('demo')")
     page.wait_for_url(f"{live_server.url}/campaigns/demo/")
-    assert charts_drawn(page) == 7, "per day, per hour, pair means of 3 kinds, pair SDs, positives"
+    assert charts_drawn(page) == 8, "per day, per hour, reliability, pair means of 3 kinds, pair SDs, positives"
     assert "Snapshot made" in page.locator(".snapshot-bar").inner_text()
     page.screenshot(path=str(shots / f"campaign-dashboard-{who}-{width}.png"), full_page=True)
     page.click(".campaign-nav a:text-is('Raters')")
