@@ -92,6 +92,9 @@ def kind_fit(dataset_id: int, kind: str, settings: RaterModelSettings = DEFAULT_
 def _refit_kind(dataset: Dataset, kind: str, settings: RaterModelSettings) -> RaterModelFit | None:
     fitted = kind_fit(dataset.pk, kind, settings)
     with transaction.atomic():
+        # Two refits of one dataset (the beat's and a "Refresh now") write one after the
+        # other: the later replaces the earlier instead of meeting its row.
+        Dataset.objects.select_for_update().filter(pk=dataset.pk).exists()
         RaterModelFit.objects.filter(dataset=dataset, kind=kind).delete()
         if fitted is None:
             return None

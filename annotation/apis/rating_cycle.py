@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpResponse
 from rest_framework.exceptions import AuthenticationFailed
@@ -147,15 +148,19 @@ def _strict_constant(name):
 
 
 def _json_body(request):
-    """The body's JSON value when it is plain JSON in UTF-8, else None (DRF reads it)."""
+    """The body's JSON value when it is plain JSON in UTF-8 within Django's body limit,
+    else None (DRF reads it and answers as it always did: a BOM or another encoding is
+    its 400, as is a body past the limit)."""
     if request.content_type != "application/json" or request.content_params.get("charset", "utf-8").lower() not in (
         "utf-8",
         "utf8",
     ):
         return None
     try:
-        return json.loads(request.body, parse_constant=_strict_constant)
-    except ValueError:
+        if int(request.META.get("CONTENT_LENGTH") or 0) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            return None
+        return json.loads(request.body.decode("utf-8"), parse_constant=_strict_constant)
+    except ValueError:  # not a number, not UTF-8 (UnicodeDecodeError), not JSON, a BOM
         return None
 
 

@@ -154,11 +154,15 @@ MIN_RELIABILITY_PAIRS = 10
 
 def split_half_reliability(padded: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> dict:
     """What each extra rating buys, from complete pairs' ratings ``padded: float (p, r)``
-    (NaN after each row's ``counts[i]`` ratings). Measured: for k = 1, 2, ... the
-    correlation across pairs between the means of two disjoint random groups of k of a
-    pair's ratings (pairs with at least 2k ratings). Predicted by Spearman-Brown from the
-    largest measured k: the reliability of the mean of n ratings, n = 1 .. RELIABILITY_UP_TO.
-    Ratings are shuffled within each pair by ``rng`` (a seeded one gives the same curve)."""
+    in the order they were given (NaN after each row's ``counts[i]`` ratings). Measured:
+    for k = 1, 2, ... the correlation across pairs between the means of two disjoint groups
+    of k of a pair's ratings (pairs with at least 2k ratings): for k = 1 its first two
+    ratings, for larger k random groups (``rng``; a seeded one gives the same curve).
+    Predicted by Spearman-Brown from k = 1: the reliability of the mean of n ratings,
+    n = 1 .. RELIABILITY_UP_TO. Why k = 1 and the first two: with adaptive N the pairs
+    that got more ratings are those whose ratings disagreed, and the pairs that closed
+    early those whose ratings agreed; a pair's first two ratings come before any decision
+    (the minimum is at least 2), so every pair gives them alike."""
     order = np.argsort(rng.random(padded.shape) + np.isnan(padded), axis=1)  # shuffled, NaN last
     shuffled = np.take_along_axis(padded, order, axis=1)
     measured = []
@@ -166,14 +170,15 @@ def split_half_reliability(padded: np.ndarray, counts: np.ndarray, rng: np.rando
         rows = counts >= 2 * k
         if rows.sum() < MIN_RELIABILITY_PAIRS:
             break
-        first, second = shuffled[rows, :k].mean(axis=1), shuffled[rows, k : 2 * k].mean(axis=1)
+        halves = padded if k == 1 else shuffled
+        first, second = halves[rows, :k].mean(axis=1), halves[rows, k : 2 * k].mean(axis=1)
         if first.std() == 0 or second.std() == 0:
             break
         measured.append({"raters": k, "correlation": float(np.corrcoef(first, second)[0, 1]), "pairs": int(rows.sum())})
-    if not measured:
+    if not measured or measured[0]["raters"] != 1:
         return {"measured": [], "single_rating": None, "predicted": []}
-    k, r = measured[-1]["raters"], measured[-1]["correlation"]
-    single = r / (k - (k - 1) * r) if r > 0 else 0.0  # Spearman-Brown backwards to one rating
+    r = measured[0]["correlation"]
+    single = max(r, 0.0)
     predicted = [
         {"raters": n, "reliability": n * single / (1 + (n - 1) * single) if single > 0 else 0.0}
         for n in range(1, RELIABILITY_UP_TO + 1)

@@ -1,5 +1,6 @@
 """The rater-effects model in an export: fitted once per task over every valid rating of
-the dataset (in the export's own snapshot, so it matches the files), it gives each
+the dataset when the export starts (a rating stored while the files are written is in
+the files, not in the fit; its rater, if new, gets the pooled noise), it gives each
 exported pair the model's score and 95% interval beside the plain mean
 (``model_score``, ``model_ci95_low``, ``model_ci95_high`` in JSONL and Parquet; the CxC
 CSV stays as the release is), and ``rater_model.json`` the raters' bias and noise under

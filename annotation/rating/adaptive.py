@@ -38,7 +38,10 @@ def pair_extend_or_close(pair_id: int) -> bool:
     A pair that is not adaptive, not full, retired or at its maximum is left as it is."""
     with transaction.atomic():
         pair = (
-            Pair.objects.select_for_update(no_key=True)
+            # OF self: the batch joined for its half-width is read, not locked (every
+            # decision of a batch would queue on its row, and a priority change that locks
+            # the batch and then its pairs would deadlock with one).
+            Pair.objects.select_for_update(no_key=True, of=("self",))
             .filter(pk=pair_id)
             .values(
                 "id",

@@ -299,3 +299,16 @@ def test_the_prior_of_the_pairs_sampling_method_narrows_its_interval():
     RaterModelFit.objects.filter(dataset=pair.dataset).update(priors={"c2c_isim": {"mean": 3.0, "sd": 0.2}})
     rate_in_turn(other, [2.6, 3.0, 3.4])
     assert other.ratings_required == MINIMUM + 1
+
+
+def test_the_decision_locks_the_pair_row_alone():
+    """Not the batch row it reads the half-width from: every decision of a batch would
+    queue on it, and a priority change (batch, then its pairs) would deadlock with one."""
+    from django.test.utils import CaptureQueriesContext
+
+    pair = adaptive_pair()
+    rate_in_turn(pair, AGREEING)
+    with CaptureQueriesContext(connection) as queries:
+        adaptive.pair_extend_or_close(pair.id)
+    (locking,) = [q["sql"] for q in queries.captured_queries if "FOR NO KEY UPDATE" in q["sql"]]
+    assert locking.endswith('FOR NO KEY UPDATE OF "annotation_pair"')

@@ -214,3 +214,23 @@ def test_an_error_no_handler_answers_is_raised_as_drf_raises_it(split, monkeypat
     for client in (token_client(user), forced_client(user)):
         with pytest.raises(RuntimeError, match="the claim broke"):
             api_claim(client, split.dataset, kind="SIS")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'\xef\xbb\xbf{"kind": "SIS"}', '{"kind": "SIS"}'.encode("utf-16")],
+    ids=["utf-8 with a BOM", "utf-16"],
+)
+def test_a_body_drf_would_not_read_as_utf_8_goes_to_drf(split, drf_answered, body):
+    client = token_client(rater())
+    answer = client.post(rate_url(split.dataset, "claim"), body, content_type="application/json")
+    assert (answer.status_code, answer.json()["code"]) == (400, "parse_error")
+    assert drf_answered == ["RatingClaimApi"]
+
+
+def test_a_body_past_djangos_limit_goes_to_drf(split, drf_answered, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10
+    client = token_client(rater())
+    answer = client.post(rate_url(split.dataset, "claim"), {"kind": "SIS"}, format="json")
+    assert answer.status_code != 200
+    assert drf_answered == ["RatingClaimApi"]

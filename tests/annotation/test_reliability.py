@@ -81,3 +81,20 @@ def test_a_rater_is_flagged_by_their_noisiest_kind(row, flagged):
         assert reasons[0].startswith("model noise sd 1.") and reasons[0].endswith("> 1.50")
     assert flag_reasons(RaterFigures.from_rater_row(row), FlagThresholds(noise_above=None)) == []
     assert "model noise sd above 1.50" in " ".join(FlagThresholds(noise_above=1.5).describe())
+
+
+def test_adaptive_n_choosing_which_pairs_get_more_ratings_does_not_bend_the_curve():
+    """As adaptive N does: pairs whose first three ratings disagree get four more, the rest
+    close at three. The curve starts from each pair's first two ratings, which every pair
+    got before any decision: it still finds one rating's reliability of 0.5."""
+    rng = np.random.default_rng(8)
+    latent = rng.normal(0, 1, 8000)
+    scores = latent[:, None] + rng.normal(0, 1.0, (8000, 7))
+    disputed = np.ptp(scores[:, :3], axis=1) > 1.8
+    counts = np.where(disputed, 7, 3)
+    padded = np.where(np.arange(7)[None, :] < counts[:, None], scores, np.nan)
+    curve = split_half_reliability(padded, counts, np.random.default_rng(0))
+    assert 0.2 < disputed.mean() < 0.8
+    assert curve["single_rating"] == pytest.approx(0.5, abs=0.03)
+    # The disputed pairs alone (those with 4 vs 4 ... halves) are noisier than the rest.
+    assert curve["measured"][1]["pairs"] == int(disputed.sum())
