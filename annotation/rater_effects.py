@@ -153,10 +153,24 @@ def pair_posterior(
     ``noise_var`` (each ``(m,)``); the pairs' prior from the fit (one for all, or per
     pair ``(n_pairs,)``). For the ratings a model
     was fitted on this is its own pair score (the fit's last step computes exactly this)."""
-    weight = 1.0 / noise_var
+    latent, precision = _latent_posterior(
+        pair_index, score - bias, 1.0 / noise_var, n_pairs=n_pairs, prior_mean=prior_mean, latent_var=latent_var
+    )
+    return _on_scale(latent, precision)
+
+
+def _latent_posterior(
+    pair_index, corrected, weight, *, n_pairs: int, prior_mean, latent_var
+) -> tuple[np.ndarray, np.ndarray]:
+    """(posterior mean, posterior precision) ``(n_pairs,)`` of each pair's latent score
+    from its bias-corrected ratings ``corrected`` weighted by ``weight`` (each ``(m,)``)."""
     precision = 1.0 / latent_var + np.bincount(pair_index, weights=weight, minlength=n_pairs)
-    weighted = np.bincount(pair_index, weights=weight * (score - bias), minlength=n_pairs)
-    latent = (prior_mean / latent_var + weighted) / precision
+    weighted = np.bincount(pair_index, weights=weight * corrected, minlength=n_pairs)
+    return (prior_mean / latent_var + weighted) / precision, precision
+
+
+def _on_scale(latent: np.ndarray, precision: np.ndarray) -> PairModelScores:
+    """Posterior means and their 95% intervals, clipped to the rating scale."""
     half = Z_95 / np.sqrt(precision)
     return PairModelScores(
         score=np.clip(latent, SCORE_MIN, SCORE_MAX),
@@ -196,7 +210,7 @@ def pair_half_width(ratings: PairRatings) -> float:
     mean = float(np.sum(weight * corrected) / np.sum(weight))
     spread = float(np.sum(weight * (corrected - mean) ** 2))
     dispersion = (spread + DISPERSION_PRIOR_DF) / (corrected.size - 1 + DISPERSION_PRIOR_DF)
-    return Z_95 * math.sqrt(dispersion / (1.0 / ratings.latent_var + float(np.sum(weight))))
+    return math.sqrt(dispersion) * pair_interval_half_width(ratings.noise_var, ratings.latent_var)
 
 
 def adaptive_closes(ratings: PairRatings, *, maximum: int, half_width: float) -> bool:
@@ -249,12 +263,14 @@ class _State:
 
 
 def _update_latent(state: _State, pair, rater, score) -> None:
-    weight = 1.0 / state.noise_var[rater]
-    n_pairs = state.latent.size
-    precision = 1.0 / state.prior_var + np.bincount(pair, weights=weight, minlength=n_pairs)
-    weighted = np.bincount(pair, weights=weight * (score - state.bias[rater]), minlength=n_pairs)
-    state.latent = (state.prior_mean / state.prior_var + weighted) / precision
-    state.precision = precision
+    state.latent, state.precision = _latent_posterior(
+        pair,
+        score - state.bias[rater],
+        1.0 / state.noise_var[rater],
+        n_pairs=state.latent.size,
+        prior_mean=state.prior_mean,
+        latent_var=state.prior_var,
+    )
 
 
 def _update_bias(state: _State, pair, rater, score, rater_count, settings: RaterModelSettings) -> None:
@@ -298,14 +314,14 @@ def _update_prior(state: _State) -> None:
 
 
 def _result(state: _State, rater_count, settings, iterations: int, converged: bool) -> FittedRaterEffects:
-    half = Z_95 / np.sqrt(state.precision)
+    pairs = _on_scale(state.latent, state.precision)
     bias_half = Z_95 / np.sqrt(1.0 / settings.bias_prior_sd**2 + rater_count / state.noise_var)
     df = rater_count + settings.noise_prior_df
     noise_sd = np.sqrt(state.noise_var)
     return FittedRaterEffects(
-        pair_score=np.clip(state.latent, SCORE_MIN, SCORE_MAX),
-        pair_low=np.clip(state.latent - half, SCORE_MIN, SCORE_MAX),
-        pair_high=np.clip(state.latent + half, SCORE_MIN, SCORE_MAX),
+        pair_score=pairs.score,
+        pair_low=pairs.low,
+        pair_high=pairs.high,
         pair_precision=state.precision,
         rater_bias=state.bias,
         rater_bias_low=state.bias - bias_half,
