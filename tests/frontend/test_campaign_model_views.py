@@ -105,6 +105,11 @@ def test_the_savings_and_the_curve_as_a_person_sees_them(adaptive_campaign, page
     assert cells.count() == 9  # halves measured, then N = 1 .. 10 (8 columns)
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     page.screenshot(path=screenshot_dir / "campaign-adaptive-1280.png", full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    chart.locator(".plot-container svg.main-svg").first.wait_for()
+    page.screenshot(path=screenshot_dir / "campaign-adaptive-390.png", full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(f"{live_server.url}/campaigns/adaptive/raters/")
     page.wait_for_selector("table")
     assert page.get_by_role("columnheader", name="Model noise").count() == 1

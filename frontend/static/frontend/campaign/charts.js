@@ -118,9 +118,11 @@ export const builders = {
         { type: "scatter", mode: "markers", x: c.measured.map((m) => m.raters), y: c.measured.map((m) => m.correlation), marker: { color: colour, size: 9 }, name: `${name} (halves measured)`, hovertemplate: "%{x} vs %{x}: %{y:.2f}<extra></extra>" },
       ];
     });
+    // Halves that disagree more than chance measure below 0: the axis reaches down to show them.
+    const lowest = Math.min(0, ...charts.reliability_by_kind.flatMap((c) => c.measured.map((m) => m.correlation)));
     return {
       data,
-      layout: layout({ xaxis: { title: { text: "ratings per pair (N)" }, dtick: 1 }, yaxis: { title: { text: "reliability of the mean" }, range: [0, 1] } }),
+      layout: layout({ xaxis: { title: { text: "ratings per pair (N)" }, dtick: 1 }, yaxis: { title: { text: "reliability of the mean" }, range: [lowest - 0.05, 1] } }),
     };
   },
 
