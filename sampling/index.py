@@ -14,7 +14,9 @@ approximate index is used:
 - ``hnsw``: FAISS ``IndexHNSWFlat``. Its graph depends on insertion order, so it is built
   on one thread to stay reproducible (slow to build, fast per query).
 
-The same vectors, ``k`` and configuration always give the same neighbours.
+Exact and IVF search run in row shards (``sampling.shards``): in this process one after
+the other, or on many Celery workers for a large space, with the same result. The same
+vectors, ``k`` and configuration always give the same neighbours.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
+
+from sampling.shards import SHARDED_KINDS, SearchPlan, self_join
 
 INDEX_KINDS = ("auto", "exact", "ivf", "hnsw")
 APPROXIMATE_KINDS = ("ivf", "hnsw")
@@ -55,6 +59,14 @@ class IndexConfig:
     hnsw_ef_search: int = 96
     seed: int = 1234
     query_chunk: int = 65_536
+    # Rows per shard of a sharded (exact or IVF) self-join, in one process or on many
+    # workers; a multiple of BLOCK_ROWS keeps the assignment's products whole.
+    shard_rows: int = 16 * BLOCK_ROWS
+    # A batch searches in a Celery chord of shards from this many rows of a space on
+    # (services mode); below it, and in the embedded mode, in its own task.
+    chord_min_rows: int = 200_000
+    # Deliveries of one shard before the batch fails (a worker that died counts).
+    shard_max_attempts: int = 3
 
     def __post_init__(self) -> None:
         if self.kind not in INDEX_KINDS:
@@ -71,6 +83,9 @@ class IndexConfig:
             "hnsw_ef_construction",
             "hnsw_ef_search",
             "query_chunk",
+            "shard_rows",
+            "chord_min_rows",
+            "shard_max_attempts",
         ):
             if getattr(self, name) < 1:
                 raise IndexConfigError(f"index setting {name} must be at least 1, got {getattr(self, name)}")
@@ -105,7 +120,9 @@ class IndexConfig:
         return max(1, min(wanted, n // MIN_TRAIN_PER_LIST))
 
 
-def nearest_neighbours(vectors: np.ndarray, k: int, config: IndexConfig | None = None) -> tuple[np.ndarray, np.ndarray]:
+def nearest_neighbours(
+    vectors: np.ndarray, k: int, config: IndexConfig | None = None, cells: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` most similar other rows of every row.
 
     vectors: float (n, d), rows L2-normalized. Returns ``(ids, sims)``: int64 (n, k) row
@@ -121,19 +138,30 @@ def nearest_neighbours(vectors: np.ndarray, k: int, config: IndexConfig | None =
         raise ValueError(f"expected a non-empty 2-D array (n, d), got shape {x.shape}")
     config = config or IndexConfig()
     n = x.shape[0]
-    # One extra result per row so that dropping the row itself still leaves k.
+    kind = config.kind_for(n)
+    if kind in SHARDED_KINDS:
+        if kind == "ivf" and cells is None:
+            cells = ivf_cells(x, config)
+        return self_join(x, search_plan(n, x.shape[1], k, config, cells), cells)
+    # HNSW: one graph over every row, searched a chunk of queries at a time.
     want = min(k + 1, n)
-    if config.kind_for(n) == "ivf":
-        found_ids, found_sims = _ivf_self_join(x, want, config)
-        return _pad(*_drop_self(found_ids, found_sims, np.arange(n), k), k)
-    index = _flat_or_hnsw(x, config)
+    index = _hnsw(x, config)
     ids = np.empty((n, want - 1), dtype=np.int64)
     sims = np.empty((n, want - 1), dtype=np.float32)
     for start in range(0, n, config.query_chunk):
         stop = min(start + config.query_chunk, n)
         found_sims, found_ids = index.search(x[start:stop], want)
-        ids[start:stop], sims[start:stop] = _drop_self(found_ids, found_sims, np.arange(start, stop), k)
-    return _pad(ids, sims, k)
+        ids[start:stop], sims[start:stop] = drop_self(found_ids, found_sims, np.arange(start, stop), k)
+    return pad(ids, sims, k)
+
+
+def search_plan(n: int, d: int, k: int, config: IndexConfig, cells: np.ndarray | None = None) -> SearchPlan:
+    """The sharded self-join of ``n`` rows under ``config`` (exact or IVF with ``cells``)."""
+    kind = config.kind_for(n)
+    nprobe = min(config.ivf_nprobe, len(cells)) if kind == "ivf" else 0
+    return SearchPlan(
+        rows=n, dim=d, k=k, kind=kind, shard_rows=config.shard_rows, nprobe=nprobe, query_chunk=config.query_chunk
+    )
 
 
 def exact_neighbours(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
@@ -151,9 +179,9 @@ def exact_neighbours(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.nda
     for start in range(0, len(queries), block):
         rows = queries[start : start + block]
         sims = x[rows] @ x.T
-        found_ids, found_sims = _keep_best(np.broadcast_to(np.arange(x.shape[0]), sims.shape), sims, want)
-        ids[start : start + block] = _drop_self(found_ids, found_sims, rows, k)[0]
-    return _pad(ids, np.zeros(ids.shape, dtype=np.float32), k)[0]
+        found_ids, found_sims = keep_best(np.broadcast_to(np.arange(x.shape[0]), sims.shape), sims, want)
+        ids[start : start + block] = drop_self(found_ids, found_sims, rows, k)[0]
+    return pad(ids, np.zeros(ids.shape, dtype=np.float32), k)[0]
 
 
 # Bytes of column ids handed to the FAISS heap at a time (heap_top).
@@ -256,16 +284,11 @@ def recall_at_k(found: np.ndarray, truth: np.ndarray) -> float:
     return hits / total if total else 1.0
 
 
-def _flat_or_hnsw(x: np.ndarray, config: IndexConfig):
-    """A filled exact or HNSW FAISS index over x: float32 (n, d), C-contiguous."""
+def _hnsw(x: np.ndarray, config: IndexConfig):
+    """A filled HNSW FAISS index over x: float32 (n, d), C-contiguous."""
     import faiss
 
-    n, d = x.shape
-    if config.kind_for(n) == "exact":
-        index = faiss.IndexFlatIP(d)
-        index.add(x)
-        return index
-    index = faiss.IndexHNSWFlat(d, config.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+    index = faiss.IndexHNSWFlat(x.shape[1], config.hnsw_m, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = config.hnsw_ef_construction
     with _single_thread():
         index.add(x)
@@ -274,18 +297,32 @@ def _flat_or_hnsw(x: np.ndarray, config: IndexConfig):
 
 
 def ivf_cells(x: np.ndarray, config: IndexConfig) -> np.ndarray:
-    """Seeded spherical k-means centroids for x: float32 (nlist, d), rows L2-normalized.
+    """Seeded spherical k-means centroids for x: float32 (nlist, d), rows L2-normalized
+    (``ivf_train`` on ``ivf_training_sample``)."""
+    return ivf_train(ivf_training_sample(x, config), config.nlist_for(x.shape[0]), config)
 
-    Trains on ``nlist * ivf_train_per_list`` rows drawn with the seed, starting from
-    ``nlist`` of them; a cell that loses all its points keeps its previous centroid.
-    """
-    n, _ = x.shape
-    nlist = config.nlist_for(n)
+
+def ivf_training_sample(x: np.ndarray, config: IndexConfig) -> np.ndarray:
+    """The ``nlist * ivf_train_per_list`` rows of x (all, if fewer) that k-means trains
+    on, drawn with the seed: float32 (m, d). The cells are a function of this sample,
+    ``nlist`` and the config alone, so the sample keys a store of trained cells."""
+    n = x.shape[0]
     rng = np.random.default_rng(config.seed)
-    train = x[np.sort(rng.choice(n, size=min(n, nlist * config.ivf_train_per_list), replace=False))]
+    size = min(n, config.nlist_for(n) * config.ivf_train_per_list)
+    return np.asarray(x[np.sort(rng.choice(n, size=size, replace=False))], dtype=np.float32)
+
+
+def ivf_train(train: np.ndarray, nlist: int, config: IndexConfig) -> np.ndarray:
+    """Spherical k-means on ``train`` float32 (m, d): centroids float32 (nlist, d).
+
+    Starts from ``nlist`` training rows drawn with a stream of the seed's own (not
+    the sample's, so trained cells can be stored and found again by the sample); a cell
+    that loses all its points keeps its previous centroid.
+    """
+    rng = np.random.default_rng([config.seed, 1])
     centroids = train[np.sort(rng.choice(len(train), size=nlist, replace=False))].copy()
     for _ in range(config.ivf_niter):
-        nearest = _top_cells(train, centroids, 1)[:, 0]
+        nearest = top_cells(train, centroids, 1)[:, 0]
         order = np.argsort(nearest, kind="stable")
         starts = np.searchsorted(nearest[order], np.arange(nlist + 1))
         filled = starts[:-1] < starts[1:]
@@ -298,7 +335,7 @@ def ivf_cells(x: np.ndarray, config: IndexConfig) -> np.ndarray:
     return centroids
 
 
-def _top_cells(x: np.ndarray, centroids: np.ndarray, nprobe: int) -> np.ndarray:
+def top_cells(x: np.ndarray, centroids: np.ndarray, nprobe: int) -> np.ndarray:
     """int64 (n, nprobe): each row's most similar centroids, best first (ties by cell number)."""
     out = np.empty((x.shape[0], nprobe), dtype=np.int64)
     last = centroids.shape[0] - nprobe
@@ -312,38 +349,7 @@ def _top_cells(x: np.ndarray, centroids: np.ndarray, nprobe: int) -> np.ndarray:
     return out
 
 
-def _ivf_self_join(x: np.ndarray, want: int, config: IndexConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's ``want`` best rows (itself included) found in its ``nprobe`` nearest cells.
-
-    x: float32 (n, d) L2-normalized. Returns int64 (n, want) ids and float32 sims, best
-    first, ties in id order; -1 / -inf where the probed cells held fewer rows.
-    """
-    n, _ = x.shape
-    centroids = ivf_cells(x, config)
-    nlist = len(centroids)
-    nprobe = min(config.ivf_nprobe, nlist)
-    probes = _top_cells(x, centroids, nprobe)
-    # A row is stored in its nearest cell (the first probe), as IndexIVFFlat.add does.
-    stored_in = _by_cell(probes[:, 0], nlist)
-    visited_by = _by_cell(probes.ravel(), nlist)
-    # Every (row, probe) visit keeps the best rows it found in that cell; a row's visits
-    # are merged once, at the end, instead of after every cell.
-    found_ids = np.full((n * nprobe, want), -1, dtype=np.int64)
-    found_sims = np.full((n * nprobe, want), -np.inf, dtype=np.float32)
-    for cell in range(nlist):
-        stored = stored_in[1][stored_in[0][cell] : stored_in[0][cell + 1]]
-        visits = visited_by[1][visited_by[0][cell] : visited_by[0][cell + 1]]
-        if len(stored) and len(visits):
-            # Entries of the flattened probe table; row number = entry // nprobe.
-            sims = x[visits // nprobe] @ x[stored].T
-            take = min(want, len(stored))
-            top = np.argpartition(sims, len(stored) - take, axis=1)[:, len(stored) - take :]
-            found_ids[visits, :take] = stored[top]
-            found_sims[visits, :take] = np.take_along_axis(sims, top, axis=1)
-    return _keep_best(found_ids.reshape(n, nprobe * want), found_sims.reshape(n, nprobe * want), want)
-
-
-def _keep_best(ids: np.ndarray, sims: np.ndarray, want: int) -> tuple[np.ndarray, np.ndarray]:
+def keep_best(ids: np.ndarray, sims: np.ndarray, want: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``want`` best columns of each row, best first (ties by id, -1 ids last)."""
     if ids.shape[1] > want:
         top = np.argpartition(sims, ids.shape[1] - want, axis=1)[:, ids.shape[1] - want :]
@@ -352,7 +358,7 @@ def _keep_best(ids: np.ndarray, sims: np.ndarray, want: int) -> tuple[np.ndarray
     return np.take_along_axis(ids, order, axis=1), np.take_along_axis(sims, order, axis=1)
 
 
-def _by_cell(cells: np.ndarray, nlist: int) -> tuple[np.ndarray, np.ndarray]:
+def by_cell(cells: np.ndarray, nlist: int) -> tuple[np.ndarray, np.ndarray]:
     """CSR grouping: (starts (nlist + 1,), positions of ``cells`` sorted by cell)."""
     order = np.argsort(cells, kind="stable")
     return np.searchsorted(cells[order], np.arange(nlist + 1)), order
@@ -364,7 +370,7 @@ def _best_first(ids: np.ndarray, sims: np.ndarray) -> np.ndarray:
     return np.lexsort((np.where(missing, np.iinfo(np.int64).max, ids), -sims, missing), axis=-1)
 
 
-def _pad(ids: np.ndarray, sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def pad(ids: np.ndarray, sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     if ids.shape[1] == k:
         return ids, sims
     pad = k - ids.shape[1]
@@ -386,7 +392,7 @@ def _single_thread() -> Iterator[None]:
         faiss.omp_set_num_threads(before)
 
 
-def _drop_self(
+def drop_self(
     found_ids: np.ndarray, found_sims: np.ndarray, query_rows: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Remove each query's own row from its results and keep at most ``k`` columns.

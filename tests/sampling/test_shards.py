@@ -1,0 +1,100 @@
+"""The sharded self-join: shards in one process, and shards as files run in any order. No database."""
+
+import numpy as np
+import pytest
+
+from sampling.index import IndexConfig, exact_neighbours, ivf_cells, nearest_neighbours, recall_at_k, search_plan
+from sampling.shards import (
+    ASSIGN,
+    SEARCH,
+    SearchPlan,
+    folder_neighbours,
+    folder_prepare,
+    self_join,
+    shard_file,
+    shard_ranges,
+    shard_run,
+)
+from tests.sampling.test_index import clustered
+
+IVF = IndexConfig(kind="ivf", ivf_nlist=24, ivf_nprobe=3, seed=5)
+
+
+def test_shard_ranges_cover_every_row_once():
+    assert shard_ranges(10, 4) == [(0, 4), (4, 8), (8, 10)]
+    assert shard_ranges(8, 4) == [(0, 4), (4, 8)]
+    assert shard_ranges(3, 10) == [(0, 3)]
+
+
+@pytest.mark.parametrize("kind", ["exact", "ivf"])
+@pytest.mark.parametrize("shard_rows", [1, 37, 250, 5_000])
+def test_any_shard_size_gives_the_neighbours_of_one_shard(kind, shard_rows):
+    x = clustered(1_200, 16, 12, seed=3)
+    config = IndexConfig(**{**IVF.as_dict(), "kind": kind, "shard_rows": 100_000})
+    whole, whole_sims = nearest_neighbours(x, 5, config)
+    cut = IndexConfig(**{**config.as_dict(), "shard_rows": shard_rows})
+    ids, sims = nearest_neighbours(x, 5, cut)
+    np.testing.assert_array_equal(ids, whole)
+    np.testing.assert_allclose(sims, whole_sims, atol=1e-6)
+    assert not (ids == np.arange(len(x))[:, None]).any()
+
+
+def test_sharded_ivf_keeps_its_recall():
+    x = clustered(3_000, 16, 20, seed=4)
+    config = IndexConfig(**{**IVF.as_dict(), "shard_rows": 256})
+    ids, _ = nearest_neighbours(x, 5, config)
+    queries = np.arange(0, 3_000, 7)
+    assert recall_at_k(ids[queries], exact_neighbours(x, queries, 5)) >= 0.9
+
+
+def prepared(tmp_path, kind, shard_rows=90):
+    x = clustered(700, 12, 9, seed=8)
+    config = IndexConfig(**{**IVF.as_dict(), "kind": kind, "shard_rows": shard_rows})
+    cells = ivf_cells(x, config) if kind == "ivf" else None
+    plan = search_plan(len(x), x.shape[1], 4, config, cells)
+    folder = tmp_path / kind
+    folder_prepare(folder, x, plan, cells)
+    return folder, plan, x, cells
+
+
+@pytest.mark.parametrize("kind", ["exact", "ivf"])
+def test_shards_run_from_files_in_any_order_give_what_one_process_gives(tmp_path, kind):
+    folder, plan, x, cells = prepared(tmp_path, kind)
+    shards = len(plan.ranges())
+    assert shards == 8
+    rng = np.random.default_rng(0)
+    for stage in plan.stages():
+        for number in rng.permutation(shards):
+            assert shard_run(folder, stage, int(number)) is True
+    expected, _ = self_join(x, plan, cells)
+    np.testing.assert_array_equal(folder_neighbours(folder), expected)
+    # The in-process search of the same space and settings: the same neighbours.
+    config = IndexConfig(**{**IVF.as_dict(), "kind": kind, "shard_rows": 90})
+    np.testing.assert_array_equal(folder_neighbours(folder), nearest_neighbours(x, 4, config, cells)[0])
+
+
+def test_a_repeated_delivery_leaves_the_shard_file_as_it_is(tmp_path):
+    folder, plan, _, _ = prepared(tmp_path, "ivf")
+    for number in range(len(plan.ranges())):
+        shard_run(folder, ASSIGN, number)
+    assert shard_run(folder, SEARCH, 2) is True
+    written = shard_file(folder, SEARCH, 2)
+    before = written.stat().st_mtime_ns
+    assert shard_run(folder, SEARCH, 2) is False
+    assert written.stat().st_mtime_ns == before
+    assert not list(folder.glob("*.tmp"))
+
+
+def test_the_merge_names_the_shards_without_a_result(tmp_path):
+    folder, _, _, _ = prepared(tmp_path, "exact")
+    for number in (0, 1, 2, 4, 5, 6):
+        shard_run(folder, SEARCH, number)
+    with pytest.raises(FileNotFoundError, match=r"search shard\(s\) \[3, 7\] have no result"):
+        folder_neighbours(folder)
+
+
+def test_only_exact_and_ivf_run_in_shards():
+    with pytest.raises(ValueError, match="only exact and ivf"):
+        SearchPlan(rows=10, dim=2, k=2, kind="hnsw", shard_rows=5)
+    with pytest.raises(ValueError, match="shard_rows must be at least 1"):
+        SearchPlan(rows=10, dim=2, k=2, kind="exact", shard_rows=0)
