@@ -51,6 +51,13 @@ class RunKind:
     orphan_message: Callable[[BackgroundRun], str]
     claim_resets: dict = field(default_factory=dict)
     after_orphaned: Callable[[BackgroundRun], None] | None = None
+    # For a run handed on to other processes (``run_detach``): whether its work is
+    # still under way, asked when no process holds its runner lock.
+    detached_alive: Callable[[BackgroundRun], bool] | None = None
+
+
+# The runner of a row whose work went on in other processes (a Celery chord).
+DETACHED = "chord:"
 
 
 # --- runner identity and locks ---------------------------------------------------------
@@ -62,15 +69,18 @@ def runner_name() -> str:
 
 
 @contextmanager
-def runner_lock(lock_class: int, object_id: int) -> Iterator[bool]:
+def runner_lock(lock_class: int, object_id: int, *, wait: bool = False) -> Iterator[bool]:
     """Hold the runner lock of one row for the block; yields False when another session
-    holds it (on SQLite always True)."""
+    holds it (or, with ``wait``, waits for it). On SQLite always True."""
     if connection.vendor != "postgresql":
         yield True
         return
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [lock_class, object_id])
-        locked = cursor.fetchone()[0]
+        if wait:
+            cursor.execute("SELECT pg_advisory_lock(%s, %s), true", [lock_class, object_id])
+        else:
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [lock_class, object_id])
+        locked = cursor.fetchone()[-1]
     try:
         yield locked
     finally:
@@ -131,7 +141,7 @@ def run_once(
         if not locked:
             return row
         if not _claim(kind, run_id):
-            if row.status == JobStatus.RUNNING and previous_runner_gone(kind.lock_class, row.pk, row.runner):
+            if row.status == JobStatus.RUNNING and _gone_while_locked(kind, row):
                 _fail_orphaned(kind, row)
             row.refresh_from_db()
             return row
@@ -146,6 +156,45 @@ def run_once(
             raise
         row.refresh_from_db()
         # A failed run keeps its uploads for diagnosis (the prune removes them later).
+        if row.status == JobStatus.SUCCEEDED and run_uploads_remove(row):
+            row.refresh_from_db()
+        return row
+
+
+def _gone_while_locked(kind: RunKind, row: BackgroundRun) -> bool:
+    if row.runner.startswith(DETACHED):
+        return kind.detached_alive is not None and not kind.detached_alive(row)
+    return previous_runner_gone(kind.lock_class, row.pk, row.runner)
+
+
+def run_detach(kind: RunKind, run_id: int, message: str) -> None:
+    """Hand a running row on to other processes: it stays running when this one ends
+    (``detached_alive`` tells whether its work goes on; ``run_resume`` finishes it)."""
+    kind.model.objects.filter(pk=run_id, status=JobStatus.RUNNING).update(
+        runner=f"{DETACHED}{runner_name()}", progress_message=message[:255]
+    )
+
+
+def run_resume(
+    kind: RunKind, run_id: int, body: Callable[[BackgroundRun, Progress], None], *, echo: Progress | None = None
+) -> BackgroundRun | None:
+    """Finish a detached running row in this process, holding its runner lock: ``body``
+    as in ``run_once``, with the same handling of errors. Waits for the lock (the process
+    that detached the row may not have let go of it yet); None when the row is gone, or
+    no longer running or detached (a repeated delivery)."""
+    with runner_lock(kind.lock_class, run_id, wait=True):
+        row = kind.model.objects.filter(pk=run_id).first()
+        if row is None or row.status != JobStatus.RUNNING or not row.runner.startswith(DETACHED):
+            return None
+        try:
+            body(row, progress_writer(kind, run_id, echo))
+        except DomainError as exc:
+            run_fail(kind, run_id, str(exc))
+        except Exception as exc:
+            logger.exception("%s #%s failed", kind.noun, run_id)
+            run_fail(kind, run_id, f"unexpected error: {exc!r}")
+            raise
+        row.refresh_from_db()
         if row.status == JobStatus.SUCCEEDED and run_uploads_remove(row):
             row.refresh_from_db()
         return row
@@ -215,10 +264,20 @@ def runs_fail_orphaned(kind: RunKind) -> list[int]:
     return [
         row.pk
         for row in kind.model.objects.filter(status=JobStatus.RUNNING)
-        if not runner_alive(kind.lock_class, row.pk, row.runner) and _fail_orphaned(kind, row)
+        if not run_alive(kind, row) and _fail_orphaned(kind, row)
     ]
+
+
+def run_alive(kind: RunKind, row: BackgroundRun) -> bool:
+    """Whether a running row's work may still be going on: its runner holds the lock (or
+    its process lives), or, detached, ``detached_alive`` says so."""
+    if runner_alive(kind.lock_class, row.pk, row.runner):
+        return True
+    if row.runner.startswith(DETACHED):
+        return kind.detached_alive is None or kind.detached_alive(row)
+    return False
 
 
 def run_is_stale(kind: RunKind, row: BackgroundRun) -> bool:
     """A row marked running whose runner is gone (read only: nothing is written)."""
-    return row.status == JobStatus.RUNNING and not runner_alive(kind.lock_class, row.pk, row.runner)
+    return row.status == JobStatus.RUNNING and not run_alive(kind, row)

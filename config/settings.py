@@ -243,8 +243,18 @@ if not CELERY_TASK_ALWAYS_EAGER and not CELERY_BROKER_URL:
 if CELERY_TASK_ALWAYS_EAGER and not CELERY_BROKER_URL:
     CELERY_BROKER_URL = "memory://"
 CELERY_TASK_EAGER_PROPAGATES = True
-CELERY_RESULT_BACKEND = None
+# A chord (a sampling batch's search shards, then their merge) counts finished shards in
+# a result backend: the broker's Redis by default. Tasks keep no results unless they say.
+CELERY_RESULT_BACKEND = (
+    env.str("CELERY_RESULT_BACKEND", default=CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "") or None
+)
 CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_EXPIRES = 24 * 3600
+# A task taken by a worker that then vanished (killed, host lost) goes back to the queue
+# after this many seconds (Redis transport); a pool process that died returns it at once.
+CELERY_VISIBILITY_TIMEOUT = _int_at_least("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=5)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -336,6 +346,11 @@ if not 1 <= UPLOAD_MAX_FILENAME_CHARS <= 255:
 # Nearest-neighbour search for sampling, as JSON, e.g. {"kind": "hnsw", "exact_max": 50000}.
 # Keys and defaults: sampling.index.IndexConfig (exact search up to 20,000 items, then IVF).
 SAMPLING_INDEX = env.json("SAMPLING_INDEX", default={})
+# A batch searching in a chord of shards is given up (failed, nothing written) when no
+# shard has started or finished for this long: longer than a lost task takes to return.
+SAMPLING_CHORD_STALL_SECONDS = _int_at_least(
+    "SAMPLING_CHORD_STALL_SECONDS", CELERY_VISIBILITY_TIMEOUT + 600, minimum=CELERY_VISIBILITY_TIMEOUT + 1
+)
 
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes a missing or bad credential a 401

@@ -9,30 +9,44 @@ mid-batch, leaves nothing behind, and starting the batch again gives the same pa
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from django.db import transaction
+from django.utils import timezone
 
-from annotation.models import METHOD_KIND, Caption, Dataset, EmbeddingSpace, Image, TaskKind
+from annotation.models import METHOD_KIND, Caption, Dataset, EmbeddingSpace, Image, JobStatus, TaskKind
 from annotation.rating.pairs import PairSpec, gold_pair_identities, pairs_create_bulk
 from annotation.runs import (
     SAMPLING_BATCH_LOCKS,
     Progress,
     RunKind,
+    run_detach,
     run_is_stale,
     run_once,
+    run_resume,
     run_succeed,
     runs_fail_orphaned,
 )
 from sampling import strategies
 from sampling.audit import audit_retrievals_write, audit_sample
+from sampling.chord_run import (
+    chord_alive,
+    chord_start,
+    run_folder_remove,
+    shards_summary,
+    space_folder,
+    stored_cells,
+    uses_chord,
+)
 from sampling.errors import BatchConflict, PairListError, SamplingInputError
-from sampling.index import IndexConfig
+from sampling.index import IndexConfig, nearest_neighbours, search_plan
 from sampling.model_topk import MODEL_TOPK
 from sampling.models import SamplingBatch
 from sampling.pairlist import UPLOADED, PairListFormatError, read_pair_list
-from sampling.selectors import KEY_CHUNK, pivots, queued_pairs, space_vectors, split_items
+from sampling.selectors import KEY_CHUNK, SplitItems, pivots, queued_pairs, space_vectors, split_items
+from sampling.shards import folder_neighbours
 
 
 def _orphan_message(batch: SamplingBatch) -> str:
@@ -48,6 +62,7 @@ BATCH_RUNS = RunKind(
     noun="sampling batch",
     orphan_message=_orphan_message,
     claim_resets={"stats": {}, "pairs_per_method": {}},
+    detached_alive=chord_alive,
 )
 
 
@@ -78,16 +93,57 @@ def sampling_batch_run(*, batch_id: int, echo: Progress | None = None) -> Sampli
 
 def _run(batch: SamplingBatch, progress: Progress) -> None:
     started = time.perf_counter()
-    uploaded = batch.source == SamplingBatch.Source.UPLOADED
-    if uploaded:
-        total_steps = 2
-        progress(0, total_steps, "reading the pair list")
+    if batch.source == SamplingBatch.Source.UPLOADED:
+        progress(0, 2, "reading the pair list")
         specs, merged = upload_specs(batch.split, batch.upload_path, repeats=batch.upload_repeats)
         stats: dict = {"pairs_in_file": len(specs), "rows_merged": merged}
-        step = 1
-        retrievals = []
-    else:
-        specs, retrievals, stats, step, total_steps = _sample(batch, progress)
+        _write(batch, specs, [], stats, progress, step=1, total_steps=2, started=started, uploaded=True)
+        return
+    sampled = _sample(batch, progress)
+    if sampled is not None:
+        specs, retrievals, stats, step, total_steps = sampled
+        _write(batch, specs, retrievals, stats, progress, step=step, total_steps=total_steps, started=started)
+
+
+def sampling_batch_merge(*, batch_id: int) -> SamplingBatch | None:
+    """Finish a batch whose search ran in a chord: read the shards' neighbours, select
+    the pairs and write them (``annotation.runs.run_resume``); the run folder goes."""
+    try:
+        return run_resume(BATCH_RUNS, batch_id, _merge)
+    finally:
+        if not SamplingBatch.objects.filter(pk=batch_id, status=JobStatus.RUNNING).exists():
+            run_folder_remove(batch_id)
+
+
+def _merge(batch: SamplingBatch, progress: Progress) -> None:
+    # The batch's total time counts from its start, before the chord.
+    started = time.perf_counter() - (timezone.now() - batch.started_at).total_seconds()
+    stats = dict(batch.stats)
+    stats["chord"] = {**stats.get("chord", {}), **shards_summary(batch)}
+    if not all(part["finished"] == part["shards"] for key, part in stats["chord"].items() if key != "workers"):
+        raise BatchConflict("the chord's merge ran before every shard finished; start the batch again")
+    inputs = _inputs(batch, with_vectors=False)
+    total_steps = batch.progress_total
+    progress(total_steps - 1, total_steps, "merging the shards' neighbours")
+    found = {name: folder_neighbours(space_folder(batch.pk, name)) for name in inputs.searched}
+    specs, retrievals, selected = _select(batch, inputs, found, progress, total_steps - 1, total_steps)
+    stats.update(selected)
+    _write(batch, specs, retrievals, stats, progress, step=total_steps - 1, total_steps=total_steps, started=started)
+
+
+def _write(
+    batch: SamplingBatch,
+    specs: list[PairSpec],
+    retrievals: list,
+    stats: dict,
+    progress: Progress,
+    *,
+    step: int,
+    total_steps: int,
+    started: float,
+    uploaded: bool = False,
+) -> None:
+    """Write every pair with its rating slots and the batch's final status in one transaction."""
     slots = len(specs) * batch.ratings_per_pair
     progress(step, total_steps, f"writing up to {len(specs)} pairs and {slots} rating slots")
     write_started = time.perf_counter()
@@ -146,69 +202,123 @@ def _planned(batch: SamplingBatch, specs: list[PairSpec]) -> tuple[dict[str, int
     return planned, gold_left_out
 
 
-def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], list, dict, int, int]:
-    """Sample the batch's methods. Returns (specs, audit retrievals, stats, steps done,
-    total steps)."""
+@dataclass
+class _Inputs:
+    """What selection reads of a batch's split: the split's items and arrays, the
+    classic methods with their budgets, and the spaces searched (name -> space)."""
+
+    items: SplitItems
+    data: strategies.SplitArrays
+    methods: dict
+    searched: dict[str, EmbeddingSpace]
+    load_s: float
+
+
+def _inputs(batch: SamplingBatch, *, with_vectors: bool) -> _Inputs:
+    started = time.perf_counter()
     methods = {method: budget for method, budget in batch.methods.items() if method != MODEL_TOPK}
     spaces = {space.name: space for space in EmbeddingSpace.objects.filter(dataset=batch.dataset_id)}
     missing = [name for name in batch.spaces if name not in spaces]
     if missing:
         raise SamplingInputError(f"embedding space(s) {', '.join(missing)} no longer exist in the dataset")
-    searched = [
-        spaces[name]
+    searched = {
+        name: spaces[name]
         for name in batch.spaces
         if any(strategies.SPACE_MODALITY.get(method) == spaces[name].modality for method in methods)
-    ]
-    total_steps = 1 + len(searched) + len(batch.methods) + 1
-    done = 0
-
-    def step(message: str) -> None:
-        nonlocal done
-        done += 1
-        progress(done, total_steps, message)
-
-    progress(0, total_steps, "loading the split")
-    load_started = time.perf_counter()
+    }
     items = split_items(split=batch.split)
+    vectors = {
+        name: space_vectors(space=space, keys=items.image_keys if space.modality == "image" else items.caption_keys)
+        for name, space in searched.items()
+        if with_vectors
+    }
     data = strategies.SplitArrays(
         n_images=items.n_images,
         caption_image=items.caption_image,
-        image_spaces={s.name: space_vectors(space=s, keys=items.image_keys) for s in searched if s.modality == "image"},
-        caption_spaces={
-            s.name: space_vectors(space=s, keys=items.caption_keys) for s in searched if s.modality == "caption"
-        },
+        image_spaces={name: x for name, x in vectors.items() if searched[name].modality == "image"},
+        caption_spaces={name: x for name, x in vectors.items() if searched[name].modality == "caption"},
         queued=queued_pairs(split=batch.split, items=items),
         pivots=pivots(split=batch.split, items=items) if strategies.C2I_INTRASIM in methods else strategies.Pivots(),
     )
-    load_s = time.perf_counter() - load_started
+    return _Inputs(items, data, methods, searched, time.perf_counter() - started)
+
+
+def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], list, dict, int, int] | None:
+    """Sample the batch's methods. Returns (specs, audit retrievals, stats, steps done,
+    total steps), or None when the search went on to a chord of shards (sampling.chord_run)."""
+    total_steps = 1 + len(batch.spaces) + len(batch.methods) + 1
+    progress(0, total_steps, "loading the split")
+    inputs = _inputs(batch, with_vectors=True)
+    total_steps = 1 + len(inputs.searched) + len(batch.methods) + 1
     index = index_config()
+    queries = {name: strategies.search_vectors(inputs.data, name) for name in inputs.searched}
+    cells_made = {}
+    cells = {}
+    if index.kind_for(inputs.items.n_images) == "ivf":
+        for name, x in queries.items():
+            progress(1, total_steps, f"training or finding the IVF cells of space {name}")
+            cells[name], cells_made[name] = stored_cells(inputs.searched[name], x, index)
+    stats = {"load_s": round(inputs.load_s, 3), "index_config": index.as_dict(), "ivf_cells": cells_made}
+    stats["index"] = {name: index.kind_for(len(x)) for name, x in queries.items()}
+    if queries and uses_chord(inputs.items.n_images, index):
+        plans = {
+            name: (x, cells.get(name), search_plan(len(x), x.shape[1], batch.k, index, cells.get(name)))
+            for name, x in queries.items()
+        }
+        run_detach(BATCH_RUNS, batch.pk, "handing the search to a chord of shards")
+        stats["chord"] = chord_start(batch, plans)
+        SamplingBatch.objects.filter(pk=batch.pk).update(stats=stats)
+        return None
+    found = {}
+    search_started = time.perf_counter()
+    for done, (name, x) in enumerate(queries.items(), start=1):
+        progress(done, total_steps, f"searching {inputs.searched[name].modality} space {name}")
+        found[name] = nearest_neighbours(x, batch.k, index, cells.get(name))[0]
+    stats["search_s"] = round(time.perf_counter() - search_started, 3)
+    specs, retrievals, selected = _select(batch, inputs, found, progress, len(queries), total_steps)
+    return specs, retrievals, stats | selected, total_steps - 1, total_steps
+
+
+def _select(
+    batch: SamplingBatch, inputs: _Inputs, found: dict[str, np.ndarray], progress: Progress, done: int, total: int
+) -> tuple[list[PairSpec], list, dict]:
+    """The batch's pairs from the split and each searched space's neighbours (int64
+    (n_images, k)). Returns (specs, audit retrievals, stats of the selection)."""
+    steps = iter(range(done + 1, total))
     select_started = time.perf_counter()
+    inputs.data.neighbours = {
+        modality: {name: ids for name, ids in found.items() if inputs.searched[name].modality == modality}
+        for modality in ("image", "caption")
+    }
     try:
         result = strategies.sample_split(
-            data, methods, k=batch.k, seed=batch.seed, index=index, step=step, cocaption=batch.cocaption_pairs
+            inputs.data,
+            inputs.methods,
+            k=batch.k,
+            seed=batch.seed,
+            index=index_config(),
+            step=lambda message: progress(next(steps, total - 1), total, message),
+            cocaption=batch.cocaption_pairs,
         )
     except ValueError as exc:
         raise SamplingInputError(str(exc)) from exc
-    specs = [spec for method, rows in result.pairs.items() for spec in items.pair_specs(method, rows)]
-    stats = {
-        "load_s": round(load_s, 3),
-        "search_s": round(result.search_seconds, 3),
-        "select_s": round(time.perf_counter() - select_started - result.search_seconds, 3),
-        "index": result.index_kinds,
-        "index_config": index.as_dict(),
-        **result.reports,
-    }
+    specs = [spec for method, rows in result.pairs.items() for spec in inputs.items.pair_specs(method, rows)]
+    stats = {"select_s": round(time.perf_counter() - select_started, 3), **result.reports}
     retrievals = []
     if MODEL_TOPK in batch.methods:
-        step(f"retrieving the top {batch.k} of {len(batch.audit['models'])} audited model(s)")
+        progress(
+            next(steps, total - 1),
+            total,
+            f"retrieving the top {batch.k} of {len(batch.audit['models'])} audited model(s)",
+        )
         audit_started = time.perf_counter()
         # A stream of its own, after every classic method's: adding an audit to a batch
         # never changes the other methods' pairs.
         rng = np.random.default_rng([batch.seed, len(strategies.METHODS)])
-        audit_specs, retrievals = audit_sample(batch, items, data.queued, batch.methods[MODEL_TOPK], rng)
+        audit_specs, retrievals = audit_sample(batch, inputs.items, inputs.data.queued, batch.methods[MODEL_TOPK], rng)
         specs += audit_specs
         stats["audit_s"] = round(time.perf_counter() - audit_started, 3)
-    return specs, retrievals, stats, done + 1, total_steps
+    return specs, retrievals, stats
 
 
 def dataset_writes_lock(dataset_id: int) -> None:

@@ -121,3 +121,35 @@ class AuditRetrieval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model_name} {self.direction} rank {self.rank} -> pair #{self.pair_id}"
+
+
+class SamplingShard(models.Model):
+    """One shard of a batch's search run as a Celery chord (``sampling.chord_run``): a
+    range of rows of one searched space, in one stage (IVF: assign, then search). Its
+    attempts count deliveries, a worker that died included; the batch's progress counts
+    the finished ones."""
+
+    class Stage(models.TextChoices):
+        ASSIGN = "assign", "assign rows to cells"
+        SEARCH = "search", "search the probed cells"
+
+    batch = models.ForeignKey(SamplingBatch, on_delete=models.CASCADE, related_name="shards")
+    space = models.CharField(max_length=100, help_text="The searched embedding space.")
+    stage = models.CharField(max_length=10, choices=Stage.choices)
+    number = models.PositiveIntegerField()
+    row_start = models.PositiveBigIntegerField()
+    row_stop = models.PositiveBigIntegerField()
+    attempts = models.PositiveSmallIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True, help_text="host:pid of the last process that took it.")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True, help_text="Time of the attempt that finished it.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "space", "stage", "number"], name="shard_once"),
+            models.CheckConstraint(condition=Q(row_stop__gt=F("row_start")), name="shard_rows_nonempty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"batch #{self.batch_id} {self.space} {self.stage} shard {self.number}"

@@ -216,7 +216,9 @@ class SplitArrays:
 
     caption_image: int64 (n_captions,); image_spaces: name -> float (n_images, d);
     caption_spaces: name -> float (n_captions, d), rows L2-normalized; queued: method ->
-    pairs already in the dataset, in that method's orientation; pivots for c2i_intrasim.
+    pairs already in the dataset, in that method's orientation; pivots for c2i_intrasim;
+    neighbours: modality -> space name -> int64 (n_images, k) found beforehand (the
+    spaces of a modality given there are not searched again).
     """
 
     n_images: int
@@ -225,6 +227,16 @@ class SplitArrays:
     caption_spaces: Mapping[str, np.ndarray] = field(default_factory=dict)
     queued: Mapping[str, np.ndarray] = field(default_factory=dict)
     pivots: Pivots = field(default_factory=Pivots)
+    neighbours: Mapping[str, Mapping[str, np.ndarray]] = field(default_factory=dict)
+
+
+def search_vectors(data: SplitArrays, name: str) -> np.ndarray:
+    """What a space's search compares, one row per image: float32 (n_images, d). An
+    image space's vectors; a caption space's as the mean of each image's captions."""
+    if name in data.image_spaces:
+        return np.asarray(data.image_spaces[name], dtype=np.float32)
+    groups = CaptionGroups.build(data.caption_image, data.n_images)
+    return mean_caption_vectors(data.caption_spaces[name], groups)
 
 
 @dataclass
@@ -279,6 +291,9 @@ def sample_split(
 
     def search(spaces: Mapping[str, np.ndarray], modality: str) -> list[np.ndarray]:
         nonlocal search_seconds
+        if data.neighbours.get(modality):
+            searched.update(data.neighbours[modality])
+            return list(data.neighbours[modality].values())
         if not spaces:
             raise ValueError(f"no {modality} embedding space given")
         found = []

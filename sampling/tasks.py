@@ -3,7 +3,8 @@ import logging
 from celery import shared_task
 
 from annotation.errors import NotFound
-from sampling.batch_run import sampling_batch_run, sampling_batches_fail_orphaned
+from sampling.batch_run import sampling_batch_merge, sampling_batch_run, sampling_batches_fail_orphaned
+from sampling.chord_run import RETRY, shard_work, stage_next
 
 logger = logging.getLogger(__name__)
 
@@ -23,3 +24,26 @@ def fail_orphaned_batches() -> list[int]:
     """Beat: mark failed the running batches whose worker died (pages and the API show
     them as stale meanwhile; starting one again marks it failed first). Idempotent."""
     return sampling_batches_fail_orphaned()
+
+
+# The shards of a chord keep a result: the chord counts them in the result backend.
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=False, max_retries=None)
+def run_sampling_shard(self, shard_id: int) -> str:
+    """One shard of a batch's search (see sampling.chord_run). A worker that dies in it
+    returns it to the queue; an error retries it until the attempt limit fails the batch."""
+    outcome = shard_work(shard_id)
+    if outcome == RETRY:
+        raise self.retry(countdown=1)
+    return outcome
+
+
+@shared_task(acks_late=True)
+def next_sampling_stage(batch_id: int, stage: str) -> bool:
+    """A chord's callback: queue the batch's next stage of shards."""
+    return stage_next(batch_id, stage)
+
+
+@shared_task(acks_late=True)
+def merge_sampling_batch(batch_id: int) -> None:
+    """The last chord's callback: merge the shards, select and write the batch's pairs."""
+    sampling_batch_merge(batch_id=batch_id)

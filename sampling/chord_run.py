@@ -1,0 +1,229 @@
+"""A batch's search as a Celery chord of shards, for spaces too large for one worker.
+
+The batch's own task prepares a run folder per searched space under
+DATA_DIR/sampling/runs (the vectors every worker maps, the IVF cells, the plan), records
+a row per shard and hands the batch on (``annotation.runs.run_detach``). A chord of
+assign shards then starts a chord of search shards, whose callback merges the results,
+selects the pairs and writes them in one transaction (``sampling.batch_run``). Workers
+on several hosts need DATA_DIR on shared storage, one PostgreSQL and one Redis.
+
+A shard is idempotent (its result file appears complete or not at all) and acks late:
+a worker that dies mid-shard leaves the task to run again. Each delivery counts as an
+attempt; past ``shard_max_attempts`` the batch fails with the shard named and nothing
+written. The same seed gives the same pairs whatever the number of workers or the order
+the shards finish in (``sampling.shards``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import shutil
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from annotation.models import EmbeddingSpace, JobStatus
+from annotation.runs import DETACHED, run_fail, runner_name
+from sampling.index import IndexConfig, ivf_train, ivf_training_sample
+from sampling.models import SamplingBatch, SamplingShard
+from sampling.shards import ASSIGN, SEARCH, SHARDED_KINDS, SearchPlan, atomic_save, folder_prepare, shard_run
+
+logger = logging.getLogger(__name__)
+
+# What a shard's delivery came to (the task retries on RETRY).
+DONE, SKIPPED, RETRY, FAILED = "done", "skipped", "retry", "failed"
+
+
+def uses_chord(n: int, config: IndexConfig) -> bool:
+    """Whether a batch whose searched spaces have ``n`` rows searches in a chord: in
+    services mode, for exact or IVF search, from ``chord_min_rows`` rows on."""
+    return not settings.CELERY_TASK_ALWAYS_EAGER and config.kind_for(n) in SHARDED_KINDS and n >= config.chord_min_rows
+
+
+def run_folder(batch_id: int) -> Path:
+    return Path(settings.DATA_DIR) / "sampling" / "runs" / f"batch-{batch_id}"
+
+
+def space_folder(batch_id: int, space: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", space)[:40]
+    return run_folder(batch_id) / f"{safe}-{hashlib.sha1(space.encode()).hexdigest()[:8]}"
+
+
+def run_folder_remove(batch_id: int) -> None:
+    shutil.rmtree(run_folder(batch_id), ignore_errors=True)
+
+
+def stored_cells(space: EmbeddingSpace, x: np.ndarray, config: IndexConfig) -> tuple[np.ndarray, dict]:
+    """IVF cells for ``x`` (a space's vectors for a split, or their caption means),
+    trained once and kept beside the space's vectors under a digest of the training
+    sample and the training settings: the cells are a function of those alone.
+    Returns (cells float32 (nlist, d), what was done: file, trained, seconds)."""
+    started = time.perf_counter()
+    sample = ivf_training_sample(x, config)
+    nlist = config.nlist_for(x.shape[0])
+    key = hashlib.blake2b(digest_size=16)
+    key.update(np.ascontiguousarray(sample).tobytes())
+    key.update(f"{nlist}:{config.ivf_niter}:{config.seed}".encode())
+    path = Path(space.vectors_path).parent / "ivf-cells" / f"{key.hexdigest()}.npy"
+    if path.is_file():
+        cells = np.load(path)
+        if cells.shape == (nlist, x.shape[1]):
+            return cells, {"file": path.name, "trained": False, "seconds": round(time.perf_counter() - started, 3)}
+    cells = ivf_train(sample, nlist, config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_save(path, cells)
+    return cells, {"file": path.name, "trained": True, "seconds": round(time.perf_counter() - started, 3)}
+
+
+def chord_start(batch: SamplingBatch, plans: dict[str, tuple[np.ndarray, np.ndarray | None, SearchPlan]]) -> dict:
+    """Write each space's run folder and shard rows, then queue the first stage's chord.
+    plans: space name -> (vectors float32 (n, d), cells or None, plan). Returns what the
+    batch records of the chord."""
+    run_folder_remove(batch.pk)
+    rows = []
+    for name, (vectors, cells, plan) in plans.items():
+        folder_prepare(space_folder(batch.pk, name), vectors, plan, cells)
+        for stage in plan.stages():
+            for number, (start, stop) in enumerate(plan.ranges()):
+                rows.append(
+                    SamplingShard(batch=batch, space=name, stage=stage, number=number, row_start=start, row_stop=stop)
+                )
+    with transaction.atomic():
+        SamplingShard.objects.filter(batch=batch).delete()
+        SamplingShard.objects.bulk_create(rows)
+    first = ASSIGN if any(row.stage == ASSIGN for row in rows) else SEARCH
+    transaction.on_commit(lambda: stage_launch(batch.pk, first))
+    return {
+        "mode": "chord",
+        "shards": {stage: sum(row.stage == stage for row in rows) for stage in (ASSIGN, SEARCH)},
+        "shard_rows": next(iter(plans.values()))[2].shard_rows,
+    }
+
+
+def stage_launch(batch_id: int, stage: str) -> None:
+    """Queue one stage's shards as a chord: after assign comes search, after search the merge."""
+    from celery import chord
+
+    from sampling.tasks import merge_sampling_batch, next_sampling_stage, run_sampling_shard
+
+    shard_ids = list(
+        SamplingShard.objects.filter(batch_id=batch_id, stage=stage)
+        .order_by("space", "number")
+        .values_list("pk", flat=True)
+    )
+    then = next_sampling_stage.si(batch_id, SEARCH) if stage == ASSIGN else merge_sampling_batch.si(batch_id)
+    chord([run_sampling_shard.si(shard_id) for shard_id in shard_ids], then).delay()
+
+
+def stage_next(batch_id: int, stage: str) -> bool:
+    """Queue ``stage`` if the batch still runs in a chord and the stage before it
+    finished; False otherwise (a failed batch stops here)."""
+    if not _chord_running(batch_id):
+        return False
+    if SamplingShard.objects.filter(batch_id=batch_id, finished_at__isnull=True).exclude(stage=stage).exists():
+        return False
+    stage_launch(batch_id, stage)
+    return True
+
+
+def shard_work(shard_id: int) -> str:
+    """One delivery of a shard: count the attempt, run it from the run folder, record it.
+
+    An error asks for a retry (RETRY) until the attempt limit; past it, the batch fails
+    with the shard named and its run folder removed (none of it reached the database).
+    """
+    from sampling.batch_run import index_config
+
+    max_attempts = index_config().shard_max_attempts
+    with transaction.atomic():
+        shard = SamplingShard.objects.select_for_update().filter(pk=shard_id).first()
+        if shard is None or shard.finished_at is not None or not _chord_running(shard.batch_id):
+            return SKIPPED
+        shard.attempts += 1
+        shard.worker = runner_name()
+        shard.started_at = timezone.now()
+        shard.save(update_fields=["attempts", "worker", "started_at"])
+    if shard.attempts > max_attempts:
+        _fail(shard, f"was taken {shard.attempts - 1} times without finishing (its worker died each time?)")
+        return FAILED
+    started = time.perf_counter()
+    try:
+        shard_run(space_folder(shard.batch_id, shard.space), shard.stage, shard.number)
+    except Exception as exc:
+        logger.exception("%s failed", shard)
+        if shard.attempts >= max_attempts:
+            _fail(shard, f"failed on attempt {shard.attempts}: {exc!r}")
+            return FAILED
+        return RETRY
+    SamplingShard.objects.filter(pk=shard_id).update(
+        finished_at=timezone.now(), seconds=round(time.perf_counter() - started, 3)
+    )
+    _progress(shard.batch_id)
+    return DONE
+
+
+def chord_alive(batch: SamplingBatch) -> bool:
+    """A batch handed on to its chord still works while a shard started or finished
+    within SAMPLING_CHORD_STALL_SECONDS (a task lost with its worker returns to the
+    queue within Celery's visibility timeout, which that setting exceeds)."""
+    last = SamplingShard.objects.filter(batch=batch).aggregate(started=Max("started_at"), finished=Max("finished_at"))
+    moments = [moment for moment in (batch.started_at, last["started"], last["finished"]) if moment is not None]
+    if not moments:
+        return False
+    return timezone.now() - max(moments) < timedelta(seconds=settings.SAMPLING_CHORD_STALL_SECONDS)
+
+
+def shards_summary(batch: SamplingBatch) -> dict:
+    """Per stage: shards, finished, attempts beyond the first, slowest seconds; workers."""
+    shards = list(
+        SamplingShard.objects.filter(batch=batch).values("stage", "attempts", "finished_at", "seconds", "worker")
+    )
+    summary: dict = {}
+    for stage in (ASSIGN, SEARCH):
+        mine = [shard for shard in shards if shard["stage"] == stage]
+        if mine:
+            seconds = [shard["seconds"] for shard in mine if shard["seconds"] is not None]
+            summary[stage] = {
+                "shards": len(mine),
+                "finished": sum(shard["finished_at"] is not None for shard in mine),
+                "retried": sum(max(0, shard["attempts"] - 1) for shard in mine),
+                "shard_s_max": round(max(seconds), 3) if seconds else None,
+                "shard_s_sum": round(sum(seconds), 3),
+            }
+    summary["workers"] = sorted({shard["worker"].rpartition(":")[0] or "?" for shard in shards if shard["worker"]})
+    return summary
+
+
+def _chord_running(batch_id: int) -> bool:
+    return SamplingBatch.objects.filter(pk=batch_id, status=JobStatus.RUNNING, runner__startswith=DETACHED).exists()
+
+
+def _progress(batch_id: int) -> None:
+    total = SamplingShard.objects.filter(batch_id=batch_id).count()
+    done = SamplingShard.objects.filter(batch_id=batch_id, finished_at__isnull=False).count()
+    SamplingBatch.objects.filter(pk=batch_id, status=JobStatus.RUNNING).update(
+        progress_done=1 + done,
+        progress_total=total + 2,
+        progress_message=f"searching in a chord: {done} of {total} shards done",
+    )
+
+
+def _fail(shard: SamplingShard, problem: str) -> None:
+    # batch_run defines the batch's run kind and imports this module.
+    from sampling.batch_run import BATCH_RUNS
+
+    if run_fail(
+        BATCH_RUNS,
+        shard.batch_id,
+        f"{shard.stage} shard {shard.number} of space {shard.space!r} {problem}; "
+        "no pairs were written. Start the batch again.",
+    ):
+        run_folder_remove(shard.batch_id)
