@@ -346,6 +346,9 @@ if not 1 <= UPLOAD_MAX_FILENAME_CHARS <= 255:
 # Nearest-neighbour search for sampling, as JSON, e.g. {"kind": "hnsw", "exact_max": 50000}.
 # Keys and defaults: sampling.index.IndexConfig (exact search up to 20,000 items, then IVF).
 SAMPLING_INDEX = env.json("SAMPLING_INDEX", default={})
+# Keep a chord's run folder (vectors, cells, each shard's neighbours) after its batch
+# ends, to look into what the search found; by default it goes with the batch's end.
+SAMPLING_KEEP_RUN_FOLDERS = env.bool("SAMPLING_KEEP_RUN_FOLDERS", default=False)
 # A batch searching in a chord of shards is given up (failed, nothing written) when no
 # shard has started or finished for this long: longer than a lost task takes to return.
 SAMPLING_CHORD_STALL_SECONDS = _int_at_least(

@@ -46,7 +46,7 @@ from sampling.model_topk import MODEL_TOPK
 from sampling.models import SamplingBatch
 from sampling.pairlist import UPLOADED, PairListFormatError, read_pair_list
 from sampling.selectors import KEY_CHUNK, SplitItems, pivots, queued_pairs, space_vectors, split_items
-from sampling.shards import folder_neighbours
+from sampling.shards import ASSIGN, SEARCH, folder_neighbours
 
 
 def _orphan_message(batch: SamplingBatch) -> str:
@@ -63,6 +63,7 @@ BATCH_RUNS = RunKind(
     orphan_message=_orphan_message,
     claim_resets={"stats": {}, "pairs_per_method": {}},
     detached_alive=chord_alive,
+    after_orphaned=lambda row: run_folder_remove(row.pk),
 )
 
 
@@ -120,7 +121,8 @@ def _merge(batch: SamplingBatch, progress: Progress) -> None:
     started = time.perf_counter() - (timezone.now() - batch.started_at).total_seconds()
     stats = dict(batch.stats)
     stats["chord"] = {**stats.get("chord", {}), **shards_summary(batch)}
-    if not all(part["finished"] == part["shards"] for key, part in stats["chord"].items() if key != "workers"):
+    stages = [stats["chord"][stage] for stage in (ASSIGN, SEARCH) if stage in stats["chord"]]
+    if not all(stage["finished"] == stage["shards"] for stage in stages):
         raise BatchConflict("the chord's merge ran before every shard finished; start the batch again")
     inputs = _inputs(batch, with_vectors=False)
     total_steps = batch.progress_total

@@ -58,6 +58,9 @@ def space_folder(batch_id: int, space: str) -> Path:
 
 
 def run_folder_remove(batch_id: int) -> None:
+    """The run folder goes once its batch ended (unless SAMPLING_KEEP_RUN_FOLDERS)."""
+    if settings.SAMPLING_KEEP_RUN_FOLDERS:
+        return
     shutil.rmtree(run_folder(batch_id), ignore_errors=True)
 
 
@@ -87,7 +90,8 @@ def chord_start(batch: SamplingBatch, plans: dict[str, tuple[np.ndarray, np.ndar
     """Write each space's run folder and shard rows, then queue the first stage's chord.
     plans: space name -> (vectors float32 (n, d), cells or None, plan). Returns what the
     batch records of the chord."""
-    run_folder_remove(batch.pk)
+    # A batch started again begins with an empty folder.
+    shutil.rmtree(run_folder(batch.pk), ignore_errors=True)
     rows = []
     for name, (vectors, cells, plan) in plans.items():
         folder_prepare(space_folder(batch.pk, name), vectors, plan, cells)

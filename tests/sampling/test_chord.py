@@ -1,0 +1,236 @@
+"""A batch's search as a Celery chord of shards, on two real prefork workers against Redis
+and the test database: the same pairs as one worker and as the embedded mode, a worker
+killed mid-shard, a shard that keeps failing, and a chord that stalls."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Pair
+from sampling.batch_run import sampling_batch_run, sampling_batches_fail_orphaned
+from sampling.chord_run import run_folder
+from sampling.models import SamplingBatch, SamplingShard
+from sampling.services import sampling_batch_create, sampling_batch_start
+from tests.sampling.conftest import pair_keys, random_unit
+from tests.sampling.test_worker import REPO_DIR, database_url, watch
+
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.redis,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.xdist_group("celery-redis"),
+]
+
+N_IMAGES = 900
+METHODS = {"i2i_csim": None, "c2c_isim": None, "c2c_cocaption": None}
+# IVF from 100 rows on, a chord from 300, shards of 60 rows: 15 shards per stage and space.
+INDEX = {"kind": "ivf", "ivf_nlist": 20, "ivf_nprobe": 3, "chord_min_rows": 300, "shard_rows": 60}
+SHARDS = 2 * 2 * 15
+
+
+@pytest.fixture
+def celery_app(settings):
+    from config.celery import app
+
+    before = app.conf.task_always_eager, app.conf.broker_url
+    app.conf.task_always_eager = False
+    app.conf.broker_url = os.environ["TEST_REDIS_URL"]
+    settings.SAMPLING_INDEX = INDEX
+    yield app
+    app.conf.task_always_eager, app.conf.broker_url = before
+
+
+@pytest.fixture
+def workers(settings, tmp_path, celery_app):
+    """start(n): n more `celery worker` processes (prefork, one pool process each)."""
+    redis_url = os.environ["TEST_REDIS_URL"]
+    env = {
+        **os.environ,
+        "RUN_MODE": "services",
+        "DATABASE_URL": database_url(settings),
+        "CELERY_BROKER_URL": redis_url,
+        "REDIS_URL": redis_url,
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        "DATA_DIR": str(settings.DATA_DIR),
+        "SAMPLING_INDEX": json.dumps(INDEX),
+    }
+    started: list[tuple[subprocess.Popen, str]] = []
+
+    def start(n: int) -> list[subprocess.Popen]:
+        new = []
+        for _ in range(n):
+            name = f"chord-test-{uuid.uuid4().hex[:8]}@localhost"
+            log = (tmp_path / f"{name}.log").open("wb")
+            command = [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=prefork", "--concurrency=1"]
+            command += ["-n", name, "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel=INFO"]
+            if not started:
+                command.append("--purge")
+            process = subprocess.Popen(command, cwd=REPO_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
+            started.append((process, name))
+            new.append(process)
+            deadline = time.monotonic() + 90
+            while not celery_app.control.ping(destination=[name], timeout=1.0):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"worker {name} did not come up:\n{(tmp_path / f'{name}.log').read_text()[-3000:]}")
+        return new
+
+    yield start
+    for process, _ in started:
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+
+
+def build(make_split, seed: int = 5):
+    rng = np.random.default_rng(seed)
+    return make_split(
+        n_images=N_IMAGES,
+        captions_per_image=2,
+        image_spaces={"img": random_unit(rng, N_IMAGES, 24)},
+        caption_spaces={"txt": random_unit(rng, N_IMAGES * 2, 24)},
+    )
+
+
+def create(built) -> SamplingBatch:
+    return sampling_batch_create(
+        dataset_name=built.dataset.name, split_name="val", methods=METHODS, k=4, seed=17, ratings_per_pair=3
+    )
+
+
+def start(built) -> SamplingBatch:
+    with transaction.atomic():
+        batch = create(built)
+        sampling_batch_start(batch=batch)
+    return batch
+
+
+def finished(state) -> bool:
+    return state[0] in ("succeeded", "failed")
+
+
+def embedded_pairs(make_split, settings) -> set:
+    """The same batch on a twin dataset, run in this process (the embedded mode)."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    batch = sampling_batch_run(batch_id=create(build(make_split)).pk)
+    assert batch.status == "succeeded", batch.error
+    assert "chord" not in batch.stats
+    return pair_keys(batch)
+
+
+def test_two_workers_one_worker_and_the_embedded_mode_give_the_same_pairs(make_split, workers, settings):
+    first, _ = workers(2)
+    two = start(build(make_split))
+    seen = watch(two, until=finished)
+    two.refresh_from_db()
+    assert two.status == "succeeded", two.error
+    # Progress counted shards as they finished, and the batch recorded its chord and settings.
+    counted = [state for state in seen if state[3].startswith("searching in a chord:")]
+    assert counted and all(state[2] == SHARDS + 2 for state in counted)
+    assert two.stats["chord"]["mode"] == "chord"
+    assert two.stats["chord"]["assign"] == {**two.stats["chord"]["assign"], "shards": 30, "finished": 30}
+    assert two.stats["chord"]["search"]["finished"] == 30
+    assert two.stats["index_config"]["shard_rows"] == 60 and two.stats["index"] == {"img": "ivf", "txt": "ivf"}
+    pools = set(SamplingShard.objects.filter(batch=two).values_list("worker", flat=True))
+    assert len(pools) == 2, f"both workers should have taken shards, saw {pools}"
+    assert not run_folder(two.pk).exists()
+
+    # One worker: stop the other.
+    first.send_signal(signal.SIGTERM)
+    first.wait(timeout=60)
+    one_worker = start(build(make_split))
+    one_worker_result = watch(one_worker, until=finished)
+    one_worker.refresh_from_db()
+    assert one_worker.status == "succeeded", (one_worker.error, one_worker_result[-3:])
+    assert len(set(SamplingShard.objects.filter(batch=one_worker).values_list("worker", flat=True))) == 1
+
+    assert pair_keys(two) == pair_keys(one_worker) == embedded_pairs(make_split, settings)
+    assert Pair.objects.filter(batch=two).count() > 0
+
+
+def test_a_worker_killed_mid_shard_leaves_the_shard_to_run_again_with_the_same_pairs(make_split, workers, settings):
+    workers(2)
+    batch = start(build(make_split))
+    killed = kill_mid_shard(batch)
+    watch(batch, until=finished)
+    batch.refresh_from_db()
+    assert batch.status == "succeeded", batch.error
+    shard = SamplingShard.objects.get(pk=killed)
+    assert shard.attempts == 2 and shard.finished_at is not None
+    assert batch.stats["chord"][shard.stage]["retried"] >= 1
+    assert pair_keys(batch) == embedded_pairs(make_split, settings)
+
+
+def kill_mid_shard(batch: SamplingBatch, timeout: float = 60) -> int:
+    """Freeze the pool process of a shard that started and has not finished, check it is
+    still unfinished, then kill the process. Returns the shard's id."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = (
+            SamplingShard.objects.filter(batch=batch, started_at__isnull=False, finished_at__isnull=True)
+            .values_list("pk", "worker")
+            .first()
+        )
+        if running is None:
+            continue
+        shard_id, worker = running
+        pid = int(worker.rpartition(":")[2])
+        os.kill(pid, signal.SIGSTOP)
+        if SamplingShard.objects.filter(pk=shard_id, finished_at__isnull=True, worker=worker).exists():
+            os.kill(pid, signal.SIGKILL)
+            return shard_id
+        os.kill(pid, signal.SIGCONT)
+    pytest.fail("no shard was caught mid-way")
+
+
+def test_a_shard_that_keeps_failing_fails_the_batch_with_nothing_written(make_split, workers):
+    (worker, *_) = workers(1)
+    batch = start(build(make_split))
+    # Freeze the only pool process as the chord begins, take the vectors away, go on.
+    deadline = time.monotonic() + 60
+    while not SamplingShard.objects.filter(batch=batch).exists():
+        assert time.monotonic() < deadline, "the chord never began"
+    pool = [int(line) for line in subprocess.check_output(["pgrep", "-P", str(worker.pid)]).split()]
+    for pid in pool:
+        os.kill(pid, signal.SIGSTOP)
+    for vectors in run_folder(batch.pk).glob("*/vectors.npy"):
+        vectors.unlink()
+    for pid in pool:
+        os.kill(pid, signal.SIGCONT)
+    watch(batch, until=finished)
+    batch.refresh_from_db()
+    assert batch.status == "failed"
+    assert "shard" in batch.error and "failed on attempt 3" in batch.error and "FileNotFoundError" in batch.error
+    assert "no pairs were written" in batch.error
+    assert Pair.objects.filter(batch=batch).count() == 0
+    assert not run_folder(batch.pk).exists()
+    assert SamplingShard.objects.filter(batch=batch, attempts=3, finished_at__isnull=True).exists()
+
+
+@pytest.mark.parametrize(("idle_minutes", "failed"), [(5, False), (120, True)])
+def test_a_chord_with_no_shard_moving_for_longer_than_the_stall_limit_fails(make_split, settings, idle_minutes, failed):
+    settings.SAMPLING_CHORD_STALL_SECONDS = 3600
+    built = build(make_split)
+    batch = create(built)
+    then = timezone.now() - timedelta(minutes=idle_minutes)
+    SamplingBatch.objects.filter(pk=batch.pk).update(
+        status="running", runner="chord:elsewhere:1", started_at=then - timedelta(minutes=1)
+    )
+    SamplingShard.objects.create(
+        batch=batch, space="img", stage="search", number=0, row_start=0, row_stop=60, attempts=1, started_at=then
+    )
+    assert (batch.pk in sampling_batches_fail_orphaned()) is failed
+    batch.refresh_from_db()
+    assert batch.status == ("failed" if failed else "running")
