@@ -17,6 +17,7 @@ from sampling import selectors, strategies
 from sampling.admin_audit import audit_view
 from sampling.admin_intrasim import phase_two_table
 from sampling.batch_run import BATCH_RUNS
+from sampling.chord_run import shards_lines
 from sampling.models import SamplingBatch
 from sampling.pairlist import MERGE_REPEATS, REFUSE_REPEATS
 from sampling.services import (
@@ -110,6 +111,7 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
         *(f.name for f in SamplingBatch._meta.fields if f.name != "priority"),
         "audit_results",
         "phase_two_rule",
+        "search_shards",
     ]
     actions = ["start_batches"]
     change_list_template = "admin/sampling/samplingbatch/change_list.html"
@@ -126,6 +128,8 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
             hidden = (*hidden, "audit", "audit_results")
         if strategies.C2I_INTRASIM not in obj.stats:
             hidden = (*hidden, "phase_two_rule")
+        if "chord" not in obj.stats:
+            hidden = (*hidden, "search_shards")
         return [field for field in fields if field not in hidden]
 
     @admin.display(description="phase 2 rule (c2i_intrasim)")
@@ -133,6 +137,11 @@ class SamplingBatchAdmin(RunAdminMixin, admin.ModelAdmin):
         """What the batch's c2i_intrasim did, from its stats: the rule, and per half the
         pivots, each skip and the pairs taken (sampling.intrasim)."""
         return phase_two_table(batch.stats[strategies.C2I_INTRASIM])
+
+    @admin.display(description="search shards (Celery chord)")
+    def search_shards(self, batch: SamplingBatch) -> str:
+        """Shards done per stage, retries, the slowest shard and the hosts that ran them."""
+        return format_html_join("", "<div>{}</div>", ((line,) for line in shards_lines(batch)))
 
     @admin.display(description="audit results")
     def audit_results(self, batch: SamplingBatch) -> str:

@@ -9,7 +9,7 @@ mid-batch, leaves nothing behind, and starting the batch again gives the same pa
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -32,8 +32,10 @@ from annotation.runs import (
 from sampling import strategies
 from sampling.audit import audit_retrievals_write, audit_sample
 from sampling.chord_run import (
+    SPLIT_FILE,
     chord_alive,
     chord_start,
+    run_folder,
     run_folder_remove,
     shards_summary,
     space_folder,
@@ -45,7 +47,15 @@ from sampling.index import IndexConfig, nearest_neighbours, search_plan
 from sampling.model_topk import MODEL_TOPK
 from sampling.models import SamplingBatch
 from sampling.pairlist import UPLOADED, PairListFormatError, read_pair_list
-from sampling.selectors import KEY_CHUNK, SplitItems, pivots, queued_pairs, space_vectors, split_items
+from sampling.selectors import (
+    KEY_CHUNK,
+    SplitItems,
+    pivots,
+    queued_pairs,
+    space_vectors,
+    split_items,
+    split_items_load,
+)
 from sampling.shards import ASSIGN, SEARCH, folder_neighbours
 
 
@@ -124,7 +134,8 @@ def _merge(batch: SamplingBatch, progress: Progress) -> None:
     stages = [stats["chord"][stage] for stage in (ASSIGN, SEARCH) if stage in stats["chord"]]
     if not all(stage["finished"] == stage["shards"] for stage in stages):
         raise BatchConflict("the chord's merge ran before every shard finished; start the batch again")
-    inputs = _inputs(batch, with_vectors=False)
+    # The rows the shards searched, as the batch's own task read them.
+    inputs = _inputs(batch, with_vectors=False, items=split_items_load(run_folder(batch.pk) / SPLIT_FILE))
     total_steps = batch.progress_total
     progress(total_steps - 1, total_steps, "merging the shards' neighbours")
     found = {name: folder_neighbours(space_folder(batch.pk, name)) for name in inputs.searched}
@@ -216,7 +227,7 @@ class _Inputs:
     load_s: float
 
 
-def _inputs(batch: SamplingBatch, *, with_vectors: bool) -> _Inputs:
+def _inputs(batch: SamplingBatch, *, with_vectors: bool, items: SplitItems | None = None) -> _Inputs:
     started = time.perf_counter()
     methods = {method: budget for method, budget in batch.methods.items() if method != MODEL_TOPK}
     spaces = {space.name: space for space in EmbeddingSpace.objects.filter(dataset=batch.dataset_id)}
@@ -228,7 +239,7 @@ def _inputs(batch: SamplingBatch, *, with_vectors: bool) -> _Inputs:
         for name in batch.spaces
         if any(strategies.SPACE_MODALITY.get(method) == spaces[name].modality for method in methods)
     }
-    items = split_items(split=batch.split)
+    items = items or split_items(split=batch.split)
     vectors = {
         name: space_vectors(space=space, keys=items.image_keys if space.modality == "image" else items.caption_keys)
         for name, space in searched.items()
@@ -263,12 +274,14 @@ def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], l
     stats = {"load_s": round(inputs.load_s, 3), "index_config": index.as_dict(), "ivf_cells": cells_made}
     stats["index"] = {name: index.kind_for(len(x)) for name, x in queries.items()}
     if queries and uses_chord(inputs.items.n_images, index):
-        plans = {
-            name: (x, cells.get(name), search_plan(len(x), x.shape[1], batch.k, index, cells.get(name)))
-            for name, x in queries.items()
-        }
+        plans = {}
+        for name, x in queries.items():
+            plan = search_plan(len(x), x.shape[1], batch.k, index, cells.get(name))
+            # An image space stored in the split's order is mapped by the workers as it is.
+            stored = getattr(inputs.data.image_spaces.get(name), "filename", None)
+            plans[name] = (x, cells.get(name), replace(plan, vectors_file=str(stored or "")))
         run_detach(BATCH_RUNS, batch.pk, "handing the search to a chord of shards")
-        stats["chord"] = chord_start(batch, plans)
+        stats["chord"] = chord_start(batch, plans, inputs.items)
         SamplingBatch.objects.filter(pk=batch.pk).update(stats=stats)
         return None
     found = {}

@@ -34,10 +34,12 @@ from annotation.models import EmbeddingSpace, JobStatus
 from annotation.runs import DETACHED, run_fail, runner_name
 from sampling.index import IndexConfig, ivf_train, ivf_training_sample
 from sampling.models import SamplingBatch, SamplingShard
+from sampling.selectors import SplitItems, split_items_save
 from sampling.shards import ASSIGN, SEARCH, SHARDED_KINDS, SearchPlan, atomic_save, folder_prepare, shard_run
 
 logger = logging.getLogger(__name__)
 
+SPLIT_FILE = "split.npz"
 # What a shard's delivery came to (the task retries on RETRY).
 DONE, SKIPPED, RETRY, FAILED = "done", "skipped", "retry", "failed"
 
@@ -86,12 +88,17 @@ def stored_cells(space: EmbeddingSpace, x: np.ndarray, config: IndexConfig) -> t
     return cells, {"file": path.name, "trained": True, "seconds": round(time.perf_counter() - started, 3)}
 
 
-def chord_start(batch: SamplingBatch, plans: dict[str, tuple[np.ndarray, np.ndarray | None, SearchPlan]]) -> dict:
-    """Write each space's run folder and shard rows, then queue the first stage's chord.
-    plans: space name -> (vectors float32 (n, d), cells or None, plan). Returns what the
-    batch records of the chord."""
+def chord_start(
+    batch: SamplingBatch, plans: dict[str, tuple[np.ndarray, np.ndarray | None, SearchPlan]], items: SplitItems
+) -> dict:
+    """Write each space's run folder, the split's items (the merge selects from the
+    same rows) and the shard rows, then queue the first stage's chord. plans: space
+    name -> (vectors float32 (n, d), cells or None, plan). Returns what the batch
+    records of the chord."""
     # A batch started again begins with an empty folder.
     shutil.rmtree(run_folder(batch.pk), ignore_errors=True)
+    run_folder(batch.pk).mkdir(parents=True)
+    split_items_save(items, run_folder(batch.pk) / SPLIT_FILE)
     rows = []
     for name, (vectors, cells, plan) in plans.items():
         folder_prepare(space_folder(batch.pk, name), vectors, plan, cells)
@@ -107,6 +114,7 @@ def chord_start(batch: SamplingBatch, plans: dict[str, tuple[np.ndarray, np.ndar
     transaction.on_commit(lambda: stage_launch(batch.pk, first))
     return {
         "mode": "chord",
+        "vectors": {name: plan.vectors_file or "copied to the run folder" for name, (_, _, plan) in plans.items()},
         "shards": {stage: sum(row.stage == stage for row in rows) for stage in (ASSIGN, SEARCH)},
         "shard_rows": next(iter(plans.values()))[2].shard_rows,
     }
@@ -231,3 +239,18 @@ def _fail(shard: SamplingShard, problem: str) -> None:
         "no pairs were written. Start the batch again.",
     ):
         run_folder_remove(shard.batch_id)
+
+
+def shards_lines(batch: SamplingBatch) -> list[str]:
+    """A chord-run batch's shards in words, a line per stage (none for other batches)."""
+    summary = shards_summary(batch)
+    lines = []
+    for stage in (ASSIGN, SEARCH):
+        if stage in summary:
+            part = summary[stage]
+            retried = f", {part['retried']} retried" if part["retried"] else ""
+            slowest = f", slowest {part['shard_s_max']} s" if part["shard_s_max"] is not None else ""
+            lines.append(f"{stage} shards: {part['finished']} of {part['shards']} done{retried}{slowest}")
+    if lines and summary["workers"]:
+        lines.append(f"worker hosts: {', '.join(summary['workers'])}")
+    return lines

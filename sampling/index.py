@@ -52,8 +52,10 @@ class IndexConfig:
     exact_max: int = 20_000
     ivf_nlist: int = 0  # 0: about 2 * sqrt(n) cells
     ivf_nprobe: int = 6
-    ivf_train_per_list: int = 40
-    ivf_niter: int = 10
+    # k-means on 100 rows per cell for 20 rounds: at 2,000,000 rows 40 for 10 left
+    # cells that split clusters (recall@5 .91 at nprobe 6, .97 with these).
+    ivf_train_per_list: int = 100
+    ivf_niter: int = 20
     hnsw_m: int = 32
     hnsw_ef_construction: int = 80
     hnsw_ef_search: int = 96

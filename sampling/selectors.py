@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from django.db.models import Avg, Count, F, Q, QuerySet, Sum
@@ -99,6 +100,31 @@ def _rows_of(sorted_ids: np.ndarray, ids: Iterable[int]) -> np.ndarray:
     return np.where(sorted_ids[rows] == ids, rows, -1)
 
 
+def split_items_save(items: SplitItems, path: Path) -> None:
+    """Store a split's items as arrays (``.npz``), for a later process to read the same
+    rows back (a chord's merge reads the rows its shards searched)."""
+    with path.open("wb") as stream:
+        np.savez(
+            stream,
+            image_ids=items.image_ids,
+            image_keys=np.array(items.image_keys, dtype=str),
+            caption_ids=items.caption_ids,
+            caption_keys=np.array(items.caption_keys, dtype=str),
+            caption_image=items.caption_image,
+        )
+
+
+def split_items_load(path: Path) -> SplitItems:
+    with np.load(path, allow_pickle=False) as stored:
+        return SplitItems(
+            image_ids=stored["image_ids"],
+            image_keys=stored["image_keys"].tolist(),
+            caption_ids=stored["caption_ids"],
+            caption_keys=stored["caption_keys"].tolist(),
+            caption_image=stored["caption_image"],
+        )
+
+
 def split_items(*, split: Split) -> SplitItems:
     images = list(Image.objects.filter(split=split).order_by("id").values_list("id", "key"))
     captions = list(Caption.objects.filter(image__split=split).order_by("id").values_list("id", "key", "image_id"))
@@ -120,6 +146,10 @@ def space_vectors(*, space: EmbeddingSpace, keys: Sequence[str]) -> np.ndarray:
     Raises SamplingInputError if the stored files are unreadable or a key has no vector.
     """
     vectors, rows = _open_rows(space, keys)
+    if len(rows) == len(vectors) and (rows == np.arange(len(rows))).all():
+        # The split is the space, row for row: its file, memory mapped, not a copy (a
+        # chord's workers then map that same file).
+        return vectors
     return np.asarray(vectors[rows], dtype=np.float32)
 
 

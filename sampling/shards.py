@@ -43,6 +43,8 @@ class SearchPlan:
     shard_rows: int
     nprobe: int = 0
     query_chunk: int = 65_536
+    # A stored .npy every worker maps as it is (a space's own file); "": the folder's vectors.npy.
+    vectors_file: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in SHARDED_KINDS:
@@ -162,13 +164,24 @@ def self_join(x: np.ndarray, plan: SearchPlan, cells: np.ndarray | None) -> tupl
 
 
 def folder_prepare(folder: Path, vectors: np.ndarray, plan: SearchPlan, cells: np.ndarray | None) -> None:
-    """Write the plan, the vectors and the cells every shard reads."""
+    """Write the plan, the vectors (unless the plan names a stored file) and the cells every shard reads."""
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_save(folder / "vectors.npy", np.asarray(vectors, dtype=np.float32))
+    if not plan.vectors_file:
+        atomic_save(folder / "vectors.npy", np.asarray(vectors, dtype=np.float32))
     if plan.kind == "ivf":
         atomic_save(folder / "cells.npy", np.asarray(cells, dtype=np.float32))
     text = json.dumps(asdict(plan), sort_keys=True)
     _atomic_write(folder / "plan.json", text.encode())
+
+
+def folder_vectors(folder: Path, plan: SearchPlan) -> np.ndarray:
+    """The vectors a folder's shards search, memory mapped: float32 (rows, dim)."""
+    x = np.load(plan.vectors_file or folder / "vectors.npy", mmap_mode="r")
+    if x.shape != (plan.rows, plan.dim) or x.dtype != np.float32:
+        raise ValueError(
+            f"{folder}: the vectors are {x.dtype} {x.shape}, the plan wants float32 {(plan.rows, plan.dim)}"
+        )
+    return x
 
 
 def folder_plan(folder: Path) -> SearchPlan:
@@ -187,7 +200,7 @@ def shard_run(folder: Path, stage: str, number: int) -> bool:
         return False
     plan = folder_plan(folder)
     start, stop = plan.ranges()[number]
-    x = np.load(folder / "vectors.npy", mmap_mode="r")
+    x = folder_vectors(folder, plan)
     if stage == ASSIGN:
         cells = np.load(folder / "cells.npy")
         atomic_save(out, assign_rows(x, start, stop, cells, plan.nprobe))

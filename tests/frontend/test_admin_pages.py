@@ -96,3 +96,51 @@ def test_a_phase_two_batch_page_shows_the_rule_and_skips_it_recorded(page, live_
     page.goto(f"{live_server.url}/admin/sampling/samplingbatch/create/")
     page.wait_for_selector("form[enctype]")
     assert "one caption-image pair per fully rated SIS/STS pivot" in page.locator("form[enctype]").inner_text()
+
+
+def test_a_batch_searching_in_a_chord_shows_its_shards_on_its_page(page, live_server, screenshot_dir):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sampling.models import SamplingShard
+    from sampling.services import sampling_batch_create
+
+    dataset = demo_with_pairs(per_kind=1)
+    batch = sampling_batch_create(dataset_name="demo", split_name=dataset.splits.get().name, methods={"c2c_isim": 10})
+    now = timezone.now()
+    SamplingBatch.objects.filter(pk=batch.pk).update(
+        status="running",
+        runner="chord:worker-a:41",
+        started_at=now - timedelta(seconds=90),
+        progress_done=7,
+        progress_total=10,
+        progress_message="searching in a chord: 6 of 8 shards done",
+        stats={"chord": {"mode": "chord", "shards": {"assign": 4, "search": 4}, "shard_rows": 262144}},
+    )
+    for stage, done in (("assign", 4), ("search", 2)):
+        for number in range(4):
+            finished = number < done
+            SamplingShard.objects.create(
+                batch=batch,
+                space="img",
+                stage=stage,
+                number=number,
+                row_start=number * 10,
+                row_stop=number * 10 + 10,
+                attempts=2 if (stage, number) == ("search", 1) else 1,
+                worker=f"worker-{'ab'[number % 2]}:{40 + number}",
+                started_at=now,
+                finished_at=now if finished else None,
+                seconds=12.5 + number if finished else None,
+            )
+    session_for(page, live_server, username="admin")
+    page.goto(f"{live_server.url}/admin/sampling/samplingbatch/{batch.pk}/change/")
+    page.wait_for_selector(".field-search_shards")
+    page.screenshot(path=screenshot_dir / "admin-batch-chord.png", full_page=True)
+    shards = page.locator(".field-search_shards").inner_text()
+    assert "assign shards: 4 of 4 done, slowest 15.5 s" in shards
+    assert "search shards: 2 of 4 done, 1 retried, slowest 13.5 s" in shards
+    assert "worker hosts: worker-a, worker-b" in shards
+    assert "searching in a chord: 6 of 8 shards done" in page.locator("#content").inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280

@@ -4,6 +4,7 @@ killed mid-shard, a shard that keeps failing, and a chord that stalls."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from django.core.management import call_command
 from django.db import transaction
 from django.utils import timezone
 
@@ -23,6 +25,7 @@ from sampling.batch_run import sampling_batch_run, sampling_batches_fail_orphane
 from sampling.chord_run import run_folder
 from sampling.models import SamplingBatch, SamplingShard
 from sampling.services import sampling_batch_create, sampling_batch_start
+from tests.runner_support import poll
 from tests.sampling.conftest import pair_keys, random_unit
 from tests.sampling.test_worker import REPO_DIR, database_url, watch
 
@@ -145,7 +148,11 @@ def test_two_workers_one_worker_and_the_embedded_mode_give_the_same_pairs(make_s
     assert two.stats["index_config"]["shard_rows"] == 60 and two.stats["index"] == {"img": "ivf", "txt": "ivf"}
     pools = set(SamplingShard.objects.filter(batch=two).values_list("worker", flat=True))
     assert len(pools) == 2, f"both workers should have taken shards, saw {pools}"
-    assert not run_folder(two.pk).exists()
+    # The merge removes the run folder once the batch's pairs are committed.
+    assert poll(lambda: [True] if not run_folder(two.pk).exists() else [])
+    out = io.StringIO()
+    call_command("sample", status=two.pk, stdout=out)
+    assert "assign shards: 30 of 30 done" in out.getvalue() and "search shards: 30 of 30 done" in out.getvalue()
 
     # One worker: stop the other.
     first.send_signal(signal.SIGTERM)
@@ -215,7 +222,7 @@ def test_a_shard_that_keeps_failing_fails_the_batch_with_nothing_written(make_sp
     assert "shard" in batch.error and "failed on attempt 3" in batch.error and "FileNotFoundError" in batch.error
     assert "no pairs were written" in batch.error
     assert Pair.objects.filter(batch=batch).count() == 0
-    assert not run_folder(batch.pk).exists()
+    assert poll(lambda: [True] if not run_folder(batch.pk).exists() else [])
     assert SamplingShard.objects.filter(batch=batch, attempts=3, finished_at__isnull=True).exists()
 
 

@@ -6,6 +6,7 @@ from annotation.models import JobStatus
 from annotation.uploads import PAIR_LIST, upload_store_path
 from sampling import selectors, strategies
 from sampling.batch_run import sampling_batch_is_stale, sampling_batch_run
+from sampling.chord_run import shards_lines
 from sampling.model_topk import MODEL_TOPK
 from sampling.models import SamplingBatch
 from sampling.pairlist import MERGE_REPEATS, REPEATS
@@ -147,6 +148,10 @@ class Command(BaseCommand):
         if batch.status == JobStatus.FAILED:
             raise CommandError(f"batch {batch.pk} failed: {batch.error}")
         self._show(batch)
+        if batch.status == JobStatus.RUNNING:
+            self.stdout.write(
+                f"its search went on to the workers; follow it with: manage.py sample --status {batch.pk}"
+            )
 
     def _show(self, batch: SamplingBatch) -> None:
         stale = " (stale: the process running it is gone; start it again)" if sampling_batch_is_stale(batch) else ""
@@ -162,6 +167,8 @@ class Command(BaseCommand):
             self.stdout.write(f"error: {batch.error}")
         else:
             self.stdout.write(f"progress: {batch.progress_done}/{batch.progress_total} {batch.progress_message}")
+        for line in shards_lines(batch):
+            self.stdout.write(line)
 
 
 def upload_summary(batch: SamplingBatch) -> list[str]:
