@@ -256,9 +256,12 @@ def peak_rss_mib_of(pid: int) -> float:
 def check_neighbours(runs: dict, vectors) -> tuple[float, bool]:
     from sampling.chord_run import space_folder
     from sampling.index import exact_neighbours, recall_at_k
+    from sampling.models import SamplingBatch
     from sampling.shards import folder_neighbours
 
-    found = {n: folder_neighbours(space_folder(run["batch"], "img")) for n, run in runs.items()}
+    found = {
+        n: folder_neighbours(space_folder(SamplingBatch.objects.get(pk=run["batch"]), "img")) for n, run in runs.items()
+    }
     queries = np.sort(np.random.default_rng(1).choice(N_ITEMS, size=QUERIES, replace=False))
     truth = exact_neighbours(np.asarray(vectors), queries, 5)
     recall = recall_at_k(found[2][queries], truth)

@@ -13,12 +13,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import METHOD_KIND, Caption, Dataset, EmbeddingSpace, Image, JobStatus, TaskKind
 from annotation.rating.pairs import PairSpec, gold_pair_identities, pairs_create_bulk
 from annotation.runs import (
+    DETACHED,
     SAMPLING_BATCH_LOCKS,
     Progress,
     RunKind,
@@ -37,6 +39,7 @@ from sampling.chord_run import (
     chord_start,
     run_folder,
     run_folder_remove,
+    run_token,
     shards_summary,
     space_folder,
     stored_cells,
@@ -45,7 +48,7 @@ from sampling.chord_run import (
 from sampling.errors import BatchConflict, PairListError, SamplingInputError
 from sampling.index import IndexConfig, nearest_neighbours, search_plan
 from sampling.model_topk import MODEL_TOPK
-from sampling.models import SamplingBatch
+from sampling.models import SamplingBatch, SamplingShard
 from sampling.pairlist import UPLOADED, PairListFormatError, read_pair_list
 from sampling.selectors import (
     KEY_CHUNK,
@@ -60,6 +63,11 @@ from sampling.shards import ASSIGN, SEARCH, folder_neighbours
 
 
 def _orphan_message(batch: SamplingBatch) -> str:
+    if batch.runner.startswith(DETACHED):
+        return (
+            f"no shard of this batch's chord started or finished for {settings.SAMPLING_CHORD_STALL_SECONDS} s "
+            "(its workers gone, or its tasks lost); no pairs were written. Start the batch again."
+        )
     return (
         f"the process running this batch ({batch.runner or 'unknown'}) stopped before it finished; "
         "no pairs were written. Start the batch again."
@@ -73,7 +81,7 @@ BATCH_RUNS = RunKind(
     orphan_message=_orphan_message,
     claim_resets={"stats": {}, "pairs_per_method": {}},
     detached_alive=chord_alive,
-    after_orphaned=lambda row: run_folder_remove(row.pk),
+    after_orphaned=run_folder_remove,
 )
 
 
@@ -116,14 +124,21 @@ def _run(batch: SamplingBatch, progress: Progress) -> None:
         _write(batch, specs, retrievals, stats, progress, step=step, total_steps=total_steps, started=started)
 
 
-def sampling_batch_merge(*, batch_id: int) -> SamplingBatch | None:
-    """Finish a batch whose search ran in a chord: read the shards' neighbours, select
-    the pairs and write them (``annotation.runs.run_resume``); the run folder goes."""
+def sampling_batch_merge(*, batch_id: int, token: str) -> SamplingBatch | None:
+    """Finish the run ``token`` of a batch whose search ran in a chord: read the shards'
+    neighbours, select the pairs and write them (``annotation.runs.run_resume``); the
+    run's folder goes. A merge of an earlier run of the batch does nothing."""
+
+    def body(batch: SamplingBatch, progress: Progress) -> None:
+        if run_token(batch) == token:
+            _merge(batch, progress)
+
     try:
-        return run_resume(BATCH_RUNS, batch_id, _merge)
+        return run_resume(BATCH_RUNS, batch_id, body)
     finally:
-        if not SamplingBatch.objects.filter(pk=batch_id, status=JobStatus.RUNNING).exists():
-            run_folder_remove(batch_id)
+        batch = SamplingBatch.objects.filter(pk=batch_id).first()
+        if batch is not None and batch.status != JobStatus.RUNNING and run_token(batch) == token:
+            run_folder_remove(batch)
 
 
 def _merge(batch: SamplingBatch, progress: Progress) -> None:
@@ -135,10 +150,10 @@ def _merge(batch: SamplingBatch, progress: Progress) -> None:
     if not all(stage["finished"] == stage["shards"] for stage in stages):
         raise BatchConflict("the chord's merge ran before every shard finished; start the batch again")
     # The rows the shards searched, as the batch's own task read them.
-    inputs = _inputs(batch, with_vectors=False, items=split_items_load(run_folder(batch.pk) / SPLIT_FILE))
+    inputs = _inputs(batch, with_vectors=False, items=split_items_load(run_folder(batch) / SPLIT_FILE))
     total_steps = batch.progress_total
     progress(total_steps - 1, total_steps, "merging the shards' neighbours")
-    found = {name: folder_neighbours(space_folder(batch.pk, name)) for name in inputs.searched}
+    found = {name: folder_neighbours(space_folder(batch, name)) for name in inputs.searched}
     specs, retrievals, selected = _select(batch, inputs, found, progress, total_steps - 1, total_steps)
     stats.update(selected)
     _write(batch, specs, retrievals, stats, progress, step=total_steps - 1, total_steps=total_steps, started=started)
@@ -280,8 +295,14 @@ def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], l
             # An image space stored in the split's order is mapped by the workers as it is.
             stored = getattr(inputs.data.image_spaces.get(name), "filename", None)
             plans[name] = (x, cells.get(name), replace(plan, vectors_file=str(stored or "")))
+        # Rows of an earlier run of the batch go first (their late tasks then do nothing).
+        SamplingShard.objects.filter(batch=batch).delete()
         run_detach(BATCH_RUNS, batch.pk, "handing the search to a chord of shards")
-        stats["chord"] = chord_start(batch, plans, inputs.items)
+        try:
+            stats["chord"] = chord_start(batch, plans, inputs.items)
+        except BaseException:
+            run_folder_remove(batch)
+            raise
         SamplingBatch.objects.filter(pk=batch.pk).update(stats=stats)
         return None
     found = {}

@@ -21,12 +21,12 @@ import logging
 import re
 import shutil
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -45,25 +45,39 @@ DONE, SKIPPED, RETRY, FAILED = "done", "skipped", "retry", "failed"
 
 
 def uses_chord(n: int, config: IndexConfig) -> bool:
-    """Whether a batch whose searched spaces have ``n`` rows searches in a chord: in
-    services mode, for exact or IVF search, from ``chord_min_rows`` rows on."""
-    return not settings.CELERY_TASK_ALWAYS_EAGER and config.kind_for(n) in SHARDED_KINDS and n >= config.chord_min_rows
+    """Whether a batch whose searched spaces have ``n`` rows searches in a chord: tasks
+    on workers, PostgreSQL (its runner locks) and a result backend (the chord counts
+    its shards there), for exact or IVF search, from ``chord_min_rows`` rows on."""
+    return (
+        not settings.CELERY_TASK_ALWAYS_EAGER
+        and bool(settings.CELERY_RESULT_BACKEND)
+        and connection.vendor == "postgresql"
+        and config.kind_for(n) in SHARDED_KINDS
+        and n >= config.chord_min_rows
+    )
 
 
-def run_folder(batch_id: int) -> Path:
-    return Path(settings.DATA_DIR) / "sampling" / "runs" / f"batch-{batch_id}"
+def run_token(batch: SamplingBatch) -> str:
+    """Which run of a batch this is: its start. A batch started again is a new run, and
+    tasks of an earlier run (late, redelivered) find the token changed and do nothing."""
+    return batch.started_at.isoformat()
 
 
-def space_folder(batch_id: int, space: str) -> Path:
+def run_folder(batch: SamplingBatch) -> Path:
+    stamp = int(batch.started_at.timestamp() * 1_000_000)
+    return Path(settings.DATA_DIR) / "sampling" / "runs" / f"batch-{batch.pk}-{stamp}"
+
+
+def space_folder(batch: SamplingBatch, space: str) -> Path:
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", space)[:40]
-    return run_folder(batch_id) / f"{safe}-{hashlib.sha1(space.encode()).hexdigest()[:8]}"
+    return run_folder(batch) / f"{safe}-{hashlib.sha1(space.encode()).hexdigest()[:8]}"
 
 
-def run_folder_remove(batch_id: int) -> None:
-    """The run folder goes once its batch ended (unless SAMPLING_KEEP_RUN_FOLDERS)."""
-    if settings.SAMPLING_KEEP_RUN_FOLDERS:
+def run_folder_remove(batch: SamplingBatch) -> None:
+    """The run's folder goes once the run ended (unless SAMPLING_KEEP_RUN_FOLDERS)."""
+    if settings.SAMPLING_KEEP_RUN_FOLDERS or batch.started_at is None:
         return
-    shutil.rmtree(run_folder(batch_id), ignore_errors=True)
+    shutil.rmtree(run_folder(batch), ignore_errors=True)
 
 
 def stored_cells(space: EmbeddingSpace, x: np.ndarray, config: IndexConfig) -> tuple[np.ndarray, dict]:
@@ -95,23 +109,20 @@ def chord_start(
     same rows) and the shard rows, then queue the first stage's chord. plans: space
     name -> (vectors float32 (n, d), cells or None, plan). Returns what the batch
     records of the chord."""
-    # A batch started again begins with an empty folder.
-    shutil.rmtree(run_folder(batch.pk), ignore_errors=True)
-    run_folder(batch.pk).mkdir(parents=True)
-    split_items_save(items, run_folder(batch.pk) / SPLIT_FILE)
+    run_folder(batch).mkdir(parents=True, exist_ok=True)
+    split_items_save(items, run_folder(batch) / SPLIT_FILE)
     rows = []
     for name, (vectors, cells, plan) in plans.items():
-        folder_prepare(space_folder(batch.pk, name), vectors, plan, cells)
+        folder_prepare(space_folder(batch, name), vectors, plan, cells)
         for stage in plan.stages():
             for number, (start, stop) in enumerate(plan.ranges()):
                 rows.append(
                     SamplingShard(batch=batch, space=name, stage=stage, number=number, row_start=start, row_stop=stop)
                 )
-    with transaction.atomic():
-        SamplingShard.objects.filter(batch=batch).delete()
-        SamplingShard.objects.bulk_create(rows)
+    SamplingShard.objects.bulk_create(rows)
     first = ASSIGN if any(row.stage == ASSIGN for row in rows) else SEARCH
-    transaction.on_commit(lambda: stage_launch(batch.pk, first))
+    token = run_token(batch)
+    transaction.on_commit(lambda: stage_launch(batch.pk, first, token))
     return {
         "mode": "chord",
         "vectors": {name: plan.vectors_file or "copied to the run folder" for name, (_, _, plan) in plans.items()},
@@ -120,29 +131,36 @@ def chord_start(
     }
 
 
-def stage_launch(batch_id: int, stage: str) -> None:
-    """Queue one stage's shards as a chord: after assign comes search, after search the merge."""
+def stage_launch(batch_id: int, stage: str, token: str) -> None:
+    """Queue one stage's shards as a chord (once: a repeated call finds them queued):
+    after assign comes search, after search the merge."""
     from celery import chord
 
     from sampling.tasks import merge_sampling_batch, next_sampling_stage, run_sampling_shard
 
+    if not SamplingShard.objects.filter(batch_id=batch_id, stage=stage, queued_at__isnull=True).update(
+        queued_at=timezone.now()
+    ):
+        return
     shard_ids = list(
         SamplingShard.objects.filter(batch_id=batch_id, stage=stage)
         .order_by("space", "number")
         .values_list("pk", flat=True)
     )
-    then = next_sampling_stage.si(batch_id, SEARCH) if stage == ASSIGN else merge_sampling_batch.si(batch_id)
+    then = (
+        next_sampling_stage.si(batch_id, SEARCH, token) if stage == ASSIGN else merge_sampling_batch.si(batch_id, token)
+    )
     chord([run_sampling_shard.si(shard_id) for shard_id in shard_ids], then).delay()
 
 
-def stage_next(batch_id: int, stage: str) -> bool:
-    """Queue ``stage`` if the batch still runs in a chord and the stage before it
-    finished; False otherwise (a failed batch stops here)."""
-    if not _chord_running(batch_id):
+def stage_next(batch_id: int, stage: str, token: str) -> bool:
+    """Queue ``stage`` if the batch's run ``token`` still runs in a chord and the stage
+    before it finished; False otherwise (a failed or restarted batch stops here)."""
+    if not _chord_running(batch_id, token):
         return False
     if SamplingShard.objects.filter(batch_id=batch_id, finished_at__isnull=True).exclude(stage=stage).exists():
         return False
-    stage_launch(batch_id, stage)
+    stage_launch(batch_id, stage, token)
     return True
 
 
@@ -156,8 +174,9 @@ def shard_work(shard_id: int) -> str:
 
     max_attempts = index_config().shard_max_attempts
     with transaction.atomic():
-        shard = SamplingShard.objects.select_for_update().filter(pk=shard_id).first()
-        if shard is None or shard.finished_at is not None or not _chord_running(shard.batch_id):
+        # A restarted batch's new run deleted its earlier run's shard rows.
+        shard = SamplingShard.objects.select_for_update().select_related("batch").filter(pk=shard_id).first()
+        if shard is None or shard.finished_at is not None or not _chord_running(shard.batch_id, run_token(shard.batch)):
             return SKIPPED
         shard.attempts += 1
         shard.worker = runner_name()
@@ -168,11 +187,11 @@ def shard_work(shard_id: int) -> str:
         return FAILED
     started = time.perf_counter()
     try:
-        shard_run(space_folder(shard.batch_id, shard.space), shard.stage, shard.number)
+        shard_run(space_folder(shard.batch, shard.space), shard.stage, shard.number)
     except Exception as exc:
         logger.exception("%s failed", shard)
         if shard.attempts >= max_attempts:
-            _fail(shard, f"failed on attempt {shard.attempts}: {exc!r}")
+            _fail(shard, f"failed on attempt {shard.attempts}: {type(exc).__name__}: {exc}")
             return FAILED
         return RETRY
     SamplingShard.objects.filter(pk=shard_id).update(
@@ -186,8 +205,10 @@ def chord_alive(batch: SamplingBatch) -> bool:
     """A batch handed on to its chord still works while a shard started or finished
     within SAMPLING_CHORD_STALL_SECONDS (a task lost with its worker returns to the
     queue within Celery's visibility timeout, which that setting exceeds)."""
-    last = SamplingShard.objects.filter(batch=batch).aggregate(started=Max("started_at"), finished=Max("finished_at"))
-    moments = [moment for moment in (batch.started_at, last["started"], last["finished"]) if moment is not None]
+    last = SamplingShard.objects.filter(batch=batch).aggregate(
+        queued=Max("queued_at"), started=Max("started_at"), finished=Max("finished_at")
+    )
+    moments = [moment for moment in (batch.started_at, *last.values()) if moment is not None]
     if not moments:
         return False
     return timezone.now() - max(moments) < timedelta(seconds=settings.SAMPLING_CHORD_STALL_SECONDS)
@@ -214,8 +235,14 @@ def shards_summary(batch: SamplingBatch) -> dict:
     return summary
 
 
-def _chord_running(batch_id: int) -> bool:
-    return SamplingBatch.objects.filter(pk=batch_id, status=JobStatus.RUNNING, runner__startswith=DETACHED).exists()
+def _chord_running(batch_id: int, token: str) -> bool:
+    """The batch runs in a chord, and it is the run ``token`` (not a later one)."""
+    return SamplingBatch.objects.filter(
+        pk=batch_id,
+        status=JobStatus.RUNNING,
+        runner__startswith=DETACHED,
+        started_at=datetime.fromisoformat(token),
+    ).exists()
 
 
 def _progress(batch_id: int) -> None:
@@ -232,13 +259,14 @@ def _fail(shard: SamplingShard, problem: str) -> None:
     # batch_run defines the batch's run kind and imports this module.
     from sampling.batch_run import BATCH_RUNS
 
-    if run_fail(
+    # Only the shard's own run: a later run of the batch goes on.
+    if _chord_running(shard.batch_id, run_token(shard.batch)) and run_fail(
         BATCH_RUNS,
         shard.batch_id,
         f"{shard.stage} shard {shard.number} of space {shard.space!r} {problem}; "
         "no pairs were written. Start the batch again.",
     ):
-        run_folder_remove(shard.batch_id)
+        run_folder_remove(shard.batch)
 
 
 def shards_lines(batch: SamplingBatch) -> list[str]:

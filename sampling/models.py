@@ -141,6 +141,7 @@ class SamplingShard(models.Model):
     row_stop = models.PositiveBigIntegerField()
     attempts = models.PositiveSmallIntegerField(default=0)
     worker = models.CharField(max_length=255, blank=True, help_text="host:pid of the last process that took it.")
+    queued_at = models.DateTimeField(null=True, blank=True, help_text="When its stage's chord was queued.")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     seconds = models.FloatField(null=True, blank=True, help_text="Time of the attempt that finished it.")

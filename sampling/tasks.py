@@ -38,12 +38,14 @@ def run_sampling_shard(self, shard_id: int) -> str:
 
 
 @shared_task(acks_late=True)
-def next_sampling_stage(batch_id: int, stage: str) -> bool:
-    """A chord's callback: queue the batch's next stage of shards."""
-    return stage_next(batch_id, stage)
+def next_sampling_stage(batch_id: int, stage: str, token: str) -> bool:
+    """A chord's callback: queue the next stage of shards of the batch's run ``token``."""
+    return stage_next(batch_id, stage, token)
 
 
-@shared_task(acks_late=True)
-def merge_sampling_batch(batch_id: int) -> None:
+# A merge whose worker dies is not run again (it could die the same way for ever): the
+# batch then stalls and the orphan sweep fails it after SAMPLING_CHORD_STALL_SECONDS.
+@shared_task(acks_late=True, reject_on_worker_lost=False)
+def merge_sampling_batch(batch_id: int, token: str) -> None:
     """The last chord's callback: merge the shards, select and write the batch's pairs."""
-    sampling_batch_merge(batch_id=batch_id)
+    sampling_batch_merge(batch_id=batch_id, token=token)

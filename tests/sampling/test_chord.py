@@ -149,7 +149,7 @@ def test_two_workers_one_worker_and_the_embedded_mode_give_the_same_pairs(make_s
     pools = set(SamplingShard.objects.filter(batch=two).values_list("worker", flat=True))
     assert len(pools) == 2, f"both workers should have taken shards, saw {pools}"
     # The merge removes the run folder once the batch's pairs are committed.
-    assert poll(lambda: [True] if not run_folder(two.pk).exists() else [])
+    assert poll(lambda: [True] if not run_folder(two).exists() else [])
     out = io.StringIO()
     call_command("sample", status=two.pk, stdout=out)
     assert "assign shards: 30 of 30 done" in out.getvalue() and "search shards: 30 of 30 done" in out.getvalue()
@@ -195,6 +195,8 @@ def kill_mid_shard(batch: SamplingBatch, timeout: float = 60) -> int:
         shard_id, worker = running
         pid = int(worker.rpartition(":")[2])
         os.kill(pid, signal.SIGSTOP)
+        # A statement the process sent before it froze still commits: give it time to.
+        time.sleep(0.3)
         if SamplingShard.objects.filter(pk=shard_id, finished_at__isnull=True, worker=worker).exists():
             os.kill(pid, signal.SIGKILL)
             return shard_id
@@ -212,7 +214,8 @@ def test_a_shard_that_keeps_failing_fails_the_batch_with_nothing_written(make_sp
     pool = [int(line) for line in subprocess.check_output(["pgrep", "-P", str(worker.pid)]).split()]
     for pid in pool:
         os.kill(pid, signal.SIGSTOP)
-    for vectors in run_folder(batch.pk).glob("*/vectors.npy"):
+    batch.refresh_from_db()
+    for vectors in run_folder(batch).glob("*/vectors.npy"):
         vectors.unlink()
     for pid in pool:
         os.kill(pid, signal.SIGCONT)
@@ -222,7 +225,7 @@ def test_a_shard_that_keeps_failing_fails_the_batch_with_nothing_written(make_sp
     assert "shard" in batch.error and "failed on attempt 3" in batch.error and "FileNotFoundError" in batch.error
     assert "no pairs were written" in batch.error
     assert Pair.objects.filter(batch=batch).count() == 0
-    assert poll(lambda: [True] if not run_folder(batch.pk).exists() else [])
+    assert poll(lambda: [True] if not run_folder(batch).exists() else [])
     assert SamplingShard.objects.filter(batch=batch, attempts=3, finished_at__isnull=True).exists()
 
 
@@ -233,7 +236,7 @@ def test_a_chord_with_no_shard_moving_for_longer_than_the_stall_limit_fails(make
     batch = create(built)
     then = timezone.now() - timedelta(minutes=idle_minutes)
     SamplingBatch.objects.filter(pk=batch.pk).update(
-        status="running", runner="chord:elsewhere:1", started_at=then - timedelta(minutes=1)
+        status="running", runner="chord:elsewhere:1", started_at=timezone.now() - timedelta(hours=3)
     )
     SamplingShard.objects.create(
         batch=batch, space="img", stage="search", number=0, row_start=0, row_stop=60, attempts=1, started_at=then
@@ -241,3 +244,33 @@ def test_a_chord_with_no_shard_moving_for_longer_than_the_stall_limit_fails(make
     assert (batch.pk in sampling_batches_fail_orphaned()) is failed
     batch.refresh_from_db()
     assert batch.status == ("failed" if failed else "running")
+
+
+def test_late_tasks_of_an_earlier_run_leave_a_restarted_batch_alone(make_split):
+    from sampling.batch_run import sampling_batch_merge
+    from sampling.chord_run import run_token, shard_work, stage_next
+
+    batch = create(build(make_split))
+    earlier = timezone.now() - timedelta(minutes=10)
+    SamplingBatch.objects.filter(pk=batch.pk).update(status="running", runner="chord:elsewhere:1", started_at=earlier)
+    batch.refresh_from_db()
+    old_token = run_token(batch)
+    # The batch failed and was started again: a new run, with shard rows of its own.
+    SamplingBatch.objects.filter(pk=batch.pk).update(started_at=timezone.now())
+    batch.refresh_from_db()
+    shard = SamplingShard.objects.create(batch=batch, space="img", stage="assign", number=0, row_start=0, row_stop=60)
+    run_folder(batch).mkdir(parents=True)
+
+    assert stage_next(batch.pk, "search", old_token) is False
+    assert sampling_batch_merge(batch_id=batch.pk, token=old_token) is not None
+    batch.refresh_from_db()
+    assert (batch.status, batch.error) == ("running", "")
+    assert run_folder(batch).exists()
+    assert SamplingShard.objects.get(pk=shard.pk).attempts == 0
+    # The new run's own merge is not refused by the token (its shard is unfinished, so it
+    # fails the batch naming that): the token tells runs apart, nothing else.
+    sampling_batch_merge(batch_id=batch.pk, token=run_token(batch))
+    batch.refresh_from_db()
+    assert batch.status == "failed" and "before every shard finished" in batch.error
+    assert not run_folder(batch).exists()
+    assert shard_work(shard.pk) == "skipped"
