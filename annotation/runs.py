@@ -146,19 +146,28 @@ def run_once(
             row.refresh_from_db()
             return row
         row.refresh_from_db()
-        try:
-            body(row, progress_writer(kind, run_id, echo))
-        except DomainError as exc:
-            run_fail(kind, run_id, str(exc))
-        except Exception as exc:
-            logger.exception("%s #%s failed", kind.noun, run_id)
-            run_fail(kind, run_id, f"unexpected error: {exc!r}")
-            raise
+        return _run_body(kind, row, body, echo)
+
+
+def _run_body(
+    kind: RunKind, row: BackgroundRun, body: Callable[[BackgroundRun, Progress], None], echo: Progress | None
+) -> BackgroundRun:
+    """``body(row, progress)`` with the lifecycle's handling of errors (a DomainError
+    fails the row with its message; anything else fails it and re-raises); the row's
+    uploads go when it succeeded. Returns the row as it ends."""
+    try:
+        body(row, progress_writer(kind, row.pk, echo))
+    except DomainError as exc:
+        run_fail(kind, row.pk, str(exc))
+    except Exception as exc:
+        logger.exception("%s #%s failed", kind.noun, row.pk)
+        run_fail(kind, row.pk, f"unexpected error: {exc!r}")
+        raise
+    row.refresh_from_db()
+    # A failed run keeps its uploads for diagnosis (the prune removes them later).
+    if row.status == JobStatus.SUCCEEDED and run_uploads_remove(row):
         row.refresh_from_db()
-        # A failed run keeps its uploads for diagnosis (the prune removes them later).
-        if row.status == JobStatus.SUCCEEDED and run_uploads_remove(row):
-            row.refresh_from_db()
-        return row
+    return row
 
 
 def _gone_while_locked(kind: RunKind, row: BackgroundRun) -> bool:
@@ -186,18 +195,7 @@ def run_resume(
         row = kind.model.objects.filter(pk=run_id).first()
         if row is None or row.status != JobStatus.RUNNING or not row.runner.startswith(DETACHED):
             return None
-        try:
-            body(row, progress_writer(kind, run_id, echo))
-        except DomainError as exc:
-            run_fail(kind, run_id, str(exc))
-        except Exception as exc:
-            logger.exception("%s #%s failed", kind.noun, run_id)
-            run_fail(kind, run_id, f"unexpected error: {exc!r}")
-            raise
-        row.refresh_from_db()
-        if row.status == JobStatus.SUCCEEDED and run_uploads_remove(row):
-            row.refresh_from_db()
-        return row
+        return _run_body(kind, row, body, echo)
 
 
 def _claim(kind: RunKind, run_id: int) -> bool:

@@ -9,9 +9,7 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
-import uuid
 from datetime import timedelta
 
 import numpy as np
@@ -27,7 +25,8 @@ from sampling.models import SamplingBatch, SamplingShard
 from sampling.services import sampling_batch_create, sampling_batch_start
 from tests.runner_support import poll
 from tests.sampling.conftest import pair_keys, random_unit
-from tests.sampling.test_worker import REPO_DIR, database_url, watch
+from tests.sampling.test_worker import watch
+from tests.sampling.worker_support import start_worker, worker_env
 
 pytestmark = [
     pytest.mark.postgres,
@@ -59,39 +58,20 @@ def celery_app(settings):
 @pytest.fixture
 def workers(settings, tmp_path, celery_app):
     """start(n): n more `celery worker` processes (prefork, one pool process each)."""
-    redis_url = os.environ["TEST_REDIS_URL"]
-    env = {
-        **os.environ,
-        "RUN_MODE": "services",
-        "DATABASE_URL": database_url(settings),
-        "CELERY_BROKER_URL": redis_url,
-        "REDIS_URL": redis_url,
-        "CELERY_TASK_ALWAYS_EAGER": "false",
-        "DATA_DIR": str(settings.DATA_DIR),
-        "SAMPLING_INDEX": json.dumps(INDEX),
-    }
-    started: list[tuple[subprocess.Popen, str]] = []
+    env = worker_env(settings, os.environ["TEST_REDIS_URL"], SAMPLING_INDEX=json.dumps(INDEX))
+    started: list[subprocess.Popen] = []
 
     def start(n: int) -> list[subprocess.Popen]:
-        new = []
-        for _ in range(n):
-            name = f"chord-test-{uuid.uuid4().hex[:8]}@localhost"
-            log = (tmp_path / f"{name}.log").open("wb")
-            command = [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=prefork", "--concurrency=1"]
-            command += ["-n", name, "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel=INFO"]
-            if not started:
-                command.append("--purge")
-            process = subprocess.Popen(command, cwd=REPO_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
-            started.append((process, name))
-            new.append(process)
-            deadline = time.monotonic() + 90
-            while not celery_app.control.ping(destination=[name], timeout=1.0):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"worker {name} did not come up:\n{(tmp_path / f'{name}.log').read_text()[-3000:]}")
+        pool = ["--pool=prefork", "--concurrency=1"]
+        new = [
+            start_worker(celery_app, tmp_path, env, prefix="chord-test", pool=pool, purge=not started and i == 0)[0]
+            for i in range(n)
+        ]
+        started.extend(new)
         return new
 
     yield start
-    for process, _ in started:
+    for process in started:
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
-import uuid
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +15,7 @@ from sampling.batch_run import sampling_batch_run, sampling_batches_fail_orphane
 from sampling.models import SamplingBatch
 from sampling.services import sampling_batch_create, sampling_batch_start
 from tests.sampling.conftest import pair_keys, random_unit
+from tests.sampling.worker_support import start_worker, worker_env
 
 pytestmark = [
     pytest.mark.postgres,
@@ -30,15 +27,8 @@ pytestmark = [
     pytest.mark.xdist_group("celery-redis"),
 ]
 
-REPO_DIR = Path(__file__).resolve().parents[2]
 N_IMAGES = 600
 METHODS = {"i2i_csim": None, "c2c_isim": None, "c2c_cocaption": None, "c2i_original": None}
-
-
-def database_url(settings) -> str:
-    db = settings.DATABASES["default"]
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 @pytest.fixture
@@ -57,33 +47,9 @@ def worker(settings, tmp_path, celery_app):
     """A `celery -A config worker` process on the test's Redis and test database."""
     redis_url = os.environ["TEST_REDIS_URL"]
     celery_app.conf.broker_url = redis_url
-    name = f"sampling-test-{uuid.uuid4().hex[:8]}@localhost"
-    env = {
-        **os.environ,
-        "RUN_MODE": "services",
-        "DATABASE_URL": database_url(settings),
-        "CELERY_BROKER_URL": redis_url,
-        "REDIS_URL": redis_url,
-        "CELERY_TASK_ALWAYS_EAGER": "false",
-        "DATA_DIR": str(settings.DATA_DIR),
-    }
-    log_path = tmp_path / "worker.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--purge", "-n", name),
-                *("--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel=INFO"),
-            ],
-            cwd=REPO_DIR,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    env = worker_env(settings, redis_url)
+    process, _ = start_worker(celery_app, tmp_path, env, prefix="sampling-test", pool=["--pool=solo"], purge=True)
     try:
-        deadline = time.monotonic() + 90
-        while not celery_app.control.ping(destination=[name], timeout=1.0):
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the Celery worker did not come up:\n{log_path.read_text(errors='replace')[-3000:]}")
         yield process
     finally:
         if process.poll() is None:
