@@ -12,8 +12,16 @@ from the first shard's start to the last shard's end. Recall@5 of the 2-worker b
 neighbours (its run folder is kept) against exact search on BENCH_QUERIES rows (2,000);
 ``same_neighbours``: the 1- and 2-worker batches found the same neighbours.
 
+Then the same batch with IVF-PQ on 2 workers (``ivfpq``), once per refine factor in
+BENCH_IVFPQ_REFINE ("4,0": 4 x (k + 1) candidates rescored on their vectors, and codes
+alone), after training its codebook once (``ivfpq_train_s``): seconds, recall@5 and
+memory. Memory per pool process is its peak RSS (``VmHWM``, mapped vector pages
+included) and the peak of its anonymous memory (``RssAnon``, read once a second): what
+the process holds beyond the page cache, which IVF-PQ is for.
+
 Last line: {"items", "dim", "workers_1_s", "workers_2_s", "speedup", "recall_at_5",
-"peak_rss_mib_per_worker", ...}. Needs PostgreSQL and Redis (make bench-sampling-distributed).
+"peak_rss_mib_per_worker", ..., "ivfpq": {...}}. Needs PostgreSQL and Redis (make
+bench-sampling-distributed).
 """
 
 import io
@@ -34,6 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO_DIR, env_database, fresh_database, print_figures, setup_django, sized
 from bench_sampling_data import clustered_vectors
 
+from sampling.index import recall_at_k
+
 N_ITEMS = sized("BENCH_ITEMS", 2_000_000, 30_000)
 DIM = sized("BENCH_DIM", 256, 64)
 QUERIES = min(N_ITEMS, sized("BENCH_QUERIES", 2_000, 200))
@@ -44,6 +54,7 @@ WORK_DIR = REPO_DIR / "var" / "bench-distributed"
 INDEX = {"kind": "ivf", "chord_min_rows": min(200_000, N_ITEMS)}
 if N_ITEMS < 200_000:
     INDEX["shard_rows"] = max(1_024, N_ITEMS // 8)
+REFINES = [int(part) for part in os.environ.get("BENCH_IVFPQ_REFINE", "4,0").split(",") if part.strip()]
 STARTED = time.perf_counter()
 
 
@@ -68,8 +79,20 @@ def main() -> None:
     setup_django(database_url, **env)
     space, vectors = load_split()
     train_s = train_cells(space, vectors)
-    runs = {workers: run_batch(space, workers, database_url, env) for workers in (1, 2)}
-    recall, same = check_neighbours(runs, vectors)
+    runs = {workers: run_batch(workers, database_url, env) for workers in (1, 2)}
+    queries, truth = exact_truth(vectors)
+    found = {workers: run_neighbours(run) for workers, run in runs.items()}
+    recall = recall_at_k(found[2][queries], truth)
+    same = bool(np.array_equal(found[1], found[2]))
+    log(f"IVF recall@5 {recall:.4f} on {QUERIES} queries")
+    ivfpq = {"train_s": train_codebook(space, vectors)}
+    for refine in REFINES:
+        index = {**INDEX, "kind": "ivfpq", "ivfpq_refine": refine}
+        run = run_batch(2, database_url, env | {"SAMPLING_INDEX": json.dumps(index)})
+        run["recall_at_5"] = round(recall_at_k(run_neighbours(run)[queries], truth), 4)
+        log(f"IVF-PQ refine {refine}: {run['seconds']} s, recall@5 {run['recall_at_5']}")
+        ivfpq[f"refine_{refine}"] = {key: run[key] for key in ("seconds", "chord_s", "recall_at_5", "per_shard_s")}
+        ivfpq[f"refine_{refine}"] |= {"peak_rss_mib": run["peak_rss_mib"], "peak_anon_mib": run["peak_anon_mib"]}
     print_figures(
         {
             "items": N_ITEMS,
@@ -87,7 +110,9 @@ def main() -> None:
             "shards": runs[2]["shards"],
             "per_shard_s": runs[2]["per_shard_s"],
             "peak_rss_mib_by_run": {str(n): run["peak_rss_mib"] for n, run in runs.items()},
+            "peak_anon_mib_by_run": {str(n): run["peak_anon_mib"] for n, run in runs.items()},
             "index_config": runs[2]["index_config"],
+            "ivfpq": ivfpq,
         }
     )
 
@@ -153,7 +178,19 @@ def train_cells(space, vectors) -> float:
     return round(time.perf_counter() - started, 1)
 
 
-def run_batch(space, workers: int, database_url: str, env: dict) -> dict:
+def train_codebook(space, vectors) -> float:
+    from sampling.batch_run import index_config
+    from sampling.chord_run import stored_cells, stored_codebook
+
+    started = time.perf_counter()
+    config = index_config()
+    cells, _ = stored_cells(space, np.asarray(vectors), config)
+    _, made = stored_codebook(space, np.asarray(vectors), cells, config)
+    log(f"trained the IVF-PQ codebook ({made['file']}) in {time.perf_counter() - started:.1f} s")
+    return round(time.perf_counter() - started, 1)
+
+
+def run_batch(workers: int, database_url: str, env: dict) -> dict:
     from django.db import transaction
 
     from sampling.models import SamplingBatch, SamplingShard
@@ -173,20 +210,20 @@ def run_batch(space, workers: int, database_url: str, env: dict) -> dict:
             sampling_batch_start(batch=batch)
         started = time.perf_counter()
         peaks: dict[int, float] = {}
+        anon: dict[int, float] = {}
         pools = pool_pids(processes)
         # Looked at once a second: the benchmark takes next to no CPU from the workers.
         while True:
             batch.refresh_from_db()
+            for pid in pools:
+                peaks[pid] = max(peaks.get(pid, 0), memory_mib_of(pid, "VmHWM"))
+                anon[pid] = max(anon.get(pid, 0), memory_mib_of(pid, "RssAnon"))
             if batch.status in ("succeeded", "failed"):
                 break
-            for pid in pools:
-                peaks[pid] = max(peaks.get(pid, 0), peak_rss_mib_of(pid))
             time.sleep(1.0)
         seconds = time.perf_counter() - started
         if batch.status != "succeeded":
             raise SystemExit(f"the {workers}-worker batch failed: {batch.error}")
-        for pid in pools:
-            peaks[pid] = max(peaks.get(pid, 0), peak_rss_mib_of(pid))
         shards = SamplingShard.objects.filter(batch=batch)
         first = min(shard.started_at for shard in shards)
         last = max(shard.finished_at for shard in shards)
@@ -200,6 +237,7 @@ def run_batch(space, workers: int, database_url: str, env: dict) -> dict:
             "seconds": round(seconds, 1),
             "chord_s": round((last - first).total_seconds(), 1),
             "peak_rss_mib": sorted(round(value) for value in peaks.values()),
+            "peak_anon_mib": sorted(round(value) for value in anon.values()),
             "shards": {stage: shards.filter(stage=stage).count() for stage in ("assign", "search")},
             "per_shard_s": per_shard,
             "index_config": SamplingBatch.objects.get(pk=batch.pk).stats["index_config"],
@@ -243,30 +281,32 @@ def pool_pids(processes) -> list[int]:
     return pids
 
 
-def peak_rss_mib_of(pid: int) -> float:
+def memory_mib_of(pid: int, field: str) -> float:
+    """A memory figure of /proc/<pid>/status (VmHWM: peak RSS; RssAnon: anonymous now), MiB."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
     return 0.0
 
 
-def check_neighbours(runs: dict, vectors) -> tuple[float, bool]:
+def exact_truth(vectors) -> tuple[np.ndarray, np.ndarray]:
+    """QUERIES seeded rows and their exact 5 nearest other rows: (queries, truth int64 (q, 5))."""
+    from sampling.index import exact_neighbours
+
+    queries = np.sort(np.random.default_rng(1).choice(N_ITEMS, size=QUERIES, replace=False))
+    return queries, exact_neighbours(np.asarray(vectors), queries, 5)
+
+
+def run_neighbours(run: dict) -> np.ndarray:
+    """The image space's neighbours a batch's chord found (its run folder is kept): int64 (n, 5)."""
     from sampling.chord_run import space_folder
-    from sampling.index import exact_neighbours, recall_at_k
     from sampling.models import SamplingBatch
     from sampling.shards import folder_neighbours
 
-    found = {
-        n: folder_neighbours(space_folder(SamplingBatch.objects.get(pk=run["batch"]), "img")) for n, run in runs.items()
-    }
-    queries = np.sort(np.random.default_rng(1).choice(N_ITEMS, size=QUERIES, replace=False))
-    truth = exact_neighbours(np.asarray(vectors), queries, 5)
-    recall = recall_at_k(found[2][queries], truth)
-    log(f"recall@5 {recall:.4f} on {QUERIES} queries")
-    return recall, bool(np.array_equal(found[1], found[2]))
+    return folder_neighbours(space_folder(SamplingBatch.objects.get(pk=run["batch"]), "img"))
 
 
 if __name__ == "__main__":

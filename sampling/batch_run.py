@@ -35,6 +35,7 @@ from sampling import strategies
 from sampling.audit import audit_retrievals_write, audit_sample
 from sampling.chord_run import (
     SPLIT_FILE,
+    SpaceSearch,
     chord_alive,
     chord_start,
     run_folder,
@@ -43,13 +44,15 @@ from sampling.chord_run import (
     shards_summary,
     space_folder,
     stored_cells,
+    stored_codebook,
     uses_chord,
 )
 from sampling.errors import BatchConflict, PairListError, SamplingInputError
-from sampling.index import IndexConfig, nearest_neighbours, search_plan
+from sampling.index import CELL_KINDS, IndexConfig, IndexConfigError, nearest_neighbours, search_plan
 from sampling.model_topk import MODEL_TOPK
 from sampling.models import SamplingBatch, SamplingShard
 from sampling.pairlist import UPLOADED, PairListFormatError, read_pair_list
+from sampling.pq import PqTrainingError
 from sampling.selectors import (
     KEY_CHUNK,
     SplitItems,
@@ -280,21 +283,15 @@ def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], l
     total_steps = 1 + len(inputs.searched) + len(batch.methods) + 1
     index = index_config()
     queries = {name: strategies.search_vectors(inputs.data, name) for name in inputs.searched}
-    cells_made = {}
-    cells = {}
-    if index.kind_for(inputs.items.n_images) == "ivf":
-        for name, x in queries.items():
-            progress(1, total_steps, f"training or finding the IVF cells of space {name}")
-            cells[name], cells_made[name] = stored_cells(inputs.searched[name], x, index)
-    stats = {"load_s": round(inputs.load_s, 3), "index_config": index.as_dict(), "ivf_cells": cells_made}
-    stats["index"] = {name: index.kind_for(len(x)) for name, x in queries.items()}
+    cells, codebooks, stats = _trained(inputs, queries, index, progress, total_steps)
     if queries and uses_chord(inputs.items.n_images, index):
         plans = {}
         for name, x in queries.items():
             plan = search_plan(len(x), x.shape[1], batch.k, index, cells.get(name))
             # An image space stored in the split's order is mapped by the workers as it is.
             stored = getattr(inputs.data.image_spaces.get(name), "filename", None)
-            plans[name] = (x, cells.get(name), replace(plan, vectors_file=str(stored or "")))
+            plan = replace(plan, vectors_file=str(stored or ""))
+            plans[name] = SpaceSearch(x, plan, cells.get(name), codebooks.get(name))
         # Rows of an earlier run of the batch go first (their late tasks then do nothing).
         SamplingShard.objects.filter(batch=batch).delete()
         run_detach(BATCH_RUNS, batch.pk, "handing the search to a chord of shards")
@@ -309,10 +306,34 @@ def _sample(batch: SamplingBatch, progress: Progress) -> tuple[list[PairSpec], l
     search_started = time.perf_counter()
     for done, (name, x) in enumerate(queries.items(), start=1):
         progress(done, total_steps, f"searching {inputs.searched[name].modality} space {name}")
-        found[name] = nearest_neighbours(x, batch.k, index, cells.get(name))[0]
+        found[name] = nearest_neighbours(x, batch.k, index, cells.get(name), codebooks.get(name))[0]
     stats["search_s"] = round(time.perf_counter() - search_started, 3)
     specs, retrievals, selected = _select(batch, inputs, found, progress, len(queries), total_steps)
     return specs, retrievals, stats | selected, total_steps - 1, total_steps
+
+
+def _trained(inputs: _Inputs, queries: dict, index: IndexConfig, progress: Progress, total_steps: int):
+    """The IVF cells and IVF-PQ codebooks of the searched spaces (stored beside each
+    space, trained the first time). Returns (cells, codebooks: space name -> array,
+    the batch's stats so far)."""
+    kind = index.kind_for(inputs.items.n_images)
+    made: dict[str, dict] = {"ivf_cells": {}, "ivfpq_codebooks": {}}
+    cells, codebooks = {}, {}
+    for name, x in queries.items() if kind in CELL_KINDS else ():
+        space = inputs.searched[name]
+        progress(1, total_steps, f"training or finding the IVF cells of space {name}")
+        cells[name], made["ivf_cells"][name] = stored_cells(space, x, index)
+        if kind == "ivfpq":
+            progress(1, total_steps, f"training or finding the IVF-PQ codebook of space {name}")
+            try:
+                codebooks[name], made["ivfpq_codebooks"][name] = stored_codebook(space, x, cells[name], index)
+            except (IndexConfigError, PqTrainingError) as exc:
+                raise SamplingInputError(f"space {name}: {exc}") from exc
+    stats = {"load_s": round(inputs.load_s, 3), "index_config": index.as_dict(), "ivf_cells": made["ivf_cells"]}
+    if codebooks:
+        stats["ivfpq_codebooks"] = made["ivfpq_codebooks"]
+    stats["index"] = {name: index.kind_for(len(x)) for name, x in queries.items()}
+    return cells, codebooks, stats
 
 
 def _select(

@@ -23,6 +23,7 @@ import shutil
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from django.conf import settings
@@ -34,6 +35,7 @@ from annotation.models import EmbeddingSpace, JobStatus
 from annotation.runs import DETACHED, run_fail, runner_name
 from sampling.index import IndexConfig, ivf_train, ivf_training_sample
 from sampling.models import SamplingBatch, SamplingShard
+from sampling.pq import PQ_CENTROIDS, pq_codebook_rows, pq_train
 from sampling.selectors import SplitItems, split_items_save
 from sampling.shards import ASSIGN, SEARCH, SHARDED_KINDS, SearchPlan, atomic_save, folder_prepare, shard_run
 
@@ -47,7 +49,7 @@ DONE, SKIPPED, RETRY, FAILED = "done", "skipped", "retry", "failed"
 def uses_chord(n: int, config: IndexConfig) -> bool:
     """Whether a batch whose searched spaces have ``n`` rows searches in a chord: tasks
     on workers, PostgreSQL (its runner locks) and a result backend (the chord counts
-    its shards there), for exact or IVF search, from ``chord_min_rows`` rows on."""
+    its shards there), for exact, IVF or IVF-PQ search, from ``chord_min_rows`` rows on."""
     return (
         not settings.CELERY_TASK_ALWAYS_EAGER
         and bool(settings.CELERY_RESULT_BACKEND)
@@ -80,40 +82,76 @@ def run_folder_remove(batch: SamplingBatch) -> None:
     shutil.rmtree(run_folder(batch), ignore_errors=True)
 
 
+class SpaceSearch(NamedTuple):
+    """One space's search as a chord prepares it: its vectors float32 (n, d), plan, and
+    the IVF cells and IVF-PQ codebook it needs (None when it does not)."""
+
+    vectors: np.ndarray
+    plan: SearchPlan
+    cells: np.ndarray | None = None
+    codebook: np.ndarray | None = None
+
+
 def stored_cells(space: EmbeddingSpace, x: np.ndarray, config: IndexConfig) -> tuple[np.ndarray, dict]:
     """IVF cells for ``x`` (a space's vectors for a split, or their caption means),
     trained once and kept beside the space's vectors under a digest of the training
     sample and the training settings: the cells are a function of those alone.
     Returns (cells float32 (nlist, d), what was done: file, trained, seconds)."""
-    started = time.perf_counter()
     sample = ivf_training_sample(x, config)
     nlist = config.nlist_for(x.shape[0])
+    key = _digest(sample, f"{nlist}:{config.ivf_niter}:{config.seed}")
+    return _stored(
+        Path(space.vectors_path).parent / "ivf-cells" / f"{key}.npy",
+        (nlist, x.shape[1]),
+        lambda: ivf_train(sample, nlist, config),
+    )
+
+
+def stored_codebook(
+    space: EmbeddingSpace, x: np.ndarray, cells: np.ndarray, config: IndexConfig
+) -> tuple[np.ndarray, dict]:
+    """The IVF-PQ codebook for ``x`` in ``cells``, trained once and kept beside the
+    space's vectors under a digest of its training rows, the cells and the settings.
+    Returns (codebook float32 (m, 256, d // m), what was done: file, trained, seconds)."""
+    rows = pq_codebook_rows(x, config)
+    m = config.pq_m_for(x.shape[1])
+    key = _digest(rows, f"{m}:{config.seed}", cells)
+    return _stored(
+        Path(space.vectors_path).parent / "ivfpq-codebooks" / f"{key}.npy",
+        (m, PQ_CENTROIDS, x.shape[1] // m),
+        lambda: pq_train(rows, cells, m, config.seed),
+    )
+
+
+def _digest(*parts) -> str:
     key = hashlib.blake2b(digest_size=16)
-    key.update(np.ascontiguousarray(sample).tobytes())
-    key.update(f"{nlist}:{config.ivf_niter}:{config.seed}".encode())
-    path = Path(space.vectors_path).parent / "ivf-cells" / f"{key.hexdigest()}.npy"
+    for part in parts:
+        key.update(part.encode() if isinstance(part, str) else np.ascontiguousarray(part).tobytes())
+    return key.hexdigest()
+
+
+def _stored(path: Path, shape: tuple, train) -> tuple[np.ndarray, dict]:
+    """The array stored at ``path`` if it has ``shape``, else ``train()``'s, stored there."""
+    started = time.perf_counter()
     if path.is_file():
-        cells = np.load(path)
-        if cells.shape == (nlist, x.shape[1]):
-            return cells, {"file": path.name, "trained": False, "seconds": round(time.perf_counter() - started, 3)}
-    cells = ivf_train(sample, nlist, config)
+        array = np.load(path)
+        if array.shape == shape:
+            return array, {"file": path.name, "trained": False, "seconds": round(time.perf_counter() - started, 3)}
+    array = train()
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_save(path, cells)
-    return cells, {"file": path.name, "trained": True, "seconds": round(time.perf_counter() - started, 3)}
+    atomic_save(path, array)
+    return array, {"file": path.name, "trained": True, "seconds": round(time.perf_counter() - started, 3)}
 
 
-def chord_start(
-    batch: SamplingBatch, plans: dict[str, tuple[np.ndarray, np.ndarray | None, SearchPlan]], items: SplitItems
-) -> dict:
+def chord_start(batch: SamplingBatch, plans: dict[str, SpaceSearch], items: SplitItems) -> dict:
     """Write each space's run folder, the split's items (the merge selects from the
     same rows) and the shard rows, then queue the first stage's chord. plans: space
-    name -> (vectors float32 (n, d), cells or None, plan). Returns what the batch
-    records of the chord."""
+    name -> its search. Returns what the batch records of the chord."""
     run_folder(batch).mkdir(parents=True, exist_ok=True)
     split_items_save(items, run_folder(batch) / SPLIT_FILE)
     rows = []
-    for name, (vectors, cells, plan) in plans.items():
-        folder_prepare(space_folder(batch, name), vectors, plan, cells)
+    for name, (vectors, plan, cells, codebook) in plans.items():
+        folder_prepare(space_folder(batch, name), vectors, plan, cells, codebook)
         for stage in plan.stages():
             for number, (start, stop) in enumerate(plan.ranges()):
                 rows.append(
@@ -125,9 +163,9 @@ def chord_start(
     transaction.on_commit(lambda: stage_launch(batch.pk, first, token))
     return {
         "mode": "chord",
-        "vectors": {name: plan.vectors_file or "copied to the run folder" for name, (_, _, plan) in plans.items()},
+        "vectors": {name: search.plan.vectors_file or "copied to the run folder" for name, search in plans.items()},
         "shards": {stage: sum(row.stage == stage for row in rows) for stage in (ASSIGN, SEARCH)},
-        "shard_rows": next(iter(plans.values()))[2].shard_rows,
+        "shard_rows": next(iter(plans.values())).plan.shard_rows,
     }
 
 

@@ -8,13 +8,15 @@ the same neighbours, whatever the number of workers or the order shards finish i
 
 IVF runs in two stages: ``assign`` (each row's ``nprobe`` nearest cells, per shard)
 and ``search`` (each query's probed cells scanned cell by cell, per shard; the scan
-needs every row's own cell, which the assign stage wrote). Exact search has the search
-stage only.
+needs every row's own cell, which the assign stage wrote). IVF-PQ has the same stages;
+its assign shards also encode their rows (``sampling.pq``) and its search shards hold
+every row's code instead of every row's vector. Exact search has the search stage only.
 
 A run folder holds ``plan.json``, ``vectors.npy`` (float32 (n, d), L2-normalized, read
-memory mapped by every shard), ``cells.npy`` (IVF centroids), ``probes-NNNNN.npy`` and
-``found-NNNNN.npy``. Each file appears under its final name only when complete, so a
-shard whose worker died is simply run again.
+memory mapped by every shard), ``cells.npy`` (IVF centroids), ``codebook.npy``
+(IVF-PQ), ``probes-NNNNN.npy``, ``codes-NNNNN.npy`` (IVF-PQ) and ``found-NNNNN.npy``.
+Each file appears under its final name only when complete, so a shard whose worker
+died is simply run again.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 
 ASSIGN = "assign"
 SEARCH = "search"
-SHARDED_KINDS = ("exact", "ivf")
+SHARDED_KINDS = ("exact", "ivf", "ivfpq")
 
 
 @dataclass(frozen=True)
@@ -45,10 +47,12 @@ class SearchPlan:
     query_chunk: int = 65_536
     # A stored .npy every worker maps as it is (a space's own file); "": the folder's vectors.npy.
     vectors_file: str = ""
+    # IVF-PQ: candidates rescored on exact vectors, as a multiple of ``want`` (0: none).
+    refine: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in SHARDED_KINDS:
-            raise ValueError(f"only {' and '.join(SHARDED_KINDS)} search run in shards, not {self.kind!r}")
+            raise ValueError(f"only {', '.join(SHARDED_KINDS)} search run in shards, not {self.kind!r}")
         if self.shard_rows < 1:
             raise ValueError(f"shard_rows must be at least 1, got {self.shard_rows}")
 
@@ -61,7 +65,7 @@ class SearchPlan:
         return shard_ranges(self.rows, self.shard_rows)
 
     def stages(self) -> tuple[str, ...]:
-        return (ASSIGN, SEARCH) if self.kind == "ivf" else (SEARCH,)
+        return (SEARCH,) if self.kind == "exact" else (ASSIGN, SEARCH)
 
 
 def shard_ranges(n: int, shard_rows: int) -> list[tuple[int, int]]:
@@ -143,11 +147,23 @@ def final_rows(found_ids: np.ndarray, found_sims: np.ndarray, start: int, k: int
     return pad(*drop_self(found_ids, found_sims, rows, k), k)
 
 
-def self_join(x: np.ndarray, plan: SearchPlan, cells: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def self_join(
+    x: np.ndarray, plan: SearchPlan, cells: np.ndarray | None, codebook: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Every shard of ``plan`` in order in this process: ids int64 and sims float32 (n, k)."""
+    from sampling.pq import pq_encode, pq_fill, pq_index, search_pq_rows
+
     ranges = plan.ranges()
     parts = []
-    if plan.kind == "ivf":
+    if plan.kind == "ivfpq":
+        probes = np.concatenate([assign_rows(x, start, stop, cells, plan.nprobe) for start, stop in ranges])
+        index = pq_index(cells, codebook)
+        codes = np.concatenate([pq_encode(index, x[start:stop], probes[start:stop, 0]) for start, stop in ranges])
+        pq_fill(index, codes, probes[:, 0])
+        for start, stop in ranges:
+            found = search_pq_rows(index, x, cells, probes[start:stop], start, plan.want, plan.refine)
+            parts.append(final_rows(*found, start, plan.k))
+    elif plan.kind == "ivf":
         probes = np.concatenate([assign_rows(x, start, stop, cells, plan.nprobe) for start, stop in ranges])
         for start, stop in ranges:
             found = search_ivf_rows(x, probes[:, 0], probes[start:stop], start, plan.want, len(cells))
@@ -163,13 +179,18 @@ def self_join(x: np.ndarray, plan: SearchPlan, cells: np.ndarray | None) -> tupl
 # --- a run folder: the same work as files, one shard per call ---------------------------
 
 
-def folder_prepare(folder: Path, vectors: np.ndarray, plan: SearchPlan, cells: np.ndarray | None) -> None:
-    """Write the plan, the vectors (unless the plan names a stored file) and the cells every shard reads."""
+def folder_prepare(
+    folder: Path, vectors: np.ndarray, plan: SearchPlan, cells: np.ndarray | None, codebook: np.ndarray | None = None
+) -> None:
+    """Write the plan, the vectors (unless the plan names a stored file), the cells and
+    the codebook every shard reads."""
     folder.mkdir(parents=True, exist_ok=True)
     if not plan.vectors_file:
         atomic_save(folder / "vectors.npy", np.asarray(vectors, dtype=np.float32))
-    if plan.kind == "ivf":
+    if plan.kind != "exact":
         atomic_save(folder / "cells.npy", np.asarray(cells, dtype=np.float32))
+    if plan.kind == "ivfpq":
+        atomic_save(folder / "codebook.npy", np.asarray(codebook, dtype=np.float32))
     text = json.dumps(asdict(plan), sort_keys=True)
     _atomic_write(folder / "plan.json", text.encode())
 
@@ -192,6 +213,11 @@ def shard_file(folder: Path, stage: str, number: int) -> Path:
     return folder / f"{'probes' if stage == ASSIGN else 'found'}-{number:05d}.npy"
 
 
+def codes_file(folder: Path, number: int) -> Path:
+    """An IVF-PQ assign shard's codes (written before its probes, which mark it done)."""
+    return folder / f"codes-{number:05d}.npy"
+
+
 def shard_run(folder: Path, stage: str, number: int) -> bool:
     """Run one shard of one stage from the folder's files; False when its file was
     already there (a repeated delivery does nothing)."""
@@ -202,21 +228,46 @@ def shard_run(folder: Path, stage: str, number: int) -> bool:
     start, stop = plan.ranges()[number]
     x = folder_vectors(folder, plan)
     if stage == ASSIGN:
-        cells = np.load(folder / "cells.npy")
-        atomic_save(out, assign_rows(x, start, stop, cells, plan.nprobe))
+        _assign_shard(folder, plan, x, number)
         return True
-    if plan.kind == "ivf":
-        cells = np.load(folder / "cells.npy", mmap_mode="r")
+    if plan.kind != "exact":
+        cells = np.load(folder / "cells.npy")
         own_cell = np.concatenate(
             [np.load(shard_file(folder, ASSIGN, i), mmap_mode="r")[:, 0] for i in range(len(plan.ranges()))]
         )
         probes = np.load(shard_file(folder, ASSIGN, number))
+    if plan.kind == "ivfpq":
+        found = _search_pq_shard(folder, plan, x, cells, own_cell, probes, start)
+    elif plan.kind == "ivf":
         found = search_ivf_rows(x, own_cell, probes, start, plan.want, len(cells))
     else:
         found = search_exact_rows(flat_index(x), x, start, stop, plan.want, plan.query_chunk)
     ids, _ = final_rows(*found, start, plan.k)
     atomic_save(out, ids)
     return True
+
+
+def _assign_shard(folder: Path, plan: SearchPlan, x: np.ndarray, number: int) -> None:
+    from sampling.pq import pq_encode, pq_index
+
+    start, stop = plan.ranges()[number]
+    cells = np.load(folder / "cells.npy")
+    probes = assign_rows(x, start, stop, cells, plan.nprobe)
+    if plan.kind == "ivfpq":
+        index = pq_index(cells, np.load(folder / "codebook.npy"))
+        atomic_save(codes_file(folder, number), pq_encode(index, x[start:stop], probes[:, 0]))
+    atomic_save(shard_file(folder, ASSIGN, number), probes)
+
+
+def _search_pq_shard(folder: Path, plan: SearchPlan, x, cells, own_cell, probes, start: int):
+    """An IVF-PQ search shard: every row's code in its cell, then this shard's queries."""
+    from sampling.pq import pq_fill, pq_index, search_pq_rows
+
+    index = pq_index(cells, np.load(folder / "codebook.npy"))
+    codes = np.concatenate([np.load(codes_file(folder, i)) for i in range(len(plan.ranges()))])
+    pq_fill(index, codes, own_cell)
+    del codes
+    return search_pq_rows(index, x, cells, probes, start, plan.want, plan.refine)
 
 
 def folder_neighbours(folder: Path) -> np.ndarray:

@@ -41,24 +41,32 @@ METHODS = {"i2i_csim": None, "c2c_isim": None, "c2c_cocaption": None}
 # IVF from 100 rows on, a chord from 300, shards of 60 rows: 15 shards per stage and space.
 INDEX = {"kind": "ivf", "ivf_nlist": 20, "ivf_nprobe": 3, "chord_min_rows": 300, "shard_rows": 60}
 SHARDS = 2 * 2 * 15
+# The same cut with IVF-PQ: 24-d rows as 3-byte codes, 4 x 5 candidates rescored.
+PQ_INDEX = {**INDEX, "kind": "ivfpq", "ivfpq_refine": 4}
 
 
 @pytest.fixture
-def celery_app(settings):
+def index_settings():
+    """SAMPLING_INDEX for this process and the workers (a test parametrizes it to change it)."""
+    return INDEX
+
+
+@pytest.fixture
+def celery_app(settings, index_settings):
     from config.celery import app
 
     before = app.conf.task_always_eager, app.conf.broker_url
     app.conf.task_always_eager = False
     app.conf.broker_url = os.environ["TEST_REDIS_URL"]
-    settings.SAMPLING_INDEX = INDEX
+    settings.SAMPLING_INDEX = index_settings
     yield app
     app.conf.task_always_eager, app.conf.broker_url = before
 
 
 @pytest.fixture
-def workers(settings, tmp_path, celery_app):
+def workers(settings, tmp_path, celery_app, index_settings):
     """start(n): n more `celery worker` processes (prefork, one pool process each)."""
-    env = worker_env(settings, os.environ["TEST_REDIS_URL"], SAMPLING_INDEX=json.dumps(INDEX))
+    env = worker_env(settings, os.environ["TEST_REDIS_URL"], SAMPLING_INDEX=json.dumps(index_settings))
     started: list[subprocess.Popen] = []
 
     def start(n: int) -> list[subprocess.Popen]:
@@ -145,6 +153,32 @@ def test_two_workers_one_worker_and_the_embedded_mode_give_the_same_pairs(make_s
 
     assert pair_keys(two) == pair_keys(one_worker) == embedded_pairs(make_split, settings)
     assert Pair.objects.filter(batch=two).count() > 0
+
+
+@pytest.mark.parametrize("index_settings", [PQ_INDEX])
+def test_an_ivfpq_batch_on_two_workers_gives_the_embedded_modes_pairs(make_split, workers, settings, index_settings):
+    workers(2)
+    built = build(make_split)
+    batch = start(built)
+    watch(batch, until=finished)
+    batch.refresh_from_db()
+    assert batch.status == "succeeded", batch.error
+    assert batch.stats["index"] == {"img": "ivfpq", "txt": "ivfpq"}
+    assert batch.stats["index_config"]["ivfpq_refine"] == 4
+    assert [made["trained"] for made in batch.stats["ivfpq_codebooks"].values()] == [True, True]
+    assert batch.stats["chord"]["assign"]["finished"] == batch.stats["chord"]["search"]["finished"] == 30
+    assert len(set(SamplingShard.objects.filter(batch=batch).values_list("worker", flat=True))) == 2
+    # The embedded mode (its twin dataset's spaces train their own codebooks) picks the same pairs.
+    assert pair_keys(batch) == embedded_pairs(make_split, settings)
+    # A second batch of the same spaces finds their codebooks stored beside them.
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    again = start(built)
+    watch(again, until=finished)
+    again.refresh_from_db()
+    assert again.status == "succeeded", again.error
+    files = {name: made["file"] for name, made in batch.stats["ivfpq_codebooks"].items()}
+    assert {name: made["file"] for name, made in again.stats["ivfpq_codebooks"].items()} == files
+    assert [made["trained"] for made in again.stats["ivfpq_codebooks"].values()] == [False, False]
 
 
 def test_a_worker_killed_mid_shard_leaves_the_shard_to_run_again_with_the_same_pairs(make_split, workers, settings):
