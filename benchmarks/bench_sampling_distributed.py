@@ -13,11 +13,12 @@ neighbours (its run folder is kept) against exact search on BENCH_QUERIES rows (
 ``same_neighbours``: the 1- and 2-worker batches found the same neighbours.
 
 Then the same batch with IVF-PQ on 2 workers (``ivfpq``), once per refine factor in
-BENCH_IVFPQ_REFINE ("4,0": 4 x (k + 1) candidates rescored on their vectors, and codes
-alone), after training its codebook once (``ivfpq_train_s``): seconds, recall@5 and
+BENCH_IVFPQ_REFINE ("8,0": 8 x (k + 1) candidates rescored on their vectors, the
+default, and codes alone), after training its codebook once (``ivfpq_train_s``): seconds, recall@5 and
 memory. Memory per pool process is its peak RSS (``VmHWM``, mapped vector pages
-included) and the peak of its anonymous memory (``RssAnon``, read once a second): what
-the process holds beyond the page cache, which IVF-PQ is for.
+included; the batch's own task and merge run in a pool process too) and the peak of its
+anonymous memory (``RssAnon``, read once a second); per stage ``peak_rss_mib_max`` is the
+largest peak of one shard (each shard's own, recorded by the shard).
 
 Last line: {"items", "dim", "workers_1_s", "workers_2_s", "speedup", "recall_at_5",
 "peak_rss_mib_per_worker", ..., "ivfpq": {...}}. Needs PostgreSQL and Redis (make
@@ -54,7 +55,7 @@ WORK_DIR = REPO_DIR / "var" / "bench-distributed"
 INDEX = {"kind": "ivf", "chord_min_rows": min(200_000, N_ITEMS)}
 if N_ITEMS < 200_000:
     INDEX["shard_rows"] = max(1_024, N_ITEMS // 8)
-REFINES = [int(part) for part in os.environ.get("BENCH_IVFPQ_REFINE", "4,0").split(",") if part.strip()]
+REFINES = [int(part) for part in os.environ.get("BENCH_IVFPQ_REFINE", "8,0").split(",") if part.strip()]
 STARTED = time.perf_counter()
 
 
@@ -89,6 +90,8 @@ def main() -> None:
     for refine in REFINES:
         index = {**INDEX, "kind": "ivfpq", "ivfpq_refine": refine}
         run = run_batch(2, database_url, env | {"SAMPLING_INDEX": json.dumps(index)})
+        if run["ivfpq_codebooks"]["img"]["trained"]:
+            raise SystemExit("the IVF-PQ batch trained its codebook: its seconds would include the training")
         run["recall_at_5"] = round(recall_at_k(run_neighbours(run)[queries], truth), 4)
         log(f"IVF-PQ refine {refine}: {run['seconds']} s, recall@5 {run['recall_at_5']}")
         ivfpq[f"refine_{refine}"] = {key: run[key] for key in ("seconds", "chord_s", "recall_at_5", "per_shard_s")}
@@ -231,6 +234,9 @@ def run_batch(workers: int, database_url: str, env: dict) -> dict:
         for stage in ("assign", "search"):
             times = sorted(shard.seconds for shard in shards if shard.stage == stage)
             per_shard[stage] = {"median": round(times[len(times) // 2], 2), "max": round(times[-1], 2)}
+            # Each shard's own peak (the pool process's peak is reset as a shard starts).
+            peaks_of_stage = [shard.peak_rss_mib or 0 for shard in shards if shard.stage == stage]
+            per_shard[stage]["peak_rss_mib_max"] = max(peaks_of_stage)
         log(f"{workers} worker(s): {seconds:.1f} s, chord {(last - first).total_seconds():.1f} s")
         return {
             "batch": batch.pk,
@@ -241,6 +247,7 @@ def run_batch(workers: int, database_url: str, env: dict) -> dict:
             "shards": {stage: shards.filter(stage=stage).count() for stage in ("assign", "search")},
             "per_shard_s": per_shard,
             "index_config": SamplingBatch.objects.get(pk=batch.pk).stats["index_config"],
+            "ivfpq_codebooks": SamplingBatch.objects.get(pk=batch.pk).stats.get("ivfpq_codebooks", {}),
         }
     finally:
         for process in processes:

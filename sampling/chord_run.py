@@ -16,6 +16,7 @@ the shards finish in (``sampling.shards``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
@@ -113,8 +114,8 @@ def stored_codebook(
     """The IVF-PQ codebook for ``x`` in ``cells``, trained once and kept beside the
     space's vectors under a digest of its training rows, the cells and the settings.
     Returns (codebook float32 (m, 256, d // m), what was done: file, trained, seconds)."""
-    rows = pq_codebook_rows(x, config)
     m = config.pq_m_for(x.shape[1])
+    rows = pq_codebook_rows(x, config)
     key = _digest(rows, f"{m}:{config.seed}", cells)
     return _stored(
         Path(space.vectors_path).parent / "ivfpq-codebooks" / f"{key}.npy",
@@ -224,6 +225,7 @@ def shard_work(shard_id: int) -> str:
         _fail(shard, f"was taken {shard.attempts - 1} times without finishing (its worker died each time?)")
         return FAILED
     started = time.perf_counter()
+    _peak_rss_reset()
     try:
         shard_run(space_folder(shard.batch, shard.space), shard.stage, shard.number)
     except Exception as exc:
@@ -233,10 +235,27 @@ def shard_work(shard_id: int) -> str:
             return FAILED
         return RETRY
     SamplingShard.objects.filter(pk=shard_id).update(
-        finished_at=timezone.now(), seconds=round(time.perf_counter() - started, 3)
+        finished_at=timezone.now(), seconds=round(time.perf_counter() - started, 3), peak_rss_mib=_peak_rss_mib()
     )
     _progress(shard.batch_id)
     return DONE
+
+
+def _peak_rss_reset() -> None:
+    """Start this process's peak resident memory afresh (Linux; elsewhere nothing), so
+    that a shard's peak is its own, not the largest of all this pool process ran."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def _peak_rss_mib() -> int | None:
+    """This process's peak resident memory since the last reset, MiB (None off Linux)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return None
+    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+    return int(found.group(1)) // 1024 if found else None
 
 
 def chord_alive(batch: SamplingBatch) -> bool:
@@ -255,19 +274,23 @@ def chord_alive(batch: SamplingBatch) -> bool:
 def shards_summary(batch: SamplingBatch) -> dict:
     """Per stage: shards, finished, attempts beyond the first, slowest seconds; workers."""
     shards = list(
-        SamplingShard.objects.filter(batch=batch).values("stage", "attempts", "finished_at", "seconds", "worker")
+        SamplingShard.objects.filter(batch=batch).values(
+            "stage", "attempts", "finished_at", "seconds", "worker", "peak_rss_mib"
+        )
     )
     summary: dict = {}
     for stage in (ASSIGN, SEARCH):
         mine = [shard for shard in shards if shard["stage"] == stage]
         if mine:
             seconds = [shard["seconds"] for shard in mine if shard["seconds"] is not None]
+            memory = [shard["peak_rss_mib"] for shard in mine if shard["peak_rss_mib"] is not None]
             summary[stage] = {
                 "shards": len(mine),
                 "finished": sum(shard["finished_at"] is not None for shard in mine),
                 "retried": sum(max(0, shard["attempts"] - 1) for shard in mine),
                 "shard_s_max": round(max(seconds), 3) if seconds else None,
                 "shard_s_sum": round(sum(seconds), 3),
+                "peak_rss_mib_max": max(memory) if memory else None,
             }
     summary["workers"] = sorted({shard["worker"].rpartition(":")[0] or "?" for shard in shards if shard["worker"]})
     return summary
@@ -316,7 +339,8 @@ def shards_lines(batch: SamplingBatch) -> list[str]:
             part = summary[stage]
             retried = f", {part['retried']} retried" if part["retried"] else ""
             slowest = f", slowest {part['shard_s_max']} s" if part["shard_s_max"] is not None else ""
-            lines.append(f"{stage} shards: {part['finished']} of {part['shards']} done{retried}{slowest}")
+            memory = f", peak memory {part['peak_rss_mib_max']:,} MiB" if part["peak_rss_mib_max"] is not None else ""
+            lines.append(f"{stage} shards: {part['finished']} of {part['shards']} done{retried}{slowest}{memory}")
     if lines and summary["workers"]:
         lines.append(f"worker hosts: {', '.join(summary['workers'])}")
     return lines

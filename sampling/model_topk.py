@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sampling.index import exact_top_k
 from sampling.pair_arrays import BudgetError
+from sampling.topk import exact_top_k
 
 MODEL_TOPK = "model_topk"
 C2I, I2C, C2C, I2I = "c2i", "i2c", "c2c", "i2i"

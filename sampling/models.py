@@ -125,7 +125,7 @@ class AuditRetrieval(models.Model):
 
 class SamplingShard(models.Model):
     """One shard of a batch's search run as a Celery chord (``sampling.chord_run``): a
-    range of rows of one searched space, in one stage (IVF: assign, then search). Its
+    range of rows of one searched space, in one stage (IVF, IVF-PQ: assign, then search). Its
     attempts count deliveries, a worker that died included; the batch's progress counts
     the finished ones."""
 
@@ -145,6 +145,11 @@ class SamplingShard(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     seconds = models.FloatField(null=True, blank=True, help_text="Time of the attempt that finished it.")
+    peak_rss_mib = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Peak resident memory of the attempt that finished it, mapped vector pages included (Linux).",
+    )
 
     class Meta:
         constraints = [

@@ -1,12 +1,14 @@
 """IVF-PQ: the IVF self-join with each row stored as a product-quantizer code. No Django.
 
-IVF-Flat keeps every row's full vector in the index a search scans (4 bytes a
-dimension: 1 GiB for 1,000,000 rows of 256-d). IVF-PQ stores a row as ``m`` bytes
-instead (FAISS ``IndexIVFPQ``, 8 bits per sub-quantizer, residuals to the row's cell),
-so a worker searching 100,000,000 rows holds their codes (a few GiB), not 100 GB of
-vectors. Its scores are approximate; with ``refine`` the best ``want * refine``
-candidates of each query are scored again on their exact vectors (read from the mapped
-file for those rows only), which brings recall back close to IVF-Flat's.
+IVF-Flat's search shards scan every row's full vector (4 bytes a dimension: 1 GiB for
+1,000,000 rows of 256-d, all of it read by every search shard). IVF-PQ stores a row as
+``m`` bytes instead (FAISS ``IndexIVFPQ``, 8 bits per sub-quantizer, residuals to the
+row's cell) plus its 8-byte id, so a search shard over 100,000,000 rows of 256-d holds
+about 4 GiB of codes and ids, not 100 GB of vectors; it reads its own queries' vectors
+and, with ``refine``, the best ``want * refine`` candidates of each query, rescored on
+their exact vectors (random reads of the mapped file), which brings recall back close
+to IVF-Flat's. Without refine the scores (and neighbours) come from the codes alone.
+An assign shard reads its own rows' vectors only.
 
 The cells are the IVF ones (``sampling.index.ivf_train``) and rows keep their IVF cell
 and probes, so IVF and IVF-PQ differ only in how a probed cell is scanned. The codebook
@@ -17,6 +19,7 @@ each query on its own, and the shards' query blocks do not depend on the worker.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,9 +33,15 @@ PQ_CENTROIDS = 1 << PQ_BITS
 # FAISS trains each sub-quantizer's 256 centroids on at most 256 points each; more are
 # subsampled by FAISS anyway, so the sample is capped here, where the seed decides.
 PQ_TRAIN_ROWS = 256 * PQ_CENTROIDS
-# Queries per FAISS call and per block of refined candidates: (4,096 x 24 x 256) float32
-# candidate vectors are 100 MB.
-QUERY_BLOCK = 4_096
+# Bytes of candidate vectors rescored at a time (a block of queries' refine candidates):
+# bounds memory for any k and dimension.
+REFINE_BLOCK_BYTES = 64 * 1024 * 1024
+# Rows encoded per call, cut at multiples of this row number: FAISS encodes sub-vectors
+# of 16 dimensions or more with BLAS over the whole call, so a row's code is the same
+# whatever shard it is encoded in only if the calls are cut the same way.
+ENCODE_BLOCK = 4_096
+# FAISS's k-means takes a 31-bit seed.
+SEED_MASK = (1 << 31) - 1
 
 
 class PqTrainingError(ValueError):
@@ -49,7 +58,14 @@ def pq_codebook_rows(x: np.ndarray, config: IndexConfig) -> np.ndarray:
     """The rows the codebook trains on: part of the IVF training sample, float32 (r, d)."""
     from sampling.index import ivf_training_sample
 
-    return pq_training_rows(ivf_training_sample(x, config), config.seed)
+    rows = pq_training_rows(ivf_training_sample(x, config), config.seed)
+    if len(rows) < PQ_CENTROIDS:
+        raise PqTrainingError(
+            f"an IVF-PQ codebook trains on at least {PQ_CENTROIDS} rows; this space's {x.shape[0]} rows give "
+            f"{len(rows)} (the IVF training sample, ivf_nlist x ivf_train_per_list): raise ivf_nlist or "
+            "ivf_train_per_list, or search it with ivf or exact"
+        )
+    return rows
 
 
 def pq_training_rows(sample: np.ndarray, seed: int) -> np.ndarray:
@@ -68,12 +84,9 @@ def pq_train(rows: np.ndarray, cells: np.ndarray, m: int, seed: int) -> np.ndarr
     from sampling.index import single_thread
 
     if len(rows) < PQ_CENTROIDS:
-        raise PqTrainingError(
-            f"an IVF-PQ codebook needs at least {PQ_CENTROIDS} training rows, this space has {len(rows)}: "
-            "search it with ivf or exact"
-        )
+        raise PqTrainingError(f"an IVF-PQ codebook trains on at least {PQ_CENTROIDS} rows, got {len(rows)}")
     index = _empty_index(cells, m)
-    index.pq.cp.seed = seed
+    index.pq.cp.seed = seed & SEED_MASK
     with single_thread():
         index.train(np.ascontiguousarray(rows, dtype=np.float32))
     import faiss
@@ -94,57 +107,66 @@ def pq_index(cells: np.ndarray, codebook: np.ndarray):
     return index
 
 
-def pq_encode(index, rows: np.ndarray, own_cell: np.ndarray) -> np.ndarray:
-    """Codes of ``rows`` float (r, d) stored in cells ``own_cell`` int (r,): uint8 (r, m)."""
+def pq_encode(index, x: np.ndarray, start: int, stop: int, own_cell: np.ndarray) -> np.ndarray:
+    """Codes of rows start..stop-1 of x float (n, d), stored in cells ``own_cell`` int
+    (stop - start,): uint8 (stop - start, m), encoded in calls cut at multiples of
+    ENCODE_BLOCK rows (the same codes whatever the shard)."""
     from faiss import swig_ptr
 
-    x = np.ascontiguousarray(rows, dtype=np.float32)
-    cells = np.ascontiguousarray(own_cell, dtype=np.int64)
-    codes = np.empty((len(x), index.code_size), dtype=np.uint8)
-    index.encode_vectors(len(x), swig_ptr(x), swig_ptr(cells), swig_ptr(codes), False)
+    codes = np.empty((stop - start, index.code_size), dtype=np.uint8)
+    cuts = [start, *range((start // ENCODE_BLOCK + 1) * ENCODE_BLOCK, stop, ENCODE_BLOCK), stop]
+    for first, last in pairwise(cuts):
+        rows = np.ascontiguousarray(x[first:last], dtype=np.float32)
+        cells = np.ascontiguousarray(own_cell[first - start : last - start], dtype=np.int64)
+        part = np.empty((last - first, index.code_size), dtype=np.uint8)
+        index.encode_vectors(last - first, swig_ptr(rows), swig_ptr(cells), swig_ptr(part), False)
+        codes[first - start : last - start] = part
     return codes
 
 
-def pq_fill(index, codes: np.ndarray, own_cell: np.ndarray) -> None:
-    """Store row ``i``'s code ``codes[i]`` uint8 (n, m) in cell ``own_cell[i]``, with id ``i``."""
+def pq_fill(index, codes: np.ndarray, own_cell: np.ndarray, first_id: int = 0) -> None:
+    """Append rows first_id .. first_id + len(codes) - 1 to their cells: row
+    ``first_id + i``'s code ``codes[i]`` uint8 (r, m) to cell ``own_cell[i]``. Called
+    shard by shard in row order, every cell's list holds its rows in id order."""
     from faiss import swig_ptr
 
     from sampling.index import by_cell
 
     starts, order = by_cell(np.asarray(own_cell, dtype=np.int64), index.nlist)
-    ids = np.ascontiguousarray(order, dtype=np.int64)
+    ids = np.ascontiguousarray(order + first_id, dtype=np.int64)
     ordered = np.ascontiguousarray(codes[order])
     for cell in np.flatnonzero(starts[:-1] < starts[1:]):
         first, last = starts[cell], starts[cell + 1]
         index.invlists.add_entries(int(cell), int(last - first), swig_ptr(ids[first:]), swig_ptr(ordered[first:]))
-    index.ntotal = len(codes)
+    index.ntotal += len(codes)
 
 
 def search_pq_rows(
-    index, x: np.ndarray, cells: np.ndarray, probes: np.ndarray, start: int, want: int, refine: int
+    index, x: np.ndarray, probes: np.ndarray, start: int, want: int, refine: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``want`` best rows (itself included) of queries start .. start+len(probes)-1.
 
     index: a filled ``pq_index``; x: float32 (n, d), every row (only the queries and,
-    with ``refine``, their candidates are read); probes: int (q, nprobe) of the queries.
-    Returns int64 ids and float32 sims (q, want), best first, ties in id order, -1 / -inf
-    where the probed cells held fewer rows. Sims are exact with ``refine`` (the best
-    ``want * refine`` by code rescored on their vectors), approximate without.
+    with ``refine``, their candidates are read); probes: int (q, nprobe) of the queries,
+    the cells searched (FAISS's own assignment is not used). Returns int64 ids and
+    float32 sims (q, want), best first, ties in id order, -1 / -inf where the probed
+    cells held fewer rows. Sims are exact with ``refine`` (the best ``want * refine`` by
+    code rescored on their vectors), estimates from the codes without.
     """
     from sampling.index import keep_best
 
-    q = len(probes)
+    q, d = len(probes), x.shape[1]
     ids = np.empty((q, want), dtype=np.int64)
     sims = np.empty((q, want), dtype=np.float32)
     candidates = want * max(refine, 1)
+    block = max(1, REFINE_BLOCK_BYTES // (4 * candidates * d))
     index.nprobe = probes.shape[1]
-    for first in range(0, q, QUERY_BLOCK):
-        last = min(first + QUERY_BLOCK, q)
+    for first in range(0, q, block):
+        last = min(first + block, q)
         queries = np.ascontiguousarray(x[start + first : start + last], dtype=np.float32)
         probed = np.ascontiguousarray(probes[first:last], dtype=np.int64)
-        # Each probed cell's score, the offset FAISS adds to a residual's code score.
-        offsets = np.einsum("qd,qpd->qp", queries, cells[probed]).astype(np.float32)
-        found_sims, found_ids = index.search_preassigned(queries, candidates, probed, offsets)
+        # No cell scores: for inner product FAISS scores the probed cells itself.
+        found_sims, found_ids = index.search_preassigned(queries, candidates, probed, None)
         if refine:
             found_sims = _exact_scores(x, queries, found_ids)
         found_sims[found_ids < 0] = -np.inf
@@ -161,13 +183,12 @@ def _exact_scores(x: np.ndarray, queries: np.ndarray, found_ids: np.ndarray) -> 
 
 
 def _empty_index(cells: np.ndarray, m: int):
+    """An untrained IndexIVFPQ whose coarse quantizer holds ``cells`` (so FAISS's train
+    trains the codebook only)."""
     import faiss
 
     nlist, d = cells.shape
     quantizer = faiss.IndexFlatIP(d)
     quantizer.add(np.ascontiguousarray(cells, dtype=np.float32))
-    index = faiss.IndexIVFPQ(quantizer, d, nlist, m, PQ_BITS, faiss.METRIC_INNER_PRODUCT)
-    # The index owns its quantizer (it would be freed with this frame's Python object).
-    index.own_fields = True
-    quantizer.this.disown()
-    return index
+    # FAISS's Python constructor keeps a reference to the quantizer.
+    return faiss.IndexIVFPQ(quantizer, d, nlist, m, PQ_BITS, faiss.METRIC_INNER_PRODUCT)

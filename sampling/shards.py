@@ -158,10 +158,10 @@ def self_join(
     if plan.kind == "ivfpq":
         probes = np.concatenate([assign_rows(x, start, stop, cells, plan.nprobe) for start, stop in ranges])
         index = pq_index(cells, codebook)
-        codes = np.concatenate([pq_encode(index, x[start:stop], probes[start:stop, 0]) for start, stop in ranges])
-        pq_fill(index, codes, probes[:, 0])
         for start, stop in ranges:
-            found = search_pq_rows(index, x, cells, probes[start:stop], start, plan.want, plan.refine)
+            pq_fill(index, pq_encode(index, x, start, stop, probes[start:stop, 0]), probes[start:stop, 0], start)
+        for start, stop in ranges:
+            found = search_pq_rows(index, x, probes[start:stop], start, plan.want, plan.refine)
             parts.append(final_rows(*found, start, plan.k))
     elif plan.kind == "ivf":
         probes = np.concatenate([assign_rows(x, start, stop, cells, plan.nprobe) for start, stop in ranges])
@@ -232,13 +232,13 @@ def shard_run(folder: Path, stage: str, number: int) -> bool:
         return True
     if plan.kind != "exact":
         cells = np.load(folder / "cells.npy")
+        probes = np.load(shard_file(folder, ASSIGN, number))
+    if plan.kind == "ivfpq":
+        found = _search_pq_shard(folder, plan, x, cells, probes, start)
+    elif plan.kind == "ivf":
         own_cell = np.concatenate(
             [np.load(shard_file(folder, ASSIGN, i), mmap_mode="r")[:, 0] for i in range(len(plan.ranges()))]
         )
-        probes = np.load(shard_file(folder, ASSIGN, number))
-    if plan.kind == "ivfpq":
-        found = _search_pq_shard(folder, plan, x, cells, own_cell, probes, start)
-    elif plan.kind == "ivf":
         found = search_ivf_rows(x, own_cell, probes, start, plan.want, len(cells))
     else:
         found = search_exact_rows(flat_index(x), x, start, stop, plan.want, plan.query_chunk)
@@ -248,6 +248,8 @@ def shard_run(folder: Path, stage: str, number: int) -> bool:
 
 
 def _assign_shard(folder: Path, plan: SearchPlan, x: np.ndarray, number: int) -> None:
+    """An assign shard: its rows' probes (and for IVF-PQ their codes, written first: the
+    probes file marks the shard done)."""
     from sampling.pq import pq_encode, pq_index
 
     start, stop = plan.ranges()[number]
@@ -255,19 +257,22 @@ def _assign_shard(folder: Path, plan: SearchPlan, x: np.ndarray, number: int) ->
     probes = assign_rows(x, start, stop, cells, plan.nprobe)
     if plan.kind == "ivfpq":
         index = pq_index(cells, np.load(folder / "codebook.npy"))
-        atomic_save(codes_file(folder, number), pq_encode(index, x[start:stop], probes[:, 0]))
+        atomic_save(codes_file(folder, number), pq_encode(index, x, start, stop, probes[:, 0]))
     atomic_save(shard_file(folder, ASSIGN, number), probes)
 
 
-def _search_pq_shard(folder: Path, plan: SearchPlan, x, cells, own_cell, probes, start: int):
-    """An IVF-PQ search shard: every row's code in its cell, then this shard's queries."""
+def _search_pq_shard(
+    folder: Path, plan: SearchPlan, x: np.ndarray, cells: np.ndarray, probes: np.ndarray, start: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """An IVF-PQ search shard: every row's code in its cell (one assign shard's file at
+    a time, so only the index and one file are held), then this shard's queries."""
     from sampling.pq import pq_fill, pq_index, search_pq_rows
 
     index = pq_index(cells, np.load(folder / "codebook.npy"))
-    codes = np.concatenate([np.load(codes_file(folder, i)) for i in range(len(plan.ranges()))])
-    pq_fill(index, codes, own_cell)
-    del codes
-    return search_pq_rows(index, x, cells, probes, start, plan.want, plan.refine)
+    for number, (first, _) in enumerate(plan.ranges()):
+        own_cell = np.load(shard_file(folder, ASSIGN, number), mmap_mode="r")[:, 0]
+        pq_fill(index, np.load(codes_file(folder, number)), own_cell, first)
+    return search_pq_rows(index, x, probes, start, plan.want, plan.refine)
 
 
 def folder_neighbours(folder: Path) -> np.ndarray:

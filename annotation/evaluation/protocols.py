@@ -28,7 +28,7 @@ from annotation.evaluation.ranks import Positives
 from annotation.evaluation.retrieval import Intervals, coco_1k
 from annotation.evaluation.rows import IndexedRows, SplitRows, pair_means
 from annotation.evaluation.topk import topk_precision
-from sampling.index import exact_top_k
+from sampling.topk import exact_top_k
 
 COCO_5K, COCO_1K, CXC, AUDITED = "coco5k", "coco1k", "cxc", "audited"
 CORRELATION, CALIBRATION, TOP_K = "correlation", "calibration", "topk"

@@ -133,14 +133,15 @@ def test_a_batch_searching_in_a_chord_shows_its_shards_on_its_page(page, live_se
                 started_at=now,
                 finished_at=now if finished else None,
                 seconds=12.5 + number if finished else None,
+                peak_rss_mib=(900 if stage == "assign" else 2_100) + number if finished else None,
             )
     session_for(page, live_server, username="admin")
     page.goto(f"{live_server.url}/admin/sampling/samplingbatch/{batch.pk}/change/")
     page.wait_for_selector(".field-search_shards")
     page.screenshot(path=screenshot_dir / "admin-batch-chord.png", full_page=True)
     shards = page.locator(".field-search_shards").inner_text()
-    assert "assign shards: 4 of 4 done, slowest 15.5 s" in shards
-    assert "search shards: 2 of 4 done, 1 retried, slowest 13.5 s" in shards
+    assert "assign shards: 4 of 4 done, slowest 15.5 s, peak memory 903 MiB" in shards
+    assert "search shards: 2 of 4 done, 1 retried, slowest 13.5 s, peak memory 2,101 MiB" in shards
     assert "worker hosts: worker-a, worker-b" in shards
     assert "searching in a chord: 6 of 8 shards done" in page.locator("#content").inner_text()
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280

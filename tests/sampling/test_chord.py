@@ -168,6 +168,11 @@ def test_an_ivfpq_batch_on_two_workers_gives_the_embedded_modes_pairs(make_split
     assert [made["trained"] for made in batch.stats["ivfpq_codebooks"].values()] == [True, True]
     assert batch.stats["chord"]["assign"]["finished"] == batch.stats["chord"]["search"]["finished"] == 30
     assert len(set(SamplingShard.objects.filter(batch=batch).values_list("worker", flat=True))) == 2
+    # Every shard recorded its own peak memory, and the CLI shows the largest per stage.
+    assert not SamplingShard.objects.filter(batch=batch, peak_rss_mib__isnull=True).exists()
+    out = io.StringIO()
+    call_command("sample", status=batch.pk, stdout=out)
+    assert f"peak memory {batch.stats['chord']['search']['peak_rss_mib_max']:,} MiB" in out.getvalue()
     # The embedded mode (its twin dataset's spaces train their own codebooks) picks the same pairs.
     assert pair_keys(batch) == embedded_pairs(make_split, settings)
     # A second batch of the same spaces finds their codebooks stored beside them.

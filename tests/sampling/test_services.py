@@ -121,6 +121,21 @@ def test_a_budget_the_search_cannot_fill_fails_the_batch_with_nothing_written(sm
     assert RatingSlot.objects.count() == 0
 
 
+@pytest.mark.parametrize(
+    ("index", "message"),
+    [
+        ({"kind": "ivfpq", "ivfpq_m": 5}, "space txt: index setting ivfpq_m=5 must divide the dimension 2"),
+        ({"kind": "ivfpq"}, "space txt: an IVF-PQ codebook trains on at least 256 rows; this space's 4 rows give 4"),
+    ],
+)
+def test_an_ivfpq_setting_the_space_cannot_take_fails_the_batch_naming_it(small, settings, index, message):
+    settings.SAMPLING_INDEX = index
+    batch = run(create(small, methods={"i2i_csim": 1}))
+    assert batch.status == "failed"
+    assert message in batch.error
+    assert Pair.objects.count() == 0
+
+
 @pytest.mark.postgres  # a dead runner is told by its advisory lock; SQLite knows only local pids
 def test_a_batch_whose_runner_died_is_failed_and_restarts_to_the_same_result(make_split):
     first, second = twin_datasets(make_split, seed=9)
