@@ -101,6 +101,14 @@ def cpu_spent(before: CpuReading, after: CpuReading) -> dict:
     }
 
 
+def machine_ticks() -> tuple[int, int]:
+    """(busy, total) CPU ticks of the whole machine since boot, all cores (/proc/stat:
+    busy is everything but idle and iowait)."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return sum(fields) - idle, sum(fields)
+
+
 def cpu_ms_per_cycle(spent: dict, cycles: int) -> dict:
     """Milliseconds of server CPU per cycle, in all and split web / PostgreSQL."""
     if cycles <= 0:

@@ -23,10 +23,14 @@ each phase's samples, so that all see the same background load of a shared machi
 Phases: ``10k`` (U = BENCH_RATERS, 16), ``10k_u8``, ``10k_u32``, ``10k_gold`` (gold on: 1 in
 20 items, 2,000 gold pairs, U = BENCH_RATERS) and ``1m`` (U = BENCH_RATERS). The last line
 of output is one JSON object, per phase: ``{"raters", "cycles_per_s", "cpu_ms_per_cycle",
-"web_cpu_ms_per_cycle", "db_cpu_ms_per_cycle", "p50_ms", "p95_ms", "p99_ms", "errors",
-"over_assigned", "counter_off", "ratings", "gold_ratings"}``. The load generator runs on
-the same cores as the server and the database (its own CPU is not counted); figures are
-only comparable between runs on an otherwise idle machine.
+"web_cpu_ms_per_cycle", "db_cpu_ms_per_cycle", "client_cpu_ms_per_cycle", "machine_busy",
+"p50_ms", "p95_ms", "p99_ms", "errors", "over_assigned", "counter_off", "ratings",
+"gold_ratings"}``. The load generator runs on the same cores as the server and the
+database: its own CPU per cycle (``client_cpu_ms_per_cycle``, this process) is reported
+beside the server's, not in it, and ``machine_busy`` is the share of all cores' time busy
+over the closed-loop phases (near 1: the cycles per second are what the machine's cores
+allow, not what the server does alone). Figures are only comparable between runs on an
+otherwise idle machine.
 
 Environment: DATABASE_URL (server, user; the database name is replaced), BENCH_SIZES
 (phases, default all five), BENCH_SECONDS (per phase, default 20: a 10k queue holds
@@ -53,7 +57,7 @@ from pathlib import Path
 
 import psycopg2
 from _common import drop_database, env_number, fresh_database, print_figures, sized, smoke, start_gunicorn, stop_server
-from _cpu import cpu_ms_per_cycle, cpu_reading, cpu_spent
+from _cpu import cpu_ms_per_cycle, cpu_reading, cpu_spent, machine_ticks
 from _load import Stats, closed_loop, open_loop, percentile, rater_spread
 from _queue_data import add_gold, django_env, fill, migrate, server_dsn, stored_check
 
@@ -116,7 +120,9 @@ class Target:
     latency: Stats = field(default_factory=Stats)
     throughput: Stats = field(default_factory=Stats)
     closed_seconds: float = 0.0
-    cpu: dict = field(default_factory=lambda: {"web_s": 0.0, "db_s": 0.0, "backends_lost": 0})
+    cpu: dict = field(
+        default_factory=lambda: {"web_s": 0.0, "db_s": 0.0, "backends_lost": 0, "client_s": 0.0, "busy": 0, "ticks": 0}
+    )
     stored: dict = field(default_factory=dict)
     idle_raters: deque = field(default_factory=deque)
     closed_round: int = 0
@@ -131,16 +137,23 @@ class Target:
         """A closed-loop phase, with the server's CPU (gunicorn's tree and the database's
         backends) read before and after."""
         before = cpu_reading(web_root=self.server.pid, cursor=admin, database=self.database)
+        client_before, machine_before = time.process_time(), machine_ticks()
         self.closed_seconds += await closed_loop(self.port, self.closed_loop_raters(), seconds, self.throughput)
+        client_after, machine_after = time.process_time(), machine_ticks()
         spent = cpu_spent(before, cpu_reading(web_root=self.server.pid, cursor=admin, database=self.database))
         for key, value in spent.items():
             self.cpu[key] += value
+        self.cpu["client_s"] += client_after - client_before
+        self.cpu["busy"] += machine_after[0] - machine_before[0]
+        self.cpu["ticks"] += machine_after[1] - machine_before[1]
 
     def result(self) -> dict:
         return {
             "raters": self.phase.raters,
             "cycles_per_s": round(self.throughput.cycles / self.closed_seconds, 1),
             **cpu_ms_per_cycle(self.cpu, self.throughput.cycles),
+            "client_cpu_ms_per_cycle": round(1000 * self.cpu["client_s"] / max(self.throughput.cycles, 1), 2),
+            "machine_busy": round(self.cpu["busy"] / max(self.cpu["ticks"], 1), 3),
             "p50_ms": round(percentile(self.latency.claim_ms, 50), 2),
             "p95_ms": round(percentile(self.latency.claim_ms, 95), 2),
             "p99_ms": round(percentile(self.latency.claim_ms, 99), 2),
@@ -181,6 +194,7 @@ def report(target: Target) -> None:
         f"{target.name}: closed loop {target.phase.raters} raters: {result['cycles_per_s']} cycles/s, "
         f"CPU {result['cpu_ms_per_cycle']} ms/cycle (gunicorn {result['web_cpu_ms_per_cycle']}, "
         f"PostgreSQL {result['db_cpu_ms_per_cycle']}; backends gone mid-phase {target.cpu['backends_lost']}), "
+        f"load generator {result['client_cpu_ms_per_cycle']} ms/cycle, cores busy {result['machine_busy']:.1%}, "
         f"claim p50/p95 {percentile(closed.claim_ms, 50):.2f}/{percentile(closed.claim_ms, 95):.2f} ms, "
         f"most/least served rater {result['rater_cycles_max_over_min']}, errors {closed.errors}, empty {closed.empty}"
     )
