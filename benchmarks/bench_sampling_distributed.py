@@ -15,10 +15,11 @@ neighbours (its run folder is kept) against exact search on BENCH_QUERIES rows (
 Then the same batch with IVF-PQ on 2 workers (``ivfpq``), once per refine factor in
 BENCH_IVFPQ_REFINE ("8,0": 8 x (k + 1) candidates rescored on their vectors, the
 default, and codes alone), after training its codebook once (``ivfpq_train_s``): seconds, recall@5 and
-memory. Memory per pool process is its peak RSS (``VmHWM``, mapped vector pages
-included; the batch's own task and merge run in a pool process too) and the peak of its
-anonymous memory (``RssAnon``, read once a second); per stage ``peak_rss_mib_max`` is the
-largest peak of one shard (each shard's own, recorded by the shard).
+memory. Memory per pool process is the largest ``VmHWM`` (peak RSS, mapped vector pages
+included; the batch's own task and merge run in a pool process too) and ``RssAnon``
+(anonymous memory) read once a second (each shard restarts the peak from the memory the
+process then holds, so a peak in the second before a shard starts can be missed); per
+stage ``peak_rss_mib_max`` is the largest peak of one shard, as the shard recorded it.
 
 Last line: {"items", "dim", "workers_1_s", "workers_2_s", "speedup", "recall_at_5",
 "peak_rss_mib_per_worker", ..., "ivfpq": {...}}. Needs PostgreSQL and Redis (make
@@ -235,8 +236,9 @@ def run_batch(workers: int, database_url: str, env: dict) -> dict:
             times = sorted(shard.seconds for shard in shards if shard.stage == stage)
             per_shard[stage] = {"median": round(times[len(times) // 2], 2), "max": round(times[-1], 2)}
             # Each shard's own peak (the pool process's peak is reset as a shard starts).
-            peaks_of_stage = [shard.peak_rss_mib or 0 for shard in shards if shard.stage == stage]
-            per_shard[stage]["peak_rss_mib_max"] = max(peaks_of_stage)
+            peaks_of_stage = [shard.peak_rss_mib for shard in shards if shard.stage == stage]
+            known = [peak for peak in peaks_of_stage if peak is not None]
+            per_shard[stage]["peak_rss_mib_max"] = max(known) if known else None
         log(f"{workers} worker(s): {seconds:.1f} s, chord {(last - first).total_seconds():.1f} s")
         return {
             "batch": batch.pk,

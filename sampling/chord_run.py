@@ -16,7 +16,6 @@ the shards finish in (``sampling.shards``).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import re
@@ -225,7 +224,7 @@ def shard_work(shard_id: int) -> str:
         _fail(shard, f"was taken {shard.attempts - 1} times without finishing (its worker died each time?)")
         return FAILED
     started = time.perf_counter()
-    _peak_rss_reset()
+    measured = _peak_rss_reset()
     try:
         shard_run(space_folder(shard.batch, shard.space), shard.stage, shard.number)
     except Exception as exc:
@@ -235,17 +234,24 @@ def shard_work(shard_id: int) -> str:
             return FAILED
         return RETRY
     SamplingShard.objects.filter(pk=shard_id).update(
-        finished_at=timezone.now(), seconds=round(time.perf_counter() - started, 3), peak_rss_mib=_peak_rss_mib()
+        finished_at=timezone.now(),
+        seconds=round(time.perf_counter() - started, 3),
+        peak_rss_mib=_peak_rss_mib() if measured else None,
     )
     _progress(shard.batch_id)
     return DONE
 
 
-def _peak_rss_reset() -> None:
-    """Start this process's peak resident memory afresh (Linux; elsewhere nothing), so
-    that a shard's peak is its own, not the largest of all this pool process ran."""
-    with contextlib.suppress(OSError):
+def _peak_rss_reset() -> bool:
+    """Start this process's peak resident memory afresh from what it holds now (Linux),
+    so that a shard's peak is its own, not the largest of all this pool process ran:
+    its start's resident memory plus what it added. False where it cannot (then the
+    shard records no peak rather than the process's)."""
+    try:
         Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
 
 
 def _peak_rss_mib() -> int | None:

@@ -141,18 +141,20 @@ class IndexConfig:
     def pq_m_for(self, d: int) -> int:
         """IVF-PQ sub-quantizers (bytes per row) for ``d`` dimensions: ``ivfpq_m``, which
         must divide ``d``, or by default the divisor of ``d`` nearest ``d / 8`` (the larger
-        of two as near); a dimension without one within half to twice that (a prime
-        dimension, say) needs ``ivfpq_m`` set."""
+        of two as near) among those from ``d / 16`` to ``d / 4`` (at least 1); a dimension
+        with none there (a prime one from 17 on, say) needs ``ivfpq_m`` set."""
         if self.ivfpq_m:
             if d % self.ivfpq_m:
                 raise IndexConfigError(f"index setting ivfpq_m={self.ivfpq_m} must divide the dimension {d}")
             return self.ivfpq_m
-        m = min((m for m in range(1, d + 1) if d % m == 0), key=lambda m: (abs(m - d / 8), -m))
-        if not d / 16 <= m <= d / 4 and d >= 16:
+        low, high = max(1.0, d / 16), max(1.0, d / 4)
+        near = [m for m in range(1, d + 1) if d % m == 0 and low <= m <= high]
+        if not near:
             raise IndexConfigError(
-                f"the dimension {d} has no divisor near {d / 8:g} (a byte per 8 dimensions): set ivfpq_m to a divisor"
+                f"the dimension {d} has no divisor from {low:g} to {high:g} (about a byte per 8 dimensions): "
+                "set ivfpq_m to a divisor"
             )
-        return m
+        return min(near, key=lambda m: (abs(m - d / 8), -m))
 
 
 def nearest_neighbours(

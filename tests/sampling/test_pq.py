@@ -56,6 +56,17 @@ def test_codes_of_long_sub_vectors_do_not_depend_on_the_shard(shard_rows):
     )
 
 
+def test_the_refine_block_size_does_not_change_the_neighbours(monkeypatch):
+    x = clustered(1_500, 16, 10, seed=3)
+    config = IndexConfig(**{**PQ.as_dict(), "ivfpq_refine": 3})
+    ids, sims = nearest_neighbours(x, 5, config)
+    # One query per block (the budget below one query's candidates).
+    monkeypatch.setattr("sampling.pq.REFINE_BLOCK_BYTES", 1)
+    one_by_one, one_by_one_sims = nearest_neighbours(x, 5, config)
+    np.testing.assert_array_equal(one_by_one, ids)
+    np.testing.assert_array_equal(one_by_one_sims, sims)
+
+
 def test_the_search_scans_the_cells_it_is_given():
     x = clustered(2_000, 16, 12, seed=6)
     config = IndexConfig(**{**PQ.as_dict(), "ivfpq_refine": 0})
@@ -99,8 +110,13 @@ def test_ivfpq_settings_and_training_errors_name_the_problem():
     assert IndexConfig(ivfpq_m=64).pq_m_for(256) == 64
     with pytest.raises(IndexConfigError, match="ivfpq_m=48 must divide the dimension 256"):
         IndexConfig(ivfpq_m=48).pq_m_for(256)
-    with pytest.raises(IndexConfigError, match="the dimension 257 has no divisor near 32.125.*set ivfpq_m"):
+    assert IndexConfig().pq_m_for(68) == 17  # 4 is nearer 8.5 but below 68 / 16
+    assert IndexConfig().pq_m_for(15) == 1
+    assert IndexConfig().pq_m_for(2) == 1
+    with pytest.raises(IndexConfigError, match="the dimension 257 has no divisor from 16.0625 to 64.25 .*set ivfpq_m"):
         IndexConfig().pq_m_for(257)
+    with pytest.raises(IndexConfigError, match="the dimension 17 has no divisor"):
+        IndexConfig().pq_m_for(17)
     assert IndexConfig(ivfpq_m=257).pq_m_for(257) == 257
     with pytest.raises(IndexConfigError, match="ivfpq_refine must be 0 or positive"):
         IndexConfig(ivfpq_refine=-1)

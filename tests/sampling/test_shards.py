@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from sampling import shards
 from sampling.index import (
     IndexConfig,
     exact_neighbours,
@@ -114,6 +115,25 @@ def test_a_repeated_delivery_leaves_the_shard_file_as_it_is(tmp_path, kind):
     assert shard_run(folder, SEARCH, 2) is False
     assert written.stat().st_mtime_ns == before
     assert not list(folder.glob("*.tmp"))
+
+
+def test_an_ivfpq_assign_shard_marks_itself_done_only_after_its_codes(tmp_path, monkeypatch):
+    folder, _, _, _ = prepared(tmp_path, "ivfpq")
+    real_save = shards.atomic_save
+
+    def save_but_not_codes(path, array):
+        if path.name.startswith("codes-"):
+            raise OSError("disk full")
+        real_save(path, array)
+
+    monkeypatch.setattr(shards, "atomic_save", save_but_not_codes)
+    with pytest.raises(OSError, match="disk full"):
+        shard_run(folder, ASSIGN, 3)
+    # Without its codes the shard is not done: its probes are not there, so it runs again.
+    assert not shard_file(folder, ASSIGN, 3).exists()
+    monkeypatch.setattr(shards, "atomic_save", real_save)
+    assert shard_run(folder, ASSIGN, 3) is True
+    assert codes_file(folder, 3).exists() and shard_file(folder, ASSIGN, 3).exists()
 
 
 def test_an_ivfpq_assign_shard_that_died_after_its_codes_runs_again_whole(tmp_path):
