@@ -43,6 +43,8 @@ def test_an_admin_excludes_the_flagged_rater_and_undoes_it(browser, live_server,
     page.screenshot(path=str(screenshot_dir / f"flags-dashboard-{width}.png"))
 
     page.click("#flagged a:text('Pause or exclude them from the rater table')")
+    # The click navigates: read the table once the new page shows its five raters.
+    page.wait_for_function("document.querySelectorAll('table#raters tbody tr').length === 5")
     rows = page.locator("table#raters tbody tr")
     flags = rows.evaluate_all("rows => rows.map(row => row.classList.contains('flagged'))")
     assert flags == [True, True, False, False, False], "the two flagged first, nobody else flagged"
