@@ -197,6 +197,7 @@ def train_codebook(space, vectors) -> float:
 def run_batch(workers: int, database_url: str, env: dict) -> dict:
     from django.db import transaction
 
+    from sampling.chord_run import process_memory_mib
     from sampling.models import SamplingBatch, SamplingShard
     from sampling.services import sampling_batch_create, sampling_batch_start
 
@@ -220,8 +221,8 @@ def run_batch(workers: int, database_url: str, env: dict) -> dict:
         while True:
             batch.refresh_from_db()
             for pid in pools:
-                peaks[pid] = max(peaks.get(pid, 0), memory_mib_of(pid, "VmHWM"))
-                anon[pid] = max(anon.get(pid, 0), memory_mib_of(pid, "RssAnon"))
+                peaks[pid] = max(peaks.get(pid, 0), process_memory_mib("VmHWM", pid) or 0)
+                anon[pid] = max(anon.get(pid, 0), process_memory_mib("RssAnon", pid) or 0)
             if batch.status in ("succeeded", "failed"):
                 break
             time.sleep(1.0)
@@ -288,17 +289,6 @@ def pool_pids(processes) -> list[int]:
         result = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True)
         pids += [int(line) for line in result.stdout.split()]
     return pids
-
-
-def memory_mib_of(pid: int, field: str) -> float:
-    """A memory figure of /proc/<pid>/status (VmHWM: peak RSS; RssAnon: anonymous now), MiB."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def exact_truth(vectors) -> tuple[np.ndarray, np.ndarray]:

@@ -236,7 +236,7 @@ def shard_work(shard_id: int) -> str:
     SamplingShard.objects.filter(pk=shard_id).update(
         finished_at=timezone.now(),
         seconds=round(time.perf_counter() - started, 3),
-        peak_rss_mib=_peak_rss_mib() if measured else None,
+        peak_rss_mib=process_memory_mib("VmHWM") if measured else None,
     )
     _progress(shard.batch_id)
     return DONE
@@ -254,13 +254,14 @@ def _peak_rss_reset() -> bool:
     return True
 
 
-def _peak_rss_mib() -> int | None:
-    """This process's peak resident memory since the last reset, MiB (None off Linux)."""
+def process_memory_mib(field: str, pid: int | str = "self") -> int | None:
+    """A memory line of /proc/<pid>/status in MiB (VmHWM: peak resident memory since the
+    last reset; RssAnon: anonymous memory now); None off Linux or for a gone process."""
     try:
-        status = Path("/proc/self/status").read_text()
+        status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
-    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+    found = re.search(rf"^{field}:\s+(\d+) kB", status, re.MULTILINE)
     return int(found.group(1)) // 1024 if found else None
 
 

@@ -76,6 +76,8 @@ def pq_train(rows: np.ndarray, cells: np.ndarray, m: int, seed: int) -> np.ndarr
     """The codebook for residuals of ``rows`` float32 (r, d) to their nearest of
     ``cells`` float32 (nlist, d): float32 (m, 256, d // m), trained on one thread
     (FAISS's k-means, seeded) so that it is the same on every machine run."""
+    import faiss
+
     from sampling.index import single_thread
 
     if len(rows) < PQ_CENTROIDS:
@@ -84,8 +86,6 @@ def pq_train(rows: np.ndarray, cells: np.ndarray, m: int, seed: int) -> np.ndarr
     index.pq.cp.seed = seed & SEED_MASK
     with single_thread():
         index.train(np.ascontiguousarray(rows, dtype=np.float32))
-    import faiss
-
     return faiss.vector_to_array(index.pq.centroids).reshape(m, PQ_CENTROIDS, cells.shape[1] // m)
 
 

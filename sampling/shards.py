@@ -155,8 +155,9 @@ def self_join(
 
     ranges = plan.ranges()
     parts = []
-    if plan.kind == "ivfpq":
+    if plan.kind != "exact":
         probes = np.concatenate([assign_rows(x, start, stop, cells, plan.nprobe) for start, stop in ranges])
+    if plan.kind == "ivfpq":
         index = pq_index(cells, codebook)
         for start, stop in ranges:
             pq_fill(index, pq_encode(index, x, start, stop, probes[start:stop, 0]), probes[start:stop, 0], start)
@@ -164,7 +165,6 @@ def self_join(
             found = search_pq_rows(index, x, probes[start:stop], start, plan.want, plan.refine)
             parts.append(final_rows(*found, start, plan.k))
     elif plan.kind == "ivf":
-        probes = np.concatenate([assign_rows(x, start, stop, cells, plan.nprobe) for start, stop in ranges])
         for start, stop in ranges:
             found = search_ivf_rows(x, probes[:, 0], probes[start:stop], start, plan.want, len(cells))
             parts.append(final_rows(*found, start, plan.k))
