@@ -32,6 +32,8 @@ from annotation.models import (
     SlotState,
     Split,
 )
+from annotation.progress_sql import progress_row
+from annotation.sql import use_postgres_sql
 
 
 def dataset_get(*, name: str) -> Dataset:
@@ -234,10 +236,12 @@ def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: dateti
     pairs from the per-kind counters, minus the rater's own unfinished pairs (partial
     index on their slots) and skips. "Today" starts at midnight in ``tz`` (default: the
     server's time zone)."""
-    ds = dataset_get(name=dataset)
     now = now if now is not None else timezone.now()
     tz = tz or timezone.get_default_timezone()
     day_start = datetime.combine(now.astimezone(tz).date(), time.min, tzinfo=tz)
+    if use_postgres_sql():
+        return _rater_progress_postgres(rater=rater, dataset=dataset, day_start=day_start)
+    ds = dataset_get(name=dataset)
     kinds = Qualification.objects.granted_kinds(rater=rater, dataset_id=ds.id)
     # Gold ratings count like any other: nothing on the page tells a gold pair apart.
     ratings_today = (
@@ -258,6 +262,25 @@ def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: dateti
         day_starts_at=day_start,
         held_slot_id=held["id"] if held else None,
         held_until=held["lease_expires_at"] if held else None,
+    )
+
+
+def _rater_progress_postgres(*, rater, dataset: str, day_start: datetime) -> RaterProgress:
+    """``rater_progress`` in one statement (``annotation.progress_sql``)."""
+    row = progress_row(rater_id=rater.pk, dataset=dataset, day_start=day_start)
+    if row is None:
+        raise NotFound(f"no dataset named {dataset!r}")
+    _, ratings_today, kinds, left, held_id, held_until = row
+    pairs_left_by_kind = {kind: max(n, 0) for kind, n in sorted(zip(kinds, left, strict=True))}
+    return RaterProgress(
+        dataset=dataset,
+        kinds=sorted(kinds),
+        ratings_today=ratings_today,
+        pairs_left=sum(pairs_left_by_kind.values()),
+        pairs_left_by_kind=pairs_left_by_kind,
+        day_starts_at=day_start,
+        held_slot_id=held_id,
+        held_until=held_until,
     )
 
 

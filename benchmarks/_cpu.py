@@ -5,8 +5,12 @@ CPU time in /proc/<pid>/stat counts in clock ticks (utime, stime; cutime, cstime
 children the process reaped). A process tree's CPU is its live processes' own time plus
 the reaped children's time its members report, so a worker that ends mid-phase still
 counts. PostgreSQL backends are found by database name in pg_stat_activity; a backend
-that ends within a phase takes its time with it (``backends_lost`` says how many), which
-is why the benchmarks keep connections open (CONN_MAX_AGE).
+that ends within a phase (a connection past CONN_MAX_AGE, 60 s by default, is closed and
+opened again) is counted through the postmaster, which reaps it: the postmaster's reaped
+time grows by the backend's whole life, of which its time before the phase is taken off.
+What else the postmaster reaps within the phase (an autovacuum worker, another
+database's backend) counts too: the benchmarks leave other databases idle meanwhile, and
+vacuuming after the phase's writes is the database's work for them.
 """
 
 from __future__ import annotations
@@ -62,6 +66,13 @@ def process_tree_ticks(root: int) -> int:
     return total
 
 
+def postmaster_pid(cursor) -> int:
+    """The postmaster of the server ``cursor`` is connected to (its backend's parent)."""
+    cursor.execute("SELECT pg_backend_pid()")
+    (backend,) = cursor.fetchone()
+    return int(_stat_fields(backend)[1])
+
+
 def backend_pids(cursor, database: str) -> list[int]:
     """PostgreSQL backends connected to ``database``, the asking session excluded."""
     cursor.execute(
@@ -73,10 +84,12 @@ def backend_pids(cursor, database: str) -> list[int]:
 
 @dataclass(frozen=True)
 class CpuReading:
-    """A moment's CPU ticks: the web tree's and each PostgreSQL backend's."""
+    """A moment's CPU ticks: the web tree's, each PostgreSQL backend's and what the
+    postmaster has reaped of its ended children."""
 
     web_ticks: int
     backend_ticks: dict[int, int]
+    reaped_ticks: int
 
 
 def cpu_reading(*, web_root: int, cursor, database: str) -> CpuReading:
@@ -85,19 +98,23 @@ def cpu_reading(*, web_root: int, cursor, database: str) -> CpuReading:
         ticks = _own_and_reaped_ticks(pid)
         if ticks is not None:
             backends[pid] = ticks[0]
-    return CpuReading(web_ticks=process_tree_ticks(web_root), backend_ticks=backends)
+    _, reaped = _own_and_reaped_ticks(postmaster_pid(cursor))
+    return CpuReading(web_ticks=process_tree_ticks(web_root), backend_ticks=backends, reaped_ticks=reaped)
 
 
 def cpu_spent(before: CpuReading, after: CpuReading) -> dict:
-    """Seconds of CPU between two readings: ``web_s``, ``db_s`` (backends alive at the end;
-    one born within the phase counts from zero), and ``backends_lost``: backends of the
-    first reading gone by the second, whose time in between is not counted."""
+    """Seconds of CPU between two readings: ``web_s``; ``db_s``, the backends alive at the
+    end (one born within the phase counts from zero) plus ``db_ended_s``, what the
+    postmaster reaped in between less the ended backends' time before the phase; and
+    ``backends_lost``: how many backends of the first reading ended."""
     db_ticks = sum(ticks - before.backend_ticks.get(pid, 0) for pid, ticks in after.backend_ticks.items())
-    lost = len(set(before.backend_ticks) - set(after.backend_ticks))
+    lost = set(before.backend_ticks) - set(after.backend_ticks)
+    ended_ticks = after.reaped_ticks - before.reaped_ticks - sum(before.backend_ticks[pid] for pid in lost)
     return {
         "web_s": (after.web_ticks - before.web_ticks) / TICKS_PER_S,
-        "db_s": db_ticks / TICKS_PER_S,
-        "backends_lost": lost,
+        "db_s": (db_ticks + max(ended_ticks, 0)) / TICKS_PER_S,
+        "db_ended_s": max(ended_ticks, 0) / TICKS_PER_S,
+        "backends_lost": len(lost),
     }
 
 

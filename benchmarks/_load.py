@@ -1,6 +1,12 @@
 """The load generator of the queue benchmarks: raters doing claim + submit over raw
 keep-alive HTTP/1.1 connections, in a closed loop (back to back) or an open loop (Poisson
-arrivals), and the statistics they gather."""
+arrivals), and the statistics they gather.
+
+A cycle is one stored rating. Two flows: ``split``, a claim request then a submit
+request (an API client that claims on its own); ``page``, what the rating page does: a
+claim once, then every submit also claims the next pair (``claim_next_kind``) and asks
+for the rater's progress (``progress_tz``), one request per rated item while pairs come.
+"""
 
 from __future__ import annotations
 
@@ -97,15 +103,58 @@ async def cycle(conn: Connection, token: str, stats: Stats, started: float, rng:
     return True
 
 
-async def closed_loop(port: int, tokens: list[str], seconds: float, stats: Stats) -> float:
-    """Each token a rater doing claim + submit back to back; adds to ``stats``.
-    Returns the seconds it ran."""
+PAGE_SUBMIT_TEMPLATE = SUBMIT_TEMPLATE[:-1] + ', "claim_next_kind": "SIS", "progress_tz": "Europe/Berlin"}'
+PAGE_CLAIM = b'{"kind": "SIS", "progress_tz": "Europe/Berlin"}'
+FLOWS = ("split", "page")
+
+
+async def page_cycles(conn: Connection, token: str, stats: Stats, deadline: float, rng: random.Random) -> None:
+    """The rating page's flow until ``deadline``: claim, then submits that each claim the
+    next pair. ``claim_ms`` holds each submit's time until the next pair was there."""
+    slot = None
+    while time.perf_counter() < deadline:
+        started = time.perf_counter()
+        if slot is None:
+            status, payload = await conn.request("/api/rate/bench/claim/", token, PAGE_CLAIM)
+            if status == 204:
+                stats.empty += 1
+                await asyncio.sleep(0.05)
+                continue
+            if status != 200:
+                stats.error(f"claim {status}")
+                continue
+            slot = json.loads(payload)["slot_id"]
+            started = time.perf_counter()
+        body = (PAGE_SUBMIT_TEMPLATE % (rng.uniform(0, 5), uuid.uuid4().hex)).encode()
+        status, payload = await conn.request(f"/api/rate/bench/slots/{slot}/submit/", token, body)
+        slot = None
+        if status != 201:
+            stats.error(f"submit {status}")
+            continue
+        answer = json.loads(payload)
+        if "progress" not in answer:
+            stats.error("submit without progress")
+        if answer["next"] is not None:
+            slot = answer["next"]["slot_id"]
+            stats.claim_ms.append((time.perf_counter() - started) * 1000)
+        stats.cycles += 1
+        stats.cycles_by_rater[token] = stats.cycles_by_rater.get(token, 0) + 1
+
+
+async def closed_loop(port: int, tokens: list[str], seconds: float, stats: Stats, flow: str = "split") -> float:
+    """Each token a rater rating back to back in ``flow`` (see the module's docstring);
+    adds to ``stats``. Returns the seconds it ran."""
+    if flow not in FLOWS:
+        raise ValueError(f"flow {flow!r}: use one of {', '.join(FLOWS)}")
     deadline = time.perf_counter() + seconds
 
     async def rater(token: str, seed: int) -> None:
         conn, rng = Connection(port), random.Random(seed)
-        while time.perf_counter() < deadline:
-            await cycle(conn, token, stats, time.perf_counter(), rng)
+        if flow == "page":
+            await page_cycles(conn, token, stats, deadline, rng)
+        else:
+            while time.perf_counter() < deadline:
+                await cycle(conn, token, stats, time.perf_counter(), rng)
         conn.close()
 
     started = time.perf_counter()

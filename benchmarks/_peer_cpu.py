@@ -1,13 +1,13 @@
 """Server CPU over a phase of the peer benchmark (``Meter``): a server's process tree and
 the PostgreSQL backends of its database, short-lived ones included (``BackendSampler``).
 
-``_cpu.cpu_reading`` reads the backends alive at a phase's start and end, which is
-exact for a server that keeps its connections (ours: CONN_MAX_AGE) but misses every
-backend that starts and ends within the phase: Label Studio's server opens a connection
-per request (Django's default CONN_MAX_AGE=0), so nearly all its database CPU is spent
-in such backends. This sampler polls the postmaster's children from /proc every
-``interval`` seconds in a thread of its own and keeps each backend's last reading, so a
-backend that ends between two polls still counts up to its last poll (what it spent
+``_cpu.cpu_reading`` reads the backends alive at a phase's start and end and what the
+postmaster reaped in between (every backend that ended, whatever its database); Label
+Studio's server opens a connection per request (Django's default CONN_MAX_AGE=0), so
+nearly all its database CPU is spent in such backends. This sampler, a second
+reading of the same, polls the postmaster's children from /proc every ``interval``
+seconds in a thread of its own and keeps each backend's last reading, so a backend
+that ends between two polls still counts up to its last poll (what it spent
 after that is missed: at most ``interval`` of each backend's life; a backend that lives
 less than ``interval`` may be missed whole). Processes are matched to the database by
 their title (``postgres: [cluster: ]user database host(port) state``).
@@ -23,14 +23,6 @@ from pathlib import Path
 from _cpu import TICKS_PER_S, _children, _stat_fields, cpu_reading, cpu_spent, process_tree_ticks
 
 TITLE = re.compile(r"^postgres: (?:\S+: )?\S+ (\S+) \S+\(\d+\)")
-
-
-def postmaster_pid(cursor) -> int:
-    """The postmaster of the server ``cursor`` is connected to (its backend's parent)."""
-    cursor.execute("SELECT pg_backend_pid()")
-    (backend,) = cursor.fetchone()
-    text = Path(f"/proc/{backend}/stat").read_text()
-    return int(text[text.rindex(")") + 2 :].split()[1])
 
 
 def _database_of(pid: int) -> str | None:

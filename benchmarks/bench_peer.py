@@ -49,7 +49,7 @@ import _peer_label_studio
 import _peer_potato
 import psycopg2
 from _common import drop_database, env_database, env_number, fresh_database, print_figures, smoke, stop_server
-from _cpu import cpu_ms_per_cycle
+from _cpu import cpu_ms_per_cycle, postmaster_pid
 from _load import Stats
 from _peer_client import (
     Acknowledged,
@@ -62,7 +62,7 @@ from _peer_client import (
     summary,
     until_done,
 )
-from _peer_cpu import Meter, postmaster_pid
+from _peer_cpu import Meter
 from _queue_data import REPO, fill, migrate, server_dsn
 from bench_queue import start_server
 

@@ -79,12 +79,15 @@ class Phase:
     open_slots: int
     raters: int
     gold: bool = False
+    flow: str = "split"
 
 
 PHASES = {
     "10k": Phase(SMALL, CLOSED_LOOP_RATERS),
     "10k_u8": Phase(SMALL, 8),
     "10k_u32": Phase(SMALL, 32),
+    "10k_u8_page": Phase(SMALL, 8, flow="page"),
+    "10k_u32_page": Phase(SMALL, 32, flow="page"),
     "10k_gold": Phase(SMALL, CLOSED_LOOP_RATERS, gold=True),
     "1m": Phase(LARGE, CLOSED_LOOP_RATERS),
 }
@@ -107,6 +110,9 @@ def start_server(database: str, port: int, log_path: Path) -> subprocess.Popen:
     return start_gunicorn(env, port, log_path, port_setting="BENCH_FIRST_PORT")
 
 
+CPU_FIGURES = ("web_s", "db_s", "db_ended_s", "backends_lost", "client_s", "busy", "ticks")
+
+
 @dataclass
 class Target:
     """One phase under test: its database, server and what it measured."""
@@ -120,9 +126,7 @@ class Target:
     latency: Stats = field(default_factory=Stats)
     throughput: Stats = field(default_factory=Stats)
     closed_seconds: float = 0.0
-    cpu: dict = field(
-        default_factory=lambda: {"web_s": 0.0, "db_s": 0.0, "backends_lost": 0, "client_s": 0.0, "busy": 0, "ticks": 0}
-    )
+    cpu: dict = field(default_factory=lambda: dict.fromkeys(CPU_FIGURES, 0))
     stored: dict = field(default_factory=dict)
     idle_raters: deque = field(default_factory=deque)
     closed_round: int = 0
@@ -138,7 +142,9 @@ class Target:
         backends) read before and after."""
         before = cpu_reading(web_root=self.server.pid, cursor=admin, database=self.database)
         client_before, machine_before = time.process_time(), machine_ticks()
-        self.closed_seconds += await closed_loop(self.port, self.closed_loop_raters(), seconds, self.throughput)
+        self.closed_seconds += await closed_loop(
+            self.port, self.closed_loop_raters(), seconds, self.throughput, self.phase.flow
+        )
         client_after, machine_after = time.process_time(), machine_ticks()
         spent = cpu_spent(before, cpu_reading(web_root=self.server.pid, cursor=admin, database=self.database))
         for key, value in spent.items():
@@ -169,7 +175,7 @@ async def measure(targets: list[Target], seconds: float, rounds: int, admin) -> 
     phase = seconds / rounds
     for target in targets:
         # Warm-up: every worker thread opens its database connection and prepares.
-        await closed_loop(target.port, target.closed_loop_raters(), WARMUP_SECONDS, Stats())
+        await closed_loop(target.port, target.closed_loop_raters(), WARMUP_SECONDS, Stats(), target.phase.flow)
     for number in range(rounds):
         for target in targets:
             await open_loop(target.port, target.idle_raters, OPEN_LOOP_RATE, phase, target.latency, seed=number)
@@ -193,7 +199,8 @@ def report(target: Target) -> None:
     log(
         f"{target.name}: closed loop {target.phase.raters} raters: {result['cycles_per_s']} cycles/s, "
         f"CPU {result['cpu_ms_per_cycle']} ms/cycle (gunicorn {result['web_cpu_ms_per_cycle']}, "
-        f"PostgreSQL {result['db_cpu_ms_per_cycle']}; backends gone mid-phase {target.cpu['backends_lost']}), "
+        f"PostgreSQL {result['db_cpu_ms_per_cycle']}, of which {target.cpu['db_ended_s']:.2f} s in "
+        f"{target.cpu['backends_lost']} backends ended mid-phase and other reaped ones), "
         f"load generator {result['client_cpu_ms_per_cycle']} ms/cycle, cores busy {result['machine_busy']:.1%}, "
         f"claim p50/p95 {percentile(closed.claim_ms, 50):.2f}/{percentile(closed.claim_ms, 95):.2f} ms, "
         f"most/least served rater {result['rater_cycles_max_over_min']}, errors {closed.errors}, empty {closed.empty}"

@@ -1,0 +1,175 @@
+"""A rater's progress as one PostgreSQL statement (see ``annotation.selectors.rater_progress``).
+
+The rating page asks for it with every claim and submit (``progress_tz``), so it is the
+rating cycle's: read through the ORM it took a dozen statements whose building cost the
+web process more CPU than the claim and the submit together (bench-queue's page phases:
+16 ms per rated item against 4). The statement states the selector's rules (the ORM
+path, kept off PostgreSQL and with ``SQL_PATHS=portable``) and answers one row, or none
+for an unknown dataset; tests/annotation/test_progress_sql.py holds both paths to the
+same figures.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import cache
+
+from django.db import connection
+
+from annotation.models import (
+    Dataset,
+    GoldLease,
+    GoldPair,
+    GoldPurpose,
+    GoldRating,
+    Pair,
+    PairSkip,
+    Qualification,
+    QualitySettings,
+    QueueCounter,
+    QuizAttempt,
+    Rating,
+    RatingSlot,
+)
+from annotation.rating.queue.statements import _Table
+from annotation.sql import Statement, execute
+
+# ``kinds``: the rater's grants in the dataset (its own and the global ones). Per kind:
+# ``ordinary``, the open pairs (counters) less the rater's done slots of unfinished pairs
+# and skips of pairs still open; ``unmet``, the gold pairs the queue may still serve them
+# (active, not in the quiz, never leased to them, never met in a quiz attempt of the
+# dataset or answered there, not made from a pair they rated, held or skipped), counted
+# only while ordinary pairs are left and the dataset serves gold (the CASE spares the
+# count otherwise); ``held_gold``, their leases of active gold pairs. ``oldest``: the
+# rater's oldest held lease, ordinary or gold, one without a time first, a tie by id.
+_PROGRESS_SQL = """
+WITH ds AS (SELECT {dataset.id} FROM {dataset} WHERE {dataset.name} = %(dataset)s),
+kinds AS (
+    SELECT DISTINCT q.{qualification.kind} AS kind FROM {qualification} q
+    WHERE q.{qualification.rater} = %(rater)s
+      AND (q.{qualification.dataset} IS NULL OR q.{qualification.dataset} IN (SELECT {dataset.id} FROM ds))
+),
+gold_off AS (
+    SELECT EXISTS (
+        SELECT 1 FROM {settings} o
+        WHERE o.{settings.dataset} IN (SELECT {dataset.id} FROM ds) AND o.{settings.gold_one_in} = 0
+    ) AS off
+),
+per_kind AS (
+    SELECT k.kind,
+        COALESCE((
+            SELECT sum(c.{counter.pairs_open}) FROM {counter} c
+            WHERE c.{counter.dataset} IN (SELECT {dataset.id} FROM ds) AND c.{counter.kind} = k.kind
+        ), 0)
+        - (
+            SELECT count(*) FROM {slot} s
+            WHERE s.{slot.rater} = %(rater)s AND s.{slot.kind} = k.kind AND NOT s.{slot.pair_complete}
+              AND s.{slot.state} = 'done' AND s.{slot.dataset} IN (SELECT {dataset.id} FROM ds)
+        )
+        - (
+            SELECT count(*) FROM {skip} x JOIN {pair} p ON p.{pair.id} = x.{skip.pair}
+            WHERE x.{skip.rater} = %(rater)s AND p.{pair.kind} = k.kind
+              AND p.{pair.ratings_done} < p.{pair.ratings_required} AND p.{pair.retired_at} IS NULL
+              AND p.{pair.dataset} IN (SELECT {dataset.id} FROM ds)
+        ) AS ordinary,
+        (
+            SELECT count(*) FROM {lease} l JOIN {gold} lp ON lp.{gold.id} = l.{lease.gold_pair}
+            WHERE l.{lease.rater} = %(rater)s AND l.{lease.kind} = k.kind AND l.{lease.state} = 'leased'
+              AND lp.{gold.active} AND l.{lease.dataset} IN (SELECT {dataset.id} FROM ds)
+        ) AS held_gold
+    FROM kinds k
+)
+SELECT
+    (SELECT {dataset.id} FROM ds),
+    (
+        SELECT count(*) FROM {rating} r JOIN {pair} p ON p.{pair.id} = r.{rating.pair}
+        WHERE r.{rating.rater} = %(rater)s AND r.{rating.created_at} >= %(day_start)s
+          AND p.{pair.dataset} IN (SELECT {dataset.id} FROM ds)
+    ) + (
+        SELECT count(*) FROM {gold_rating} g
+        WHERE g.{gold_rating.rater} = %(rater)s AND g.{gold_rating.created_at} >= %(day_start)s
+          AND g.{gold_rating.dataset} IN (SELECT {dataset.id} FROM ds) AND g.{gold_rating.purpose} = {queue_purpose}
+    ),
+    ARRAY(SELECT kind FROM per_kind ORDER BY kind),
+    ARRAY(
+        SELECT pk.ordinary + pk.held_gold + CASE WHEN pk.ordinary > 0 AND NOT (SELECT off FROM gold_off) THEN (
+            SELECT count(*) FROM {gold} gp
+            WHERE gp.{gold.dataset} IN (SELECT {dataset.id} FROM ds) AND gp.{gold.kind} = pk.kind
+              AND gp.{gold.active} AND NOT gp.{gold.in_quiz}
+              AND NOT EXISTS (
+                  SELECT 1 FROM {lease} l WHERE l.{lease.gold_pair} = gp.{gold.id} AND l.{lease.rater} = %(rater)s
+              )
+              AND NOT EXISTS (
+                  SELECT 1 FROM {slot} m WHERE m.{slot.pair} = gp.{gold.source_pair} AND m.{slot.rater} = %(rater)s
+              )
+              AND NOT EXISTS (
+                  SELECT 1 FROM {skip} x WHERE x.{skip.pair} = gp.{gold.source_pair} AND x.{skip.rater} = %(rater)s
+              )
+              AND NOT EXISTS (
+                  SELECT 1 FROM {gold_rating} a
+                  WHERE a.{gold_rating.gold_pair} = gp.{gold.id} AND a.{gold_rating.rater} = %(rater)s
+                    AND a.{gold_rating.purpose} = {quiz_purpose}
+                    AND a.{gold_rating.dataset} IN (SELECT {dataset.id} FROM ds)
+              )
+              AND NOT EXISTS (
+                  SELECT 1 FROM {attempt} t
+                  WHERE t.{attempt.rater} = %(rater)s AND t.{attempt.dataset} IN (SELECT {dataset.id} FROM ds)
+                    AND t.{attempt.order} @> to_jsonb(gp.{gold.id})
+              )
+        ) ELSE 0 END
+        FROM per_kind pk ORDER BY pk.kind
+    ),
+    oldest.{slot.id}, oldest.{slot.lease_expires_at}
+FROM (SELECT 1) one
+LEFT JOIN LATERAL (
+    SELECT u.{slot.id}, u.{slot.lease_expires_at} FROM (
+        SELECT s.{slot.id}, s.{slot.leased_at}, s.{slot.lease_expires_at} FROM {slot} s
+        WHERE s.{slot.rater} = %(rater)s AND s.{slot.state} = 'leased'
+          AND s.{slot.dataset} IN (SELECT {dataset.id} FROM ds)
+        UNION ALL
+        SELECT l.{lease.id}, l.{lease.leased_at}, l.{lease.lease_expires_at}
+        FROM {lease} l JOIN {gold} lp ON lp.{gold.id} = l.{lease.gold_pair}
+        WHERE l.{lease.rater} = %(rater)s AND l.{lease.state} = 'leased' AND lp.{gold.active}
+          AND l.{lease.dataset} IN (SELECT {dataset.id} FROM ds)
+    ) u
+    ORDER BY u.{slot.leased_at} IS NOT NULL, u.{slot.leased_at}, u.{slot.id}
+    LIMIT 1
+) oldest ON true
+WHERE EXISTS (SELECT 1 FROM ds)
+"""
+
+
+@cache
+def progress_statement() -> Statement:
+    tables = {
+        "dataset": Dataset,
+        "qualification": Qualification,
+        "settings": QualitySettings,
+        "counter": QueueCounter,
+        "slot": RatingSlot,
+        "skip": PairSkip,
+        "pair": Pair,
+        "lease": GoldLease,
+        "gold": GoldPair,
+        "rating": Rating,
+        "gold_rating": GoldRating,
+        "attempt": QuizAttempt,
+    }
+    sql = _PROGRESS_SQL.format(
+        **{name: _Table(model) for name, model in tables.items()},
+        queue_purpose=f"'{GoldPurpose.QUEUE.value}'",
+        quiz_purpose=f"'{GoldPurpose.QUIZ.value}'",
+    )
+    return Statement("rater_progress_v1", sql, (("dataset", "text"), ("rater", "bigint"), ("day_start", "timestamptz")))
+
+
+def progress_row(*, rater_id: int, dataset: str, day_start: datetime) -> tuple | None:
+    """(dataset id, ratings today, kinds, pairs left per kind (in the kinds' order, may be
+    zero or less), held lease id, held until), or None for an unknown dataset."""
+    with connection.cursor() as cursor:
+        execute(
+            cursor,
+            progress_statement(),
+            {"dataset": dataset, "rater": rater_id, "day_start": connection.ops.adapt_datetimefield_value(day_start)},
+        )
+        return cursor.fetchone()
