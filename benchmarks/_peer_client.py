@@ -19,11 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from _load import Stats, percentile
-
-SUBMIT_TEMPLATE = (
-    '{"score": %.3f, "time_on_item_ms": 17000, "time_to_first_move_ms": 900, "adjustments": 3, "idempotency_key": "%s"}'
-)
+from _load import FLOWS, PAGE_CLAIM, PAGE_SUBMIT_TEMPLATE, SUBMIT_TEMPLATE, Stats, percentile
 
 
 class HttpConnection:
@@ -112,13 +108,18 @@ class Acknowledged:
 
 
 class OursApp:
-    """Our rating API, with the requests ``_load.py`` sends: POST claim (200 assignment,
-    204 nothing left), POST submit (201 stored)."""
+    """Our rating API. ``flow="page"`` sends what the rating page sends: a claim when
+    nothing is held, then each submit also claims the next pair (``claim_next_kind``) and
+    asks for the rater's progress, so a claim that the submit before already answered
+    sends nothing. ``flow="split"`` sends ``_load.py``'s split cycle: POST claim (200
+    assignment, 204 nothing left), POST submit (201 stored)."""
 
     name = "ours"
 
-    def __init__(self, port: int, dataset: str = "bench"):
-        self.port = port
+    def __init__(self, port: int, dataset: str = "bench", flow: str = "page"):
+        if flow not in FLOWS:
+            raise ValueError(f"flow {flow!r}: use one of {', '.join(FLOWS)}")
+        self.port, self.flow = port, flow
         self.claim_path = f"/api/rate/{dataset}/claim/"
         self.submit_path = f"/api/rate/{dataset}/slots/%s/submit/"
 
@@ -129,7 +130,10 @@ class OursApp:
         """Token users: nothing to do."""
 
     async def claim(self, rater: Rater) -> str | None:
-        status, _, payload = await rater.conn.request("POST", self.claim_path, body=b"{}", headers=self._headers(rater))
+        if self.flow == "page" and rater.state.get("next"):
+            return rater.state.pop("next")
+        body = PAGE_CLAIM if self.flow == "page" else b"{}"
+        status, _, payload = await rater.conn.request("POST", self.claim_path, body=body, headers=self._headers(rater))
         if status == 204:
             return None
         if status != 200:
@@ -137,10 +141,14 @@ class OursApp:
         return json.loads(payload)["slot_id"]
 
     async def submit(self, rater: Rater, item: str, score: float) -> bool:
-        body = (SUBMIT_TEMPLATE % (score, uuid.uuid4().hex)).encode()
-        status, _, _ = await rater.conn.request(
+        template = PAGE_SUBMIT_TEMPLATE if self.flow == "page" else SUBMIT_TEMPLATE
+        body = (template % (score, uuid.uuid4().hex)).encode()
+        status, _, payload = await rater.conn.request(
             "POST", self.submit_path % item, body=body, headers=self._headers(rater)
         )
+        if status == 201 and self.flow == "page":
+            following = json.loads(payload)["next"]
+            rater.state["next"] = following["slot_id"] if following else None
         return status == 201
 
 

@@ -8,6 +8,11 @@ configured package index only) and configured as the closest task to ours (see
 per item, passwordless or token users. Ours runs as ``bench_queue.py`` runs it (gunicorn +
 PostgreSQL, a fresh database filled by ``_queue_data.fill``).
 
+Ours is driven as its rating page drives it (BENCH_OURS_FLOW=page, the default: each
+submit also claims the next pair and returns the rater's progress, one request per item),
+or with a claim and a submit request per item (BENCH_OURS_FLOW=split); each peer as its
+own page drives it (``_peer_potato.py``, ``_peer_label_studio.py``).
+
 Both get ITEMS generated pairs (two short sentences each). Phases, each with fresh raters:
 after a warm-up, BENCH_ROUNDS rounds of closed-loop phases of BENCH_SECONDS per app, U=8
 then U=32 raters claiming and submitting back to back, ours and the peer alternating which
@@ -26,8 +31,8 @@ peer / ours (above 1: we use less). It measures; it asserts no timing.
 
 Environment: PEER (required), DATABASE_URL (server; names replaced), BENCH_SECONDS (30),
 BENCH_ROUNDS (2), BENCH_ITEMS (10,000), BENCH_SAT_ITEMS (200), BENCH_SAT_RATERS (40),
-BENCH_RATERS_LOW (8), BENCH_RATERS_HIGH (32), BENCH_SAT_LIMIT_S (900: saturation stops
-there), BENCH_FIRST_PORT (8171; four ports from it), BENCH_DB_PREFIX (cxc_bench_peer:
+BENCH_RATERS_LOW (8), BENCH_RATERS_HIGH (32), BENCH_OURS_FLOW (page), BENCH_SAT_LIMIT_S
+(900: saturation stops there), BENCH_FIRST_PORT (8171; four ports from it), BENCH_DB_PREFIX (cxc_bench_peer:
 ``_ours``, ``_ours_sat``, ``_ls``). BENCH_SMOKE=1: 300 items, 20 in saturation with 10
 raters, one round of 2 s phases.
 """
@@ -50,7 +55,7 @@ import _peer_potato
 import psycopg2
 from _common import drop_database, env_database, env_number, fresh_database, print_figures, smoke, stop_server
 from _cpu import cpu_ms_per_cycle, postmaster_pid
-from _load import Stats
+from _load import FLOWS, Stats
 from _peer_client import (
     Acknowledged,
     HttpConnection,
@@ -77,6 +82,7 @@ LOW = env_number("BENCH_RATERS_LOW", 8)
 HIGH = env_number("BENCH_RATERS_HIGH", 32)
 SAT_LIMIT_S = env_number("BENCH_SAT_LIMIT_S", 60.0 if SMOKE else 900.0)
 FIRST_PORT = env_number("BENCH_FIRST_PORT", 8171, minimum=1024)
+OURS_FLOW = os.environ.get("BENCH_OURS_FLOW", "page")
 DB_PREFIX = env_database("cxc_bench_peer", "BENCH_DB_PREFIX")
 WARMUP_S = 1.0 if SMOKE else 3.0
 CAP = 5  # answers per item, both apps
@@ -361,6 +367,7 @@ def result(peer: str, main: list[Side], saturation: list[Side], stores: dict) ->
     low, high = phases[f"u{LOW}"], phases[f"u{HIGH}"]
     return {
         "peer": peer,
+        "ours_flow": OURS_FLOW,
         "items": ITEMS,
         "saturation_items": SAT_ITEMS,
         "phases": phases,
@@ -382,7 +389,13 @@ def run(peer: str, venv: Path, logs: Path, cursor, postmaster: int) -> dict:
     peer_run, server = None, None
     try:
         server, tokens = ours_store(ours_db, ITEMS * CAP, main_raters, FIRST_PORT, logs)
-        ours = Side("ours", OursApp(FIRST_PORT), tokens, Meter(server.pid, cursor, ours_db, postmaster), FIRST_PORT)
+        ours = Side(
+            "ours",
+            OursApp(FIRST_PORT, flow=OURS_FLOW),
+            tokens,
+            Meter(server.pid, cursor, ours_db, postmaster),
+            FIRST_PORT,
+        )
         peer_run = RUNS[peer](venv, logs, cursor, postmaster)
         theirs = peer_run.open_main(sentence_pairs(ITEMS, seed=1), main_raters)
         asyncio.run(measure([ours, theirs]))
@@ -393,7 +406,7 @@ def run(peer: str, venv: Path, logs: Path, cursor, postmaster: int) -> dict:
 
         server, tokens = ours_store(sat_db, SAT_ITEMS * CAP, SAT_RATERS, FIRST_PORT + 1, logs)
         meter = Meter(server.pid, cursor, sat_db, postmaster)
-        ours_sat = Side("ours", OursApp(FIRST_PORT + 1), tokens, meter, FIRST_PORT + 1)
+        ours_sat = Side("ours", OursApp(FIRST_PORT + 1, flow=OURS_FLOW), tokens, meter, FIRST_PORT + 1)
         asyncio.run(saturate(ours_sat))
         stop_server(server)
         server = None
@@ -416,6 +429,8 @@ def main() -> int:
     peer = (os.environ.get("PEER") or "").strip()
     if peer not in PEERS:
         raise SystemExit(f"PEER={peer!r}: choose one of {', '.join(PEERS)} (make bench-peer PEER=potato)")
+    if OURS_FLOW not in FLOWS:
+        raise SystemExit(f"BENCH_OURS_FLOW={OURS_FLOW!r}: choose one of {', '.join(FLOWS)}")
     log(f"bench-peer {peer}: load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (other load skews")
     log(f"figures); {ITEMS:,} items, {ROUNDS} round(s) of {SECONDS:g} s phases at U={LOW} and U={HIGH}")
     venv = ensure_venv(peer, PEERS[peer])
