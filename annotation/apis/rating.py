@@ -320,7 +320,26 @@ def progress_answer(rater, dataset: str, tz_name: str | None, *, field: str = "t
     participant = policy.participation(rater=rater, dataset=dataset)
     progress = selectors.rater_progress(rater=rater, dataset=dataset, tz=tz)
     study = None if participant is None else quota.study_progress(participant)
-    return RaterProgressSerializer({**dataclasses.asdict(progress), "study": study}).data
+    return progress_data(progress, study)
+
+
+def progress_data(progress: selectors.RaterProgress, study: dict | None) -> dict:
+    """What ``RaterProgressSerializer`` answers, built directly: the rating page asks for
+    progress with every claim and submit, and DRF's copies of the serializer's fields
+    cost more than the progress statement (tests/annotation/test_shared_fields.py keeps
+    both equal)."""
+    held = progress.held_slot_id
+    return {
+        "dataset": progress.dataset,
+        "kinds": [str(kind) for kind in progress.kinds],
+        "ratings_today": int(progress.ratings_today),
+        "pairs_left": int(progress.pairs_left),
+        "pairs_left_by_kind": {str(kind): int(n) for kind, n in progress.pairs_left_by_kind.items()},
+        "day_starts_at": _DATETIME.to_representation(progress.day_starts_at),
+        "held_slot_id": None if held is None else str(rater_ids().encode("slot", held)),
+        "held_until": None if progress.held_until is None else _DATETIME.to_representation(progress.held_until),
+        "study": None if study is None else {"items_done": int(study["items_done"]), "quota": int(study["quota"])},
+    }
 
 
 def _time_zone(name: str | None, *, field: str = "tz"):

@@ -3,8 +3,10 @@
 still validate and answer as DRF's own copies would; the assignment answer, built
 directly, equals its serializer's."""
 
+import dataclasses
 import json
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from rest_framework import fields as drf_fields
@@ -12,12 +14,15 @@ from rest_framework import serializers
 
 from annotation.apis.rating import (
     AssignmentSerializer,
+    RaterProgressSerializer,
     RatingClaimApi,
     RatingSubmitApi,
     assignment_answer,
+    progress_data,
     submit_answer,
 )
 from annotation.rating.queue.shapes import SubmitResult, assignment_of
+from annotation.selectors import RaterProgress
 
 SUBMIT_INPUT = RatingSubmitApi.RatingSubmitInputSerializer
 GOOD = {"score": 2.5, "time_on_item_ms": 4000, "time_to_first_move_ms": None, "adjustments": 1, "idempotency_key": "k"}
@@ -97,3 +102,23 @@ def test_the_built_submit_answer_equals_the_serializers(replayed):
     built = submit_answer(result)
     assert built == dict(RatingSubmitApi.RatingSubmitOutputSerializer(result).data)
     assert json.dumps(built)
+
+
+@pytest.mark.parametrize("held", [None, 123_456])
+@pytest.mark.parametrize("study", [None, {"items_done": 3, "quota": 40}])
+def test_the_built_progress_answer_equals_the_serializers(held, study):
+    progress = RaterProgress(
+        dataset="coco-val",
+        kinds=["SIS", "STS"],
+        ratings_today=17,
+        pairs_left=9,
+        pairs_left_by_kind={"SIS": 9, "STS": 0},
+        day_starts_at=datetime(2026, 3, 2, 0, 0, tzinfo=ZoneInfo("Europe/Berlin")),
+        held_slot_id=held,
+        held_until=None if held is None else datetime(2026, 3, 2, 12, 30, 5, 123456, tzinfo=UTC),
+    )
+    built = progress_data(progress, study)
+    assert built == dict(RaterProgressSerializer({**dataclasses.asdict(progress), "study": study}).data)
+    assert json.dumps(built)
+    assert built["day_starts_at"] == "2026-03-01T23:00:00Z"
+    assert (built["held_slot_id"] is None) == (held is None)
