@@ -6,12 +6,16 @@ exists), migrated and filled server-side (``_queue_data.py``: SIS pairs with 5 o
 each, raters with tokens) and served by its own gunicorn (ports from BENCH_FIRST_PORT
 on). An asyncio load generator (``_load.py``) with raw keep-alive HTTP/1.1 connections
 then measures the phases in alternation, BENCH_ROUNDS rounds of short phases, pooling
-each phase's samples, so that all see the same background load of a shared machine:
+each phase's samples, so that all see the same background load of a shared machine (the
+split-flow phases with each other, then the page-flow ones: no more servers hold
+database connections at once than one flow's, checked against the free connections
+before anything starts):
 
 - throughput: the phase's simulated raters (U) doing claim + submit with no pause (closed
   loop), completed cycles per second, and the server's CPU per cycle over those phases
   (``_cpu.py``: gunicorn's process tree and the PostgreSQL backends of the phase's
-  database, read from /proc), split into gunicorn and PostgreSQL;
+  database, read from /proc, with backends that end within the phase counted through the
+  postmaster's reaped time), split into gunicorn and PostgreSQL;
 - latency: an open loop of BENCH_OPEN_RATE claim + submit cycles per second (Poisson
   arrivals, each cycle by an idle rater from a pool of BENCH_OPEN_RATERS), p50/p95/p99 of
   the claim, measured from the scheduled start so a slow server is not hidden by a late
@@ -21,8 +25,12 @@ each phase's samples, so that all see the same background load of a shared machi
   ratings.
 
 Phases: ``10k`` (U = BENCH_RATERS, 16), ``10k_u8``, ``10k_u32``, ``10k_gold`` (gold on: 1 in
-20 items, 2,000 gold pairs, U = BENCH_RATERS) and ``1m`` (U = BENCH_RATERS). The last line
-of output is one JSON object, per phase: ``{"raters", "cycles_per_s", "cpu_ms_per_cycle",
+20 items, 2,000 gold pairs, U = BENCH_RATERS) and ``1m`` (U = BENCH_RATERS), their closed
+loops in the split flow (a claim request and a submit request per cycle); ``10k_u8_page``,
+``10k_u32_page`` and ``10k_gold_page`` (gold on, U = BENCH_RATERS), closed loops in the
+rating page's flow (each submit also claims the next pair and answers with the rater's
+progress: one request per rated item; see ``_load.py``). A cycle is one stored rating in
+every phase. The last line of output is one JSON object, per phase: ``{"raters", "cycles_per_s", "cpu_ms_per_cycle",
 "web_cpu_ms_per_cycle", "db_cpu_ms_per_cycle", "client_cpu_ms_per_cycle", "machine_busy",
 "p50_ms", "p95_ms", "p99_ms", "errors", "over_assigned", "counter_off", "ratings",
 "gold_ratings"}``. The load generator runs on the same cores as the server and the
@@ -33,8 +41,9 @@ allow, not what the server does alone). Figures are only comparable between runs
 otherwise idle machine.
 
 Environment: DATABASE_URL (server, user; the database name is replaced), BENCH_SIZES
-(phases, default all five), BENCH_SECONDS (per phase, default 20: a 10k queue holds
-10,000 cycles), BENCH_ROUNDS (default 3), BENCH_RATERS (default 16), BENCH_OPEN_RATE
+(phases, default all eight), BENCH_SECONDS (per phase, default 15: with the open loop and
+the warm-up a 10k queue then holds what a phase rates at 450 cycles/s; a claim that
+finds nothing left counts as ``empty`` in the log), BENCH_ROUNDS (default 3), BENCH_RATERS (default 16), BENCH_OPEN_RATE
 (default 50), BENCH_OPEN_RATERS (default 2,000), BENCH_GOLD_PAIRS (default 2,000),
 BENCH_FIRST_PORT (default 8121; the phases take the ports from it on), BENCH_DB_PREFIX
 (default cxc_bench_queue), GUNICORN_WORKERS / GUNICORN_THREADS (defaults from
@@ -58,7 +67,7 @@ from pathlib import Path
 import psycopg2
 from _common import drop_database, env_number, fresh_database, print_figures, sized, smoke, start_gunicorn, stop_server
 from _cpu import cpu_ms_per_cycle, cpu_reading, cpu_spent, machine_ticks
-from _load import Stats, closed_loop, open_loop, percentile, rater_spread
+from _load import FLOWS, Stats, closed_loop, open_loop, percentile, rater_spread
 from _queue_data import add_gold, django_env, fill, migrate, server_dsn, stored_check
 
 SMOKE = smoke()
@@ -89,6 +98,7 @@ PHASES = {
     "10k_u8_page": Phase(SMALL, 8, flow="page"),
     "10k_u32_page": Phase(SMALL, 32, flow="page"),
     "10k_gold": Phase(SMALL, CLOSED_LOOP_RATERS, gold=True),
+    "10k_gold_page": Phase(SMALL, CLOSED_LOOP_RATERS, gold=True, flow="page"),
     "1m": Phase(LARGE, CLOSED_LOOP_RATERS),
 }
 
@@ -225,8 +235,52 @@ def prepare(target: Target, rounds: int, tmp: str) -> None:
     target.server = start_server(target.database, target.port, Path(tmp) / f"gunicorn-{target.name}.log")
 
 
+def connections_per_server() -> int:
+    """PostgreSQL connections one phase's gunicorn holds: a connection per worker thread
+    (the defaults of config/gunicorn.conf.py; one worker at the smoke size)."""
+    default_workers = 1 if SMOKE else min(9, (os.cpu_count() or 1) + 1)
+    workers = int(os.environ.get("GUNICORN_WORKERS") or default_workers)
+    return workers * int(os.environ.get("GUNICORN_THREADS") or 4)
+
+
+def check_connections(groups: list[list[Target]], cursor) -> None:
+    """Stop before anything starts when a group's servers need more connections than
+    the database server has free (each would answer 500 for every request past it)."""
+    cursor.execute(
+        "SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int"
+        " - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')"
+    )
+    (free,) = cursor.fetchone()
+    need = max(len(group) for group in groups) * connections_per_server()
+    if need > free - 2:  # the check's own connection and the admin's
+        raise SystemExit(
+            f"bench-queue needs {need} PostgreSQL connections at once ({connections_per_server()} per phase's "
+            f"server) and {free} are free: run fewer phases (BENCH_SIZES), fewer GUNICORN_WORKERS or "
+            f"GUNICORN_THREADS, or raise max_connections"
+        )
+
+
+def run_group(targets: list[Target], seconds: float, rounds: int, tmp: str, admin) -> None:
+    """Prepare, measure in alternation and check the phases of one flow."""
+    try:
+        for target in targets:
+            prepare(target, rounds, tmp)
+        with admin.cursor() as cursor:
+            asyncio.run(measure(targets, seconds, rounds, cursor))
+        for target in targets:
+            stop_server(target.server)  # its connections closed before the check opens one
+            target.server = None
+            target.stored = stored_check(target.database)
+            log(f"{target.name}: stored {target.stored}")
+    finally:
+        for target in targets:
+            if target.server is not None:
+                stop_server(target.server)
+            drop_database(target.database)
+
+
 def main() -> int:
-    seconds = sized("BENCH_SECONDS", 20.0, 2.0, minimum=0)
+    seconds = sized("BENCH_SECONDS", 15.0, 2.0, minimum=0)
     rounds = sized("BENCH_ROUNDS", 3, 1)
     default_phases = ",".join(PHASES)
     names = [s.strip() for s in os.environ.get("BENCH_SIZES", default_phases).split(",") if s.strip()]
@@ -240,25 +294,20 @@ def main() -> int:
         Target(name=name, phase=PHASES[name], database=f"{DB_PREFIX}_{name}", port=FIRST_PORT + i)
         for i, name in enumerate(names)
     ]
+    # The phases of one flow alternate with each other; the flows run one after the other,
+    # so that no more servers hold database connections at once than one flow's.
+    groups = [[t for t in targets if t.phase.flow == flow] for flow in FLOWS]
+    groups = [group for group in groups if group]
     admin = psycopg2.connect(server_dsn("postgres"))
     admin.autocommit = True
-    with tempfile.TemporaryDirectory(prefix="bench-queue-") as tmp:
-        try:
-            for target in targets:
-                prepare(target, rounds, tmp)
-            with admin.cursor() as cursor:
-                asyncio.run(measure(targets, seconds, rounds, cursor))
-            for target in targets:
-                stop_server(target.server)  # its connections closed before the check opens one
-                target.server = None
-                target.stored = stored_check(target.database)
-                log(f"{target.name}: stored {target.stored}")
-        finally:
-            admin.close()
-            for target in targets:
-                if target.server is not None:
-                    stop_server(target.server)
-                drop_database(target.database)
+    try:
+        with admin.cursor() as cursor:
+            check_connections(groups, cursor)
+        with tempfile.TemporaryDirectory(prefix="bench-queue-") as tmp:
+            for group in groups:
+                run_group(group, seconds, rounds, tmp, admin)
+    finally:
+        admin.close()
     print_figures({target.name: target.result() for target in targets})
     return 0
 

@@ -81,6 +81,19 @@ def test_broker_down_fails_the_startup_check():
     assert "Error" in result.stderr and "127.0.0.1:1" in result.stderr.replace("localhost", "127.0.0.1")
 
 
+@pytest.mark.postgres
+def test_the_startup_check_leaves_no_connection_open():
+    result = run_python(
+        "from django.db import connection; from config.runtime import check_services; check_services(); "
+        "print('open' if connection.connection is not None else 'closed')",
+        DATABASE_URL=os.environ["DATABASE_URL"],
+        REDIS_URL="redis://127.0.0.1:6379/0",
+        SECRET_KEY="k",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-1] == "closed"
+
+
 def test_faiss_cpu_variant_lines_stay_out_of_the_output():
     # faiss logs at INFO which builds it tried ("Could not load library with AVX512
     # support ..."): with the project's logging a command's output stays clean.
