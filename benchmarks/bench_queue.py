@@ -26,11 +26,12 @@ before anything starts):
 
 Phases: ``10k`` (U = BENCH_RATERS, 16), ``10k_u8``, ``10k_u32``, ``10k_gold`` (gold on: 1 in
 20 items, 2,000 gold pairs, U = BENCH_RATERS) and ``1m`` (U = BENCH_RATERS), their closed
-loops in the split flow (a claim request and a submit request per cycle); ``10k_u8_page``,
-``10k_u32_page`` and ``10k_gold_page`` (gold on, U = BENCH_RATERS), closed loops in the
-rating page's flow (each submit also claims the next pair and answers with the rater's
-progress: one request per rated item; see ``_load.py``). A cycle is one stored rating in
-every phase. The last line of output is one JSON object, per phase: ``{"raters", "cycles_per_s", "cpu_ms_per_cycle",
+loops in the split flow (a claim request and a submit request per cycle); ``10k_page``,
+``10k_u8_page``, ``10k_u32_page`` and ``10k_gold_page`` (U = BENCH_RATERS, 8, 32 and
+BENCH_RATERS with gold on), closed loops in the rating page's flow (each submit also
+claims the next pair and answers with the rater's progress: one request per rated item;
+see ``_load.py``). A cycle is one stored rating in every phase. The last line of output
+is one JSON object, per phase: ``{"raters", "cycles_per_s", "cpu_ms_per_cycle",
 "web_cpu_ms_per_cycle", "db_cpu_ms_per_cycle", "client_cpu_ms_per_cycle", "machine_busy",
 "p50_ms", "p95_ms", "p99_ms", "errors", "over_assigned", "counter_off", "ratings",
 "gold_ratings"}``. The load generator runs on the same cores as the server and the
@@ -41,7 +42,7 @@ allow, not what the server does alone). Figures are only comparable between runs
 otherwise idle machine.
 
 Environment: DATABASE_URL (server, user; the database name is replaced), BENCH_SIZES
-(phases, default all eight), BENCH_SECONDS (per phase, default 15: with the open loop and
+(phases, default all nine), BENCH_SECONDS (per phase, default 15: with the open loop and
 the warm-up a 10k queue then holds what a phase rates at 450 cycles/s; a claim that
 finds nothing left counts as ``empty`` in the log), BENCH_ROUNDS (default 3), BENCH_RATERS (default 16), BENCH_OPEN_RATE
 (default 50), BENCH_OPEN_RATERS (default 2,000), BENCH_GOLD_PAIRS (default 2,000),
@@ -95,6 +96,7 @@ PHASES = {
     "10k": Phase(SMALL, CLOSED_LOOP_RATERS),
     "10k_u8": Phase(SMALL, 8),
     "10k_u32": Phase(SMALL, 32),
+    "10k_page": Phase(SMALL, CLOSED_LOOP_RATERS, flow="page"),
     "10k_u8_page": Phase(SMALL, 8, flow="page"),
     "10k_u32_page": Phase(SMALL, 32, flow="page"),
     "10k_gold": Phase(SMALL, CLOSED_LOOP_RATERS, gold=True),

@@ -59,10 +59,11 @@ def raters(gold_dataset, quiet_dataset) -> list:
 
 
 def met_in_quiz(user, dataset, clock) -> None:
-    """``user`` was asked one STS gold pair in a quiz attempt and answered another."""
-    asked, answered = GoldPair.objects.filter(dataset=dataset, kind=TaskKind.STS).order_by("id")[:2]
+    """``user`` was asked two STS gold pairs in a quiz attempt (the second one ends up in
+    the quiz, ``rules_in_play``) and answered another."""
+    asked, answered, in_quiz = GoldPair.objects.filter(dataset=dataset, kind=TaskKind.STS).order_by("id")[:3]
     QuizAttempt.objects.create(
-        rater=user, dataset=dataset, kind=TaskKind.STS, number=1, order=[asked.pk], started_at=clock.now
+        rater=user, dataset=dataset, kind=TaskKind.STS, number=1, order=[asked.pk, in_quiz.pk], started_at=clock.now
     )
     GoldRating.objects.create(
         gold_pair=answered,
