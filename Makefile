@@ -62,7 +62,7 @@ bench-dashboard: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_dashboard.py
 # Rating queue over HTTP (gunicorn + PostgreSQL, ports from 8121, own databases cxc_bench_queue_*):
 # phases 10k (U=16), 10k_u8, 10k_u32, 10k_gold (1 in 20), 1m, and in the rating page's flow
-# 10k_u8_page, 10k_u32_page, 10k_gold_page: cycles/s, CPU ms per cycle,
+# 10k_page, 10k_u8_page, 10k_u32_page, 10k_gold_page: cycles/s, CPU ms per cycle,
 # claim p50/p95/p99, over-assigned pairs; BENCH_SECONDS per phase (default 15),
 # BENCH_SIZES, BENCH_RATERS, BENCH_OPEN_RATE, BENCH_OPEN_RATERS, BENCH_FIRST_PORT,
 # BENCH_DB_PREFIX, BENCH_SMOKE=1 (see the script's docstring).

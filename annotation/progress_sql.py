@@ -78,7 +78,7 @@ met AS (
 per_kind AS (
     SELECT k.kind,
         COALESCE((
-            SELECT sum(c.{counter.pairs_open}) FROM {counter} c
+            SELECT sum(c.{counter.pairs_open})::bigint FROM {counter} c
             WHERE c.{counter.dataset} IN (SELECT {dataset.id} FROM ds) AND c.{counter.kind} = k.kind
         ), 0)
         - (
@@ -164,7 +164,7 @@ def progress_statement() -> Statement:
         queue_purpose=f"'{GoldPurpose.QUEUE.value}'",
         quiz_purpose=f"'{GoldPurpose.QUIZ.value}'",
     )
-    return Statement("rater_progress_v3", sql, (("dataset", "text"), ("rater", "bigint"), ("day_start", "timestamptz")))
+    return Statement("rater_progress_v4", sql, (("dataset", "text"), ("rater", "bigint"), ("day_start", "timestamptz")))
 
 
 def progress_row(*, rater_id: int, dataset: str, day_start: datetime) -> tuple | None:

@@ -273,11 +273,11 @@ def _rater_progress_postgres(*, rater, dataset: str, day_start: datetime) -> Rat
     if row is None:
         raise NotFound(f"no dataset named {dataset!r}")
     _, ratings_today, kinds, left, held_id, held_until = row
-    pairs_left_by_kind = {kind: max(n, 0) for kind, n in sorted(zip(kinds, left, strict=True))}
+    pairs_left_by_kind = {kind: max(int(n), 0) for kind, n in sorted(zip(kinds, left, strict=True))}
     return RaterProgress(
         dataset=dataset,
         kinds=sorted(kinds),
-        ratings_today=ratings_today,
+        ratings_today=int(ratings_today),
         pairs_left=sum(pairs_left_by_kind.values()),
         pairs_left_by_kind=pairs_left_by_kind,
         day_starts_at=day_start,
@@ -293,11 +293,11 @@ def _oldest_lease(*, rater, dataset) -> dict | None:
     fields = ("leased_at", "id", "lease_expires_at")
     leases = [
         RatingSlot.objects.filter(rater=rater, dataset=dataset, state=SlotState.LEASED)
-        .order_by("leased_at", "id")
+        .order_by(F("leased_at").asc(nulls_first=True), "id")
         .values(*fields)
         .first(),
         GoldLease.objects.filter(rater=rater, dataset=dataset, state=GoldLeaseState.LEASED, gold_pair__active=True)
-        .order_by("leased_at", "id")
+        .order_by(F("leased_at").asc(nulls_first=True), "id")
         .values(*fields)
         .first(),
     ]

@@ -8,9 +8,11 @@ counts. PostgreSQL backends are found by database name in pg_stat_activity; a ba
 that ends within a phase (a connection past CONN_MAX_AGE, 60 s by default, is closed and
 opened again) is counted through the postmaster, which reaps it: the postmaster's reaped
 time grows by the backend's whole life, of which its time before the phase is taken off.
-What else the postmaster reaps within the phase (an autovacuum worker, another
-database's backend) counts too: the benchmarks leave other databases idle meanwhile, and
-vacuuming after the phase's writes is the database's work for them.
+What else the postmaster reaps within the phase counts too: another database's backend
+(the benchmarks' other servers sit idle meanwhile and keep their connections) and
+autovacuum workers, also those cleaning up after the phase before (phases alternate):
+that work is the database's cost of the writes all the same, but it can land in a
+neighbouring phase; ``db_ended_s`` shows how much of a phase's figure came this way.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ before anything starts):
   (``_cpu.py``: gunicorn's process tree and the PostgreSQL backends of the phase's
   database, read from /proc, with backends that end within the phase counted through the
   postmaster's reaped time), split into gunicorn and PostgreSQL;
-- latency: an open loop of BENCH_OPEN_RATE claim + submit cycles per second (Poisson
+- latency: an open loop of BENCH_OPEN_RATE claim + submit cycles per second, in the split
+  flow in every phase (its figures are the claim request's latency; Poisson
   arrivals, each cycle by an idle rater from a pool of BENCH_OPEN_RATERS), p50/p95/p99 of
   the claim, measured from the scheduled start so a slow server is not hidden by a late
   sender;
@@ -32,7 +33,9 @@ BENCH_RATERS with gold on), closed loops in the rating page's flow (each submit 
 claims the next pair and answers with the rater's progress: one request per rated item;
 see ``_load.py``). A cycle is one stored rating in every phase. The last line of output
 is one JSON object, per phase: ``{"raters", "cycles_per_s", "cpu_ms_per_cycle",
-"web_cpu_ms_per_cycle", "db_cpu_ms_per_cycle", "client_cpu_ms_per_cycle", "machine_busy",
+"web_cpu_ms_per_cycle", "db_cpu_ms_per_cycle", "db_ended_cpu_ms_per_cycle" (of the
+PostgreSQL figure, what backends that ended within the phase spent),
+"client_cpu_ms_per_cycle", "machine_busy",
 "p50_ms", "p95_ms", "p99_ms", "errors", "over_assigned", "counter_off", "ratings",
 "gold_ratings"}``. The load generator runs on the same cores as the server and the
 database: its own CPU per cycle (``client_cpu_ms_per_cycle``, this process) is reported
@@ -170,6 +173,7 @@ class Target:
             "raters": self.phase.raters,
             "cycles_per_s": round(self.throughput.cycles / self.closed_seconds, 1),
             **cpu_ms_per_cycle(self.cpu, self.throughput.cycles),
+            "db_ended_cpu_ms_per_cycle": round(1000 * self.cpu["db_ended_s"] / max(self.throughput.cycles, 1), 2),
             "client_cpu_ms_per_cycle": round(1000 * self.cpu["client_s"] / max(self.throughput.cycles, 1), 2),
             "machine_busy": round(self.cpu["busy"] / max(self.cpu["ticks"], 1), 3),
             "p50_ms": round(percentile(self.latency.claim_ms, 50), 2),

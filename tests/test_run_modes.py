@@ -87,7 +87,7 @@ def test_the_startup_check_leaves_no_connection_open():
         "from django.db import connection; from config.runtime import check_services; check_services(); "
         "print('open' if connection.connection is not None else 'closed')",
         DATABASE_URL=os.environ["DATABASE_URL"],
-        REDIS_URL="redis://127.0.0.1:6379/0",
+        CELERY_TASK_ALWAYS_EAGER="true",
         SECRET_KEY="k",
     )
     assert result.returncode == 0, result.stderr
