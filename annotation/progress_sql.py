@@ -16,22 +16,8 @@ from functools import cache
 
 from django.db import connection
 
-from annotation.models import (
-    Dataset,
-    GoldLease,
-    GoldPair,
-    GoldPurpose,
-    GoldRating,
-    Pair,
-    PairSkip,
-    Qualification,
-    QualitySettings,
-    QueueCounter,
-    QuizAttempt,
-    Rating,
-    RatingSlot,
-)
-from annotation.rating.queue.statements import _Table
+from annotation.models import GoldPurpose
+from annotation.rating.queue.statements import _render
 from annotation.sql import Statement, execute
 
 # ``kinds``: the rater's grants in the dataset (its own and the global ones). Per kind:
@@ -59,7 +45,7 @@ gold_off AS (
     ) AS off
 ),
 met AS (
-    SELECT l.{lease.gold_pair} AS id FROM {lease} l WHERE l.{lease.rater} = %(rater)s
+    SELECT l.{gold_lease.gold_pair} AS id FROM {gold_lease} l WHERE l.{gold_lease.rater} = %(rater)s
     UNION
     SELECT a.{gold_rating.gold_pair} FROM {gold_rating} a
     WHERE a.{gold_rating.rater} = %(rater)s AND a.{gold_rating.purpose} = {quiz_purpose}
@@ -93,9 +79,9 @@ per_kind AS (
               AND p.{pair.dataset} IN (SELECT {dataset.id} FROM ds)
         ) AS ordinary,
         (
-            SELECT count(*) FROM {lease} l JOIN {gold} lp ON lp.{gold.id} = l.{lease.gold_pair}
-            WHERE l.{lease.rater} = %(rater)s AND l.{lease.kind} = k.kind AND l.{lease.state} = 'leased'
-              AND lp.{gold.active} AND l.{lease.dataset} IN (SELECT {dataset.id} FROM ds)
+            SELECT count(*) FROM {gold_lease} l JOIN {gold} lp ON lp.{gold.id} = l.{gold_lease.gold_pair}
+            WHERE l.{gold_lease.rater} = %(rater)s AND l.{gold_lease.kind} = k.kind AND l.{gold_lease.state} = 'leased'
+              AND lp.{gold.active} AND l.{gold_lease.dataset} IN (SELECT {dataset.id} FROM ds)
         ) AS held_gold
     FROM kinds k
 )
@@ -131,10 +117,10 @@ LEFT JOIN LATERAL (
         WHERE s.{slot.rater} = %(rater)s AND s.{slot.state} = 'leased'
           AND s.{slot.dataset} IN (SELECT {dataset.id} FROM ds)
         UNION ALL
-        SELECT l.{lease.id}, l.{lease.leased_at}, l.{lease.lease_expires_at}
-        FROM {lease} l JOIN {gold} lp ON lp.{gold.id} = l.{lease.gold_pair}
-        WHERE l.{lease.rater} = %(rater)s AND l.{lease.state} = 'leased' AND lp.{gold.active}
-          AND l.{lease.dataset} IN (SELECT {dataset.id} FROM ds)
+        SELECT l.{gold_lease.id}, l.{gold_lease.leased_at}, l.{gold_lease.lease_expires_at}
+        FROM {gold_lease} l JOIN {gold} lp ON lp.{gold.id} = l.{gold_lease.gold_pair}
+        WHERE l.{gold_lease.rater} = %(rater)s AND l.{gold_lease.state} = 'leased' AND lp.{gold.active}
+          AND l.{gold_lease.dataset} IN (SELECT {dataset.id} FROM ds)
     ) u
     ORDER BY u.{slot.leased_at} IS NOT NULL, u.{slot.leased_at}, u.{slot.id}
     LIMIT 1
@@ -145,22 +131,8 @@ WHERE EXISTS (SELECT 1 FROM ds)
 
 @cache
 def progress_statement() -> Statement:
-    tables = {
-        "dataset": Dataset,
-        "qualification": Qualification,
-        "settings": QualitySettings,
-        "counter": QueueCounter,
-        "slot": RatingSlot,
-        "skip": PairSkip,
-        "pair": Pair,
-        "lease": GoldLease,
-        "gold": GoldPair,
-        "rating": Rating,
-        "gold_rating": GoldRating,
-        "attempt": QuizAttempt,
-    }
-    sql = _PROGRESS_SQL.format(
-        **{name: _Table(model) for name, model in tables.items()},
+    sql = _render(
+        _PROGRESS_SQL,
         queue_purpose=f"'{GoldPurpose.QUEUE.value}'",
         quiz_purpose=f"'{GoldPurpose.QUIZ.value}'",
     )

@@ -28,6 +28,7 @@ from annotation.models import (
     Qualification,
     QualitySettings,
     QueueCounter,
+    QuizAttempt,
     RaterPause,
     Rating,
     RatingSlot,
@@ -79,6 +80,7 @@ TABLES = {
     "counter": QueueCounter,
     "floor": SpeedFloor,
     "pause": RaterPause,
+    "attempt": QuizAttempt,
 }
 
 
