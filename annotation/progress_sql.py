@@ -11,7 +11,7 @@ same figures.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
 
 from django.db import connection
@@ -20,6 +20,13 @@ from annotation.models import GoldPurpose
 from annotation.rating.queue.statements import _render
 from annotation.sql import Statement, execute
 
+# The tally's quarters, as the triggers bin them (migration 0027).
+QUARTER = timedelta(minutes=15)
+QUARTER_ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
+
+# Rated today: the rater's tally (``RaterTally``, kept by triggers) from the first whole
+# quarter hour of the day on, and the ratings themselves before it (none when the day
+# starts on a quarter hour, as every time zone's midnight does today).
 # ``kinds``: the rater's grants in the dataset (its own and the global ones). Per kind:
 # ``ordinary``, the open pairs (counters) less the rater's done slots of unfinished pairs
 # and skips of pairs still open; the gold pairs the queue may still serve them (active,
@@ -87,13 +94,19 @@ per_kind AS (
 )
 SELECT
     (SELECT {dataset.id} FROM ds),
-    (
+    COALESCE((
+        SELECT sum(t.{tally.ratings})::bigint FROM {tally} t
+        WHERE t.{tally.rater} = %(rater)s AND t.{tally.dataset} IN (SELECT {dataset.id} FROM ds)
+          AND t.{tally.quarter} >= %(first_quarter)s
+    ), 0) + (
         SELECT count(*) FROM {rating} r JOIN {pair} p ON p.{pair.id} = r.{rating.pair}
-        WHERE r.{rating.rater} = %(rater)s AND r.{rating.created_at} >= %(day_start)s
+        WHERE r.{rating.rater} = %(rater)s
+          AND r.{rating.created_at} >= %(day_start)s AND r.{rating.created_at} < %(first_quarter)s
           AND p.{pair.dataset} IN (SELECT {dataset.id} FROM ds)
     ) + (
         SELECT count(*) FROM {gold_rating} g
-        WHERE g.{gold_rating.rater} = %(rater)s AND g.{gold_rating.created_at} >= %(day_start)s
+        WHERE g.{gold_rating.rater} = %(rater)s
+          AND g.{gold_rating.created_at} >= %(day_start)s AND g.{gold_rating.created_at} < %(first_quarter)s
           AND g.{gold_rating.dataset} IN (SELECT {dataset.id} FROM ds) AND g.{gold_rating.purpose} = {queue_purpose}
     ),
     ARRAY(SELECT kind FROM per_kind ORDER BY kind),
@@ -136,16 +149,22 @@ def progress_statement() -> Statement:
         queue_purpose=f"'{GoldPurpose.QUEUE.value}'",
         quiz_purpose=f"'{GoldPurpose.QUIZ.value}'",
     )
-    return Statement("rater_progress_v4", sql, (("dataset", "text"), ("rater", "bigint"), ("day_start", "timestamptz")))
+    params = (("dataset", "text"), ("rater", "bigint"), ("day_start", "timestamptz"), ("first_quarter", "timestamptz"))
+    return Statement("rater_progress_v5", sql, params)
+
+
+def first_quarter(moment: datetime) -> datetime:
+    """The first quarter hour (UTC) that starts at or after ``moment`` (tz-aware)."""
+    since = (moment - QUARTER_ORIGIN) // QUARTER
+    start = QUARTER_ORIGIN + since * QUARTER
+    return start if start == moment else start + QUARTER
 
 
 def progress_row(*, rater_id: int, dataset: str, day_start: datetime) -> tuple | None:
     """(dataset id, ratings today, kinds, pairs left per kind (in the kinds' order, may be
     zero or less), held lease id, held until), or None for an unknown dataset."""
     with connection.cursor() as cursor:
-        execute(
-            cursor,
-            progress_statement(),
-            {"dataset": dataset, "rater": rater_id, "day_start": connection.ops.adapt_datetimefield_value(day_start)},
-        )
+        adapt = connection.ops.adapt_datetimefield_value
+        values = {"dataset": dataset, "rater": rater_id, "day_start": adapt(day_start)}
+        execute(cursor, progress_statement(), {**values, "first_quarter": adapt(first_quarter(day_start))})
         return cursor.fetchone()

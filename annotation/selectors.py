@@ -232,12 +232,12 @@ def _count_by(queryset: QuerySet, fields: tuple[str, str], total) -> dict[tuple,
 
 def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: datetime | None = None) -> RaterProgress:
     """Progress of one rater on one dataset, in indexed reads whose cost does not grow
-    with the queue (it grows with the rater's own ratings today and unfinished pairs):
-    today's ratings by the (rater, created_at) index, open pairs from the per-kind
-    counters, minus the rater's own unfinished pairs (partial index on their slots) and
-    skips. On PostgreSQL one prepared statement (``annotation.progress_sql``), else the
-    ORM's reads below. "Today" starts at midnight in ``tz`` (default: the server's time
-    zone)."""
+    with the queue (it grows with the rater's own unfinished pairs): open pairs from the
+    per-kind counters, minus the rater's own unfinished pairs (partial index on their
+    slots) and skips. On PostgreSQL one prepared statement (``annotation.progress_sql``),
+    which sums today's ratings from the rater's quarter-hour tally, else the ORM's reads
+    below, which count them by the (rater, created_at) index. "Today" starts at midnight
+    in ``tz`` (default: the server's time zone)."""
     now = now if now is not None else timezone.now()
     tz = tz or timezone.get_default_timezone()
     day_start = datetime.combine(now.astimezone(tz).date(), time.min, tzinfo=tz)

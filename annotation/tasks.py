@@ -15,7 +15,7 @@ from annotation.models import Dataset
 from annotation.people.accounts import tokens_prune_expired
 from annotation.quality.exclusion.services import exclusions_resume, rating_exclusion_run
 from annotation.rater_fits import rater_model_refit
-from annotation.rating.queue import leases_release_expired, queue_counters_rebuild
+from annotation.rating.queue import leases_release_expired, queue_counters_rebuild, rater_tallies_prune
 from annotation.upload_cleanup import uploads_prune
 
 logger = logging.getLogger(__name__)
@@ -65,6 +65,12 @@ def remark_speed_floor(dataset_id: int, kind: str) -> int:
 def recount_open_pairs() -> int:
     """Beat: recount the open-pairs counters from the pairs. Idempotent."""
     return queue_counters_rebuild()
+
+
+@shared_task(acks_late=True)
+def prune_rater_tallies() -> int:
+    """Beat: delete the raters' tallies of quarter hours no progress reads. Idempotent."""
+    return rater_tallies_prune()
 
 
 @shared_task(acks_late=True)

@@ -50,7 +50,8 @@ the warm-up a 10k queue then holds what a phase rates at 450 cycles/s; a claim t
 finds nothing left counts as ``empty`` in the log), BENCH_ROUNDS (default 3), BENCH_RATERS (default 16), BENCH_OPEN_RATE
 (default 50), BENCH_OPEN_RATERS (default 2,000), BENCH_GOLD_PAIRS (default 2,000),
 BENCH_FIRST_PORT (default 8121; the phases take the ports from it on), BENCH_DB_PREFIX
-(default cxc_bench_queue), GUNICORN_WORKERS / GUNICORN_THREADS (defaults from
+(default cxc_bench_queue), BENCH_KEEP_DATABASES=1 (leave the phases' databases for a look
+afterwards; the next run drops them), GUNICORN_WORKERS / GUNICORN_THREADS (defaults from
 config/gunicorn.conf.py). BENCH_SMOKE=1: 1,000 and 5,000 open slots, 50 gold pairs, one
 round of 2 s, a pool of 100 raters. So two runs can share the machine: give the second
 other ports and another prefix.
@@ -78,6 +79,9 @@ SMOKE = smoke()
 DB_PREFIX = os.environ.get("BENCH_DB_PREFIX") or "cxc_bench_queue"
 FIRST_PORT = env_number("BENCH_FIRST_PORT", 8121, minimum=1024)
 CLOSED_LOOP_RATERS = env_number("BENCH_RATERS", 16)
+# To look into what a phase left (EXPLAIN its statements); the next run drops them first.
+KEEP_DATABASES = os.environ.get("BENCH_KEEP_DATABASES") == "1"
+
 OPEN_LOOP_RATE = env_number("BENCH_OPEN_RATE", 50.0)
 OPEN_LOOP_RATERS = sized("BENCH_OPEN_RATERS", 2_000, 100)
 GOLD_PAIRS = sized("BENCH_GOLD_PAIRS", 2_000, 50)
@@ -282,7 +286,8 @@ def run_group(targets: list[Target], seconds: float, rounds: int, tmp: str, admi
         for target in targets:
             if target.server is not None:
                 stop_server(target.server)
-            drop_database(target.database)
+            if not KEEP_DATABASES:
+                drop_database(target.database)
 
 
 def main() -> int:

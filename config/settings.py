@@ -291,6 +291,7 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "annotation.tasks.recount_open_pairs",
         "schedule": QUEUE_RECOUNT_SECONDS,
     },
+    "queue-prune-rater-tallies": {"task": "annotation.tasks.prune_rater_tallies", "schedule": 6 * 3600},
     # Jobs and batches whose worker died show as failed even when nobody looks at them.
     "jobs-fail-orphaned": {"task": "annotation.tasks.fail_orphaned_jobs", "schedule": ORPHAN_CHECK_SECONDS},
     "sampling-fail-orphaned": {"task": "sampling.tasks.fail_orphaned_batches", "schedule": ORPHAN_CHECK_SECONDS},

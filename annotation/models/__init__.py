@@ -56,7 +56,7 @@ from annotation.models.quality import (
     RaterPause,
     RatingExclusion,
 )
-from annotation.models.queue import Flag, FlagReason, PairSkip, Qualification, QueueCounter
+from annotation.models.queue import Flag, FlagReason, PairSkip, Qualification, QueueCounter, RaterTally
 from annotation.models.rater_model import RaterEstimate, RaterModelFit
 from annotation.models.runs import BackgroundRun, Job, JobStatus, UploadState, upload_state_constraints
 from annotation.models.study import AnswerType, ParticipantAnswer, QuestionPhase, StudyQuestion
@@ -113,6 +113,7 @@ __all__ = [
     "RaterEstimate",
     "RaterModelFit",
     "RaterPause",
+    "RaterTally",
     "Rating",
     "RatingExclusion",
     "RatingSlot",

@@ -112,3 +112,35 @@ class Qualification(models.Model):
     def __str__(self) -> str:
         where = f"in dataset {self.dataset_id}" if self.dataset_id is not None else "in every dataset"
         return f"{self.rater} may rate {self.kind} {where}"
+
+
+class RaterTally(models.Model):
+    """Ratings a rater stored in a dataset per quarter hour (UTC), gold ratings of the queue
+    included: what the rating page's "rated today" sums. Counting the ratings themselves
+    grew with every rating of the day (a rater with a thousand cost the progress 1.4 ms
+    of PostgreSQL per item); summing a day's quarters reads at most 96 rows. Every
+    time zone's midnight falls on a quarter hour, and the progress statement counts
+    ratings exactly before the first whole quarter otherwise.
+
+    PostgreSQL keeps it: triggers on the rating and gold rating tables (migration 0027)
+    count every insert, delete and change of rater, pair, time or purpose, whatever code
+    writes the row. Elsewhere (SQLite) it stays empty and progress counts the ratings."""
+
+    rater = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="+",
+        db_index=False,  # rater_tally_unique leads with the rater
+    )
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+", db_index=False)
+    quarter = models.DateTimeField(help_text="Start of the quarter hour (UTC) the ratings were stored in.")
+    ratings = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["rater", "dataset", "quarter"], name="rater_tally_unique"),
+            models.CheckConstraint(condition=Q(ratings__gte=0), name="rater_tally_nonnegative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"rater {self.rater_id} in {self.dataset_id} from {self.quarter:%Y-%m-%d %H:%M}: {self.ratings}"

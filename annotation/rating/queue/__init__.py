@@ -50,7 +50,12 @@ from annotation.rating.queue.shapes import (
 )
 from annotation.rating.queue.slots import slot_flag, slot_heartbeat, slot_skip
 from annotation.rating.queue.submit import rating_submit, rating_submit_fast
-from annotation.rating.queue.upkeep import leases_release_expired, queue_counters_add, queue_counters_rebuild
+from annotation.rating.queue.upkeep import (
+    leases_release_expired,
+    queue_counters_add,
+    queue_counters_rebuild,
+    rater_tallies_prune,
+)
 
 __all__ = [
     "MAX_ADJUSTMENTS",
@@ -69,6 +74,7 @@ __all__ = [
     "leases_release_expired",
     "queue_counters_add",
     "queue_counters_rebuild",
+    "rater_tallies_prune",
     "rating_submit",
     "rating_submit_fast",
     "slot_claim",

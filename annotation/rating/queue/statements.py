@@ -30,6 +30,7 @@ from annotation.models import (
     QueueCounter,
     QuizAttempt,
     RaterPause,
+    RaterTally,
     Rating,
     RatingSlot,
     SlotState,
@@ -81,6 +82,7 @@ TABLES = {
     "floor": SpeedFloor,
     "pause": RaterPause,
     "attempt": QuizAttempt,
+    "tally": RaterTally,
 }
 
 

@@ -1,16 +1,17 @@
-"""Upkeep of the queue: expired leases back to the open queue, and the open-pairs
-counters (added to as pairs are queued, rebuilt when they drift)."""
+"""Upkeep of the queue: expired leases back to the open queue, the open-pairs counters
+(added to as pairs are queued, rebuilt when they drift), and the raters' tallies of
+ratings per quarter hour (old ones pruned)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Count, F, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
-from annotation.models import Pair, QueueCounter, RatingSlot, SlotState
+from annotation.models import Pair, QueueCounter, RaterTally, RatingSlot, SlotState
 from annotation.rating.queue.shapes import service_now
 
 
@@ -90,3 +91,14 @@ def _counter_reading(counter_id: int) -> tuple[int, int]:
         .values_list("counted", "pairs_open")
         .get()
     )
+
+
+# "Today" starts less than a day ago in every time zone; a tally older than this is never read.
+TALLY_KEEP = timedelta(days=2)
+
+
+def rater_tallies_prune(*, now: datetime | None = None) -> int:
+    """Delete the rater tallies of quarters no day's progress reads any more; returns how
+    many rows. The triggers keep adding a row per rater and active quarter hour."""
+    deleted, _ = RaterTally.objects.filter(quarter__lt=service_now(now) - TALLY_KEEP).delete()
+    return deleted
