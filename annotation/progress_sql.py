@@ -43,12 +43,12 @@ WITH ds AS (SELECT {dataset.id} FROM {dataset} WHERE {dataset.name} = %(dataset)
 kinds AS (
     SELECT DISTINCT q.{qualification.kind} AS kind FROM {qualification} q
     WHERE q.{qualification.rater} = %(rater)s
-      AND (q.{qualification.dataset} IS NULL OR q.{qualification.dataset} IN (SELECT {dataset.id} FROM ds))
+      AND (q.{qualification.dataset} IS NULL OR q.{qualification.dataset} = (SELECT {dataset.id} FROM ds))
 ),
 gold_off AS (
     SELECT EXISTS (
         SELECT 1 FROM {settings} o
-        WHERE o.{settings.dataset} IN (SELECT {dataset.id} FROM ds) AND o.{settings.gold_one_in} = 0
+        WHERE o.{settings.dataset} = (SELECT {dataset.id} FROM ds) AND o.{settings.gold_one_in} = 0
     ) AS off
 ),
 met AS (
@@ -56,13 +56,13 @@ met AS (
     UNION
     SELECT a.{gold_rating.gold_pair} FROM {gold_rating} a
     WHERE a.{gold_rating.rater} = %(rater)s AND a.{gold_rating.purpose} = {quiz_purpose}
-      AND a.{gold_rating.dataset} IN (SELECT {dataset.id} FROM ds)
+      AND a.{gold_rating.dataset} = (SELECT {dataset.id} FROM ds)
     UNION
     SELECT (asked.value #>> '{{}}')::bigint FROM {attempt} t, jsonb_array_elements(t.{attempt.order}) asked
-    WHERE t.{attempt.rater} = %(rater)s AND t.{attempt.dataset} IN (SELECT {dataset.id} FROM ds)
+    WHERE t.{attempt.rater} = %(rater)s AND t.{attempt.dataset} = (SELECT {dataset.id} FROM ds)
     UNION
     SELECT g.{gold.id} FROM {gold} g
-    WHERE g.{gold.source_pair} IS NOT NULL AND g.{gold.dataset} IN (SELECT {dataset.id} FROM ds)
+    WHERE g.{gold.source_pair} IS NOT NULL AND g.{gold.dataset} = (SELECT {dataset.id} FROM ds)
       AND (
           EXISTS (SELECT 1 FROM {slot} m WHERE m.{slot.pair} = g.{gold.source_pair} AND m.{slot.rater} = %(rater)s)
           OR EXISTS (SELECT 1 FROM {skip} x WHERE x.{skip.pair} = g.{gold.source_pair} AND x.{skip.rater} = %(rater)s)
@@ -72,23 +72,23 @@ per_kind AS (
     SELECT k.kind,
         COALESCE((
             SELECT sum(c.{counter.pairs_open})::bigint FROM {counter} c
-            WHERE c.{counter.dataset} IN (SELECT {dataset.id} FROM ds) AND c.{counter.kind} = k.kind
+            WHERE c.{counter.dataset} = (SELECT {dataset.id} FROM ds) AND c.{counter.kind} = k.kind
         ), 0)
         - (
             SELECT count(*) FROM {slot} s
             WHERE s.{slot.rater} = %(rater)s AND s.{slot.kind} = k.kind AND NOT s.{slot.pair_complete}
-              AND s.{slot.state} = 'done' AND s.{slot.dataset} IN (SELECT {dataset.id} FROM ds)
+              AND s.{slot.state} = 'done' AND s.{slot.dataset} = (SELECT {dataset.id} FROM ds)
         )
         - (
             SELECT count(*) FROM {skip} x JOIN {pair} p ON p.{pair.id} = x.{skip.pair}
             WHERE x.{skip.rater} = %(rater)s AND p.{pair.kind} = k.kind
               AND p.{pair.ratings_done} < p.{pair.ratings_required} AND p.{pair.retired_at} IS NULL
-              AND p.{pair.dataset} IN (SELECT {dataset.id} FROM ds)
+              AND p.{pair.dataset} = (SELECT {dataset.id} FROM ds)
         ) AS ordinary,
         (
             SELECT count(*) FROM {gold_lease} l JOIN {gold} lp ON lp.{gold.id} = l.{gold_lease.gold_pair}
             WHERE l.{gold_lease.rater} = %(rater)s AND l.{gold_lease.kind} = k.kind AND l.{gold_lease.state} = 'leased'
-              AND lp.{gold.active} AND l.{gold_lease.dataset} IN (SELECT {dataset.id} FROM ds)
+              AND lp.{gold.active} AND l.{gold_lease.dataset} = (SELECT {dataset.id} FROM ds)
         ) AS held_gold
     FROM kinds k
 )
@@ -96,28 +96,28 @@ SELECT
     (SELECT {dataset.id} FROM ds),
     COALESCE((
         SELECT sum(t.{tally.ratings})::bigint FROM {tally} t
-        WHERE t.{tally.rater} = %(rater)s AND t.{tally.dataset} IN (SELECT {dataset.id} FROM ds)
+        WHERE t.{tally.rater} = %(rater)s AND t.{tally.dataset} = (SELECT {dataset.id} FROM ds)
           AND t.{tally.quarter} >= %(first_quarter)s
     ), 0) + (
         SELECT count(*) FROM {rating} r JOIN {pair} p ON p.{pair.id} = r.{rating.pair}
         WHERE r.{rating.rater} = %(rater)s
           AND r.{rating.created_at} >= %(day_start)s AND r.{rating.created_at} < %(first_quarter)s
-          AND p.{pair.dataset} IN (SELECT {dataset.id} FROM ds)
+          AND p.{pair.dataset} = (SELECT {dataset.id} FROM ds)
     ) + (
         SELECT count(*) FROM {gold_rating} g
         WHERE g.{gold_rating.rater} = %(rater)s
           AND g.{gold_rating.created_at} >= %(day_start)s AND g.{gold_rating.created_at} < %(first_quarter)s
-          AND g.{gold_rating.dataset} IN (SELECT {dataset.id} FROM ds) AND g.{gold_rating.purpose} = {queue_purpose}
+          AND g.{gold_rating.dataset} = (SELECT {dataset.id} FROM ds) AND g.{gold_rating.purpose} = {queue_purpose}
     ),
     ARRAY(SELECT kind FROM per_kind ORDER BY kind),
     ARRAY(
         SELECT pk.ordinary + pk.held_gold + CASE WHEN pk.ordinary > 0 AND NOT (SELECT off FROM gold_off) THEN (
             SELECT count(*) FROM {gold} gp
-            WHERE gp.{gold.dataset} IN (SELECT {dataset.id} FROM ds) AND gp.{gold.kind} = pk.kind
+            WHERE gp.{gold.dataset} = (SELECT {dataset.id} FROM ds) AND gp.{gold.kind} = pk.kind
               AND gp.{gold.active} AND NOT gp.{gold.in_quiz}
         ) - (
             SELECT count(*) FROM met JOIN {gold} gp ON gp.{gold.id} = met.id
-            WHERE gp.{gold.dataset} IN (SELECT {dataset.id} FROM ds) AND gp.{gold.kind} = pk.kind
+            WHERE gp.{gold.dataset} = (SELECT {dataset.id} FROM ds) AND gp.{gold.kind} = pk.kind
               AND gp.{gold.active} AND NOT gp.{gold.in_quiz}
         ) ELSE 0 END
         FROM per_kind pk ORDER BY pk.kind
@@ -128,12 +128,12 @@ LEFT JOIN LATERAL (
     SELECT u.{slot.id}, u.{slot.lease_expires_at} FROM (
         SELECT s.{slot.id}, s.{slot.leased_at}, s.{slot.lease_expires_at} FROM {slot} s
         WHERE s.{slot.rater} = %(rater)s AND s.{slot.state} = 'leased'
-          AND s.{slot.dataset} IN (SELECT {dataset.id} FROM ds)
+          AND s.{slot.dataset} = (SELECT {dataset.id} FROM ds)
         UNION ALL
         SELECT l.{gold_lease.id}, l.{gold_lease.leased_at}, l.{gold_lease.lease_expires_at}
         FROM {gold_lease} l JOIN {gold} lp ON lp.{gold.id} = l.{gold_lease.gold_pair}
         WHERE l.{gold_lease.rater} = %(rater)s AND l.{gold_lease.state} = 'leased' AND lp.{gold.active}
-          AND l.{gold_lease.dataset} IN (SELECT {dataset.id} FROM ds)
+          AND l.{gold_lease.dataset} = (SELECT {dataset.id} FROM ds)
     ) u
     ORDER BY u.{slot.leased_at} IS NOT NULL, u.{slot.leased_at}, u.{slot.id}
     LIMIT 1
@@ -150,7 +150,7 @@ def progress_statement() -> Statement:
         quiz_purpose=f"'{GoldPurpose.QUIZ.value}'",
     )
     params = (("dataset", "text"), ("rater", "bigint"), ("day_start", "timestamptz"), ("first_quarter", "timestamptz"))
-    return Statement("rater_progress_v5", sql, params)
+    return Statement("rater_progress_v6", sql, params)
 
 
 def first_quarter(moment: datetime) -> datetime:
