@@ -33,10 +33,11 @@ QUARTER_ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
 # not in the quiz, never leased to them, never met in a quiz attempt of the dataset or
 # answered there, not made from a pair they rated, held or skipped), counted only while
 # ordinary pairs are left and the dataset serves gold (the CASE spares the counts
-# otherwise), as the serveable gold pairs less those in ``met``: what the rater met is a
-# few rows, where testing every gold pair against it cost a probe per rule and pair
-# (2,000 gold pairs: 1.2 ms of PostgreSQL per progress); ``held_gold``, their leases of
-# active gold pairs. ``oldest``: the
+# otherwise), as the serveable gold pairs (an index-only count of ``gold_serveable_idx``)
+# less those in ``met``, each looked up by id: what the rater met is a few rows, where
+# testing every gold pair against it cost a probe per rule and pair (2,000 gold pairs:
+# 1.2 ms of PostgreSQL per progress) and a hash join of it with every gold pair still read
+# them all (0.5 ms); ``held_gold``, their leases of active gold pairs. ``oldest``: the
 # rater's oldest held lease, ordinary or gold, one without a time first, a tie by id.
 _PROGRESS_SQL = """
 WITH ds AS (SELECT {dataset.id} FROM {dataset} WHERE {dataset.name} = %(dataset)s),
@@ -116,9 +117,12 @@ SELECT
             WHERE gp.{gold.dataset} = (SELECT {dataset.id} FROM ds) AND gp.{gold.kind} = pk.kind
               AND gp.{gold.active} AND NOT gp.{gold.in_quiz}
         ) - (
-            SELECT count(*) FROM met JOIN {gold} gp ON gp.{gold.id} = met.id
-            WHERE gp.{gold.dataset} = (SELECT {dataset.id} FROM ds) AND gp.{gold.kind} = pk.kind
-              AND gp.{gold.active} AND NOT gp.{gold.in_quiz}
+            SELECT count(*) FROM met CROSS JOIN LATERAL (
+                SELECT 1 FROM {gold} gp
+                WHERE gp.{gold.id} = met.id AND gp.{gold.dataset} = (SELECT {dataset.id} FROM ds)
+                  AND gp.{gold.kind} = pk.kind AND gp.{gold.active} AND NOT gp.{gold.in_quiz}
+                LIMIT 1  -- one row by id; the limit keeps it a probe per met row, not a join
+            ) serveable
         ) ELSE 0 END
         FROM per_kind pk ORDER BY pk.kind
     ),
@@ -150,7 +154,7 @@ def progress_statement() -> Statement:
         quiz_purpose=f"'{GoldPurpose.QUIZ.value}'",
     )
     params = (("dataset", "text"), ("rater", "bigint"), ("day_start", "timestamptz"), ("first_quarter", "timestamptz"))
-    return Statement("rater_progress_v6", sql, params)
+    return Statement("rater_progress_v7", sql, params)
 
 
 def first_quarter(moment: datetime) -> datetime:

@@ -21,6 +21,9 @@ before anything starts):
   arrivals, each cycle by an idle rater from a pool of BENCH_OPEN_RATERS), p50/p95/p99 of
   the claim, measured from the scheduled start so a slow server is not hidden by a late
   sender;
+- before the measured phases, a warm-up of every phase (each worker thread connects and
+  prepares its statements) and an ANALYZE of its database, so that the planner sees a
+  queue in use (``_queue_data.analyze``);
 - afterwards, what each database stored: pairs over-assigned (more ratings than needed,
   or a rater twice), pairs whose count disagrees with their ratings, ratings and gold
   ratings.
@@ -73,7 +76,7 @@ import psycopg2
 from _common import drop_database, env_number, fresh_database, print_figures, sized, smoke, start_gunicorn, stop_server
 from _cpu import cpu_ms_per_cycle, cpu_reading, cpu_spent, machine_ticks
 from _load import FLOWS, Stats, closed_loop, open_loop, percentile, rater_spread
-from _queue_data import add_gold, django_env, fill, migrate, server_dsn, stored_check
+from _queue_data import add_gold, analyze, django_env, fill, migrate, server_dsn, stored_check
 
 SMOKE = smoke()
 DB_PREFIX = os.environ.get("BENCH_DB_PREFIX") or "cxc_bench_queue"
@@ -191,11 +194,12 @@ class Target:
 
 async def measure(targets: list[Target], seconds: float, rounds: int, admin) -> None:
     """Alternate the phases: per round, each gets an open-loop phase and a closed-loop
-    phase of seconds / rounds each, after one warm-up."""
+    phase of seconds / rounds each, after one warm-up and an ANALYZE of what it left."""
     phase = seconds / rounds
     for target in targets:
         # Warm-up: every worker thread opens its database connection and prepares.
         await closed_loop(target.port, target.closed_loop_raters(), WARMUP_SECONDS, Stats(), target.phase.flow)
+        analyze(target.database)  # the statistics of a queue in use, not of one never rated
     for number in range(rounds):
         for target in targets:
             await open_loop(target.port, target.idle_raters, OPEN_LOOP_RATE, phase, target.latency, seed=number)
