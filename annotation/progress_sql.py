@@ -158,7 +158,8 @@ def progress_statement() -> Statement:
 
 
 def first_quarter(moment: datetime) -> datetime:
-    """The first quarter hour (UTC) that starts at or after ``moment`` (tz-aware)."""
+    """The first quarter hour (UTC) that starts at or after ``moment`` (tz-aware, any zone)."""
+    moment = moment.astimezone(UTC)  # compared in UTC: a local time in a DST gap never equals it
     since = (moment - QUARTER_ORIGIN) // QUARTER
     start = QUARTER_ORIGIN + since * QUARTER
     return start if start == moment else start + QUARTER

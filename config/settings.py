@@ -282,6 +282,8 @@ ORPHAN_CHECK_SECONDS = env.int("ORPHAN_CHECK_SECONDS", default=60)
 # The campaign dashboard's numbers are recomputed this often (seconds) for every dataset
 # with ratings; pages read the newest snapshot and also offer a refresh on demand.
 DASHBOARD_REFRESH_SECONDS = _int_at_least("DASHBOARD_REFRESH_SECONDS", 300, minimum=10)
+# The raters' quarter-hour tallies older than two days are read by no progress; pruned this often.
+RATER_TALLY_PRUNE_SECONDS = 6 * 3600
 CELERY_BEAT_SCHEDULE: dict = {
     "queue-release-expired-leases": {
         "task": "annotation.tasks.release_expired_leases",
@@ -291,7 +293,10 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "annotation.tasks.recount_open_pairs",
         "schedule": QUEUE_RECOUNT_SECONDS,
     },
-    "queue-prune-rater-tallies": {"task": "annotation.tasks.prune_rater_tallies", "schedule": 6 * 3600},
+    "queue-prune-rater-tallies": {
+        "task": "annotation.tasks.prune_rater_tallies",
+        "schedule": RATER_TALLY_PRUNE_SECONDS,
+    },
     # Jobs and batches whose worker died show as failed even when nobody looks at them.
     "jobs-fail-orphaned": {"task": "annotation.tasks.fail_orphaned_jobs", "schedule": ORPHAN_CHECK_SECONDS},
     "sampling-fail-orphaned": {"task": "sampling.tasks.fail_orphaned_batches", "schedule": ORPHAN_CHECK_SECONDS},

@@ -6,8 +6,9 @@ from django.db import migrations, models
 
 # The tally's quarter of a time: UTC quarter hours (date_bin from an origin at UTC midnight).
 # Each trigger adds a row's count to its quarter, or takes it away; the AFTER ROW triggers
-# run at the end of the statement that wrote the row, so the tally's row lock is the last a
-# submit takes. An update fires only for the columns the tally reads.
+# run at the end of the statement that wrote the row, so within a submit statement the
+# tally's row lock comes after the pair's, the slot's and the counter's. An update fires
+# only when a column the tally reads changed (Model.save() writes them all).
 TRIGGERS = """
 CREATE FUNCTION annotation_tally_add(rater bigint, dataset bigint, stored timestamptz, delta integer)
 RETURNS void LANGUAGE plpgsql AS $$
@@ -53,30 +54,46 @@ BEGIN
     RETURN NULL;
 END $$;
 
-CREATE TRIGGER annotation_rating_tally AFTER INSERT OR DELETE OR UPDATE OF rater_id, pair_id, created_at
+CREATE TRIGGER annotation_rating_tally AFTER INSERT OR DELETE
 ON annotation_rating FOR EACH ROW EXECUTE FUNCTION annotation_rating_tally();
 
-CREATE TRIGGER annotation_gold_rating_tally
-AFTER INSERT OR DELETE OR UPDATE OF rater_id, dataset_id, created_at, purpose
+CREATE TRIGGER annotation_rating_tally_change AFTER UPDATE OF rater_id, pair_id, created_at
+ON annotation_rating FOR EACH ROW
+WHEN (OLD.rater_id IS DISTINCT FROM NEW.rater_id OR OLD.pair_id IS DISTINCT FROM NEW.pair_id
+      OR OLD.created_at IS DISTINCT FROM NEW.created_at)
+EXECUTE FUNCTION annotation_rating_tally();
+
+CREATE TRIGGER annotation_gold_rating_tally AFTER INSERT OR DELETE
 ON annotation_goldrating FOR EACH ROW EXECUTE FUNCTION annotation_gold_rating_tally();
+
+CREATE TRIGGER annotation_gold_rating_tally_change AFTER UPDATE OF rater_id, dataset_id, created_at, purpose
+ON annotation_goldrating FOR EACH ROW
+WHEN (OLD.rater_id IS DISTINCT FROM NEW.rater_id OR OLD.dataset_id IS DISTINCT FROM NEW.dataset_id
+      OR OLD.created_at IS DISTINCT FROM NEW.created_at OR OLD.purpose IS DISTINCT FROM NEW.purpose)
+EXECUTE FUNCTION annotation_gold_rating_tally();
 """
 
-# The ratings stored before the triggers, tallied once.
+# The ratings stored before the triggers, tallied once: those of the last two days, the
+# tallies the beat keeps (``TALLY_KEEP``); no day's progress reads older ones, and reading
+# all history would hold the submits (waiting on the new triggers' lock) for longer.
 BACKFILL = """
 INSERT INTO annotation_ratertally (rater_id, dataset_id, quarter, ratings)
 SELECT rater_id, dataset_id, quarter, count(*) FROM (
     SELECT r.rater_id, p.dataset_id,
         date_bin('15 minutes', r.created_at, TIMESTAMPTZ '2000-01-01 00:00:00+00') AS quarter
     FROM annotation_rating r JOIN annotation_pair p ON p.id = r.pair_id
+    WHERE r.created_at >= now() - interval '2 days'
     UNION ALL
     SELECT g.rater_id, g.dataset_id, date_bin('15 minutes', g.created_at, TIMESTAMPTZ '2000-01-01 00:00:00+00')
-    FROM annotation_goldrating g WHERE g.purpose = 'queue'
+    FROM annotation_goldrating g WHERE g.purpose = 'queue' AND g.created_at >= now() - interval '2 days'
 ) stored
 GROUP BY rater_id, dataset_id, quarter;
 """
 
 DROP_TRIGGERS = """
+DROP TRIGGER annotation_gold_rating_tally_change ON annotation_goldrating;
 DROP TRIGGER annotation_gold_rating_tally ON annotation_goldrating;
+DROP TRIGGER annotation_rating_tally_change ON annotation_rating;
 DROP TRIGGER annotation_rating_tally ON annotation_rating;
 DROP FUNCTION annotation_gold_rating_tally();
 DROP FUNCTION annotation_rating_tally();

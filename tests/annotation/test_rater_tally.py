@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from importlib import import_module
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import connection
@@ -100,7 +101,7 @@ def test_the_tally_follows_every_write_of_the_ratings_it_counts(two_datasets):
 
 
 def _delete_rating(rating_id: int) -> None:
-    # The ORM refuses (the slot protects its rating); the tally must follow a delete anyway.
+    # Raw SQL, as a script or an admin's psql would: the tally follows whatever deletes.
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM annotation_rating WHERE id = %s", [rating_id])
 
@@ -110,12 +111,16 @@ def test_the_migration_tallies_the_ratings_stored_before_it(two_datasets):
     rate_pair(pairs_a[0], [1.0, 2.0, 3.0])
     rate_pair(pairs_b[0], [4.0])
     gold = GoldPair.objects.order_by("id").first()
-    gold_rating(gold, UserFactory(), GoldPurpose.QUEUE, NOON)
-    gold_rating(gold, UserFactory(), GoldPurpose.QUIZ, NOON)
+    gold_rating(gold, UserFactory(), GoldPurpose.QUEUE, timezone.now())
+    gold_rating(gold, UserFactory(), GoldPurpose.QUIZ, timezone.now())
+    # Older than the two days kept: not tallied again.
+    stale = gold_rating(gold, UserFactory(), GoldPurpose.QUEUE, timezone.now() - timedelta(days=2, minutes=1))
     RaterTally.objects.all().delete()
     with connection.cursor() as cursor:
         cursor.execute(import_module("annotation.migrations.0027_rater_tally").BACKFILL)
-    assert tally() == recount() and sum(tally().values()) == 5
+    expected = recount()
+    del expected[(stale.rater_id, stale.dataset_id, quarter_of(stale.created_at))]
+    assert tally() == expected and sum(tally().values()) == 5
 
 
 @pytest.mark.parametrize(
@@ -125,6 +130,7 @@ def test_the_migration_tallies_the_ratings_stored_before_it(two_datasets):
         NOON + timedelta(minutes=7, seconds=30),
         NOON + QUARTER - timedelta(microseconds=1),
         NOON + timedelta(microseconds=1),
+        datetime(2026, 3, 2, 17, 52, 30, tzinfo=ZoneInfo("Asia/Kathmandu")),  # 12:07:30 UTC, +05:45
     ],
 )
 def test_rated_today_is_exact_from_any_start_of_the_day(two_datasets, day_start):
@@ -144,6 +150,7 @@ def test_rated_today_is_exact_from_any_start_of_the_day(two_datasets, day_start)
     for gold, created in zip(golds, [times[2], times[5], times[7]], strict=True):
         gold_rating(gold, rater, GoldPurpose.QUEUE, created)
     gold_rating(golds[0], other, GoldPurpose.QUIZ, times[-1])
+    gold_rating(golds[1], rater, GoldPurpose.QUIZ, times[5])  # a quiz answer is no rating of the day
     assert first_quarter(day_start) == (
         day_start if day_start == quarter_of(day_start) else quarter_of(day_start) + QUARTER
     )

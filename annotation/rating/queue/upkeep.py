@@ -93,7 +93,8 @@ def _counter_reading(counter_id: int) -> tuple[int, int]:
     )
 
 
-# "Today" starts less than a day ago in every time zone; a tally older than this is never read.
+# "Today" started at most 25 hours ago in every time zone (a day with a DST fall-back);
+# a tally older than this is never read.
 TALLY_KEEP = timedelta(days=2)
 
 
