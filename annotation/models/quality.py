@@ -373,6 +373,16 @@ class RatingExclusion(models.Model):
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="exclusions")
     window_start = models.DateTimeField(null=True, blank=True, help_text="Ratings from this time (empty: all).")
     window_end = models.DateTimeField(null=True, blank=True, help_text="Ratings before this time (empty: until now).")
+    # A rating's id is drawn once its statement holds the pair's lock, and a chunk locks a
+    # pair before it reads the pair's ratings: every rating up to this id is seen by the
+    # chunks, and a rating drawn later (its time read before the exclusion, its pair lock
+    # after a chunk had passed) is outside the exclusion instead of missed by it.
+    ratings_through = models.BigIntegerField(
+        null=True,
+        blank=True,
+        help_text="The last rating id drawn when the exclusion was made; ratings with higher ids came after it "
+        "(empty: made before exclusions kept it).",
+    )
     reason = models.TextField()
     state = models.CharField(max_length=10, choices=ExclusionState.choices, default=ExclusionState.APPLYING)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")

@@ -10,6 +10,7 @@ import pytest
 from annotation.errors import NotFound
 from annotation.models import ExclusionPause, ExclusionState, RaterPause, Rating, RatingExclusion, RatingStatus
 from annotation.quality.exclusion import services
+from annotation.quality.exclusion.chunks import rating_scope
 from annotation.quality.exclusion.services import (
     MAX_REASON,
     ExclusionInputError,
@@ -196,10 +197,11 @@ def test_a_slow_run_does_not_mark_applied_an_exclusion_undone_meanwhile(rated, m
     assert pair_problems(dataset.id) == []
 
 
-@pytest.mark.sql_paths
-def test_a_rating_stored_behind_the_pass_is_excluded_by_the_next_pass(clock, monkeypatch):
-    """A submission whose clock read a time before the exclusion may commit while the run
-    is past its pair: the run passes over the pairs again until a pass finds nothing."""
+def _run_with_a_rating_stored_behind_the_first_chunk(clock, monkeypatch, *, kept_bound: bool):
+    """An exclusion of a rater with 2 ratings whose third (held) pair is rated while the
+    run is past it, its time read before the exclusion. ``kept_bound`` False: the
+    exclusion is one made before ``ratings_through`` was kept. Returns (run exclusion,
+    rater, dataset)."""
     split = SplitFactory()
     _, (held_pair,) = queue_pairs(split=split, n_pairs=1, ratings_per_pair=2)
     queue_pairs(split=split, n_pairs=2, ratings_per_pair=2, priority=5)  # higher ids, served first
@@ -211,6 +213,8 @@ def test_a_rating_stored_behind_the_pass_is_excluded_by_the_next_pass(clock, mon
     exclusion = rating_exclusion_create(
         dataset=dataset, rater=bad, reason="x", created_by=admin, keep_active=True, now=clock() + timedelta(seconds=5)
     )
+    if not kept_bound:
+        RatingExclusion.objects.filter(pk=exclusion.pk).update(ratings_through=None)
     real_chunk = services.exclude_chunk
 
     def chunk_then_the_held_rating_commits(**kwargs):
@@ -220,9 +224,28 @@ def test_a_rating_stored_behind_the_pass_is_excluded_by_the_next_pass(clock, mon
         return result
 
     monkeypatch.setattr(services, "exclude_chunk", chunk_then_the_held_rating_commits)
-    done = rating_exclusion_run(exclusion_id=exclusion.pk)
+    return rating_exclusion_run(exclusion_id=exclusion.pk), bad, dataset
+
+
+@pytest.mark.sql_paths
+def test_a_rating_stored_behind_the_pass_of_an_exclusion_without_its_bound_is_excluded_by_the_next_pass(
+    clock, monkeypatch
+):
+    """Without ``ratings_through`` (made before it was kept) the scope is the time alone:
+    the run passes over the pairs again until a pass finds nothing."""
+    done, bad, dataset = _run_with_a_rating_stored_behind_the_first_chunk(clock, monkeypatch, kept_bound=False)
     assert (done.state, done.ratings_excluded, done.slots_reopened) == (ExclusionState.APPLIED, 3, 3)
     assert set(Rating.objects.filter(rater=bad).values_list("status", flat=True)) == {RatingStatus.EXCLUDED}
+    assert pair_problems(dataset.id) == []
+
+
+@pytest.mark.sql_paths
+def test_a_rating_stored_after_the_exclusion_was_made_is_outside_it_whatever_its_time(clock, monkeypatch):
+    done, bad, dataset = _run_with_a_rating_stored_behind_the_first_chunk(clock, monkeypatch, kept_bound=True)
+    assert (done.state, done.ratings_excluded, done.slots_reopened) == (ExclusionState.APPLIED, 2, 2)
+    late = Rating.objects.get(rater=bad, idempotency_key="late")
+    assert late.status == RatingStatus.VALID and late.created_at < done.created_at
+    assert not Rating.objects.filter(rating_scope(done), status=RatingStatus.VALID).exists()
     assert pair_problems(dataset.id) == []
 
 

@@ -43,6 +43,19 @@ def pages(plan: dict) -> int:
     return top["Shared Hit Blocks"] + top["Shared Read Blocks"]
 
 
+def head_scan_pages(plan: dict) -> int:
+    """Pages touched by the scan of the open queue's head (``slot_claim_idx``, with the
+    probes of the rows it steps over)."""
+    (scan,) = [n for n in nodes(plan["Plan"]) if n.get("Index Name") == "slot_claim_idx"]
+    return scan["Shared Hit Blocks"] + scan["Shared Read Blocks"]
+
+
+def fresh_claim(*, rater, dataset: str) -> dict:
+    """The plan of a fresh claim by ``rater`` (their lease, if any, given back first)."""
+    RatingSlot.objects.filter(rater=rater, state="leased").update(state="open", rater=None, lease_expires_at=None)
+    return explain_claim(rater=rater, dataset=dataset)
+
+
 def test_claim_reads_the_index_head_whatever_the_queue_size(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     split = SplitFactory()
@@ -58,21 +71,22 @@ def test_claim_reads_the_index_head_whatever_the_queue_size(settings):
     slot_claim(rater=raters[1], dataset=dataset.name)
     slot_claim(rater=raters[2], dataset=dataset.name)
 
-    small = explain_claim(rater=raters[0], dataset=dataset.name)
+    small = fresh_claim(rater=raters[0], dataset=dataset.name)
     bulk_sis_pairs(batch=SamplingBatchFactory(split=split, dataset=dataset), n_pairs=40_000, images_per_side=300)
-    # Let the next claim be a fresh one again.
-    RatingSlot.objects.filter(rater=raters[0], state="leased").update(state="open", rater=None, lease_expires_at=None)
-    large = explain_claim(rater=raters[0], dataset=dataset.name)
+    large = fresh_claim(rater=raters[0], dataset=dataset.name)
 
     assert RatingSlot.objects.filter(dataset=dataset, state="open").count() > 200_000
     for plan in (small, large):
         scans = [(n["Node Type"], n.get("Relation Name"), n.get("Index Name")) for n in nodes(plan["Plan"])]
         assert ("Index Scan", "annotation_ratingslot", "slot_claim_idx") in scans, scans
         assert not [s for s in scans if s[0] == "Seq Scan" and s[1] == "annotation_ratingslot"], scans
-    # 20 times the open slots; the pages touched stay about the same. What grows is a
-    # level more in the btrees the UPDATE writes to, not the scan: a scan over the queue
-    # would touch 20 times as many.
-    assert pages(large) <= 1.5 * pages(small), (pages(small), pages(large))
+    # 20 times the open slots; the pages the head's scan touches stay about the same (a
+    # scan over the queue would touch 20 times as many). The whole statement's pages are
+    # not compared: the UPDATE writes a level deeper into every btree of the larger table,
+    # and those writes varied from run to run (once 173 pages against 96 in CI; 94
+    # against 67 here, of which the head scan 26 against 21).
+    assert head_scan_pages(large) <= 1.5 * head_scan_pages(small), (head_scan_pages(small), head_scan_pages(large))
+    assert pages(large) <= 3 * pages(small), (pages(small), pages(large))
 
 
 def explain_generic_claim(*, rater, dataset: str) -> dict:

@@ -54,12 +54,29 @@ def _lock_pairs(pair_ids: Sequence[int]) -> dict[int, dict]:
 
 def rating_scope(exclusion: RatingExclusion) -> Q:
     """The ratings an exclusion covers: the rater's in its dataset, created in its window
-    (no end: before the exclusion was made, so later ratings stay valid)."""
+    (no end: before the exclusion was made, so later ratings stay valid) and stored before
+    it was made (an id up to ``ratings_through``)."""
     scope = Q(rater_id=exclusion.rater_id, pair__dataset_id=exclusion.dataset_id)
     scope &= Q(created_at__lt=exclusion.window_end or exclusion.created_at)
     if exclusion.window_start is not None:
         scope &= Q(created_at__gte=exclusion.window_start)
+    if exclusion.ratings_through is not None:
+        scope &= Q(id__lte=exclusion.ratings_through)
     return scope
+
+
+def last_rating_id() -> int:
+    """The last rating id drawn so far, committed or not (0: none yet). On PostgreSQL the
+    sequence's value, which every session's draws move at once; elsewhere the writer
+    holds the database's one write lock, so the highest stored id is the last drawn."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT COALESCE(pg_sequence_last_value(pg_get_serial_sequence(%s, 'id')::regclass), 0)",
+                [Rating._meta.db_table],
+            )
+            return cursor.fetchone()[0]
+    return Rating.objects.aggregate(top=Max("id"))["top"] or 0
 
 
 def _counter_add(dataset_id: int, per_kind: Counter) -> None:
@@ -96,6 +113,7 @@ def exclude_chunk(*, exclusion: RatingExclusion, pair_ids: Sequence[int]) -> Chu
                 "rater": exclusion.rater_id,
                 "window_start": exclusion.window_start,
                 "window_end": exclusion.window_end or exclusion.created_at,
+                "ratings_through": exclusion.ratings_through,
                 "dataset": exclusion.dataset_id,
             }
             execute(cursor, statements.exclude_chunk(), values)

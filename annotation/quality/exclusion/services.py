@@ -16,7 +16,7 @@ from django.db.models import F
 
 from annotation.errors import Conflict, DomainError, NotFound
 from annotation.models import Dataset, ExclusionPause, ExclusionState, Rating, RatingExclusion, RatingStatus
-from annotation.quality.exclusion.chunks import ChunkResult, exclude_chunk, rating_scope, restore_chunk
+from annotation.quality.exclusion.chunks import ChunkResult, exclude_chunk, last_rating_id, rating_scope, restore_chunk
 from annotation.quality.exclusion.selectors import ExclusionReach, exclusion_reach
 from annotation.quality.pauses import pause_refusal, rater_pause_unless_paused
 from annotation.rating.queue.shapes import service_now
@@ -71,6 +71,7 @@ def rating_exclusion_create(
             window_end=window_end,
             keep_active=keep_active,
             now=now,
+            ratings_through=last_rating_id(),
         )
         exclusion.created_by = created_by
         exclusion.pause = ExclusionPause.KEPT_ACTIVE if keep_active else ExclusionPause.PAUSED
@@ -103,10 +104,11 @@ def rating_exclusion_check(
     window_end: datetime | None,
     now: datetime,
     keep_active: bool = False,
+    ratings_through: int | None = None,
 ) -> RatingExclusion:
     """The unsaved exclusion these values make, or ExclusionInputError (Conflict for a
     twin) naming what is wrong with them (forms call this to show the error beside the
-    fields)."""
+    fields). ``ratings_through``: the last rating id it covers (None: every one so far)."""
     reason = (reason or "").strip()
     if not reason:
         raise ExclusionInputError("an exclusion needs a reason (it is kept with the excluded ratings)")
@@ -120,7 +122,13 @@ def rating_exclusion_check(
     if not keep_active and (refusal := pause_refusal(rater)):
         raise ExclusionInputError(f"{refusal}; exclude with keep_active to leave them unpaused")
     exclusion = RatingExclusion(
-        dataset=dataset, rater=rater, reason=reason, window_start=window_start, window_end=window_end, created_at=now
+        dataset=dataset,
+        rater=rater,
+        reason=reason,
+        window_start=window_start,
+        window_end=window_end,
+        created_at=now,
+        ratings_through=ratings_through,
     )
     if twin := _twin(exclusion):
         raise _twin_conflict(exclusion, twin)
@@ -233,9 +241,10 @@ def _pairs_to_restore(exclusion: RatingExclusion, after: int) -> list[int]:
 
 
 def _run_chunks(exclusion: RatingExclusion, next_pairs, write_chunk) -> None:
-    """Pass over the pairs in id order until a pass finds nothing more to do. A second
-    pass is needed: a submission whose clock read a time before the exclusion may commit
-    while a chunk waits for its pair (the chunk's snapshot does not see that rating).
+    """Pass over the pairs in id order until a pass finds nothing more to do. A chunk sees
+    every rating up to the exclusion's ``ratings_through`` (RatingExclusion); a second
+    pass finds what one without it (made before it was kept) missed: a submission whose
+    clock read a time before the exclusion, committed while a chunk waited for its pair.
     A run that cannot progress raises ExclusionStalled instead of holding a worker for
     ever; the exclusion stays applying or undoing, for the next resume."""
     idle_passes = 0

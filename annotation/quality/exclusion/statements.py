@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import cache
 
 from annotation.models import Pair, QueueCounter, Rating, RatingSlot, SlotState
-from annotation.rating.queue.statements import _Table
+from annotation.rating.queue.sql_text import SqlTable
 from annotation.sql import Statement
 
 # ``locked`` takes the pair rows in id order before anything else reads or writes them
@@ -27,6 +27,7 @@ hit AS (
     WHERE r.{rating.pair} = l.{pair.id} AND r.{rating.rater} = %(rater)s AND r.{rating.status} = 'valid'
       AND r.{rating.created_at} < %(window_end)s
       AND (%(window_start)s::timestamptz IS NULL OR r.{rating.created_at} >= %(window_start)s::timestamptz)
+      AND (%(ratings_through)s::bigint IS NULL OR r.{rating.id} <= %(ratings_through)s::bigint)
     RETURNING r.{rating.pair}
 ),
 done_down AS (
@@ -67,7 +68,7 @@ def exclude_chunk() -> Statement:
     """Exclude one chunk's in-scope ratings and open their top-up slots; returns
     (ratings excluded, slots opened)."""
     tables = {
-        name: _Table(model)
+        name: SqlTable(model)
         for name, model in {"pair": Pair, "rating": Rating, "slot": RatingSlot, "counter": QueueCounter}.items()
     }
     sql = _EXCLUDE_CHUNK_SQL.format(**tables, state_open=f"'{SlotState.OPEN.value}'")
@@ -77,6 +78,7 @@ def exclude_chunk() -> Statement:
         ("rater", "bigint"),
         ("window_start", "timestamptz"),
         ("window_end", "timestamptz"),
+        ("ratings_through", "bigint"),
         ("dataset", "bigint"),
     )
-    return Statement("exclusion_chunk_v1", sql, params)
+    return Statement("exclusion_chunk_v2", sql, params)
