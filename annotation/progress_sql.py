@@ -17,7 +17,7 @@ from functools import cache
 from django.db import connection
 
 from annotation.models import GoldPurpose
-from annotation.rating.queue.statements import _render
+from annotation.rating.queue.sql_text import render_sql
 from annotation.sql import Statement, execute
 
 # The tally's quarters, as the triggers bin them (migration 0027).
@@ -148,7 +148,7 @@ WHERE EXISTS (SELECT 1 FROM ds)
 
 @cache
 def progress_statement() -> Statement:
-    sql = _render(
+    sql = render_sql(
         _PROGRESS_SQL,
         queue_purpose=f"'{GoldPurpose.QUEUE.value}'",
         quiz_purpose=f"'{GoldPurpose.QUIZ.value}'",

@@ -1,11 +1,13 @@
 """The opaque ids raters see (annotation.opaque_ids): pure, no database."""
 
+import hashlib
+import hmac
 import itertools
 import random
 
 import pytest
 
-from annotation.opaque_ids import ID_LIMIT, OpaqueIds
+from annotation.opaque_ids import ID_LIMIT, OpaqueIds, _round_key, _round_value
 
 KINDS = ("slot", "pair", "rating", "flag")
 
@@ -53,3 +55,28 @@ def test_bad_input_is_refused(ids):
         ids.encode("job", 1)
     with pytest.raises(ValueError, match="16 bytes"):
         OpaqueIds(b"short", KINDS)
+
+
+@pytest.mark.parametrize("key_length", [16, 63, 64, 65, 100])
+def test_the_round_function_is_hmac_sha256_of_the_tweak_and_the_half(key_length):
+    rng = random.Random(key_length)
+    key = bytes(rng.randrange(256) for _ in range(key_length))
+    for tweak in (b"slot\0" + b"0", b"rating\0" + b"5"):
+        round_key = _round_key(key, tweak)
+        for half in (0, 1, 2**32 - 1, rng.randrange(2**32)):
+            mac = hmac.new(key, tweak + half.to_bytes(4, "big"), hashlib.sha256).digest()
+            assert _round_value(round_key, half) == int.from_bytes(mac[:4], "big")
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        # Ids given out before the round function was computed from hashlib states: a
+        # rater's page holding them across a deploy still submits to the same slots.
+        (b"k" * 32, [7588037714873395823, 1677348169131018366, 2419849073975352642, 7945958334088154062]),
+        (b"s" * 100, [3115298654220801416, 4545004914280374216, 1108711972696869509, 5535424999205500732]),
+    ],
+)
+def test_ids_are_the_ones_given_out_before(key, expected):
+    ids = OpaqueIds(key, KINDS)
+    assert [ids.encode(kind, n) for kind in ("slot", "rating") for n in (1, 123456789)] == expected

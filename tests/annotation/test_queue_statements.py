@@ -9,7 +9,7 @@ import re
 import pytest
 from django.db import connection
 
-from annotation.rating.queue import statements
+from annotation.rating.queue import sql_text, statements
 
 QUOTED = re.compile(r'"([^"]+)"')
 PARAMETER = re.compile(r"%\((\w+)\)s")
@@ -17,8 +17,8 @@ PARAMETER = re.compile(r"%\((\w+)\)s")
 
 def model_names() -> tuple[set[str], set[str]]:
     """(tables, columns) of the models the statements read and write."""
-    tables = {model._meta.db_table for model in statements.TABLES.values()}
-    columns = {field.column for model in statements.TABLES.values() for field in model._meta.concrete_fields}
+    tables = {model._meta.db_table for model in sql_text.TABLES.values()}
+    columns = {field.column for model in sql_text.TABLES.values() for field in model._meta.concrete_fields}
     return tables, columns
 
 
@@ -51,7 +51,7 @@ def test_an_unknown_field_fails_loudly():
     from django.core.exceptions import FieldDoesNotExist
 
     with pytest.raises(FieldDoesNotExist):
-        statements._render("SELECT s.{slot.no_such_field} FROM {slot} s")
-    assert statements._render("{slot}.{slot.pair}") == (
+        sql_text.render_sql("SELECT s.{slot.no_such_field} FROM {slot} s")
+    assert sql_text.render_sql("{slot}.{slot.pair}") == (
         f"{connection.ops.quote_name('annotation_ratingslot')}.{connection.ops.quote_name('pair_id')}"
     )

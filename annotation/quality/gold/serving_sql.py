@@ -22,7 +22,8 @@ from annotation.models import (
     RatingSlot,
     SpeedFloor,
 )
-from annotation.rating.queue.statements import _NOT_TOUCHED_SQL, _default_floors, _Table, assignment_rows
+from annotation.rating.queue.sql_text import SqlTable
+from annotation.rating.queue.statements import NOT_TOUCHED_SQL, assignment_rows, default_floors
 from annotation.sql import Statement
 
 # ``held``: the rater's gold lease of an active gold pair (resumed, renewed). Otherwise,
@@ -152,10 +153,10 @@ def gold_claim() -> Statement:
         "gold_rating": GoldRating,
         "attempt": QuizAttempt,
     }
-    tables = {name: _Table(model) for name, model in models.items()}
-    # As the ordinary claim's (annotation.rating.queue.statements._NOT_TOUCHED_SQL): a pair the
+    tables = {name: SqlTable(model) for name, model in models.items()}
+    # As the ordinary claim's (annotation.rating.queue.statements.NOT_TOUCHED_SQL): a pair the
     # rater rated, holds or skipped is no work for them.
-    not_touched = _NOT_TOUCHED_SQL.format(**tables)
+    not_touched = NOT_TOUCHED_SQL.format(**tables)
     sql = _GOLD_CLAIM_SQL.format(
         **tables,
         default_one_in=DEFAULT_GOLD_ONE_IN,
@@ -242,9 +243,9 @@ def gold_submit() -> Statement:
         "rating": Rating,
         "floor": SpeedFloor,
     }
-    tables = {name: _Table(model) for name, model in models.items()}
+    tables = {name: SqlTable(model) for name, model in models.items()}
     sql = _GOLD_SUBMIT_SQL.format(
-        **tables, queue_purpose=f"'{GoldPurpose.QUEUE.value}'", default_floors=_default_floors()
+        **tables, queue_purpose=f"'{GoldPurpose.QUEUE.value}'", default_floors=default_floors()
     )
     params = (
         ("lease", "bigint"),

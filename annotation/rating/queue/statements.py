@@ -2,8 +2,7 @@
 
 The statements run on PostgreSQL only (anything else takes the portable ORM paths); they
 are prepared once per connection (see ``annotation.sql``). Table and column names come
-from the models' ``_meta`` and are quoted by the connection, so a renamed field or table
-changes the SQL with it instead of breaking it at run time. Each statement is rendered
+from the models (``annotation.rating.queue.sql_text``). Each statement is rendered
 once, on first use. The names of the prepared statements are unique per statement; the
 text must keep its plan (the claim walks ``slot_claim_idx``, see test_queue_plan).
 """
@@ -15,27 +14,16 @@ from functools import cache
 from django.db import connection
 
 from annotation.models import (
-    DEFAULT_GOLD_ONE_IN,
     DEFAULT_SPEED_FLOORS,
     Caption,
     Dataset,
     GoldLease,
     GoldPair,
-    GoldRating,
     Image,
     Pair,
-    PairSkip,
-    Qualification,
-    QualitySettings,
-    QueueCounter,
-    QuizAttempt,
-    RaterPause,
-    RaterTally,
-    Rating,
     RatingSlot,
-    SlotState,
-    SpeedFloor,
 )
+from annotation.rating.queue.sql_text import SqlTable, render_sql
 from annotation.sql import Statement
 
 # A lease need not survive a database crash: losing the last instants of claims only
@@ -49,49 +37,6 @@ def async_commit_prefix() -> str:
     transaction (a participant's submit and next claim), whose rating must wait for its
     WAL flush like any other: SET LOCAL would last to that transaction's end."""
     return "" if connection.in_atomic_block else ASYNC_COMMIT
-
-
-class _Table:
-    """A model as SQL text: ``{t}`` is its quoted table, ``{t.field}`` the quoted column
-    of a field (``{t.pair}`` is ``"pair_id"``); an unknown field raises FieldDoesNotExist."""
-
-    def __init__(self, model):
-        self._model = model
-
-    def __str__(self) -> str:
-        return connection.ops.quote_name(self._model._meta.db_table)
-
-    def __getattr__(self, field: str) -> str:
-        return connection.ops.quote_name(self._model._meta.get_field(field).column)
-
-
-TABLES = {
-    "dataset": Dataset,
-    "caption": Caption,
-    "image": Image,
-    "pair": Pair,
-    "slot": RatingSlot,
-    "rating": Rating,
-    "gold_rating": GoldRating,
-    "gold": GoldPair,
-    "gold_lease": GoldLease,
-    "settings": QualitySettings,
-    "skip": PairSkip,
-    "qualification": Qualification,
-    "counter": QueueCounter,
-    "floor": SpeedFloor,
-    "pause": RaterPause,
-    "attempt": QuizAttempt,
-    "tally": RaterTally,
-}
-
-
-def _render(sql: str, **fragments: str) -> str:
-    """``sql`` with its ``{table}`` / ``{table.field}`` names and ``{state_*}`` literals
-    filled in. The slot states stay literals: the partial indexes' conditions name them."""
-    tables = {name: _Table(model) for name, model in TABLES.items()}
-    states = {f"state_{state.value}": f"'{state.value}'" for state in SlotState}
-    return sql.format(**tables, **states, default_one_in=DEFAULT_GOLD_ONE_IN, **fragments)
 
 
 # ``ds`` is empty for a rater an admin (or the gold rule) paused in the dataset: such a
@@ -221,7 +166,7 @@ FROM gold_turn
 """
 
 # Of a candidate slot ``s``: the rater holds, rated or skipped none of its pair.
-_NOT_TOUCHED_SQL = """NOT EXISTS (
+NOT_TOUCHED_SQL = """NOT EXISTS (
               SELECT 1 FROM {slot} m WHERE m.{slot.pair} = s.{slot.pair} AND m.{slot.rater} = %(rater)s OFFSET 0
           )
           AND NOT EXISTS (
@@ -235,8 +180,8 @@ def assignment_rows(source: str, *, lease_model, pair_field: str, pair_model, re
     ``source`` (a CTE with the lease's id, pair and expiry columns). ``pair_field`` names
     the lease's field pointing at ``pair_model``; ``resumed`` is an SQL expression. The
     claim and the gold claim answer in this one shape."""
-    lease, pair = _Table(lease_model), _Table(pair_model)
-    dataset, caption, image = _Table(Dataset), _Table(Caption), _Table(Image)
+    lease, pair = SqlTable(lease_model), SqlTable(pair_model)
+    dataset, caption, image = SqlTable(Dataset), SqlTable(Caption), SqlTable(Image)
     pair_id = getattr(lease, pair_field)
     return f"""SELECT c.{lease.id}, c.{pair_id}, c.{lease.lease_expires_at}, {resumed},
        p.{pair.kind}, d.{dataset.name}, d.{dataset.images_root}, d.{dataset.image_url_prefix},
@@ -256,9 +201,9 @@ LEFT JOIN {image} ib ON ib.{image.id} = p.{pair.image_b}"""
 def claim() -> Statement:
     """The claim (see ``annotation.rating.queue.claim``). Returns one row, the assignment (slot,
     pair, expiry, resumed, kind, dataset and both sides' texts and images), or none."""
-    sql = _render(
+    sql = render_sql(
         _CLAIM_SQL,
-        not_touched=_render(_NOT_TOUCHED_SQL),
+        not_touched=render_sql(NOT_TOUCHED_SQL),
         slot_rows=assignment_rows(
             "claimed", lease_model=RatingSlot, pair_field="pair", pair_model=Pair, resumed="c.resumed"
         ),
@@ -300,7 +245,7 @@ FOR UPDATE OF s
 @cache
 def lock_pair_and_slot() -> Statement:
     """Lock a slot's pair, then the slot; one row in the order of ``slots.SLOT_VIEW_FIELDS``."""
-    return Statement("queue_lock_slot_v1", _render(_LOCK_PAIR_AND_SLOT_SQL), (("slot", "bigint"),))
+    return Statement("queue_lock_slot_v1", render_sql(_LOCK_PAIR_AND_SLOT_SQL), (("slot", "bigint"),))
 
 
 # The rating row of a submission, from the updated slot ``s`` (both submit statements).
@@ -320,7 +265,7 @@ _INSERT_RATING_SQL = """INSERT INTO {rating} (
     FROM s"""
 
 
-def _default_floors() -> str:
+def default_floors() -> str:
     return " ".join(f"WHEN '{kind}' THEN {float(seconds)!r}" for kind, seconds in DEFAULT_SPEED_FLOORS.items())
 
 
@@ -367,7 +312,7 @@ SELECT {rating.id} FROM r
 @cache
 def submit() -> Statement:
     """The write of a submission whose rows are locked; returns the rating id."""
-    sql = _render(_SUBMIT_SQL, insert_rating=_render(_INSERT_RATING_SQL, default_floors=_default_floors()))
+    sql = render_sql(_SUBMIT_SQL, insert_rating=render_sql(_INSERT_RATING_SQL, default_floors=default_floors()))
     params = (
         ("rater", "bigint"),
         ("slot", "bigint"),
@@ -444,7 +389,7 @@ def submit_fast() -> Statement:
     """Lock, check and write a submission at once; returns (rating id, pair id, whether it
     filled an adaptive pair below its maximum), or no row when the rater does not simply
     hold the slot (then nothing was written)."""
-    sql = _render(_SUBMIT_FAST_SQL, insert_rating=_render(_INSERT_RATING_SQL, default_floors=_default_floors()))
+    sql = render_sql(_SUBMIT_FAST_SQL, insert_rating=render_sql(_INSERT_RATING_SQL, default_floors=default_floors()))
     params = (("slot", "bigint"), ("dataset_name", "text"), ("rater", "bigint"), *_RATING_PARAMS)
     return Statement("queue_submit_fast_v5", sql, params)
 
