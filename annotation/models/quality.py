@@ -373,10 +373,11 @@ class RatingExclusion(models.Model):
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="exclusions")
     window_start = models.DateTimeField(null=True, blank=True, help_text="Ratings from this time (empty: all).")
     window_end = models.DateTimeField(null=True, blank=True, help_text="Ratings before this time (empty: until now).")
-    # A rating's id is drawn once its statement holds the pair's lock, and a chunk locks a
-    # pair before it reads the pair's ratings: every rating up to this id is seen by the
-    # chunks, and a rating drawn later (its time read before the exclusion, its pair lock
-    # after a chunk had passed) is outside the exclusion instead of missed by it.
+    # A rating's id is drawn once its submission holds the pair's lock: a rating drawn
+    # after this id (its time read before the exclusion, its pair lock after a chunk had
+    # passed) is outside the exclusion instead of missed by it. Ratings up to it are seen
+    # by the chunks, or, still being written in a pair no chunk visits, by the run's last
+    # pass (chunks.wait_for_submissions_in_flight).
     ratings_through = models.BigIntegerField(
         null=True,
         blank=True,

@@ -67,16 +67,45 @@ def rating_scope(exclusion: RatingExclusion) -> Q:
 
 def last_rating_id() -> int:
     """The last rating id drawn so far, committed or not (0: none yet). On PostgreSQL the
-    sequence's value, which every session's draws move at once; elsewhere the writer
-    holds the database's one write lock, so the highest stored id is the last drawn."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT COALESCE(pg_sequence_last_value(pg_get_serial_sequence(%s, 'id')::regclass), 0)",
-                [Rating._meta.db_table],
-            )
-            return cursor.fetchone()[0]
-    return Rating.objects.aggregate(top=Max("id"))["top"] or 0
+    sequence's value, which every session's draws move at once (Django's sequences cache
+    one value, so no session holds ids drawn ahead); elsewhere the writer holds the
+    database's one write lock, so the highest stored id is the last drawn."""
+    if connection.vendor != "postgresql":
+        return Rating.objects.aggregate(top=Max("id"))["top"] or 0
+    table = connection.ops.quote_name(Rating._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [table])
+        (sequence,) = cursor.fetchone()
+        if sequence is None:
+            raise RuntimeError(f"{table}.id draws from no sequence: an exclusion cannot bound its ratings")
+        # pg_get_serial_sequence quotes the name as needed. Not yet called, last_value is
+        # the first id still to be drawn.
+        cursor.execute(f"SELECT last_value - (NOT is_called)::int FROM {sequence}")
+        return cursor.fetchone()[0]
+
+
+def wait_for_submissions_in_flight(exclusion: RatingExclusion) -> None:
+    """Wait until every submission of the rater in the dataset that is still writing has
+    committed or rolled back. A submission draws its rating's id once it holds its pair,
+    then may still wait (for a sibling slot a claim holds, the open-pairs counter, its
+    tally row): its rating is then inside the exclusion (an id up to ``ratings_through``)
+    but not yet visible, and its pair, having no committed rating of the rater, is in no
+    chunk. Its slot has updated its row: the committed row is still the rater's lease (or
+    their expired lease, open), and a share lock on it waits for that submission. After
+    this a pass over the pairs sees every rating the exclusion covers."""
+    if connection.vendor != "postgresql":
+        return  # SQLite: one writer at a time; a finished submission is committed
+    slot = RatingSlot._meta
+    qn = connection.ops.quote_name
+    rater, previous, state = (qn(slot.get_field(name).column) for name in ("rater", "previous_rater", "state"))
+    sql = (
+        f"SELECT 1 FROM {qn(slot.db_table)} WHERE {qn(slot.get_field('dataset').column)} = %(dataset)s "
+        f"AND (({state} = %(leased)s AND {rater} = %(rater)s) OR ({state} = %(open)s AND {previous} = %(rater)s)) "
+        "FOR SHARE"
+    )
+    values = {"dataset": exclusion.dataset_id, "rater": exclusion.rater_id}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, {**values, "leased": SlotState.LEASED.value, "open": SlotState.OPEN.value})
 
 
 def _counter_add(dataset_id: int, per_kind: Counter) -> None:

@@ -16,7 +16,14 @@ from django.db.models import F
 
 from annotation.errors import Conflict, DomainError, NotFound
 from annotation.models import Dataset, ExclusionPause, ExclusionState, Rating, RatingExclusion, RatingStatus
-from annotation.quality.exclusion.chunks import ChunkResult, exclude_chunk, last_rating_id, rating_scope, restore_chunk
+from annotation.quality.exclusion.chunks import (
+    ChunkResult,
+    exclude_chunk,
+    last_rating_id,
+    rating_scope,
+    restore_chunk,
+    wait_for_submissions_in_flight,
+)
 from annotation.quality.exclusion.selectors import ExclusionReach, exclusion_reach
 from annotation.quality.pauses import pause_refusal, rater_pause_unless_paused
 from annotation.rating.queue.shapes import service_now
@@ -200,6 +207,10 @@ def rating_exclusion_run(*, exclusion_id: int) -> RatingExclusion | None:
     if exclusion is None:
         return None
     if exclusion.state == ExclusionState.APPLYING:
+        _run_chunks(exclusion, _pairs_to_exclude, exclude_chunk)
+        # Ratings the exclusion covers whose submissions were still writing, in pairs no
+        # chunk locked, are committed after this wait; the next passes exclude them.
+        wait_for_submissions_in_flight(exclusion)
         _run_chunks(exclusion, _pairs_to_exclude, exclude_chunk)
         _finish(exclusion, ExclusionState.APPLYING, ExclusionState.APPLIED, applied_at=service_now(None))
     elif exclusion.state == ExclusionState.UNDOING:
