@@ -14,7 +14,8 @@ or with a claim and a submit request per item (BENCH_OURS_FLOW=split); each peer
 own page drives it (``_peer_potato.py``, ``_peer_label_studio.py``).
 
 Both get ITEMS generated pairs (two short sentences each). Phases, each with fresh raters:
-after a warm-up, BENCH_ROUNDS rounds of closed-loop phases of BENCH_SECONDS per app, U=8
+after a warm-up (and an ANALYZE of each store kept in PostgreSQL, ours and Label Studio's,
+as ``bench_queue.py`` does), BENCH_ROUNDS rounds of closed-loop phases of BENCH_SECONDS per app, U=8
 then U=32 raters claiming and submitting back to back, ours and the peer alternating which
 goes first; then saturation: a fresh store of SAT_ITEMS items (5 answers each) per app,
 SAT_RATERS raters racing until each is told nothing is left. Per phase and app: cycles/s
@@ -26,8 +27,8 @@ acknowledged but did not store (lost), stored answers it never acknowledged, dup
 
 Last line: ``{"peer", "phases": {"u8"|"u32"|"saturation": {"ours": {...}, "peer": {...}}},
 "stores": {...}, "ratio_cycles_u8", "ratio_cycles_u32", "ratio_cpu_u8", "ratio_cpu_u32",
-"over_assigned_ours", "over_assigned_peer"}``: cycle ratios are ours / peer, CPU ratios
-peer / ours (above 1: we use less). It measures; it asserts no timing.
+"over_assigned_ours", "over_assigned_peer", "machine"}`` (``_common.machine_speed``): cycle
+ratios are ours / peer, CPU ratios peer / ours (above 1: we use less). It measures; it asserts no timing.
 
 Environment: PEER (required), DATABASE_URL (server; names replaced), BENCH_SECONDS (30),
 BENCH_ROUNDS (2), BENCH_ITEMS (10,000), BENCH_SAT_ITEMS (200), BENCH_SAT_RATERS (40),
@@ -53,7 +54,16 @@ from pathlib import Path
 import _peer_label_studio
 import _peer_potato
 import psycopg2
-from _common import drop_database, env_database, env_number, fresh_database, print_figures, smoke, stop_server
+from _common import (
+    drop_database,
+    env_database,
+    env_number,
+    fresh_database,
+    machine_speed,
+    print_figures,
+    smoke,
+    stop_server,
+)
 from _cpu import cpu_ms_per_cycle, postmaster_pid
 from _load import FLOWS, Stats
 from _peer_client import (
@@ -68,7 +78,7 @@ from _peer_client import (
     until_done,
 )
 from _peer_cpu import Meter
-from _queue_data import REPO, fill, migrate, server_dsn
+from _queue_data import REPO, analyze, fill, migrate, server_dsn
 from bench_queue import start_server
 
 PEERS = {"potato": _peer_potato, "label-studio": _peer_label_studio}
@@ -164,6 +174,7 @@ class Side:
     port: int
     acked: Acknowledged = field(default_factory=Acknowledged)
     phases: dict = field(default_factory=dict)
+    database: str | None = None  # its PostgreSQL database, analyzed after the warm-up
 
     def raters(self, count: int) -> list[Rater]:
         if len(self.keys) < count:
@@ -201,6 +212,11 @@ async def measure(sides: list[Side]) -> None:
     """Warm-up, then the closed-loop phases, alternating which app goes first."""
     for side in sides:
         await side.closed("warmup", LOW, WARMUP_S)
+    # Statistics of the stores in use, as a campaign past its first minute has them
+    # (_queue_data.analyze), for every app that keeps its store in PostgreSQL.
+    for side in sides:
+        if side.database is not None:
+            analyze(side.database)
     for number in range(ROUNDS):
         order = sides if number % 2 == 0 else sides[::-1]
         for users in (LOW, HIGH):
@@ -332,7 +348,7 @@ class LabelStudioRun:
         log(f"label-studio: project {store}, {len(pairs):,} tasks imported in {time.perf_counter() - started:.1f} s")
         meter = Meter(self.ls.server.pid, self.cursor, self.database, self.postmaster)
         app = _peer_label_studio.LabelStudioApp(self.ls.port, self.projects[store])
-        return Side("peer", app, keys, meter, self.ls.port)
+        return Side("peer", app, keys, meter, self.ls.port, database=self.database)
 
     def open_main(self, pairs, raters: int) -> Side:
         started = time.perf_counter()
@@ -395,6 +411,7 @@ def run(peer: str, venv: Path, logs: Path, cursor, postmaster: int) -> dict:
             tokens,
             Meter(server.pid, cursor, ours_db, postmaster),
             FIRST_PORT,
+            database=ours_db,
         )
         peer_run = RUNS[peer](venv, logs, cursor, postmaster)
         theirs = peer_run.open_main(sentence_pairs(ITEMS, seed=1), main_raters)
@@ -434,6 +451,8 @@ def main() -> int:
     log(f"bench-peer {peer}: load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (other load skews")
     log(f"figures); {ITEMS:,} items, {ROUNDS} round(s) of {SECONDS:g} s phases at U={LOW} and U={HIGH}")
     venv = ensure_venv(peer, PEERS[peer])
+    machine = machine_speed()
+    log(f"bench-peer: machine speed {machine} (a fixed Python workload's CPU time; smaller is faster)")
     logs = PEERS_DIR / peer / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     admin = psycopg2.connect(server_dsn("postgres"))
@@ -446,7 +465,7 @@ def main() -> int:
     for name, apps in figures["phases"].items():
         for label, numbers in apps.items():
             log(f"{name} {label}: {numbers}")
-    print_figures(figures)
+    print_figures(figures | {"machine": machine})
     return 0
 
 

@@ -40,7 +40,8 @@ is one JSON object, per phase: ``{"raters", "cycles_per_s", "cpu_ms_per_cycle",
 PostgreSQL figure, what backends that ended within the phase spent),
 "client_cpu_ms_per_cycle", "machine_busy",
 "p50_ms", "p95_ms", "p99_ms", "errors", "over_assigned", "counter_off", "ratings",
-"gold_ratings"}``. The load generator runs on the same cores as the server and the
+"gold_ratings"}``, and ``"machine"``: the machine's speed (``_common.machine_speed``),
+measured before the phases. The load generator runs on the same cores as the server and the
 database: its own CPU per cycle (``client_cpu_ms_per_cycle``, this process) is reported
 beside the server's, not in it, and ``machine_busy`` is the share of all cores' time busy
 over the closed-loop phases (near 1: the cycles per second are what the machine's cores
@@ -73,7 +74,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg2
-from _common import drop_database, env_number, fresh_database, print_figures, sized, smoke, start_gunicorn, stop_server
+from _common import (
+    drop_database,
+    env_number,
+    fresh_database,
+    machine_speed,
+    print_figures,
+    sized,
+    smoke,
+    start_gunicorn,
+    stop_server,
+)
 from _cpu import cpu_ms_per_cycle, cpu_reading, cpu_spent, machine_ticks
 from _load import FLOWS, Stats, closed_loop, open_loop, percentile, rater_spread
 from _queue_data import add_gold, analyze, django_env, fill, migrate, server_dsn, stored_check
@@ -305,6 +316,8 @@ def main() -> int:
     if seconds == 0:
         raise SystemExit("BENCH_SECONDS must be positive")
     log(f"bench-queue: load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (other load skews figures)")
+    machine = machine_speed()
+    log(f"bench-queue: machine speed {machine} (a fixed Python workload's CPU time; smaller is faster)")
     targets = [
         Target(name=name, phase=PHASES[name], database=f"{DB_PREFIX}_{name}", port=FIRST_PORT + i)
         for i, name in enumerate(names)
@@ -323,7 +336,7 @@ def main() -> int:
                 run_group(group, seconds, rounds, tmp, admin)
     finally:
         admin.close()
-    print_figures({target.name: target.result() for target in targets})
+    print_figures({target.name: target.result() for target in targets} | {"machine": machine})
     return 0
 
 
