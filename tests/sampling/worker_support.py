@@ -35,6 +35,18 @@ def worker_env(settings, redis_url: str, **extra: str) -> dict[str, str]:
     }
 
 
+# The worker's launcher: the kernel sends the worker SIGTERM when the test process that
+# started it ends (PR_SET_PDEATHSIG, kept across the exec). A test run stopped by a signal
+# runs no finalizer, and a worker it left behind went on taking tasks from the tests'
+# shared Redis queue: another run's batches then waited for ever.
+_END_WITH_PARENT = (
+    "import ctypes, os, signal, sys; "
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM) == 0 or sys.exit('prctl failed'); "
+    "os.getppid() != 1 or sys.exit('the test process is gone'); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'celery', *sys.argv[1:]])"
+)
+
+
 def start_worker(
     celery_app, log_dir: Path, env: dict[str, str], *, prefix: str, pool: list[str], purge: bool
 ) -> tuple[subprocess.Popen, Path]:
@@ -42,7 +54,7 @@ def start_worker(
     return it once it answers a ping, with its log file; fail the test if it never does."""
     name = f"{prefix}-{uuid.uuid4().hex[:8]}@localhost"
     log_path = log_dir / f"{name}.log"
-    command = [sys.executable, "-m", "celery", "-A", "config", "worker", *pool, "-n", name]
+    command = [sys.executable, "-c", _END_WITH_PARENT, "-A", "config", "worker", *pool, "-n", name]
     command += ["--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel=INFO"]
     if purge:
         command.append("--purge")
