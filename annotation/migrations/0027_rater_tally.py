@@ -8,7 +8,7 @@ from django.db import migrations, models
 # Each trigger adds a row's count to its quarter, or takes it away; the AFTER ROW triggers
 # run at the end of the statement that wrote the row, so within a submit statement the
 # tally's row lock comes after the pair's, the slot's and the counter's. An update fires
-# only when a column the tally reads changed (Model.save() writes them all).
+# for the columns the tally reads (0030: only when one of them changed).
 TRIGGERS = """
 CREATE FUNCTION annotation_tally_add(rater bigint, dataset bigint, stored timestamptz, delta integer)
 RETURNS void LANGUAGE plpgsql AS $$
@@ -54,23 +54,12 @@ BEGIN
     RETURN NULL;
 END $$;
 
-CREATE TRIGGER annotation_rating_tally AFTER INSERT OR DELETE
+CREATE TRIGGER annotation_rating_tally AFTER INSERT OR DELETE OR UPDATE OF rater_id, pair_id, created_at
 ON annotation_rating FOR EACH ROW EXECUTE FUNCTION annotation_rating_tally();
 
-CREATE TRIGGER annotation_rating_tally_change AFTER UPDATE OF rater_id, pair_id, created_at
-ON annotation_rating FOR EACH ROW
-WHEN (OLD.rater_id IS DISTINCT FROM NEW.rater_id OR OLD.pair_id IS DISTINCT FROM NEW.pair_id
-      OR OLD.created_at IS DISTINCT FROM NEW.created_at)
-EXECUTE FUNCTION annotation_rating_tally();
-
-CREATE TRIGGER annotation_gold_rating_tally AFTER INSERT OR DELETE
+CREATE TRIGGER annotation_gold_rating_tally
+AFTER INSERT OR DELETE OR UPDATE OF rater_id, dataset_id, created_at, purpose
 ON annotation_goldrating FOR EACH ROW EXECUTE FUNCTION annotation_gold_rating_tally();
-
-CREATE TRIGGER annotation_gold_rating_tally_change AFTER UPDATE OF rater_id, dataset_id, created_at, purpose
-ON annotation_goldrating FOR EACH ROW
-WHEN (OLD.rater_id IS DISTINCT FROM NEW.rater_id OR OLD.dataset_id IS DISTINCT FROM NEW.dataset_id
-      OR OLD.created_at IS DISTINCT FROM NEW.created_at OR OLD.purpose IS DISTINCT FROM NEW.purpose)
-EXECUTE FUNCTION annotation_gold_rating_tally();
 """
 
 # The ratings stored before the triggers, tallied once: those of the last two days, the
@@ -91,9 +80,7 @@ GROUP BY rater_id, dataset_id, quarter;
 """
 
 DROP_TRIGGERS = """
-DROP TRIGGER annotation_gold_rating_tally_change ON annotation_goldrating;
 DROP TRIGGER annotation_gold_rating_tally ON annotation_goldrating;
-DROP TRIGGER annotation_rating_tally_change ON annotation_rating;
 DROP TRIGGER annotation_rating_tally ON annotation_rating;
 DROP FUNCTION annotation_gold_rating_tally();
 DROP FUNCTION annotation_rating_tally();
