@@ -31,6 +31,7 @@ from annotation.models import (
     SlotState,
 )
 from annotation.quality.exclusion import statements
+from annotation.rating.queue.sql_text import render_sql
 from annotation.sql import execute, use_postgres_sql
 
 
@@ -95,17 +96,13 @@ def wait_for_submissions_in_flight(exclusion: RatingExclusion) -> None:
     this a pass over the pairs sees every rating the exclusion covers."""
     if connection.vendor != "postgresql":
         return  # SQLite: one writer at a time; a finished submission is committed
-    slot = RatingSlot._meta
-    qn = connection.ops.quote_name
-    rater, previous, state = (qn(slot.get_field(name).column) for name in ("rater", "previous_rater", "state"))
-    sql = (
-        f"SELECT 1 FROM {qn(slot.db_table)} WHERE {qn(slot.get_field('dataset').column)} = %(dataset)s "
-        f"AND (({state} = %(leased)s AND {rater} = %(rater)s) OR ({state} = %(open)s AND {previous} = %(rater)s)) "
+    sql = render_sql(
+        "SELECT 1 FROM {slot} WHERE {slot.dataset} = %(dataset)s AND (({slot.state} = {state_leased} "
+        "AND {slot.rater} = %(rater)s) OR ({slot.state} = {state_open} AND {slot.previous_rater} = %(rater)s)) "
         "FOR SHARE"
     )
-    values = {"dataset": exclusion.dataset_id, "rater": exclusion.rater_id}
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(sql, {**values, "leased": SlotState.LEASED.value, "open": SlotState.OPEN.value})
+        cursor.execute(sql, {"dataset": exclusion.dataset_id, "rater": exclusion.rater_id})
 
 
 def _counter_add(dataset_id: int, per_kind: Counter) -> None:
