@@ -80,6 +80,16 @@ def _data_dir(settings, tmp_path):
     settings.EXPORT_DIR = tmp_path / "exports"
 
 
+@pytest.fixture(autouse=True)
+def _gold_unseen(monkeypatch):
+    """Each test starts with no memory of which datasets serve gold (the claim's choice of
+    statement, annotation/rating/queue/claim.py), whatever an earlier test's datasets
+    were called."""
+    from annotation.rating.queue import claim
+
+    monkeypatch.setattr(claim, "_gold_seen", {})
+
+
 @pytest.fixture
 def admin_api():
     """An API client signed in as an admin (a new user in the admin group)."""

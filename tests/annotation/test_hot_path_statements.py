@@ -9,8 +9,9 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from annotation.apis.fields import rater_id_decode
-from annotation.models import GoldLease, GoldRating, QualitySettings
+from annotation.models import GoldLease, GoldPair, GoldRating, QualitySettings
 from annotation.rating import queue
+from annotation.rating.queue import claim as claim_module
 from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import queue_pairs
 from tests.annotation.test_policy_queries import token_client
@@ -18,15 +19,20 @@ from tests.factories import SplitFactory, UserFactory
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-# The token's read (user, roles and expiry in one statement), then the claim statement,
-# which also decides gold's turn.
-CLAIM = ["auth_knox_token_roles", "queue_claim"]
+# The token's read (user, roles and expiry in one statement), then the claim statement:
+# in a dataset without active gold pairs the one without the gold half; in one with
+# them (once the process has seen one there) the one that also decides gold's turn.
+CLAIM = ["auth_knox_token_roles", "queue_claim_ordinary"]
+GOLD_ON_CLAIM = ["auth_knox_token_roles", "queue_claim"]
 # The token's read, then the submit statement (lock, checks and writes in one).
 SUBMIT = ["auth_knox_token_roles", "queue_submit_fast"]
 # On gold's turn the claim statement leases nothing and the gold statement leases the item.
 GOLD_ITEM_CLAIM = ["auth_knox_token_roles", "queue_claim", "gold_claim"]
 # A gold lease's id is no slot: the queue's statement stores nothing, the gold one stores it.
 GOLD_ITEM_SUBMIT = ["auth_knox_token_roles", "queue_submit_fast", "gold_submit"]
+
+
+BODY = {"score": 2.5, "time_on_item_ms": 4000, "time_to_first_move_ms": 600, "adjustments": 1}
 
 
 def statement_names(queries) -> list[str]:
@@ -47,7 +53,7 @@ def cycle(client, dataset: str, key: str) -> tuple[list[str], list[str], int]:
         response = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json")
     assert response.status_code == 200, response.content
     opaque_id = response.json()["slot_id"]
-    body = {"score": 2.5, "time_on_item_ms": 4000, "time_to_first_move_ms": 600, "adjustments": 1}
+    body = BODY
     with CaptureQueriesContext(connection) as submitted:
         stored = client.post(
             f"/api/rate/{dataset}/slots/{opaque_id}/submit/", {**body, "idempotency_key": key}, format="json"
@@ -83,7 +89,7 @@ def test_an_ordinary_items_claim_and_submit_with_gold_on(settings, tmp_path):
     dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1_000_000)
     claim, submit, slot_id = cycle(client, dataset, "measured")
     assert not GoldLease.objects.filter(pk=slot_id).exists()
-    assert (claim, submit) == (CLAIM, SUBMIT)
+    assert (claim, submit) == (GOLD_ON_CLAIM, SUBMIT)
 
 
 def test_a_gold_items_claim_and_submit_with_gold_on(settings, tmp_path):
@@ -120,7 +126,7 @@ def test_a_held_gold_item_is_resumed_first_and_in_as_many_statements_as_a_held_s
         with CaptureQueriesContext(connection) as again:
             resumed = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
         assert (resumed["slot_id"], resumed["resumed"]) == (gold["slot_id"], True)
-        assert statement_names(again.captured_queries) == CLAIM
+        assert statement_names(again.captured_queries) == GOLD_ON_CLAIM
     assert resumed["items"] == gold["items"]
     # An ordinary held slot, re-claimed: the same statements.
     client.post(f"/api/rate/{dataset}/slots/{gold['slot_id']}/skip/")
@@ -128,4 +134,40 @@ def test_a_held_gold_item_is_resumed_first_and_in_as_many_statements_as_a_held_s
     assert not GoldLease.objects.filter(pk=rater_id_decode("slot", ordinary["slot_id"])).exists()
     with CaptureQueriesContext(connection) as again:
         assert client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()["resumed"] is True
-    assert statement_names(again.captured_queries) == CLAIM
+    assert statement_names(again.captured_queries) == GOLD_ON_CLAIM
+
+
+def test_a_claim_without_the_gold_half_hands_a_dataset_with_gold_over(settings, tmp_path, monkeypatch):
+    """A process that has not seen the dataset's gold lately tries the claim without the
+    gold half first: it must claim nothing where gold is active and hand over, so a held
+    gold item still comes back (and a held slot too, in as many statements), and gold's
+    turn is still drawn."""
+    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1)
+    gold = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
+    assert GoldLease.objects.filter(pk=rater_id_decode("slot", gold["slot_id"])).exists()
+    forgetful = ["auth_knox_token_roles", "queue_claim_ordinary", "queue_claim"]
+    monkeypatch.setattr(claim_module, "GOLD_SEEN_SECONDS", -1.0)  # every claim has forgotten
+    with CaptureQueriesContext(connection) as again:
+        resumed = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
+    assert (resumed["slot_id"], resumed["resumed"]) == (gold["slot_id"], True)
+    assert statement_names(again.captured_queries) == forgetful
+    client.post(f"/api/rate/{dataset}/slots/{gold['slot_id']}/skip/")
+    QualitySettings.objects.filter(dataset__name=dataset).update(gold_one_in=1_000_000)
+    ordinary = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
+    assert not GoldLease.objects.filter(pk=rater_id_decode("slot", ordinary["slot_id"])).exists()
+    with CaptureQueriesContext(connection) as again:
+        assert client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()["resumed"] is True
+    assert statement_names(again.captured_queries) == forgetful
+    submit_url = f"/api/rate/{dataset}/slots/{ordinary['slot_id']}/submit/"
+    assert client.post(submit_url, {**BODY, "idempotency_key": "o"}, format="json").status_code == 201
+    QualitySettings.objects.filter(dataset__name=dataset).update(gold_one_in=1)
+    drawn = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
+    assert GoldLease.objects.filter(pk=rater_id_decode("slot", drawn["slot_id"])).exists()
+
+
+def test_a_dataset_whose_gold_is_gone_is_claimed_without_the_gold_half_again(settings, tmp_path, monkeypatch):
+    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1_000_000)
+    GoldPair.objects.filter(dataset__name=dataset).update(active=False)
+    monkeypatch.setattr(claim_module, "GOLD_SEEN_SECONDS", -1.0)
+    claim, _, _ = cycle(client, dataset, "after")
+    assert claim == CLAIM

@@ -80,7 +80,57 @@ held AS (
     LIMIT 1
     FOR UPDATE OF s
 ),
-gheld AS (
+{gold_ctes}fresh AS (
+    SELECT c.{slot.id}, 2 AS src, c.{slot.priority}, c.{slot.pair_done}
+    FROM ds CROSS JOIN kinds k CROSS JOIN LATERAL (
+        SELECT s.{slot.id}, s.{slot.priority}, s.{slot.pair_done}
+        FROM {slot} s
+        WHERE s.{slot.dataset} = ds.{dataset.id} AND s.{slot.kind} = k.{qualification.kind}
+          AND s.{slot.state} = {state_open}
+          AND {not_touched}
+        ORDER BY s.{slot.priority} DESC, s.{slot.pair_done} DESC, s.{slot.pair}, s.{slot.index}
+        LIMIT 1
+        FOR UPDATE OF s SKIP LOCKED
+    ) c
+    WHERE NOT EXISTS (SELECT 1 FROM held) AND {no_gold_now}
+),
+stale AS (
+    SELECT s.{slot.id}, 1 AS src, s.{slot.priority}, s.{slot.pair_done}
+    FROM {slot} s JOIN ds ON s.{slot.dataset} = ds.{dataset.id}
+    WHERE s.{slot.state} = {state_leased} AND s.{slot.lease_expires_at} < %(now)s
+      AND s.{slot.kind} IN (SELECT {qualification.kind} FROM kinds)
+      AND {not_touched}
+      AND NOT EXISTS (SELECT 1 FROM held) AND {no_gold_now}
+    ORDER BY s.{slot.priority} DESC, s.{slot.pair_done} DESC, s.{slot.lease_expires_at}
+    LIMIT 1
+    FOR UPDATE OF s SKIP LOCKED
+),
+pick AS (
+    SELECT {slot.id}, src FROM (
+        SELECT * FROM held UNION ALL SELECT * FROM fresh UNION ALL SELECT * FROM stale
+    ) candidates
+    WHERE {no_gold_now}
+    ORDER BY src = 0 DESC, {slot.priority} DESC, src = 1 DESC, random()
+    LIMIT 1
+),
+claimed AS (
+    UPDATE {slot} s SET
+        {slot.state} = {state_leased},
+        {slot.previous_rater} = CASE WHEN pick.src = 1 THEN s.{slot.rater} ELSE s.{slot.previous_rater} END,
+        {slot.rater} = %(rater)s,
+        {slot.leased_at} = CASE WHEN pick.src = 0 THEN s.{slot.leased_at} ELSE %(now)s END,
+        {slot.lease_expires_at} = %(expires)s
+    FROM pick
+    WHERE s.{slot.id} = pick.{slot.id}
+    RETURNING s.{slot.id}, s.{slot.pair}, s.{slot.lease_expires_at}, pick.src = 0 AS resumed
+)
+{slot_rows}
+{gold_rows}
+"""
+
+# The claim's gold half (``claim``): the rater's gold lease of an active gold pair
+# renewed (``gheld``, ``grenewed``), or gold's turn; then the ordinary half claims nothing.
+_GOLD_CTES_SQL = """gheld AS (
     SELECT gl.{gold_lease.id}, gl.{gold_lease.gold_pair}
     FROM {gold_lease} gl JOIN ds ON gl.{gold_lease.dataset} = ds.{dataset.id}
     JOIN {gold} hp ON hp.{gold.id} = gl.{gold_lease.gold_pair} AND hp.{gold.active}
@@ -112,57 +162,21 @@ gold_turn AS (
           )
     )
 ),
-fresh AS (
-    SELECT c.{slot.id}, 2 AS src, c.{slot.priority}, c.{slot.pair_done}
-    FROM ds CROSS JOIN kinds k CROSS JOIN LATERAL (
-        SELECT s.{slot.id}, s.{slot.priority}, s.{slot.pair_done}
-        FROM {slot} s
-        WHERE s.{slot.dataset} = ds.{dataset.id} AND s.{slot.kind} = k.{qualification.kind}
-          AND s.{slot.state} = {state_open}
-          AND {not_touched}
-        ORDER BY s.{slot.priority} DESC, s.{slot.pair_done} DESC, s.{slot.pair}, s.{slot.index}
-        LIMIT 1
-        FOR UPDATE OF s SKIP LOCKED
-    ) c
-    WHERE NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM gold_turn)
-      AND NOT EXISTS (SELECT 1 FROM gheld)
+"""
+_GOLD_HALF = "NOT EXISTS (SELECT 1 FROM gold_turn) AND NOT EXISTS (SELECT 1 FROM gheld)"
+_NULL_ROW = "SELECT " + ", ".join(["NULL"] * 18)
+
+# ``claim_ordinary``'s stand-in for the gold half, for a dataset with no active gold pair:
+# there the gold half finds nothing (a held gold lease and gold's turn both need an
+# active gold pair), and leaving it out spares each claim the gold tables' locks and
+# plan nodes (a quarter of the claim's PostgreSQL CPU). Should the dataset have one (or
+# have gained one), with ``gold`` it claims nothing and answers a row of NULLs: the
+# caller then asks ``claim``.
+_GOLD_ON_CTE_SQL = """gold_on AS (
+    SELECT 1 FROM ds WHERE %(gold)s AND EXISTS (
+        SELECT 1 FROM {gold} g WHERE g.{gold.dataset} = ds.{dataset.id} AND g.{gold.active}
+    )
 ),
-stale AS (
-    SELECT s.{slot.id}, 1 AS src, s.{slot.priority}, s.{slot.pair_done}
-    FROM {slot} s JOIN ds ON s.{slot.dataset} = ds.{dataset.id}
-    WHERE s.{slot.state} = {state_leased} AND s.{slot.lease_expires_at} < %(now)s
-      AND s.{slot.kind} IN (SELECT {qualification.kind} FROM kinds)
-      AND {not_touched}
-      AND NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM gold_turn) AND NOT EXISTS (SELECT 1 FROM gheld)
-    ORDER BY s.{slot.priority} DESC, s.{slot.pair_done} DESC, s.{slot.lease_expires_at}
-    LIMIT 1
-    FOR UPDATE OF s SKIP LOCKED
-),
-pick AS (
-    SELECT {slot.id}, src FROM (
-        SELECT * FROM held UNION ALL SELECT * FROM fresh UNION ALL SELECT * FROM stale
-    ) candidates
-    WHERE NOT EXISTS (SELECT 1 FROM gold_turn) AND NOT EXISTS (SELECT 1 FROM gheld)
-    ORDER BY src = 0 DESC, {slot.priority} DESC, src = 1 DESC, random()
-    LIMIT 1
-),
-claimed AS (
-    UPDATE {slot} s SET
-        {slot.state} = {state_leased},
-        {slot.previous_rater} = CASE WHEN pick.src = 1 THEN s.{slot.rater} ELSE s.{slot.previous_rater} END,
-        {slot.rater} = %(rater)s,
-        {slot.leased_at} = CASE WHEN pick.src = 0 THEN s.{slot.leased_at} ELSE %(now)s END,
-        {slot.lease_expires_at} = %(expires)s
-    FROM pick
-    WHERE s.{slot.id} = pick.{slot.id}
-    RETURNING s.{slot.id}, s.{slot.pair}, s.{slot.lease_expires_at}, pick.src = 0 AS resumed
-)
-{slot_rows}
-UNION ALL
-{gold_rows}
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-FROM gold_turn
 """
 
 # Of a candidate slot ``s``: the rater holds, rated or skipped none of its pair.
@@ -197,29 +211,56 @@ LEFT JOIN {image} ia ON ia.{image.id} = p.{pair.image_a}
 LEFT JOIN {image} ib ON ib.{image.id} = p.{pair.image_b}"""
 
 
-@cache
-def claim() -> Statement:
-    """The claim (see ``annotation.rating.queue.claim``). Returns one row, the assignment (slot,
-    pair, expiry, resumed, kind, dataset and both sides' texts and images), or none."""
-    sql = render_sql(
+def _claim_sql(*, gold_ctes: str, no_gold_now: str, gold_rows: str) -> str:
+    return render_sql(
         _CLAIM_SQL,
         not_touched=render_sql(NOT_TOUCHED_SQL),
+        gold_ctes=gold_ctes,
+        no_gold_now=no_gold_now,
         slot_rows=assignment_rows(
             "claimed", lease_model=RatingSlot, pair_field="pair", pair_model=Pair, resumed="c.resumed"
         ),
-        gold_rows=assignment_rows(
-            "grenewed", lease_model=GoldLease, pair_field="gold_pair", pair_model=GoldPair, resumed="true"
-        ),
+        gold_rows=gold_rows,
     )
-    params = (
-        ("dataset", "text"),
-        ("rater", "bigint"),
-        ("kind", "varchar"),
-        ("now", "timestamptz"),
-        ("expires", "timestamptz"),
-        ("gold", "boolean"),
+
+
+_CLAIM_PARAMS = (
+    ("dataset", "text"),
+    ("rater", "bigint"),
+    ("kind", "varchar"),
+    ("now", "timestamptz"),
+    ("expires", "timestamptz"),
+    ("gold", "boolean"),
+)
+
+
+@cache
+def claim() -> Statement:
+    """The claim (see ``annotation.rating.queue.claim``). Returns one row, the assignment (slot,
+    pair, expiry, resumed, kind, dataset and both sides' texts and images), a row of
+    NULLs for gold's turn, or none."""
+    gold_rows = assignment_rows(
+        "grenewed", lease_model=GoldLease, pair_field="gold_pair", pair_model=GoldPair, resumed="true"
     )
-    return Statement("queue_claim_v5", sql, params)
+    sql = _claim_sql(
+        gold_ctes=render_sql(_GOLD_CTES_SQL),
+        no_gold_now=_GOLD_HALF,
+        gold_rows=f"UNION ALL\n{gold_rows}\nUNION ALL\n{_NULL_ROW}\nFROM gold_turn",
+    )
+    return Statement("queue_claim_v6", sql, _CLAIM_PARAMS)
+
+
+@cache
+def claim_ordinary() -> Statement:
+    """``claim`` without its gold half, for a dataset without active gold pairs: the
+    assignment, or none; with ``gold`` in a dataset that has one, a row of NULLs and
+    nothing claimed (ask ``claim``)."""
+    sql = _claim_sql(
+        gold_ctes=render_sql(_GOLD_ON_CTE_SQL),
+        no_gold_now="NOT EXISTS (SELECT 1 FROM gold_on)",
+        gold_rows=f"UNION ALL\n{_NULL_ROW}\nFROM gold_on",
+    )
+    return Statement("queue_claim_ordinary_v1", sql, _CLAIM_PARAMS)
 
 
 # The pair row is locked inside the materialized CTE, before the outer query's row lock
@@ -396,4 +437,4 @@ def submit_fast() -> Statement:
 
 def all_statements() -> tuple[Statement, ...]:
     """Every statement of the hot path (for checks over all of them)."""
-    return (claim(), lock_pair_and_slot(), submit(), submit_fast())
+    return (claim(), claim_ordinary(), lock_pair_and_slot(), submit(), submit_fast())
