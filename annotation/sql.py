@@ -15,6 +15,18 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import connection
 
+# A prepared statement is planned for its first five runs with their values; then
+# PostgreSQL compares a generic plan with those and, for every statement here (six plans
+# per connection, as pg_stat_statements counted them in bench-queue), keeps the generic
+# one. The five are wasted, and not cheaply: the claim takes 12 ms to plan and the
+# progress 8, each a hundred times their run. Every connection pays them again, and a
+# connection lives CONN_MAX_AGE: a server's threads reconnecting at once planned 2-3 s
+# of PostgreSQL CPU into one minute. Set with every PREPARE, a few a connection (a
+# session setting: a transaction that aborts undoes it, and until the next PREPARE the
+# statements then plan as before: slower, never wrong). It touches prepared statements
+# only (tests/annotation/test_prepared_statements.py).
+GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan; "
+
 
 def use_postgres_sql() -> bool:
     """The one switch of the queue, gold serving and exclusion: their single-statement
@@ -55,7 +67,7 @@ def execute(cursor, statement: Statement, values: Mapping, *, prefix: str = "") 
         connection._prepared_statements = known
     if statement.name not in known[1]:
         types = ", ".join(sql_type for _, sql_type in statement.params)
-        cursor.execute(f"PREPARE {statement.name} ({types}) AS {statement.positional()}")
+        cursor.execute(f"{GENERIC_PLANS}PREPARE {statement.name} ({types}) AS {statement.positional()}")
         known[1].add(statement.name)
     placeholders = ", ".join(["%s"] * len(statement.params))
     cursor.execute(f"{prefix}EXECUTE {statement.name} ({placeholders})", [values[p] for p, _ in statement.params])

@@ -20,10 +20,12 @@ from annotation.models import (
     PairSkip,
     QualitySettings,
     QuizAttempt,
+    Rating,
     RatingSlot,
     SlotState,
     SpeedFloor,
 )
+from annotation.quality.gold.ids import ids_reserve
 from annotation.quality.gold.serving import gold_met_in_quiz
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.rating.policy import slot_flag
@@ -176,7 +178,11 @@ def test_ordinary_work_of_another_kind_does_not_open_gold(engine, clock, all_gol
 
 
 def quiz_answer(user, gold, purpose=GoldPurpose.QUIZ, **extra):
+    # Its id from the ratings' sequence, as the quiz and gold serving take theirs: from
+    # GoldRating's own sequence it met the id of the next gold rating in a fresh database.
+    (rating_id,) = ids_reserve(Rating, 1)
     return GoldRating.objects.create(
+        id=rating_id,
         gold_pair=gold,
         rater=user,
         dataset=gold.dataset,
