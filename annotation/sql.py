@@ -23,8 +23,9 @@ from django.db import connection
 # connection lives CONN_MAX_AGE: a server's threads reconnecting at once planned 2-3 s
 # of PostgreSQL CPU into one minute. Set with every PREPARE, a few a connection (a
 # session setting: a transaction that aborts undoes it, and until the next PREPARE the
-# statements then plan as before: slower, never wrong). It touches prepared statements
-# only (tests/annotation/test_prepared_statements.py).
+# statements then plan as before: slower, never wrong). It touches the session's cached
+# plans only: these statements' and the tally triggers' (PL/pgSQL, key lookups); the
+# ORM's statements are planned each time (tests/annotation/test_prepared_statements.py).
 GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan; "
 
 

@@ -5,8 +5,8 @@ whole chain (static files, sessions, messages, authentication, lockouts, the URL
 resolver and a handler around every middleware) before the view, which then did the
 work itself: a token POST with a plain JSON body (``annotation.apis.rating_cycle``'s fast
 path) never reads a session or a cookie. ``RatingCycleApplication`` wraps Django's WSGI
-application; a POST to one of the two URLs with ``Authorization: Token`` and no query
-string goes to the fast path directly, through the steps of the chain that can change
+application; a POST to one of the two URLs with ``Authorization: Token``, no query string
+and no cookie goes to the fast path directly, through the steps of the chain that can change
 such a request's answer, in the chain's order:
 
 - before: ``SecurityMiddleware`` (the HTTPS redirect), ``CommonMiddleware`` (allowed
@@ -20,12 +20,13 @@ such a request's answer, in the chain's order:
   from 400 on.
 
 Every other request, and one the fast path declines (a refused token, another body),
-goes to Django whole, with the body it sent. The chain's other steps cannot change these
+goes to Django whole, with the body it sent (a declined one sends ``request_started``
+twice: it only closes connections past their age and resets the query log). The chain's other steps cannot change these
 answers: the URL has no control character or query (``RefuseControlCharactersMiddleware``),
-it is no static file (WhiteNoise), nothing reads the session, the messages or the
-session's user, the views are CSRF-exempt and never ask for a CSRF token (the only time
-``CsrfViewMiddleware`` changes an answer), and a token refusal is no login failure
-(django-axes). So that a middleware added later is not skipped unseen, the wrapper
+it is no static file (WhiteNoise), it carries no cookie (a session's or a malformed CSRF
+cookie is answered with a new one), nothing reads the session, the messages or the
+session's user, the views are CSRF-exempt and never ask for a CSRF token, and a token
+refusal is no login failure (django-axes). So that a middleware added later is not skipped unseen, the wrapper
 refuses to start unless ``MIDDLEWARE`` is the list it was written for.
 tests/annotation/test_rating_wsgi.py holds both ways to the same status, headers and
 body.
@@ -81,7 +82,7 @@ class RatingCycleApplication:
         self._security = SecurityMiddleware(_unused)
         self._common = CommonMiddleware(_unused)
         self._xframe = XFrameOptionsMiddleware(_unused)
-        self._routes = None  # (prefix, [(pattern, fast view)]), read from the URLconf on first use
+        self._routes = _fast_routes()  # (prefix, [(pattern, fast view)]): a broken URLconf stops the start
 
     def __call__(self, environ, start_response):
         route = self._route(environ) if environ["REQUEST_METHOD"] == "POST" else None
@@ -106,10 +107,10 @@ class RatingCycleApplication:
 
     def _route(self, environ):
         """(fast view, URL kwargs) for a token POST to a fast URL without a query, else None."""
-        if environ.get("QUERY_STRING") or not environ.get("HTTP_AUTHORIZATION", "").startswith("Token "):
+        if environ.get("QUERY_STRING") or environ.get("HTTP_COOKIE"):
+            return None  # a query for the control character check; cookies for CSRF's and the session's
+        if not environ.get("HTTP_AUTHORIZATION", "").startswith("Token "):
             return None
-        if self._routes is None:
-            self._routes = _fast_routes()
         prefix, patterns = self._routes
         path = environ.get("PATH_INFO", "")
         if not path.startswith(prefix):
@@ -125,7 +126,10 @@ class RatingCycleApplication:
         """The answer through the chain's steps that apply, each where the chain has it
         (an answer made by a step passes only the steps outside it), or None when the
         fast path declines the request."""
-        response = self._security.process_request(request)  # the HTTPS redirect
+        try:
+            response = self._security.process_request(request)  # the HTTPS redirect (reads the host)
+        except Exception as exc:  # a refused host: the chain's 400, without the security headers
+            return response_for_exception(request, exc)
         if response is None:
             response = self._below_security(request, fast_view, url_kwargs)
             if response is None:

@@ -167,6 +167,7 @@ def test_a_claim_without_the_gold_half_hands_a_dataset_with_gold_over(settings, 
 
 def test_a_dataset_whose_gold_is_gone_is_claimed_without_the_gold_half_again(settings, tmp_path, monkeypatch):
     dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1_000_000)
+    assert dataset in claim_module._gold_seen  # the warm-up's claim met the gold
     GoldPair.objects.filter(dataset__name=dataset).update(active=False)
     monkeypatch.setattr(claim_module, "GOLD_SEEN_SECONDS", -1.0)
     claim, _, _ = cycle(client, dataset, "after")

@@ -1,5 +1,7 @@
 """The hot path's prepared statements (annotation/sql.py): planned once per connection."""
 
+import uuid
+
 import pytest
 from django.db import connection
 
@@ -7,8 +9,10 @@ from annotation.sql import Statement, execute
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
+# A name of its own per run: a prepared statement outlives the test's transaction, the
+# setting made with its PREPARE does not.
 STATEMENT = Statement(
-    "test_generic_plans_v1",
+    f"test_generic_plans_{uuid.uuid4().hex}",
     "SELECT count(*) FROM annotation_dataset WHERE name = %(name)s",
     (("name", "text"),),
 )
