@@ -5,9 +5,9 @@ whole chain (static files, sessions, messages, authentication, lockouts, the URL
 resolver and a handler around every middleware) before the view, which then did the
 work itself: a token POST with a plain JSON body (``annotation.apis.rating_cycle``'s fast
 path) never reads a session or a cookie. ``RatingCycleApplication`` wraps Django's WSGI
-application; a POST to one of the two URLs with ``Authorization: Token``, no query string
-and no cookie goes to the fast path directly, through the steps of the chain that can change
-such a request's answer, in the chain's order:
+application; a POST to one of the two URLs with ``Authorization: Token``, no query
+string and no cookie goes to the fast path directly, through the steps of the chain
+that can change such a request's answer, in the chain's order:
 
 - before: ``SecurityMiddleware`` (the HTTPS redirect), ``CommonMiddleware`` (allowed
   hosts, refused user agents);
@@ -21,15 +21,16 @@ such a request's answer, in the chain's order:
 
 Every other request, and one the fast path declines (a refused token, another body),
 goes to Django whole, with the body it sent (a declined one sends ``request_started``
-twice: it only closes connections past their age and resets the query log). The chain's other steps cannot change these
-answers: the URL has no control character or query (``RefuseControlCharactersMiddleware``),
-it is no static file (WhiteNoise), it carries no cookie (a session's or a malformed CSRF
-cookie is answered with a new one), nothing reads the session, the messages or the
-session's user, the views are CSRF-exempt and never ask for a CSRF token, and a token
-refusal is no login failure (django-axes). So that a middleware added later is not skipped unseen, the wrapper
-refuses to start unless ``MIDDLEWARE`` is the list it was written for.
-tests/annotation/test_rating_wsgi.py holds both ways to the same status, headers and
-body.
+twice: it only closes connections past their age and resets the query log). The chain's
+other steps cannot change these answers: the URL has no control character or query
+(``RefuseControlCharactersMiddleware``), it is no static file (WhiteNoise), it carries
+no cookie (a session's or a malformed CSRF cookie is answered with a new one), nothing
+reads the session, the messages or the session's user, the views are CSRF-exempt and
+never ask for a CSRF token, and a token refusal is no login failure (django-axes). So
+that a middleware added later is not skipped unseen, the wrapper refuses to start unless
+``MIDDLEWARE`` is the list it was written for (``REVIEWED_MIDDLEWARE``, a copy of
+settings' on purpose). tests/annotation/test_rating_wsgi.py holds both ways to the same
+status, headers and body.
 """
 
 from __future__ import annotations
