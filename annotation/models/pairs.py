@@ -272,9 +272,21 @@ class Rating(models.Model):
     hold more ratings than it has slots; (pair, rater) is unique. A pair's valid ratings
     number at most ``ratings_required`` (its ``ratings_done``)."""
 
-    pair = models.ForeignKey(Pair, on_delete=models.PROTECT, related_name="ratings")
+    # Every submit inserts a rating, and each index is written with it: no index of its
+    # own where a composite one leads with the column (a tenth less WAL per rating).
+    pair = models.ForeignKey(
+        Pair,
+        on_delete=models.PROTECT,
+        related_name="ratings",
+        db_index=False,  # rating_one_per_rater_per_pair leads with the pair
+    )
     slot = models.OneToOneField(RatingSlot, on_delete=models.PROTECT, related_name="rating")
-    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="ratings")
+    rater = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="ratings",
+        db_index=False,  # rating_rater_time_idx and rating_idempotency_key_unique lead with the rater
+    )
     score = models.FloatField(help_text="Continuous 0-5.")
     time_on_item_ms = models.PositiveIntegerField(help_text="From the pair being shown to submit.")
     time_to_first_move_ms = models.PositiveIntegerField(null=True, blank=True)
@@ -296,6 +308,7 @@ class Rating(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="ratings",
+        db_index=False,  # rating_exclusion_idx, partial: nearly every rating has none
         help_text="The exclusion that excluded this rating (or whose undo superseded it).",
     )
 
