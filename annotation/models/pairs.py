@@ -194,7 +194,7 @@ class RatingSlot(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="rating_slots",
-        db_index=False,  # slot_rater_idx, partial: open slots (all of a new batch) have no rater
+        db_index=False,  # slot_one_per_rater_per_pair leads with the rater
     )
     previous_rater = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -212,9 +212,14 @@ class RatingSlot(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["pair", "index"], name="slot_index_unique_per_pair"),
-            # Partial for the same reason as slot_rater_idx; NULL raters never collide anyway.
+            # Also the index of a rater's slots, so it leads with the rater: a lookup of the
+            # rater's slots (the claim's held lease, the progress) ranges over theirs alone
+            # even when the statistics still say no slot has a rater, as they do after a batch
+            # is queued (with the pair first, such plans read every rated slot's entry), and a
+            # slot update writes one index fewer. Partial: open slots (all of a new batch)
+            # have no rater, and NULL raters never collide anyway.
             models.UniqueConstraint(
-                fields=["pair", "rater"], condition=Q(rater__isnull=False), name="slot_one_per_rater_per_pair"
+                fields=["rater", "pair"], condition=Q(rater__isnull=False), name="slot_one_per_rater_per_pair"
             ),
             # A rater holds at most one lease per dataset and kind: a repeated claim (page
             # reload, double click) gets the held slot back instead of stranding a second.
@@ -244,7 +249,6 @@ class RatingSlot(models.Model):
             models.Index(
                 fields=["lease_expires_at"], condition=Q(state=SlotState.LEASED), name="slot_lease_expiry_idx"
             ),
-            models.Index(fields=["rater"], condition=Q(rater__isnull=False), name="slot_rater_idx"),
             # A rater's slots on pairs still being rated (progress: pairs left for them).
             models.Index(
                 fields=["rater", "dataset", "kind"],

@@ -1,6 +1,7 @@
 """The claim's cost does not grow with the queue: on PostgreSQL it reads the head of the
 partial index slot_claim_idx, never scans the slots table, and touches about the same
-number of pages with 10,000 open slots as with 200,000. (Pages, not timings: the count
+number of pages with 10,000 open slots as with 200,000; a rater's slots are read by
+rater, also under statistics that say no slot has one. (Pages, not timings: the count
 is deterministic.)"""
 
 from __future__ import annotations
@@ -145,3 +146,71 @@ def test_claim_work_does_not_grow_with_the_raters_history(statement):
     ]
     assert compared < 1_000, compared
     assert probes and max(node["Actual Loops"] for node in probes) >= 300  # one probe per passed slot
+
+
+def generic_plan(statement, values: dict) -> dict:
+    """EXPLAIN (ANALYZE, BUFFERS) of ``statement`` run once through its generic plan."""
+    types = ", ".join(sql_type for _, sql_type in statement.params)
+    placeholders = ", ".join(["%s"] * len(statement.params))
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cursor.execute(f"PREPARE plan_of_{statement.name} ({types}) AS {statement.positional()}")
+        try:
+            cursor.execute(
+                f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE plan_of_{statement.name} ({placeholders})",
+                [values[name] for name, _ in statement.params],
+            )
+            (plan,) = cursor.fetchone()
+        finally:
+            cursor.execute(f"DEALLOCATE plan_of_{statement.name}")
+    return (json.loads(plan) if isinstance(plan, str) else plan)[0]
+
+
+def test_a_raters_slots_are_read_by_rater_under_statistics_of_an_unrated_queue(settings):
+    """Statistics taken when a batch was queued say no slot has a rater, and PostgreSQL
+    plans with them until it analyzes the table again (a tenth of its rows changed: a
+    million-slot queue's first 20,000 ratings). Lookups of one rater's slots (the claim's
+    held lease, the progress's counts) must still range over that rater's entries: an
+    index that leads with the pair was read whole for them, every rated slot's entry."""
+    from django.utils import timezone
+
+    from annotation.progress_sql import progress_statement
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    split = SplitFactory()
+    dataset = split.dataset
+    bulk_sis_pairs(batch=SamplingBatchFactory(split=split, dataset=dataset), n_pairs=4_000)
+    raters = [UserFactory(roles=["rater"], qualified_for=["SIS"]) for _ in range(21)]
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {RatingSlot._meta.db_table}")
+        # 20,000 slots rated by 20 raters (each pair's five slots by five of them).
+        cursor.execute(
+            f"""UPDATE {RatingSlot._meta.db_table} s
+            SET state = 'done', rater_id = (%s::bigint[])[1 + (s.pair_id * 5 + s.index) %% 20]
+            WHERE s.dataset_id = %s""",
+            [[user.pk for user in raters[:20]], dataset.pk],
+        )
+    newcomer = raters[20]
+    now = timezone.now()
+    day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    plans = {
+        "claim": generic_plan(
+            statements.claim(),
+            {"dataset": dataset.name, "rater": newcomer.pk, "kind": None, "now": now, "expires": now, "gold": True},
+        ),
+        "progress": generic_plan(
+            progress_statement(),
+            {"dataset": dataset.name, "rater": newcomer.pk, "day_start": day_start, "first_quarter": day_start},
+        ),
+    }
+    for name, plan in plans.items():
+        by_rater = [
+            node
+            for node in nodes(plan["Plan"])
+            if node.get("Relation Name") == RatingSlot._meta.db_table
+            and "rater_id" in node.get("Index Cond", "")
+            and "pair_id" not in node.get("Index Cond", "")
+        ]
+        assert by_rater, name
+        read = [(node["Index Name"], node["Shared Hit Blocks"] + node["Shared Read Blocks"]) for node in by_rater]
+        assert all(pages <= 4 for _, pages in read), (name, read)
