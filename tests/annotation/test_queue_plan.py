@@ -11,7 +11,7 @@ import json
 import pytest
 from django.db import connection
 
-from annotation.models import RatingSlot
+from annotation.models import PairSkip, RatingSlot
 from annotation.rating import queue
 from annotation.rating.queue import rating_submit, slot_claim, statements
 from tests.annotation.queue_support import bulk_sis_pairs, submit_kwargs
@@ -66,6 +66,17 @@ def fresh_claims(*, rater, dataset: str) -> list[dict]:
     return plans
 
 
+def vacuum(*models) -> None:
+    """VACUUM the models' tables (outside a transaction: the test's rows are committed).
+    Rows that other tests' rolled-back transactions left behind stay in the indexes until
+    a vacuum (autovacuum may be off, as in CI), and scans that step over them touch more
+    pages: the counts would depend on what ran before."""
+    with connection.cursor() as cursor:
+        for model in models:
+            cursor.execute(f"VACUUM {model._meta.db_table}")
+
+
+@pytest.mark.django_db(transaction=True)
 def test_claim_reads_the_index_head_whatever_the_queue_size(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     split = SplitFactory()
@@ -81,8 +92,10 @@ def test_claim_reads_the_index_head_whatever_the_queue_size(settings):
     slot_claim(rater=raters[1], dataset=dataset.name)
     slot_claim(rater=raters[2], dataset=dataset.name)
 
+    vacuum(RatingSlot, PairSkip)
     smalls = fresh_claims(rater=raters[0], dataset=dataset.name)
     bulk_sis_pairs(batch=SamplingBatchFactory(split=split, dataset=dataset), n_pairs=40_000, images_per_side=300)
+    vacuum(RatingSlot, PairSkip)
     larges = fresh_claims(rater=raters[0], dataset=dataset.name)
     assert RatingSlot.objects.filter(dataset=dataset, state="open").count() > 200_000
     for small, large in zip(smalls, larges, strict=True):
@@ -95,11 +108,13 @@ def plans_stay_at_the_head(small: dict, large: dict) -> None:
         assert ("Index Scan", "annotation_ratingslot", "slot_claim_idx") in scans, scans
         assert not [s for s in scans if s[0] == "Seq Scan" and s[1] == "annotation_ratingslot"], scans
     # 20 times the open slots; the pages the head's scan touches stay about the same (a
-    # scan over the queue would touch 20 times as many). The whole statement's pages are
-    # not compared: the UPDATE writes a level deeper into every btree of the larger table,
-    # and those writes varied from run to run (once 173 pages against 96 in CI; 94
-    # against 67 here, of which the head scan 26 against 21).
-    assert head_scan_pages(large) <= 1.5 * head_scan_pages(small), (head_scan_pages(small), head_scan_pages(large))
+    # scan over the queue would touch 20 times as many). On vacuumed tables the head's
+    # scan read 14 and 19 pages at 10,000 slots against 21 at 210,000 (the larger
+    # indexes are a level deeper for each descent). The whole statement's pages are
+    # compared more loosely: the UPDATE writes a level deeper into every btree of the
+    # larger table (56-61 pages against 65-67 here; once 173 against 96 in CI, before
+    # the tables were vacuumed first).
+    assert head_scan_pages(large) <= 2 * head_scan_pages(small), (head_scan_pages(small), head_scan_pages(large))
     assert pages(large) <= 3 * pages(small), (pages(small), pages(large))
 
 
@@ -166,6 +181,7 @@ def generic_plan(statement, values: dict) -> dict:
     return (json.loads(plan) if isinstance(plan, str) else plan)[0]
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_raters_slots_are_read_by_rater_under_statistics_of_an_unrated_queue(settings):
     """Statistics taken when a batch was queued say no slot has a rater, and PostgreSQL
     plans with them until it analyzes the table again (a tenth of its rows changed: a
@@ -190,6 +206,7 @@ def test_a_raters_slots_are_read_by_rater_under_statistics_of_an_unrated_queue(s
             WHERE s.dataset_id = %s""",
             [[user.pk for user in raters[:20]], dataset.pk],
         )
+    vacuum(RatingSlot, PairSkip)  # VACUUM without ANALYZE: the statistics stay the queued batch's
     newcomer = raters[20]
     now = timezone.now()
     day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -204,13 +221,14 @@ def test_a_raters_slots_are_read_by_rater_under_statistics_of_an_unrated_queue(s
         ),
     }
     for name, plan in plans.items():
-        by_rater = [
-            node
+        # Every read of the slots but the queue head's scan (test above) and the claimed
+        # slot's update: the rater's slots, leases, and the pairs the head's scan passes.
+        reads = [
+            (node.get("Index Name") or node["Node Type"], node["Shared Hit Blocks"] + node["Shared Read Blocks"])
             for node in nodes(plan["Plan"])
             if node.get("Relation Name") == RatingSlot._meta.db_table
-            and "rater_id" in node.get("Index Cond", "")
-            and "pair_id" not in node.get("Index Cond", "")
+            and node["Node Type"] != "ModifyTable"
+            and node.get("Index Name") not in ("slot_claim_idx", f"{RatingSlot._meta.db_table}_pkey")
         ]
-        assert by_rater, name
-        read = [(node["Index Name"], node["Shared Hit Blocks"] + node["Shared Read Blocks"]) for node in by_rater]
-        assert all(pages <= 4 for _, pages in read), (name, read)
+        assert reads, name
+        assert all(pages <= 6 for _, pages in reads), (name, reads)
