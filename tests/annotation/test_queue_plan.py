@@ -164,11 +164,12 @@ def test_claim_work_does_not_grow_with_the_raters_history(statement):
 
 
 def generic_plan(statement, values: dict) -> dict:
-    """EXPLAIN (ANALYZE, BUFFERS) of ``statement`` run once through its generic plan."""
+    """EXPLAIN (ANALYZE, BUFFERS) of ``statement`` run once through its generic plan (in
+    autocommit: the session's setting, reset afterwards)."""
     types = ", ".join(sql_type for _, sql_type in statement.params)
     placeholders = ", ".join(["%s"] * len(statement.params))
     with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
         cursor.execute(f"PREPARE plan_of_{statement.name} ({types}) AS {statement.positional()}")
         try:
             cursor.execute(
@@ -178,6 +179,7 @@ def generic_plan(statement, values: dict) -> dict:
             (plan,) = cursor.fetchone()
         finally:
             cursor.execute(f"DEALLOCATE plan_of_{statement.name}")
+            cursor.execute("RESET plan_cache_mode")
     return (json.loads(plan) if isinstance(plan, str) else plan)[0]
 
 
