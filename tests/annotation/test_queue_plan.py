@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from annotation.models import PairSkip, RatingSlot
 from annotation.rating import queue
@@ -164,12 +164,12 @@ def test_claim_work_does_not_grow_with_the_raters_history(statement):
 
 
 def generic_plan(statement, values: dict) -> dict:
-    """EXPLAIN (ANALYZE, BUFFERS) of ``statement`` run once through its generic plan (in
-    autocommit: the session's setting, reset afterwards)."""
+    """EXPLAIN (ANALYZE, BUFFERS) of ``statement`` run once through its generic plan (the
+    setting lasts the transaction: the session's stays as the app's statements set it)."""
     types = ", ".join(sql_type for _, sql_type in statement.params)
     placeholders = ", ".join(["%s"] * len(statement.params))
-    with connection.cursor() as cursor:
-        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         cursor.execute(f"PREPARE plan_of_{statement.name} ({types}) AS {statement.positional()}")
         try:
             cursor.execute(
@@ -179,8 +179,16 @@ def generic_plan(statement, values: dict) -> dict:
             (plan,) = cursor.fetchone()
         finally:
             cursor.execute(f"DEALLOCATE plan_of_{statement.name}")
-            cursor.execute("RESET plan_cache_mode")
     return (json.loads(plan) if isinstance(plan, str) else plan)[0]
+
+
+def statistics_say_no_slot_has_a_rater() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT null_frac FROM pg_stats WHERE tablename = %s AND attname = 'rater_id'",
+            [RatingSlot._meta.db_table],
+        )
+        return cursor.fetchone() == (1.0,)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -199,8 +207,8 @@ def test_a_raters_slots_are_read_by_rater_under_statistics_of_an_unrated_queue(s
     dataset = split.dataset
     bulk_sis_pairs(batch=SamplingBatchFactory(split=split, dataset=dataset), n_pairs=4_000)
     raters = [UserFactory(roles=["rater"], qualified_for=["SIS"]) for _ in range(21)]
+    assert statistics_say_no_slot_has_a_rater()  # bulk_sis_pairs analyzed the queued batch
     with connection.cursor() as cursor:
-        cursor.execute(f"ANALYZE {RatingSlot._meta.db_table}")
         # 20,000 slots rated by 20 raters (each pair's five slots by five of them).
         cursor.execute(
             f"""UPDATE {RatingSlot._meta.db_table} s
@@ -209,6 +217,7 @@ def test_a_raters_slots_are_read_by_rater_under_statistics_of_an_unrated_queue(s
             [[user.pk for user in raters[:20]], dataset.pk],
         )
     vacuum(RatingSlot, PairSkip)  # VACUUM without ANALYZE: the statistics stay the queued batch's
+    assert statistics_say_no_slot_has_a_rater()  # and no autovacuum analyzed the table meanwhile
     newcomer = raters[20]
     now = timezone.now()
     day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
