@@ -25,15 +25,27 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 CLAIM_STATEMENTS = (statements.claim, statements.claim_ordinary)
 
 
-def explain_claim(*, rater, dataset: str, statement=statements.claim) -> dict:
-    """EXPLAIN (ANALYZE, BUFFERS) of one real claim; returns the JSON plan."""
+def claim_values(*, rater, dataset: str) -> dict:
+    """A claim's parameters, of any kind, as the rating policy claims: gold's turn is drawn too."""
     from django.utils import timezone
 
     now = timezone.now()
-    params = {"dataset": dataset, "rater": rater.pk, "kind": None, "now": now, "expires": now + queue.lease_ttl()}
-    params["gold"] = True  # as the rating policy claims: gold's turn is drawn too
+    return {
+        "dataset": dataset,
+        "rater": rater.pk,
+        "kind": None,
+        "now": now,
+        "expires": now + queue.lease_ttl(),
+        "gold": True,
+    }
+
+
+def explain_claim(*, rater, dataset: str, statement=statements.claim) -> dict:
+    """EXPLAIN (ANALYZE, BUFFERS) of one real claim; returns the JSON plan."""
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement().sql, params)
+        cursor.execute(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement().sql, claim_values(rater=rater, dataset=dataset)
+        )
         (plan,) = cursor.fetchone()
     return (json.loads(plan) if isinstance(plan, str) else plan)[0]
 
@@ -118,25 +130,29 @@ def plans_stay_at_the_head(small: dict, large: dict) -> None:
     assert pages(large) <= 3 * pages(small), (pages(small), pages(large))
 
 
-def explain_generic_claim(*, rater, dataset: str, statement) -> dict:
-    """EXPLAIN (ANALYZE) of one claim through the prepared statement with its generic plan,
-    the plan a connection settles on after its first five claims."""
-    from django.utils import timezone
-
-    now = timezone.now()
+def generic_plan(statement, values: dict) -> dict:
+    """EXPLAIN (ANALYZE, BUFFERS) of ``statement`` run once through its generic plan (the
+    setting lasts the transaction: the session's stays as the app's statements set it)."""
     types = ", ".join(sql_type for _, sql_type in statement.params)
-    with connection.cursor() as cursor:
+    placeholders = ", ".join(["%s"] * len(statement.params))
+    with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        cursor.execute(f"PREPARE claim_generic ({types}) AS {statement.positional()}")
+        cursor.execute(f"PREPARE plan_of_{statement.name} ({types}) AS {statement.positional()}")
         try:
             cursor.execute(
-                "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_generic (%s, %s, NULL, %s, %s, true)",
-                [dataset, rater.pk, now, now + queue.lease_ttl()],
+                f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE plan_of_{statement.name} ({placeholders})",
+                [values[name] for name, _ in statement.params],
             )
             (plan,) = cursor.fetchone()
         finally:
-            cursor.execute("DEALLOCATE claim_generic")
+            cursor.execute(f"DEALLOCATE plan_of_{statement.name}")
     return (json.loads(plan) if isinstance(plan, str) else plan)[0]
+
+
+def explain_generic_claim(*, rater, dataset: str, statement) -> dict:
+    """EXPLAIN (ANALYZE, BUFFERS) of one claim through the prepared statement with its
+    generic plan, the plan a connection settles on after its first five claims."""
+    return generic_plan(statement, claim_values(rater=rater, dataset=dataset))
 
 
 @pytest.mark.parametrize("statement", CLAIM_STATEMENTS, ids=["claim", "claim_ordinary"])
@@ -161,25 +177,6 @@ def test_claim_work_does_not_grow_with_the_raters_history(statement):
     ]
     assert compared < 1_000, compared
     assert probes and max(node["Actual Loops"] for node in probes) >= 300  # one probe per passed slot
-
-
-def generic_plan(statement, values: dict) -> dict:
-    """EXPLAIN (ANALYZE, BUFFERS) of ``statement`` run once through its generic plan (the
-    setting lasts the transaction: the session's stays as the app's statements set it)."""
-    types = ", ".join(sql_type for _, sql_type in statement.params)
-    placeholders = ", ".join(["%s"] * len(statement.params))
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        cursor.execute(f"PREPARE plan_of_{statement.name} ({types}) AS {statement.positional()}")
-        try:
-            cursor.execute(
-                f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE plan_of_{statement.name} ({placeholders})",
-                [values[name] for name, _ in statement.params],
-            )
-            (plan,) = cursor.fetchone()
-        finally:
-            cursor.execute(f"DEALLOCATE plan_of_{statement.name}")
-    return (json.loads(plan) if isinstance(plan, str) else plan)[0]
 
 
 def statistics_say_no_slot_has_a_rater() -> bool:
@@ -222,10 +219,7 @@ def test_a_raters_slots_are_read_by_rater_under_statistics_of_an_unrated_queue(s
     now = timezone.now()
     day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
     plans = {
-        "claim": generic_plan(
-            statements.claim(),
-            {"dataset": dataset.name, "rater": newcomer.pk, "kind": None, "now": now, "expires": now, "gold": True},
-        ),
+        "claim": explain_generic_claim(rater=newcomer, dataset=dataset.name, statement=statements.claim()),
         "progress": generic_plan(
             progress_statement(),
             {"dataset": dataset.name, "rater": newcomer.pk, "day_start": day_start, "first_quarter": day_start},
