@@ -26,6 +26,11 @@ _HALF_MASK = (1 << _HALF_BITS) - 1
 # (Luby-Rackoff); six leave a margin at a cost of microseconds per id.
 _ROUNDS = 6
 _SHA256_BLOCK = 64
+# Ids computed lately, both ways, per process: a rated item's ids come back (the slot
+# served in one answer is the next submit's URL and that answer's slot_id; its pair is
+# in both answers), so a page cycle computes 3 of its 7 ids instead of all (each is
+# about 24 HMACs with the cycle walking). Bounded: emptied when full, a few MB at most.
+MEMO_LIMIT = 16_384
 
 
 class OpaqueIds:
@@ -36,20 +41,40 @@ class OpaqueIds:
         if len(key) < 16:
             raise ValueError("the key of opaque ids needs at least 16 bytes")
         self._rounds = {kind: [_round_key(key, f"{kind}\0{i}".encode()) for i in range(_ROUNDS)] for kind in kinds}
+        # (kind, id) -> opaque id and (kind, opaque id) -> id, filled together.
+        self._encoded: dict[tuple[str, int], int] = {}
+        self._decoded: dict[tuple[str, int], int] = {}
 
     def encode(self, kind: str, value: int) -> int:
+        known = self._encoded.get((kind, value))
+        if known is not None and type(value) is int:
+            return known
         rounds = self._checked(kind, value)
-        value = _permute(rounds, value)
-        while value >= ID_LIMIT:
-            value = _permute(rounds, value)
-        return value
+        opaque = _permute(rounds, value)
+        while opaque >= ID_LIMIT:
+            opaque = _permute(rounds, opaque)
+        self._remember(kind, value, opaque)
+        return opaque
 
     def decode(self, kind: str, value: int) -> int:
+        known = self._decoded.get((kind, value))
+        if known is not None and type(value) is int:
+            return known
         rounds = self._checked(kind, value)
-        value = _unpermute(rounds, value)
-        while value >= ID_LIMIT:
-            value = _unpermute(rounds, value)
-        return value
+        plain = _unpermute(rounds, value)
+        while plain >= ID_LIMIT:
+            plain = _unpermute(rounds, plain)
+        self._remember(kind, plain, value)
+        return plain
+
+    def _remember(self, kind: str, value: int, opaque: int) -> None:
+        # Emptied rather than evicted one by one: no bookkeeping per lookup. Threads of a
+        # process may race here; either order leaves only correct pairs.
+        if len(self._encoded) >= MEMO_LIMIT:
+            self._encoded.clear()
+            self._decoded.clear()
+        self._encoded[(kind, value)] = opaque
+        self._decoded[(kind, opaque)] = value
 
     def _checked(self, kind: str, value: int) -> list:
         if kind not in self._rounds:

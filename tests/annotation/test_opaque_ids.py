@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from annotation.opaque_ids import ID_LIMIT, OpaqueIds, _round_key, _round_value
+import annotation.opaque_ids as opaque_ids
+from annotation.opaque_ids import ID_LIMIT, MEMO_LIMIT, OpaqueIds, _round_key, _round_value
 
 KINDS = ("slot", "pair", "rating", "flag")
 
@@ -53,6 +54,14 @@ def test_bad_input_is_refused(ids):
             ids.decode("slot", bad)
     with pytest.raises(KeyError, match="no opaque ids of kind"):
         ids.encode("job", 1)
+    # Equal keys of another type (True == 1 == 1.0) find no remembered id.
+    opaque = ids.encode("slot", 1)
+    for bad in (True, 1.0):
+        with pytest.raises(ValueError, match="whole number"):
+            ids.encode("slot", bad)
+        with pytest.raises(ValueError, match="whole number"):
+            ids.decode("slot", bad)
+    assert ids.decode("slot", opaque) == 1
     with pytest.raises(ValueError, match="16 bytes"):
         OpaqueIds(b"short", KINDS)
 
@@ -80,3 +89,40 @@ def test_the_round_function_is_hmac_sha256_of_the_tweak_and_the_half(key_length)
 def test_ids_are_the_ones_given_out_before(key, expected):
     ids = OpaqueIds(key, KINDS)
     assert [ids.encode(kind, n) for kind in ("slot", "rating") for n in (1, 123456789)] == expected
+
+
+def test_ids_met_lately_are_remembered_both_ways(monkeypatch):
+    computed = []
+    permute, unpermute = opaque_ids._permute, opaque_ids._unpermute
+    monkeypatch.setattr(opaque_ids, "_permute", lambda rounds, v: computed.append(v) or permute(rounds, v))
+    monkeypatch.setattr(opaque_ids, "_unpermute", lambda rounds, v: computed.append(v) or unpermute(rounds, v))
+    fresh, remembering = OpaqueIds(b"k" * 32, KINDS), OpaqueIds(b"k" * 32, KINDS)
+    expected = {(kind, n): fresh.encode(kind, n) for kind in KINDS for n in (1, 2, 123456789)}
+    for (kind, n), opaque in expected.items():
+        assert remembering.encode(kind, n) == opaque
+    computed.clear()
+    # An id given out, and the opaque id a rater sends back, cost no permutation again.
+    for (kind, n), opaque in expected.items():
+        assert remembering.encode(kind, n) == opaque
+        assert remembering.decode(kind, opaque) == n
+    assert computed == []
+    # An opaque id decoded first is then encoded from memory; another kind is not.
+    opaque = fresh.encode("pair", 77)
+    assert remembering.decode("pair", opaque) == 77
+    computed.clear()
+    assert remembering.encode("pair", 77) == opaque
+    assert computed == []
+    assert remembering.encode("rating", 77) == fresh.encode("rating", 77)
+    assert computed != []
+
+
+def test_the_memory_of_ids_stays_bounded():
+    ids = OpaqueIds(b"k" * 32, KINDS)
+    fresh = OpaqueIds(b"k" * 32, KINDS)
+    for n in range(MEMO_LIMIT + 100):
+        ids.encode("slot", n)
+        assert len(ids._encoded) <= MEMO_LIMIT and len(ids._decoded) <= MEMO_LIMIT
+    # Emptied when full, then filled again: still the same ids.
+    assert len(ids._encoded) == 100
+    for n in (0, MEMO_LIMIT + 99):
+        assert ids.encode("slot", n) == fresh.encode("slot", n)
