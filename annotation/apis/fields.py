@@ -5,6 +5,7 @@ import functools
 import hashlib
 
 from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -28,6 +29,21 @@ class SharedFieldsMixin:
 
     def get_fields(self):
         return {name: copy.copy(field) for name, field in self._declared_fields.items()}
+
+
+# Unbound: it only formats; for what datetime_text does not take.
+_DATETIME = serializers.DateTimeField()
+
+
+def datetime_text(value, answer_tz) -> str:
+    """What DRF's DateTimeField answers for ``value`` (ISO 8601 in the current time zone,
+    "Z" for UTC), with that zone looked up once per answer by the caller (``answer_tz``:
+    ``timezone.get_current_timezone()``): the lookup was most of the field's cost, four
+    times per rated item. A naive value goes to the field itself."""
+    if timezone.is_naive(value):
+        return _DATETIME.to_representation(value)
+    text = value.astimezone(answer_tz).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 @functools.cache

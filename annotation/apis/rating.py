@@ -5,6 +5,7 @@ import dataclasses
 import zoneinfo
 
 from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
@@ -12,7 +13,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import selectors
-from annotation.apis.fields import OpaqueIdField, SharedFieldsMixin, StrictFloatField, StrictIntegerField, rater_ids
+from annotation.apis.fields import (
+    OpaqueIdField,
+    SharedFieldsMixin,
+    StrictFloatField,
+    StrictIntegerField,
+    datetime_text,
+    rater_ids,
+)
 from annotation.apis.rating_cycle import JsonAnswer, JsonOnlyMixin, claim_input, read_body, submit_input
 from annotation.models import FlagReason, Modality, TaskKind
 from annotation.people import accounts
@@ -57,14 +65,11 @@ class AssignmentSerializer(SharedFieldsMixin, serializers.Serializer):
         return [dataclasses.asdict(item) for item in obj.items]
 
 
-# Unbound: it only formats (ISO 8601, "Z" for UTC, as every DateTimeField answers).
-_DATETIME = serializers.DateTimeField()
-
-
-def assignment_answer(assignment) -> dict:
+def assignment_answer(assignment, answer_tz=None) -> dict:
     """What ``AssignmentSerializer`` answers for ``assignment``, built directly: the claim
     and the submit's next pair are the rating cycle, and walking DRF's fields cost more
-    than the claim's own query (tests/annotation/test_shared_fields.py keeps both equal)."""
+    than the claim's own query (tests/annotation/test_shared_fields.py keeps both equal).
+    ``answer_tz``: the current time zone when the caller looked it up (``datetime_text``)."""
     ids = rater_ids()
     ttl = settings.LEASE_TTL_SECONDS
     return {
@@ -72,7 +77,7 @@ def assignment_answer(assignment) -> dict:
         "pair_id": str(ids.encode("pair", assignment.pair_id)),
         "dataset": assignment.dataset,
         "kind": assignment.kind,
-        "lease_expires_at": _DATETIME.to_representation(assignment.lease_expires_at),
+        "lease_expires_at": datetime_text(assignment.lease_expires_at, answer_tz or timezone.get_current_timezone()),
         "lease_ttl_seconds": ttl,
         "heartbeat_seconds": max(5, ttl // 3),
         "resumed": assignment.resumed,
@@ -83,7 +88,7 @@ def assignment_answer(assignment) -> dict:
     }
 
 
-def submit_answer(result) -> dict:
+def submit_answer(result, answer_tz=None) -> dict:
     """What ``RatingSubmitApi.RatingSubmitOutputSerializer`` answers for a stored rating,
     built directly, as ``assignment_answer`` (tests/annotation/test_shared_fields.py)."""
     ids = rater_ids()
@@ -91,7 +96,7 @@ def submit_answer(result) -> dict:
         "rating_id": str(ids.encode("rating", result.rating_id)),
         "pair_id": str(ids.encode("pair", result.pair_id)),
         "slot_id": str(ids.encode("slot", result.slot_id)),
-        "created_at": _DATETIME.to_representation(result.created_at),
+        "created_at": datetime_text(result.created_at, answer_tz or timezone.get_current_timezone()),
         "replayed": result.replayed,
     }
 
@@ -164,9 +169,10 @@ def claim_answer(rater, *, dataset: str, values: dict) -> JsonAnswer:
     assignment = policy.slot_claim(rater=rater, dataset=dataset, kind=values["kind"])
     if assignment is None:
         return JsonAnswer(None, status=status.HTTP_204_NO_CONTENT)
-    body = assignment_answer(assignment)
+    answer_tz = timezone.get_current_timezone()
+    body = assignment_answer(assignment, answer_tz)
     if tz_name is not None:
-        body["progress"] = progress_answer(rater, dataset, tz_name, field="progress_tz")
+        body["progress"] = progress_answer(rater, dataset, tz_name, field="progress_tz", answer_tz=answer_tz)
     return JsonAnswer(body)
 
 
@@ -245,15 +251,16 @@ def submit_answer_for(rater, *, dataset: str, slot_id: int, values: dict) -> Jso
     if tz_name is not None:
         _time_zone(tz_name, field="progress_tz")  # a bad name is refused before anything is stored
     submission = {"rater": rater, "dataset": dataset, "slot_id": slot_id, **values}
+    answer_tz = timezone.get_current_timezone()
     if next_kind is None:
         result = policy.rating_submit(**submission)
-        body = submit_answer(result)
+        body = submit_answer(result, answer_tz)
     else:
         result, assignment = policy.rating_submit_and_claim_next(next_kind=next_kind, **submission)
-        body = submit_answer(result)
-        body["next"] = assignment_answer(assignment) if assignment is not None else None
+        body = submit_answer(result, answer_tz)
+        body["next"] = assignment_answer(assignment, answer_tz) if assignment is not None else None
     if tz_name is not None:
-        body["progress"] = progress_answer(rater, dataset, tz_name, field="progress_tz")
+        body["progress"] = progress_answer(rater, dataset, tz_name, field="progress_tz", answer_tz=answer_tz)
     return JsonAnswer(body, status=status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED)
 
 
@@ -312,32 +319,34 @@ class RaterProgressApi(APIView):
         return Response(progress_answer(request.user, dataset, request.query_params.get("tz")))
 
 
-def progress_answer(rater, dataset: str, tz_name: str | None, *, field: str = "tz") -> dict:
+def progress_answer(rater, dataset: str, tz_name: str | None, *, field: str = "tz", answer_tz=None) -> dict:
     """The rater's progress on ``dataset`` as the progress API answers it ("today" in the
-    IANA time zone ``tz_name``; ``field`` names it in an error)."""
+    IANA time zone ``tz_name``; ``field`` names it in an error; ``answer_tz`` as in
+    ``assignment_answer``)."""
     tz = _time_zone(tz_name, field=field)
     # Who: a participant reads their study only.
     participant = policy.participation(rater=rater, dataset=dataset)
     progress = selectors.rater_progress(rater=rater, dataset=dataset, tz=tz)
     study = None if participant is None else quota.study_progress(participant)
-    return progress_data(progress, study)
+    return progress_data(progress, study, answer_tz)
 
 
-def progress_data(progress: selectors.RaterProgress, study: dict | None) -> dict:
+def progress_data(progress: selectors.RaterProgress, study: dict | None, answer_tz=None) -> dict:
     """What ``RaterProgressSerializer`` answers, built directly: the rating page asks for
     progress with every claim and submit, and DRF's copies of the serializer's fields
     cost more than the progress statement (tests/annotation/test_shared_fields.py keeps
     both equal)."""
     held = progress.held_slot_id
+    answer_tz = answer_tz or timezone.get_current_timezone()
     return {
         "dataset": progress.dataset,
         "kinds": [str(kind) for kind in progress.kinds],
         "ratings_today": int(progress.ratings_today),
         "pairs_left": int(progress.pairs_left),
         "pairs_left_by_kind": {str(kind): int(n) for kind, n in progress.pairs_left_by_kind.items()},
-        "day_starts_at": _DATETIME.to_representation(progress.day_starts_at),
+        "day_starts_at": datetime_text(progress.day_starts_at, answer_tz),
         "held_slot_id": None if held is None else str(rater_ids().encode("slot", held)),
-        "held_until": None if progress.held_until is None else _DATETIME.to_representation(progress.held_until),
+        "held_until": None if progress.held_until is None else datetime_text(progress.held_until, answer_tz),
         "study": None if study is None else {"items_done": int(study["items_done"]), "quota": int(study["quota"])},
     }
 

@@ -9,9 +9,11 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.utils import timezone
 from rest_framework import fields as drf_fields
 from rest_framework import serializers
 
+from annotation.apis.fields import datetime_text
 from annotation.apis.rating import (
     AssignmentSerializer,
     RaterProgressSerializer,
@@ -122,3 +124,21 @@ def test_the_built_progress_answer_equals_the_serializers(held, study):
     assert json.dumps(built)
     assert built["day_starts_at"] == "2026-03-01T23:00:00Z"
     assert (built["held_slot_id"] is None) == (held is None)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin", "America/St_Johns"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        datetime(2026, 3, 2, 12, 30, 5, 123456, tzinfo=UTC),
+        datetime(2026, 7, 2, 0, 0, tzinfo=ZoneInfo("Asia/Kolkata")),
+        datetime(2026, 10, 25, 0, 30, tzinfo=UTC),  # Berlin's clocks go back that night
+        datetime(2026, 3, 2, 12, 30, 5),  # naive: the field's own handling
+    ],
+)
+def test_datetime_text_answers_as_drf_in_the_current_time_zone(zone, value):
+    with timezone.override(ZoneInfo(zone)):
+        expected = drf_fields.DateTimeField().to_representation(value)
+        assert datetime_text(value, timezone.get_current_timezone()) == expected
+        result = SubmitResult(rating_id=1, pair_id=2, slot_id=3, created_at=value, replayed=False)
+        assert submit_answer(result)["created_at"] == expected
