@@ -88,8 +88,12 @@ def lease_ttl() -> timedelta:
     return timedelta(seconds=settings.LEASE_TTL_SECONDS)
 
 
+# TaskKind.values builds its list on every read; the claim and submit check twice an item.
+_KINDS = frozenset(TaskKind.values)
+
+
 def check_kind(kind: str | None) -> None:
-    if kind is not None and kind not in TaskKind.values:
+    if kind is not None and kind not in _KINDS:
         raise QueueInputError(f"kind must be one of {', '.join(TaskKind.values)}, got {kind!r}")
 
 
