@@ -18,7 +18,7 @@ from django.db import connection
 
 from annotation.models import GoldPurpose
 from annotation.rating.queue.sql_text import render_sql
-from annotation.sql import Statement, execute
+from annotation.sql import Statement, execute, hot_cursor
 
 # The tally's quarters, as the triggers bin them (migration 0027).
 QUARTER = timedelta(minutes=15)
@@ -168,7 +168,7 @@ def first_quarter(moment: datetime) -> datetime:
 def progress_row(*, rater_id: int, dataset: str, day_start: datetime) -> tuple | None:
     """(dataset id, ratings today, kinds, pairs left per kind (in the kinds' order, may be
     zero or less), held lease id, held until), or None for an unknown dataset."""
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         adapt = connection.ops.adapt_datetimefield_value
         values = {"dataset": dataset, "rater": rater_id, "day_start": adapt(day_start)}
         execute(cursor, progress_statement(), {**values, "first_quarter": adapt(first_quarter(day_start))})

@@ -27,7 +27,7 @@ from knox.settings import CONSTANTS
 from rest_framework.exceptions import AuthenticationFailed
 
 from annotation.people.roles import ROLES, remember_roles
-from annotation.sql import Statement, execute
+from annotation.sql import Statement, execute, hot_cursor
 
 _TOKEN_FIELDS = ["digest", "token_key", "user_id", "created", "expiry"]
 
@@ -66,7 +66,7 @@ class RoleTokenAuthentication(TokenAuthentication):
         statement, user_fields = _statement()
         prefix = token[: CONSTANTS.TOKEN_KEY_LENGTH]
         now = connection.ops.adapt_datetimefield_value(timezone.now())
-        with connection.cursor() as cursor:
+        with hot_cursor() as cursor:
             execute(cursor, statement, {"key": prefix, "now": now})
             rows = cursor.fetchall()
         digest = hash_token(token)

@@ -24,7 +24,7 @@ from annotation.rating.queue.shapes import (
     lease_ttl,
     service_now,
 )
-from annotation.sql import execute, use_postgres_sql
+from annotation.sql import execute, hot_cursor, use_postgres_sql
 
 
 def slot_claim(
@@ -131,7 +131,7 @@ def _claim_postgres(
 
 
 def _claim_row(statement, values: dict):
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         execute(cursor, statement, values, prefix=statements.async_commit_prefix())
         return cursor.fetchone()
 

@@ -37,7 +37,7 @@ from annotation.rating.queue.shapes import (
     service_now,
 )
 from annotation.rating.queue.slots import SlotView, holds, lock_slot, not_held_error
-from annotation.sql import execute, use_postgres_sql
+from annotation.sql import execute, hot_cursor, use_postgres_sql
 
 
 def submission_values(
@@ -192,7 +192,7 @@ def _submit_postgres_fast(values: Mapping) -> tuple[int, int, bool] | None:
     # In autocommit the statement is its own transaction; inside a caller's transaction
     # a savepoint keeps a unique violation from spoiling it.
     scope = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
-    with scope, connection.cursor() as cursor:
+    with scope, hot_cursor() as cursor:
         execute(cursor, statements.submit_fast(), values)
         return cursor.fetchone()
 
