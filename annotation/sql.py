@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connections
 
 # A prepared statement is planned for its first five runs with their values; then
 # PostgreSQL compares a generic plan with those and, for every statement here (six plans
@@ -30,10 +30,24 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections
 GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan; "
 
 
+# The default database's vendor by its ENGINE setting: ``connection.vendor`` reaches the
+# connection through a context-local lookup each time, several times per rated item.
+_VENDORS: dict[str, str] = {}
+
+
+def default_vendor() -> str:
+    """The default connection's ``vendor`` ("postgresql", "sqlite" ...)."""
+    engine = connections.settings[DEFAULT_DB_ALIAS]["ENGINE"]
+    vendor = _VENDORS.get(engine)
+    if vendor is None:
+        vendor = _VENDORS[engine] = connections[DEFAULT_DB_ALIAS].vendor
+    return vendor
+
+
 def use_postgres_sql() -> bool:
     """The one switch of the queue, gold serving and exclusion: their single-statement
     PostgreSQL paths, or (off PostgreSQL, or with ``SQL_PATHS=portable``) their ORM paths."""
-    return connection.vendor == "postgresql" and settings.SQL_PATHS == "postgres"
+    return default_vendor() == "postgresql" and settings.SQL_PATHS == "postgres"
 
 
 @dataclass(frozen=True)
@@ -60,11 +74,11 @@ def hot_cursor() -> Iterator:
     own, inside Django's translation of its errors (an IntegrityError is still Django's)
     and after Django's check that no failed ``atomic`` block is being used, when nothing
     watches the connection's queries; Django's cursor when something does (a query log:
-    DEBUG or a test's query capture; an execute wrapper). Django's cursor wraps every
+    DEBUG or a test's query capture; an execute wrapper) and off PostgreSQL. Django's cursor wraps every
     statement in several layers of calls: about 35 us of the web process's CPU a
     statement, four statements per rated item."""
     db = connections[DEFAULT_DB_ALIAS]
-    if db.queries_logged or db.execute_wrappers:
+    if db.vendor != "postgresql" or db.queries_logged or db.execute_wrappers:
         with db.cursor() as cursor:
             yield cursor
         return
@@ -78,16 +92,17 @@ def hot_cursor() -> Iterator:
 def execute(cursor, statement: Statement, values: Mapping, *, prefix: str = "") -> None:
     """Run ``statement`` with ``values`` on ``cursor`` (of the default connection).
     ``prefix`` (PostgreSQL only) is SQL sent in the same round trip, before it."""
-    if connection.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
+    db = connections[DEFAULT_DB_ALIAS]  # once: each use of the proxy looks it up again
+    if db.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
         cursor.execute(prefix + statement.sql, values)
         return
     # Prepared statements belong to the server session and PREPARE is not undone by a
     # rollback, so remembering them per client connection object is exact.
-    raw = connection.connection
-    known = getattr(connection, "_prepared_statements", None)
+    raw = db.connection
+    known = getattr(db, "_prepared_statements", None)
     if known is None or known[0] is not raw:
         known = (raw, set())
-        connection._prepared_statements = known
+        db._prepared_statements = known
     if statement.name not in known[1]:
         types = ", ".join(sql_type for _, sql_type in statement.params)
         cursor.execute(f"{GENERIC_PLANS}PREPARE {statement.name} ({types}) AS {statement.positional()}")

@@ -75,3 +75,12 @@ def test_a_query_capture_and_an_execute_wrapper_see_the_statements(table):
     with connection.execute_wrapper(wrapper), hot_cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {table}")
     assert seen == [f"SELECT count(*) FROM {table}"]
+
+
+def test_the_vendor_read_by_engine_is_the_connections(settings):
+    from annotation.sql import default_vendor, use_postgres_sql
+
+    assert default_vendor() == connection.vendor == "postgresql"
+    assert use_postgres_sql()
+    settings.SQL_PATHS = "portable"
+    assert not use_postgres_sql()
