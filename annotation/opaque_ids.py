@@ -73,6 +73,7 @@ class OpaqueIds:
         if len(self._encoded) >= MEMO_LIMIT:
             self._encoded.clear()
             self._decoded.clear()
+        value, opaque = int(value), int(opaque)  # plain ints (an int subclass passes _checked)
         self._encoded[(kind, value)] = opaque
         self._decoded[(kind, opaque)] = value
 

@@ -82,6 +82,10 @@ def hot_cursor() -> Iterator:
         with db.cursor() as cursor:
             yield cursor
         return
+    # As Django's cursor does first: a connection that fails its health check (once a
+    # request, with CONN_HEALTH_CHECKS) is replaced. (Its thread check cannot fail here:
+    # ``connections`` gives each thread its own.)
+    db.close_if_health_check_failed()
     db.ensure_connection()
     db.validate_no_broken_transaction()
     # create_cursor: the driver's cursor as Django's cursor holds it (its time zones).

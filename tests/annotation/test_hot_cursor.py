@@ -5,12 +5,13 @@ zones; Django's cursor while a query capture or an execute wrapper watches."""
 from datetime import UTC, datetime
 
 import pytest
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, IntegrityError, connection, connections, transaction
 from django.db.backends.utils import CursorWrapper
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
-from annotation.sql import hot_cursor
+from annotation import sql
+from annotation.sql import default_vendor, hot_cursor, use_postgres_sql
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +31,7 @@ def table():
         cursor.execute("DROP TABLE IF EXISTS hot_cursor_t")
 
 
-def test_unwatched_statements_use_the_drivers_cursor_and_read_alike(table):
+def test_unwatched_statements_use_the_drivers_cursor_and_read_timestamps_alike(table):
     at = datetime(2026, 3, 2, 12, 30, 5, 123456, tzinfo=UTC)
     with hot_cursor() as cursor:
         assert not isinstance(cursor, CursorWrapper)
@@ -77,10 +78,29 @@ def test_a_query_capture_and_an_execute_wrapper_see_the_statements(table):
     assert seen == [f"SELECT count(*) FROM {table}"]
 
 
-def test_the_vendor_read_by_engine_is_the_connections(settings):
-    from annotation.sql import default_vendor, use_postgres_sql
-
+def test_the_vendor_is_the_connections_and_known_by_engine(settings, monkeypatch):
     assert default_vendor() == connection.vendor == "postgresql"
     assert use_postgres_sql()
     settings.SQL_PATHS = "portable"
     assert not use_postgres_sql()
+    # Another ENGINE setting is another vendor, read from its connection once.
+    monkeypatch.setitem(connections.settings[DEFAULT_DB_ALIAS], "ENGINE", "django.db.backends.sqlite3")
+    monkeypatch.setitem(sql._VENDORS, "django.db.backends.sqlite3", "sqlite")
+    assert default_vendor() == "sqlite"
+    assert not use_postgres_sql()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_that_fails_its_health_check_is_replaced(settings):
+    with hot_cursor() as cursor:
+        cursor.execute("SELECT 1")
+    dead = connection.connection
+    dead.close()  # as a database restart leaves it: the object is there, the session gone
+    connection.health_check_enabled, connection.health_check_done = True, False
+    try:
+        with hot_cursor() as cursor:
+            cursor.execute("SELECT 2")
+            assert cursor.fetchone() == (2,)
+        assert connection.connection is not dead
+    finally:
+        connection.health_check_enabled = False

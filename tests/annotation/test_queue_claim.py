@@ -111,6 +111,8 @@ def test_claim_only_serves_qualified_kinds(engine, clock):
         slot_claim(rater=sts_only, dataset="nope")
     with pytest.raises(QueueInputError, match="kind must be one of"):
         claim(sts_only, dataset, kind="XYZ")
+    with pytest.raises(QueueInputError, match="kind must be one of"):
+        claim(sts_only, dataset, kind=["STS"])  # unhashable: named, not a TypeError
     assert claim(rater(kinds=["SIS"]), dataset).pair_id == sis.id
 
 

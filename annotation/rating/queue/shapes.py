@@ -93,7 +93,7 @@ _KINDS = frozenset(TaskKind.values)
 
 
 def check_kind(kind: str | None) -> None:
-    if kind is not None and kind not in _KINDS:
+    if kind is not None and (not isinstance(kind, str) or kind not in _KINDS):
         raise QueueInputError(f"kind must be one of {', '.join(TaskKind.values)}, got {kind!r}")
 
 
