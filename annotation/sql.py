@@ -70,12 +70,12 @@ class Statement:
 
 @contextmanager
 def hot_cursor() -> Iterator:
-    """A cursor of the default connection for the rating cycle's statements: the driver's
-    own, inside Django's translation of its errors (an IntegrityError is still Django's)
-    and after Django's check that no failed ``atomic`` block is being used, when nothing
-    watches the connection's queries; Django's cursor when something does (a query log:
-    DEBUG or a test's query capture; an execute wrapper) and off PostgreSQL. Django's cursor wraps every
-    statement in several layers of calls: about 35 us of the web process's CPU a
+    """A cursor of the default connection for the rating cycle's statements: on PostgreSQL
+    while nothing watches the connection's queries, the driver's own, after Django's
+    connection health check and its check for a failed ``atomic`` block and inside its
+    translation of errors (an IntegrityError is still Django's); else Django's cursor (a
+    query log: DEBUG or a test's query capture; an execute wrapper). Django's cursor wraps
+    every statement in several layers of calls: about 35 us of the web process's CPU a
     statement, four statements per rated item."""
     db = connections[DEFAULT_DB_ALIAS]
     if db.vendor != "postgresql" or db.queries_logged or db.execute_wrappers:

@@ -35,14 +35,14 @@ class SharedFieldsMixin:
 _DATETIME = serializers.DateTimeField()
 
 
-def datetime_text(value, answer_tz) -> str:
+def datetime_text(value, answer_tz=None) -> str:
     """What DRF's DateTimeField answers for ``value`` (ISO 8601 in the current time zone,
-    "Z" for UTC), with that zone looked up once per answer by the caller (``answer_tz``:
-    ``timezone.get_current_timezone()``): the lookup was most of the field's cost, four
-    times per rated item. A naive value goes to the field itself."""
+    "Z" for UTC). ``answer_tz``: that zone, when the caller looked it up once for its
+    whole answer (``timezone.get_current_timezone()``): the lookup was most of the
+    field's cost, four times per rated item. A naive value goes to the field itself."""
     if timezone.is_naive(value):
         return _DATETIME.to_representation(value)
-    text = value.astimezone(answer_tz).isoformat()
+    text = value.astimezone(answer_tz or timezone.get_current_timezone()).isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 

@@ -77,7 +77,7 @@ def assignment_answer(assignment, answer_tz=None) -> dict:
         "pair_id": str(ids.encode("pair", assignment.pair_id)),
         "dataset": assignment.dataset,
         "kind": assignment.kind,
-        "lease_expires_at": datetime_text(assignment.lease_expires_at, answer_tz or timezone.get_current_timezone()),
+        "lease_expires_at": datetime_text(assignment.lease_expires_at, answer_tz),
         "lease_ttl_seconds": ttl,
         "heartbeat_seconds": max(5, ttl // 3),
         "resumed": assignment.resumed,
@@ -96,7 +96,7 @@ def submit_answer(result, answer_tz=None) -> dict:
         "rating_id": str(ids.encode("rating", result.rating_id)),
         "pair_id": str(ids.encode("pair", result.pair_id)),
         "slot_id": str(ids.encode("slot", result.slot_id)),
-        "created_at": datetime_text(result.created_at, answer_tz or timezone.get_current_timezone()),
+        "created_at": datetime_text(result.created_at, answer_tz),
         "replayed": result.replayed,
     }
 
@@ -337,7 +337,6 @@ def progress_data(progress: selectors.RaterProgress, study: dict | None, answer_
     cost more than the progress statement (tests/annotation/test_shared_fields.py keeps
     both equal)."""
     held = progress.held_slot_id
-    answer_tz = answer_tz or timezone.get_current_timezone()
     return {
         "dataset": progress.dataset,
         "kinds": [str(kind) for kind in progress.kinds],

@@ -1,6 +1,7 @@
 """The rating cycle's cursor (annotation.sql.hot_cursor): the driver's own cursor when
-nothing watches the queries, and still Django's errors, transaction checks and time
-zones; Django's cursor while a query capture or an execute wrapper watches."""
+nothing watches the queries, and still Django's health check, errors, transaction
+checks and time zones; Django's cursor while a query capture or an execute wrapper
+watches."""
 
 from datetime import UTC, datetime
 
@@ -91,7 +92,7 @@ def test_the_vendor_is_the_connections_and_known_by_engine(settings, monkeypatch
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_connection_that_fails_its_health_check_is_replaced(settings):
+def test_a_connection_that_fails_its_health_check_is_replaced():
     with hot_cursor() as cursor:
         cursor.execute("SELECT 1")
     dead = connection.connection
