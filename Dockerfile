@@ -6,4 +6,7 @@ RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
 RUN RUN_MODE=embedded VAR_DIR=/tmp/build python manage.py collectstatic --no-input -v 0
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "4"]
+# The served configuration is config/gunicorn.conf.py (workers, threads, keep-alive limits,
+# timeouts, all from the environment); the container listens on every interface.
+ENV GUNICORN_BIND=0.0.0.0:8000
+CMD ["gunicorn", "config.wsgi", "-c", "config/gunicorn.conf.py"]

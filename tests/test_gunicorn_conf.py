@@ -1,6 +1,7 @@
 """The served configuration (config/gunicorn.conf.py): a keep-alive connection is closed
 after GUNICORN_KEEPALIVE_REQUESTS requests, so its client reconnects and lands on a worker
-process that is free to accept, instead of staying bound to one busy process."""
+process that is free to accept, instead of staying bound to one busy process. The
+container serves with it: the server fixture starts the Dockerfile's CMD."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.annotation.test_queue_concurrency import server  # noqa: F401  (the gunicorn fixture)
+from tests.annotation.test_queue_concurrency import served_command, server  # noqa: F401  (the gunicorn fixture)
 from tests.conftest import REPO_DIR
 
 CONF = REPO_DIR / "config" / "gunicorn.conf.py"
@@ -55,3 +56,12 @@ def test_gunicorn_closes_a_keep_alive_connection_after_its_twentieth_request(ser
     # Requests 1-19 keep the connection; the 20th says close and the client reconnects.
     assert [i + 1 for i, (_, header, _) in enumerate(answers) if header == "close"] == [20]
     assert answers[18][2] is False and answers[19][2] is True
+
+
+def test_the_container_serves_with_the_configuration_file_on_every_interface():
+    # The image once ran gunicorn with its own flags: no keep-alive limit, a 2 s keep-alive,
+    # and GUNICORN_* settings ignored.
+    command = served_command()
+    assert "config/gunicorn.conf.py" in command and command[command.index("config/gunicorn.conf.py") - 1] == "-c"
+    dockerfile = (REPO_DIR / "Dockerfile").read_text().splitlines()
+    assert "ENV GUNICORN_BIND=0.0.0.0:8000" in dockerfile

@@ -10,6 +10,7 @@ import http.client
 import json
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -158,9 +159,21 @@ def fast_passwords(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+def served_command() -> list[str]:
+    """The web server's command as the Dockerfile's CMD gives it, with this interpreter's
+    gunicorn: the tests serve the app as production does, so a CMD that leaves the
+    served configuration out fails them."""
+    found = re.search(r"^CMD (\[.*\])$", (REPO / "Dockerfile").read_text(), re.MULTILINE)
+    assert found is not None, "the Dockerfile has no CMD in its JSON form"
+    command = json.loads(found[1])
+    assert command[0] == "gunicorn", command
+    return [sys.executable, "-m", "gunicorn", *command[1:]]
+
+
 @pytest.fixture
 def server(tmp_path):
-    """gunicorn serving the test database on a free port of 8121-8129."""
+    """gunicorn serving the test database on a free port of 8121-8129, started by the
+    Dockerfile's command (the bind comes from GUNICORN_BIND, as in the container)."""
     port = free_port()
     db = connection.settings_dict
     env = os.environ | {
@@ -176,7 +189,7 @@ def server(tmp_path):
     log = tmp_path / "gunicorn.log"
     with log.open("w") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.conf.py"],
+            served_command(),
             cwd=REPO,
             env=env,
             stdout=out,
