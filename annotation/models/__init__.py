@@ -56,7 +56,15 @@ from annotation.models.quality import (
     RaterPause,
     RatingExclusion,
 )
-from annotation.models.queue import Flag, FlagReason, PairSkip, Qualification, QueueCounter, RaterTally
+from annotation.models.queue import (
+    Flag,
+    FlagReason,
+    GoldCounter,
+    PairSkip,
+    Qualification,
+    QueueCounter,
+    RaterTally,
+)
 from annotation.models.rater_model import RaterEstimate, RaterModelFit
 from annotation.models.runs import BackgroundRun, Job, JobStatus, UploadState, upload_state_constraints
 from annotation.models.study import AnswerType, ParticipantAnswer, QuestionPhase, StudyQuestion
@@ -88,6 +96,7 @@ __all__ = [
     "ExclusionState",
     "Flag",
     "FlagReason",
+    "GoldCounter",
     "GoldLease",
     "GoldLeaseState",
     "GoldPair",

@@ -210,8 +210,8 @@ class GoldPair(models.Model):
         ]
         indexes = [
             models.Index(fields=["dataset", "kind", "id"], condition=Q(active=True), name="gold_active_idx"),
-            # The rater's progress counts these with every rated item: from this index
-            # alone, where the table's rows were read (all of them, at 2,000 gold pairs).
+            # Gold's turn in the claim asks whether one exists (the rater's progress reads
+            # their number from GoldCounter).
             models.Index(
                 fields=["dataset", "kind"], condition=Q(active=True, in_quiz=False), name="gold_serveable_idx"
             ),

@@ -1,0 +1,104 @@
+"""The serveable gold pairs per dataset and kind (``GoldCounter``), kept by PostgreSQL's
+triggers, against a recount of the gold pairs after every kind of write; the migration's
+count of the gold pairs stored before it; and the progress statement's "pairs left"
+reading the counter instead of counting the pool."""
+
+from __future__ import annotations
+
+from collections import Counter
+from importlib import import_module
+
+import pytest
+from django.db import connection
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation.models import GoldCounter, GoldPair, TaskKind
+from annotation.progress_sql import progress_row
+from annotation.quality.quiz import quiz_set
+from tests.annotation.crowd_support import gold_upload
+from tests.annotation.queue_support import queue_pairs
+from tests.factories import CaptionFactory, SplitFactory, UserFactory
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+SERVEABLE = Q(active=True, in_quiz=False)
+
+
+def recount() -> Counter:
+    """What the counter should hold: active gold pairs outside the quiz per dataset and kind."""
+    return Counter(GoldPair.objects.filter(SERVEABLE).values_list("dataset", "kind"))
+
+
+def counted() -> Counter:
+    rows = GoldCounter.objects.filter(pairs_serveable__gt=0).values_list("dataset", "kind", "pairs_serveable")
+    return Counter({(dataset, kind): n for dataset, kind, n in rows})
+
+
+@pytest.fixture
+def two_splits(tmp_path):
+    """Dataset A: 4 SIS and 3 STS gold pairs; dataset B: 2 SIS."""
+    splits = [SplitFactory(), SplitFactory()]
+    gold_upload(splits[0], TaskKind.SIS, 4, tmp_path)
+    gold_upload(splits[0], TaskKind.STS, 3, tmp_path)
+    gold_upload(splits[1], TaskKind.SIS, 2, tmp_path)
+    return splits
+
+
+def _delete_raw(gold_id: int) -> None:
+    # Raw SQL, as a script or an admin's psql would: the counter follows whatever deletes.
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM annotation_goldpair WHERE id = %s", [gold_id])
+
+
+def test_the_counter_follows_every_write_of_the_gold_pairs_it_counts(two_splits):
+    split_a, split_b = two_splits
+    a, b = split_a.dataset_id, split_b.dataset_id
+    assert counted() == recount() == Counter({(a, "SIS"): 4, (a, "STS"): 3, (b, "SIS"): 2})
+    sis = list(GoldPair.objects.filter(dataset_id=a, kind=TaskKind.SIS).order_by("id"))
+    caption = CaptionFactory(image=sis[3].image_a)
+    writes = [
+        lambda: quiz_set(dataset_id=a, gold_pair_ids=[sis[0].pk, sis[1].pk], in_quiz=True),
+        lambda: GoldPair.objects.filter(pk=sis[2].pk).update(active=False),  # the admin's "retire"
+        lambda: GoldPair.objects.filter(pk=sis[1].pk).update(active=False),  # retired while in the quiz
+        lambda: quiz_set(dataset_id=a, gold_pair_ids=[sis[1].pk], in_quiz=False),  # still retired
+        lambda: GoldPair.objects.filter(pk__in=[sis[1].pk, sis[2].pk]).update(active=True),  # served again
+        lambda: GoldPair.objects.get(pk=sis[2].pk).save(),  # every column written, none changed
+        lambda: GoldPair.objects.filter(pk=sis[3].pk).update(gold_score=1.5, explanation="not counted"),
+        lambda: GoldPair.objects.filter(pk=sis[3].pk).update(kind=TaskKind.SITS, caption_a=caption, image_b=None),
+        lambda: GoldPair.objects.filter(dataset_id=b).update(dataset_id=a),  # moved to the other dataset
+        lambda: GoldPair.objects.filter(pk=sis[2].pk).delete(),
+        lambda: _delete_raw(sis[0].pk),  # in the quiz: no count to take
+        lambda: _delete_raw(sis[1].pk),
+    ]
+    for number, write in enumerate(writes):
+        write()
+        assert counted() == recount(), number
+    assert recount() == Counter({(a, "STS"): 3, (a, "SITS"): 1, (a, "SIS"): 2})
+
+
+def test_the_migration_counts_the_gold_pairs_stored_before_it(two_splits):
+    split_a, _ = two_splits
+    first_sts = GoldPair.objects.filter(dataset_id=split_a.dataset_id, kind=TaskKind.STS).order_by("id").first()
+    quiz_set(dataset_id=split_a.dataset_id, gold_pair_ids=[first_sts.pk], in_quiz=True)
+    GoldPair.objects.filter(dataset_id=split_a.dataset_id, kind=TaskKind.SIS).update(active=False)
+    GoldCounter.objects.all().delete()
+    with connection.cursor() as cursor:
+        cursor.execute(import_module("annotation.migrations.0033_gold_counter").BACKFILL)
+    assert counted() == recount() and sum(recount().values()) == 4
+
+
+def test_the_progress_reads_the_serveable_gold_pairs_from_the_counter(two_splits):
+    split_a, _ = two_splits
+    queue_pairs(split=split_a, kind=TaskKind.SIS, n_pairs=3, ratings_per_pair=3)
+    rater = UserFactory(roles=["rater"], qualified_for=["SIS"])
+    day = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+
+    def pairs_left() -> int:
+        row = progress_row(rater_id=rater.pk, dataset=split_a.dataset.name, day_start=day)
+        return dict(zip(row[2], row[3], strict=True))["SIS"]
+
+    assert pairs_left() == 3 + 4  # three open pairs and four gold pairs
+    # Set by hand, the counter alone moves the figure: the pool is not counted again.
+    GoldCounter.objects.filter(dataset_id=split_a.dataset_id, kind=TaskKind.SIS).update(pairs_serveable=10)
+    assert pairs_left() == 3 + 10
