@@ -35,10 +35,11 @@ QUARTER_ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
 # ordinary pairs are left and the dataset serves gold (the CASE spares the counts
 # otherwise), as the serveable gold pairs (their counter, ``GoldCounter``, kept by
 # triggers: counting them read every one, 0.1 ms per item at 2,000 and growing with the
-# pool) less those in ``met``, each looked up by id: what the rater met is a few rows,
-# where testing every gold pair against it cost a probe per rule and pair (2,000 gold
-# pairs: 1.2 ms of PostgreSQL per progress) and a hash join of it with every gold pair
-# still read them all (0.5 ms); ``held_gold``, their leases of active gold pairs. ``oldest``: the
+# pool) less those in ``met`` (read only when the counter has any: a dataset without
+# gold skips it), each looked up by id: what the rater met is a few rows, where testing
+# every gold pair against it cost a probe per rule and pair (2,000 gold pairs: 1.2 ms of
+# PostgreSQL per progress) and a hash join of it with every gold pair still read them all
+# (0.5 ms); ``held_gold``, their leases of active gold pairs. ``oldest``: the
 # rater's oldest held lease, ordinary or gold, one without a time first, a tie by id.
 _PROGRESS_SQL = """
 WITH ds AS (SELECT {dataset.id} FROM {dataset} WHERE {dataset.name} = %(dataset)s),
@@ -114,16 +115,18 @@ SELECT
     ARRAY(SELECT kind FROM per_kind ORDER BY kind),
     ARRAY(
         SELECT pk.ordinary + pk.held_gold + CASE WHEN pk.ordinary > 0 AND NOT (SELECT off FROM gold_off) THEN COALESCE((
-            SELECT gc.{gold_counter.pairs_serveable} FROM {gold_counter} gc
+            SELECT gc.{gold_counter.pairs_serveable} - (
+                SELECT count(*) FROM met CROSS JOIN LATERAL (
+                    SELECT 1 FROM {gold} gp
+                    WHERE gp.{gold.id} = met.id AND gp.{gold.dataset} = (SELECT {dataset.id} FROM ds)
+                      AND gp.{gold.kind} = pk.kind AND gp.{gold.active} AND NOT gp.{gold.in_quiz}
+                    LIMIT 1  -- one row by id; the limit keeps it a probe per met row, not a join
+                ) serveable
+            )
+            FROM {gold_counter} gc
             WHERE gc.{gold_counter.dataset} = (SELECT {dataset.id} FROM ds) AND gc.{gold_counter.kind} = pk.kind
-        ), 0) - (
-            SELECT count(*) FROM met CROSS JOIN LATERAL (
-                SELECT 1 FROM {gold} gp
-                WHERE gp.{gold.id} = met.id AND gp.{gold.dataset} = (SELECT {dataset.id} FROM ds)
-                  AND gp.{gold.kind} = pk.kind AND gp.{gold.active} AND NOT gp.{gold.in_quiz}
-                LIMIT 1  -- one row by id; the limit keeps it a probe per met row, not a join
-            ) serveable
-        ) ELSE 0 END
+              AND gc.{gold_counter.pairs_serveable} > 0
+        ), 0) ELSE 0 END
         FROM per_kind pk ORDER BY pk.kind
     ),
     oldest.{slot.id}, oldest.{slot.lease_expires_at}
@@ -154,7 +157,7 @@ def progress_statement() -> Statement:
         quiz_purpose=f"'{GoldPurpose.QUIZ.value}'",
     )
     params = (("dataset", "text"), ("rater", "bigint"), ("day_start", "timestamptz"), ("first_quarter", "timestamptz"))
-    return Statement("rater_progress_v8", sql, params)
+    return Statement("rater_progress_v9", sql, params)
 
 
 def first_quarter(moment: datetime) -> datetime:
