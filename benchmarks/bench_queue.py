@@ -56,7 +56,8 @@ finds nothing left counts as ``empty`` in the log), BENCH_ROUNDS (default 3), BE
 BENCH_FIRST_PORT (default 8121; the phases take the ports from it on), BENCH_DB_PREFIX
 (default cxc_bench_queue), BENCH_KEEP_DATABASES=1 (leave the phases' databases for a look
 afterwards; the next run drops them), GUNICORN_WORKERS / GUNICORN_THREADS (defaults from
-config/gunicorn.conf.py). BENCH_SMOKE=1: 1,000 and 5,000 open slots, 50 gold pairs, one
+config/gunicorn.conf.py), CONN_MAX_AGE (default here 3600: the connections last the run,
+see ``start_server``). BENCH_SMOKE=1: 1,000 and 5,000 open slots, 50 gold pairs, one
 round of 2 s, a pool of 100 raters. So two runs can share the machine: give the second
 other ports and another prefix.
 """
@@ -133,11 +134,23 @@ def log(message: str) -> None:
 # --- server ----------------------------------------------------------------------------
 
 
+# Each worker thread's database connection lives CONN_MAX_AGE (production: 60 s), then
+# opens again: about 28 ms of PostgreSQL's CPU and 2 ms of the web process's (a backend
+# started, its statements prepared and planned; measured in one process). Served, that is
+# half a millisecond per second per thread, 0.02 ms per cycle at 300 cycles/s on twelve
+# threads, spread over the minute. Here the phases take turns, so a server's twelve
+# connections ran out together within whichever phase came a minute after its warm-up,
+# the gold ones in every run (0.8-4 ms per cycle of ended backends in their figures). So
+# the phases' servers keep their connections for the run, unless CONN_MAX_AGE is set.
+BENCH_CONN_MAX_AGE = "3600"
+
+
 def start_server(database: str, port: int, log_path: Path) -> subprocess.Popen:
     """gunicorn on the phase's database; at the smoke size one worker unless
     GUNICORN_WORKERS says otherwise (five phases' servers stay within the database's
-    connections)."""
+    connections). Connections live BENCH_CONN_MAX_AGE unless CONN_MAX_AGE is set."""
     env = django_env(database)
+    env.setdefault("CONN_MAX_AGE", BENCH_CONN_MAX_AGE)
     if SMOKE:
         env.setdefault("GUNICORN_WORKERS", "1")
     return start_gunicorn(env, port, log_path, port_setting="BENCH_FIRST_PORT")
