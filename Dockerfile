@@ -7,6 +7,9 @@ COPY . .
 RUN RUN_MODE=embedded VAR_DIR=/tmp/build python manage.py collectstatic --no-input -v 0
 EXPOSE 8000
 # The served configuration is config/gunicorn.conf.py (workers, threads, keep-alive limits,
-# timeouts, all from the environment); the container listens on every interface.
-ENV GUNICORN_BIND=0.0.0.0:8000
+# timeouts, all from the environment); the container listens on every interface. Three
+# workers, as the image always ran: inside a container the conf's default (cores + 1) would
+# count the host's cores, not the container's share (each worker thread holds a database
+# connection). Set GUNICORN_WORKERS to change it.
+ENV GUNICORN_BIND=0.0.0.0:8000 GUNICORN_WORKERS=3
 CMD ["gunicorn", "config.wsgi", "-c", "config/gunicorn.conf.py"]

@@ -63,5 +63,10 @@ def test_the_container_serves_with_the_configuration_file_on_every_interface():
     # and GUNICORN_* settings ignored.
     command = served_command()
     assert "config/gunicorn.conf.py" in command and command[command.index("config/gunicorn.conf.py") - 1] == "-c"
-    dockerfile = (REPO_DIR / "Dockerfile").read_text().splitlines()
-    assert "ENV GUNICORN_BIND=0.0.0.0:8000" in dockerfile
+    settings = {}
+    for line in (REPO_DIR / "Dockerfile").read_text().splitlines():
+        if line.startswith("ENV "):
+            settings.update(item.split("=", 1) for item in line.split()[1:])
+    # Every interface; three workers, not the host's cores + 1 (a thread's connection each).
+    assert settings["GUNICORN_BIND"] == "0.0.0.0:8000"
+    assert settings["GUNICORN_WORKERS"] == "3"

@@ -1,10 +1,13 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-# Each trigger adds a gold pair to its dataset's and kind's count while it is serveable
-# (active, outside the quiz) or takes it away; an update fires only when one of the
-# columns the count reads changed (Model.save() writes every column). A count is taken
-# down by UPDATE alone: a row deleted with its dataset stays deleted.
+# Per statement, the trigger sums what the written gold pairs add to and take from each
+# dataset's and kind's count while serveable (active, outside the quiz), and applies the
+# sums in (dataset, kind) order: two statements that change several kinds (a bulk retire,
+# a quiz of mixed kinds) lock the counter rows in the same order, never each other's
+# first; a 2,000-pair upload writes its counter row once; a write that changes no count
+# (Model.save(), a score edited) takes no lock. A count is taken down by UPDATE alone: a
+# row deleted with its dataset stays deleted. TRUNCATE empties the counter.
 TRIGGERS = """
 CREATE FUNCTION annotation_gold_counter_add(of_dataset bigint, of_kind varchar, delta integer)
 RETURNS void LANGUAGE plpgsql AS $$
@@ -13,31 +16,63 @@ BEGIN
         INSERT INTO annotation_goldcounter (dataset_id, kind, pairs_serveable) VALUES (of_dataset, of_kind, delta)
         ON CONFLICT (dataset_id, kind)
         DO UPDATE SET pairs_serveable = annotation_goldcounter.pairs_serveable + EXCLUDED.pairs_serveable;
-    ELSE
+    ELSIF delta < 0 THEN
         UPDATE annotation_goldcounter SET pairs_serveable = pairs_serveable + delta
         WHERE dataset_id = of_dataset AND kind = of_kind;
     END IF;
 END $$;
 
 CREATE FUNCTION annotation_gold_pair_count() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    change record;
 BEGIN
-    IF TG_OP <> 'INSERT' AND OLD.active AND NOT OLD.in_quiz THEN
-        PERFORM annotation_gold_counter_add(OLD.dataset_id, OLD.kind, -1);
-    END IF;
-    IF TG_OP <> 'DELETE' AND NEW.active AND NOT NEW.in_quiz THEN
-        PERFORM annotation_gold_counter_add(NEW.dataset_id, NEW.kind, 1);
+    IF TG_OP = 'INSERT' THEN
+        FOR change IN
+            SELECT dataset_id, kind, count(*)::integer AS delta FROM new_rows WHERE active AND NOT in_quiz
+            GROUP BY dataset_id, kind ORDER BY dataset_id, kind
+        LOOP
+            PERFORM annotation_gold_counter_add(change.dataset_id, change.kind, change.delta);
+        END LOOP;
+    ELSIF TG_OP = 'DELETE' THEN
+        FOR change IN
+            SELECT dataset_id, kind, -count(*)::integer AS delta FROM old_rows WHERE active AND NOT in_quiz
+            GROUP BY dataset_id, kind ORDER BY dataset_id, kind
+        LOOP
+            PERFORM annotation_gold_counter_add(change.dataset_id, change.kind, change.delta);
+        END LOOP;
+    ELSE
+        FOR change IN
+            SELECT dataset_id, kind, sum(delta)::integer AS delta FROM (
+                SELECT dataset_id, kind, -1 AS delta FROM old_rows WHERE active AND NOT in_quiz
+                UNION ALL
+                SELECT dataset_id, kind, 1 FROM new_rows WHERE active AND NOT in_quiz
+            ) changed
+            GROUP BY dataset_id, kind HAVING sum(delta) <> 0 ORDER BY dataset_id, kind
+        LOOP
+            PERFORM annotation_gold_counter_add(change.dataset_id, change.kind, change.delta);
+        END LOOP;
     END IF;
     RETURN NULL;
 END $$;
 
-CREATE TRIGGER annotation_gold_pair_count AFTER INSERT OR DELETE
-ON annotation_goldpair FOR EACH ROW EXECUTE FUNCTION annotation_gold_pair_count();
+CREATE FUNCTION annotation_gold_pair_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM annotation_goldcounter;
+    RETURN NULL;
+END $$;
 
-CREATE TRIGGER annotation_gold_pair_count_change AFTER UPDATE OF dataset_id, kind, active, in_quiz
-ON annotation_goldpair FOR EACH ROW
-WHEN (OLD.dataset_id IS DISTINCT FROM NEW.dataset_id OR OLD.kind IS DISTINCT FROM NEW.kind
-      OR OLD.active IS DISTINCT FROM NEW.active OR OLD.in_quiz IS DISTINCT FROM NEW.in_quiz)
-EXECUTE FUNCTION annotation_gold_pair_count();
+CREATE TRIGGER annotation_gold_pair_count_insert AFTER INSERT ON annotation_goldpair
+REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION annotation_gold_pair_count();
+
+CREATE TRIGGER annotation_gold_pair_count_update AFTER UPDATE ON annotation_goldpair
+REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION annotation_gold_pair_count();
+
+CREATE TRIGGER annotation_gold_pair_count_delete AFTER DELETE ON annotation_goldpair
+REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION annotation_gold_pair_count();
+
+CREATE TRIGGER annotation_gold_pair_truncate AFTER TRUNCATE ON annotation_goldpair
+FOR EACH STATEMENT EXECUTE FUNCTION annotation_gold_pair_truncated();
 """
 
 # The gold pairs stored before the triggers, counted once. Creating the triggers locked
@@ -49,8 +84,11 @@ GROUP BY dataset_id, kind;
 """
 
 DROP_TRIGGERS = """
-DROP TRIGGER annotation_gold_pair_count_change ON annotation_goldpair;
-DROP TRIGGER annotation_gold_pair_count ON annotation_goldpair;
+DROP TRIGGER annotation_gold_pair_truncate ON annotation_goldpair;
+DROP TRIGGER annotation_gold_pair_count_delete ON annotation_goldpair;
+DROP TRIGGER annotation_gold_pair_count_update ON annotation_goldpair;
+DROP TRIGGER annotation_gold_pair_count_insert ON annotation_goldpair;
+DROP FUNCTION annotation_gold_pair_truncated();
 DROP FUNCTION annotation_gold_pair_count();
 DROP FUNCTION annotation_gold_counter_add(bigint, varchar, integer);
 """

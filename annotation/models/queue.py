@@ -152,9 +152,10 @@ class GoldCounter(models.Model):
     there read every such gold pair each time (2,000: 0.1 ms of PostgreSQL per item,
     growing with the pool); reading this is one row.
 
-    PostgreSQL keeps it: a trigger on the gold pair table (migration 0033) counts every
-    insert, delete and change of dataset, kind, active or in_quiz, whatever code writes the
-    row. Elsewhere (SQLite) it stays empty and progress counts the gold pairs."""
+    PostgreSQL keeps it: triggers on the gold pair table (migration 0033) count every
+    insert, delete, truncate and change of dataset, kind, active or in_quiz, whatever code
+    writes the rows, once per statement. Elsewhere (SQLite) it stays empty and progress
+    counts the gold pairs."""
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+", db_index=False)
     kind = models.CharField(max_length=4, choices=TaskKind.choices)

@@ -45,6 +45,16 @@ def two_splits(tmp_path):
     return splits
 
 
+def row_version(dataset_id: int, kind: str) -> str | None:
+    """The counter row's physical version (ctid): any write to the row moves it."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT ctid::text FROM annotation_goldcounter WHERE dataset_id = %s AND kind = %s", [dataset_id, kind]
+        )
+        row = cursor.fetchone()
+    return None if row is None else row[0]
+
+
 def _delete_raw(gold_id: int) -> None:
     # Raw SQL, as a script or an admin's psql would: the counter follows whatever deletes.
     with connection.cursor() as cursor:
@@ -75,6 +85,53 @@ def test_the_counter_follows_every_write_of_the_gold_pairs_it_counts(two_splits)
         write()
         assert counted() == recount(), number
     assert recount() == Counter({(a, "STS"): 3, (a, "SITS"): 1, (a, "SIS"): 2})
+
+
+def test_a_write_that_changes_no_count_leaves_the_counter_row_alone(two_splits):
+    # Not even a write of the same figure: that would take the row's lock until commit.
+    split_a, _ = two_splits
+    a = split_a.dataset_id
+    gold = GoldPair.objects.filter(dataset_id=a, kind=TaskKind.SIS).order_by("id").first()
+    before = row_version(a, "SIS")
+    GoldPair.objects.get(pk=gold.pk).save()
+    GoldPair.objects.filter(pk=gold.pk).update(gold_score=4.5, explanation="edited")
+    GoldPair.objects.filter(dataset_id=a).update(explanation="all edited")
+    assert row_version(a, "SIS") == before is not None
+    GoldPair.objects.filter(pk=gold.pk).update(active=False)
+    assert row_version(a, "SIS") != before
+
+
+def counter_updates() -> int:
+    """Rows of the counter updated so far in this transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'annotation_goldcounter'")
+        return cursor.fetchone()[0]
+
+
+def test_a_statement_over_several_kinds_writes_each_counter_row_once(two_splits):
+    split_a, split_b = two_splits
+    before = counter_updates()
+    assert GoldPair.objects.filter(dataset_id=split_a.dataset_id).update(active=False) == 7
+    assert counted() == recount() == Counter({(split_b.dataset_id, "SIS"): 2})
+    assert counter_updates() - before == 2  # one per kind, not one per gold pair (7)
+
+
+def test_a_count_whose_row_is_gone_is_not_taken_below_zero(two_splits):
+    # A dataset's deletion removes its counter rows before its gold pairs: their count is
+    # not taken down then (a row of -1 would break the CHECK and the deletion with it).
+    split_a, _ = two_splits
+    a = split_a.dataset_id
+    GoldCounter.objects.filter(dataset_id=a, kind=TaskKind.STS).delete()
+    GoldPair.objects.filter(dataset_id=a, kind=TaskKind.STS).delete()
+    assert not GoldCounter.objects.filter(dataset_id=a, kind=TaskKind.STS).exists()
+    assert counted()[(a, "SIS")] == 4
+
+
+def test_truncating_the_gold_pairs_empties_the_counter(two_splits):
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # the uploads' deferred checks, before TRUNCATE
+        cursor.execute("TRUNCATE annotation_goldpair CASCADE")
+    assert not GoldCounter.objects.exists()
 
 
 def test_the_migration_counts_the_gold_pairs_stored_before_it(two_splits):
