@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-ui bench-sampling bench-sampling-1m bench-sampling-distributed bench-field-cxc bench-phase2-cxc bench-adaptive bench-dashboard bench-exclusion bench-join bench-peer bench-smoke mutation
+.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-cycle bench-ui bench-sampling bench-sampling-1m bench-sampling-distributed bench-field-cxc bench-phase2-cxc bench-adaptive bench-dashboard bench-exclusion bench-join bench-peer bench-smoke mutation
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -68,6 +68,13 @@ bench-dashboard: $(STAMP)
 # BENCH_DB_PREFIX, BENCH_SMOKE=1 (see the script's docstring).
 bench-queue: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_queue.py
+
+# The rating page's cycle in one process (no HTTP, own databases cxc_bench_cycle_*): web
+# and PostgreSQL CPU per rated item and PostgreSQL's per statement, phases page and
+# page_gold; steadier than bench-queue for comparing two versions of the code taking turns.
+# BENCH_CYCLES, BENCH_WARMUP, BENCH_SLOTS, BENCH_RATERS, BENCH_GOLD_PAIRS, BENCH_SMOKE=1.
+bench-cycle: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_cycle.py
 
 # Exclude a rater with 10,000 ratings (CxC scale, own database cxc_bench_exclusion) while
 # 16 raters claim and submit; BENCH_BEFORE_SECONDS of load before it (default 8).

@@ -1,0 +1,247 @@
+"""The rating page's cycle in one process: CPU per rated item, web and PostgreSQL, and
+PostgreSQL's CPU per statement, without HTTP, a load generator or other processes.
+
+bench-queue measures the served cycle, but on a shared two-core machine its figures move
+by up to 1.8x between runs minutes apart: the server, the database and the load
+generator compete for the cores. This benchmark drives ``config.wsgi.application``
+directly (the same WSGI entry gunicorn calls) with the page's requests, one rater after
+another over a single database connection, and reads the web CPU from the process
+(``time.process_time``) and the backend's from ``/proc/<pid>/schedstat``. Comparing two
+versions of the code means running it for each in turns (a ``git worktree`` of the old
+one): a change of 0.05 ms shows there, not in bench-queue.
+
+Phases, each in a child process on a fresh database ``<BENCH_DB_PREFIX>_<phase>``
+(SIS pairs with 5 open slots each, raters with tokens, as bench-queue fills them):
+``page`` (no gold pairs) and ``page_gold`` (BENCH_GOLD_PAIRS gold pairs, one in 20 items).
+Each runs BENCH_WARMUP cycles (default 300: statements prepared, caches warm), an ANALYZE
+of the queue in use, BENCH_WARMUP cycles again (statements planned anew), then
+BENCH_CYCLES measured ones (default 3,000), then as many again with every statement's
+backend CPU read around it (through Django's cursor, which the wrapper needs: its web
+figure is not the cycle's). A cycle is one submit that also claims the next pair and
+answers with the rater's progress, as the rating page sends it.
+
+Last line: ``{"phases": {phase: {"cycles", "web_cpu_ms_per_cycle",
+"db_cpu_ms_per_cycle", "cpu_ms_per_cycle", "statements": {name: {"per_cycle",
+"db_us"}}}}, "machine"}``. Environment: DATABASE_URL (server and user; the database name
+is replaced), BENCH_SLOTS (default 100,000), BENCH_RATERS (default 32), BENCH_CYCLES,
+BENCH_WARMUP, BENCH_GOLD_PAIRS (default 2,000), BENCH_DB_PREFIX (default
+cxc_bench_cycle), BENCH_KEEP_DATABASES=1. BENCH_SMOKE=1: 5,000 slots, 60 cycles after 20.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+from _common import (
+    drop_database,
+    env_number,
+    fresh_database,
+    machine_speed,
+    print_figures,
+    smoke,
+)
+from _queue_data import add_gold, django_env, fill, migrate
+
+REPO = Path(__file__).resolve().parent.parent
+SMOKE = smoke()
+SLOTS = 5_000 if SMOKE else env_number("BENCH_SLOTS", 100_000, minimum=1_000)
+RATERS = env_number("BENCH_RATERS", 32, minimum=1)
+CYCLES = 60 if SMOKE else env_number("BENCH_CYCLES", 3_000, minimum=10)
+WARMUP = 20 if SMOKE else env_number("BENCH_WARMUP", 300, minimum=1)
+GOLD_PAIRS = 50 if SMOKE else env_number("BENCH_GOLD_PAIRS", 2_000, minimum=1)
+PREFIX = os.environ.get("BENCH_DB_PREFIX") or "cxc_bench_cycle"
+PHASES = {"page": False, "page_gold": True}
+
+CLAIM_BODY = b'{"kind": "SIS", "progress_tz": "Europe/Berlin"}'
+SUBMIT_BODY = (
+    '{"score": %.3f, "time_on_item_ms": 17000, "time_to_first_move_ms": 900, "adjustments": 3, '
+    '"idempotency_key": "%s", "claim_next_kind": "SIS", "progress_tz": "Europe/Berlin"}'
+)
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --- the child: one phase in this process ------------------------------------------------
+
+
+class PageRaters:
+    """The rating page's requests, rater after rater, through the WSGI application."""
+
+    def __init__(self, application, tokens: list[str], seed: int):
+        self.application = application
+        self.tokens = tokens
+        self.held: dict[str, str | None] = {}
+        self.rng = random.Random(seed)
+
+    def post(self, path: str, token: str, body: bytes) -> tuple[int, bytes]:
+        environ = {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": path,
+            "QUERY_STRING": "",
+            "SERVER_NAME": "localhost",
+            "SERVER_PORT": "80",
+            "HTTP_HOST": "localhost",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.errors": sys.stderr,
+            "CONTENT_TYPE": "application/json",
+            "CONTENT_LENGTH": str(len(body)),
+            "HTTP_AUTHORIZATION": f"Token {token}",
+        }
+        status = []
+        chunks = self.application(environ, lambda line, headers: status.append(line))
+        try:
+            content = b"".join(chunks)
+        finally:
+            chunks.close()
+        return int(status[0][:3]), content
+
+    def cycles(self, count: int) -> None:
+        """``count`` rated items; a claim first for a rater who holds nothing."""
+        for number in range(count):
+            token = self.tokens[number % len(self.tokens)]
+            slot = self.held.get(token)
+            if slot is None:
+                status, content = self.post("/api/rate/bench/claim/", token, CLAIM_BODY)
+                if status != 200:
+                    raise SystemExit(f"claim answered {status}: {content[:300]!r}")
+                slot = json.loads(content)["slot_id"]
+            body = (SUBMIT_BODY % (self.rng.uniform(0, 5), uuid.uuid4().hex)).encode()
+            status, content = self.post(f"/api/rate/bench/slots/{slot}/submit/", token, body)
+            if status != 201:
+                raise SystemExit(f"submit answered {status}: {content[:300]!r}")
+            following = json.loads(content)["next"]
+            self.held[token] = None if following is None else following["slot_id"]
+
+
+def backend_ns(connection) -> int:
+    """CPU nanoseconds of the connection's PostgreSQL backend so far."""
+    pid = connection.connection.get_backend_pid()
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+
+
+def statement_name(sql: str) -> str:
+    """A prepared statement's name without its version, else the SQL's first words."""
+    words = sql.split()
+    if "EXECUTE" in words:
+        name = words[words.index("EXECUTE") + 1].split("(")[0]
+        return name.rsplit("_v", 1)[0]
+    return " ".join(words[:2])[:40]
+
+
+def run_phase(tokens: list[str]) -> dict:
+    """Warm-up, the measured cycles, then the per-statement pass; this process's figures."""
+    from django.db import connection
+
+    from config.wsgi import application
+
+    raters = PageRaters(application, tokens, seed=1)
+    raters.cycles(WARMUP)
+    # Statistics of a queue in use (see _queue_data.analyze): analyzed when filled, every
+    # slot was open and rater-less, and the progress read a rater's slots through the
+    # wrong index (1.1 ms per item at 100,000 slots instead of 0.3). The statements are
+    # planned again on their next runs.
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    raters.cycles(WARMUP)
+    web, db = time.process_time(), backend_ns(connection)
+    raters.cycles(CYCLES)
+    web, db = time.process_time() - web, backend_ns(connection) - db
+    spent: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+
+    def wrapper(execute, sql, params, many, context):
+        before = backend_ns(connection)
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            entry = spent[statement_name(sql)]
+            entry[0] += 1
+            entry[1] += backend_ns(connection) - before
+
+    with connection.execute_wrapper(wrapper):
+        raters.cycles(CYCLES)
+    return {
+        "cycles": CYCLES,
+        "web_cpu_ms_per_cycle": round(1000 * web / CYCLES, 3),
+        "db_cpu_ms_per_cycle": round(db / 1e6 / CYCLES, 3),
+        "cpu_ms_per_cycle": round(1000 * web / CYCLES + db / 1e6 / CYCLES, 3),
+        "statements": {
+            name: {"per_cycle": round(count / CYCLES, 3), "db_us": round(ns / count / 1000, 1)}
+            for name, (count, ns) in sorted(spent.items(), key=lambda item: -item[1][1])
+        },
+    }
+
+
+# --- the parent: a database and a child per phase ------------------------------------------
+
+
+def prepare(database: str, gold: bool) -> list[str]:
+    started = time.perf_counter()
+    fresh_database(database)
+    migrate(database)
+    _, tokens = fill(database, SLOTS, RATERS)
+    if gold:
+        add_gold(database, GOLD_PAIRS)
+    log(f"{database}: {SLOTS:,} open slots, {RATERS} raters ready in {time.perf_counter() - started:.1f} s")
+    return tokens
+
+
+def measure(database: str, tokens: list[str]) -> dict:
+    """The phase in a child process (Django set up on the phase's database)."""
+    env = django_env(database) | {"DJANGO_SETTINGS_MODULE": "config.settings", "ALLOWED_HOSTS": "localhost"}
+    child = subprocess.run(
+        [sys.executable, __file__, "--child"],
+        input="\n".join(tokens),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        check=False,
+    )
+    if child.returncode != 0:
+        raise SystemExit(f"{database}: the phase failed ({child.returncode}):\n{child.stderr[-3000:]}")
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    if not os.environ.get("DATABASE_URL"):
+        raise SystemExit("benchmarks need PostgreSQL: set DATABASE_URL (make bench-* sets it)")
+    machine = machine_speed()
+    log(f"bench-cycle: machine speed {machine}")
+    phases = {}
+    for name, gold in PHASES.items():
+        database = f"{PREFIX}_{name}"
+        try:
+            phases[name] = measure(database, prepare(database, gold))
+        finally:
+            if os.environ.get("BENCH_KEEP_DATABASES") != "1":
+                drop_database(database)
+        figures = phases[name]
+        log(
+            f"{name}: {figures['cpu_ms_per_cycle']} ms of CPU per cycle (web {figures['web_cpu_ms_per_cycle']}, "
+            f"PostgreSQL {figures['db_cpu_ms_per_cycle']}); PostgreSQL per statement: "
+            + ", ".join(
+                f"{key} {value['db_us']} us x {value['per_cycle']}" for key, value in figures["statements"].items()
+            )
+        )
+    print_figures({"phases": phases, "machine": machine})
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--child"]:
+        sys.path.insert(0, str(REPO))
+        print(json.dumps(run_phase(sys.stdin.read().split())))
+    else:
+        main()
