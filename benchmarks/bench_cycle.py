@@ -49,7 +49,8 @@ from _common import (
     print_figures,
     smoke,
 )
-from _queue_data import add_gold, django_env, fill, migrate
+from _load import PAGE_CLAIM, PAGE_SUBMIT_TEMPLATE
+from _queue_data import add_gold, analyze, django_env, fill, migrate
 
 REPO = Path(__file__).resolve().parent.parent
 SMOKE = smoke()
@@ -60,12 +61,6 @@ WARMUP = 20 if SMOKE else env_number("BENCH_WARMUP", 300, minimum=1)
 GOLD_PAIRS = 50 if SMOKE else env_number("BENCH_GOLD_PAIRS", 2_000, minimum=1)
 PREFIX = os.environ.get("BENCH_DB_PREFIX") or "cxc_bench_cycle"
 PHASES = {"page": False, "page_gold": True}
-
-CLAIM_BODY = b'{"kind": "SIS", "progress_tz": "Europe/Berlin"}'
-SUBMIT_BODY = (
-    '{"score": %.3f, "time_on_item_ms": 17000, "time_to_first_move_ms": 900, "adjustments": 3, '
-    '"idempotency_key": "%s", "claim_next_kind": "SIS", "progress_tz": "Europe/Berlin"}'
-)
 
 
 def log(message: str) -> None:
@@ -114,11 +109,11 @@ class PageRaters:
             token = self.tokens[number % len(self.tokens)]
             slot = self.held.get(token)
             if slot is None:
-                status, content = self.post("/api/rate/bench/claim/", token, CLAIM_BODY)
+                status, content = self.post("/api/rate/bench/claim/", token, PAGE_CLAIM)
                 if status != 200:
                     raise SystemExit(f"claim answered {status}: {content[:300]!r}")
                 slot = json.loads(content)["slot_id"]
-            body = (SUBMIT_BODY % (self.rng.uniform(0, 5), uuid.uuid4().hex)).encode()
+            body = (PAGE_SUBMIT_TEMPLATE % (self.rng.uniform(0, 5), uuid.uuid4().hex)).encode()
             status, content = self.post(f"/api/rate/bench/slots/{slot}/submit/", token, body)
             if status != 201:
                 raise SystemExit(f"submit answered {status}: {content[:300]!r}")
@@ -149,12 +144,10 @@ def run_phase(tokens: list[str]) -> dict:
 
     raters = PageRaters(application, tokens, seed=1)
     raters.cycles(WARMUP)
-    # Statistics of a queue in use (see _queue_data.analyze): analyzed when filled, every
-    # slot was open and rater-less, and the progress read a rater's slots through the
-    # wrong index (1.1 ms per item at 100,000 slots instead of 0.3). The statements are
+    # Statistics of a queue in use, as bench-queue takes them (analyzed when filled, the
+    # progress cost 1.1 ms per item at 100,000 slots instead of 0.3); the statements are
     # planned again on their next runs.
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+    analyze(connection.settings_dict["NAME"])
     raters.cycles(WARMUP)
     web, db = time.process_time(), backend_ns(connection)
     raters.cycles(CYCLES)
