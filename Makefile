@@ -60,7 +60,7 @@ bench-export: $(STAMP)
 # Campaign dashboard at CxC scale (own database cxc_bench_dashboard): snapshot refresh, page times.
 bench-dashboard: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_dashboard.py
-# Rating queue over HTTP (gunicorn + PostgreSQL, ports from 8121, own databases cxc_bench_queue_*):
+# Rating queue over HTTP (the web server + PostgreSQL, ports from 8121, own databases cxc_bench_queue_*):
 # phases 10k (U=16), 10k_u8, 10k_u32, 10k_gold (1 in 20), 1m, and in the rating page's flow
 # 10k_page, 10k_u8_page, 10k_u32_page, 10k_gold_page: cycles/s, CPU ms per cycle,
 # claim p50/p95/p99, over-assigned pairs; BENCH_SECONDS per phase (default 15),
@@ -81,7 +81,7 @@ bench-cycle: $(STAMP)
 bench-exclusion: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_exclusion.py
 
-# 200 Prolific participants arriving through a campaign link over HTTP (gunicorn +
+# 200 Prolific participants arriving through a campaign link over HTTP (the web server +
 # PostgreSQL, own database cxc_bench_join), each rating to the quota; join latency and
 # duplicate raters.
 bench-join: $(STAMP)
@@ -96,7 +96,7 @@ bench-join: $(STAMP)
 bench-peer: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && PEER=$(PEER) $(PY) benchmarks/bench_peer.py
 
-# 50 submissions in headless Chromium against gunicorn + PostgreSQL: submit -> next pair ready.
+# 50 submissions in headless Chromium against the web server + PostgreSQL: submit -> next pair ready.
 bench-ui: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_ui.py
 
@@ -113,7 +113,7 @@ bench-sampling-1m: $(STAMP)
 bench-sampling-distributed: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_sampling_distributed.py
 
-# The real CxC validation files end to end through the API (gunicorn + PostgreSQL, own
+# The real CxC validation files end to end through the API (the web server + PostgreSQL, own
 # database cxc_bench_field): import, upload, rate every pair, export, check row order.
 bench-field-cxc: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/field_cxc_val.py

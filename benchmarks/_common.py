@@ -110,26 +110,40 @@ def env_database(default: str, name: str = "BENCH_DATABASE") -> str:
     return text
 
 
-def start_gunicorn(env: dict, port: int, log_path: Path, *, port_setting: str = "") -> subprocess.Popen:
-    """gunicorn with the project's settings file on 127.0.0.1:``port`` (``env`` is its whole
-    environment), output to ``log_path``; returns once it answers HTTP. A port something else
-    already listens on stops the benchmark, naming ``port_setting`` (the variable that moves
-    it): that server would be measured instead of ours."""
+def served_command() -> list[str]:
+    """The web server's command as the Dockerfile's CMD gives it (JSON form), its
+    ``python`` this interpreter: benchmarks and tests serve the app as the container does,
+    so a CMD that stops serving the project's configuration fails them."""
+    found = re.search(r"^CMD (\[.*\])$", (REPO_DIR / "Dockerfile").read_text(), re.MULTILINE)
+    if found is None:
+        raise SystemExit("the Dockerfile has no CMD in its JSON form")
+    command = json.loads(found[1])
+    if command[:3] != ["python", "-m", "config.serve"]:
+        raise SystemExit(f"the Dockerfile's CMD is {command}, not python -m config.serve")
+    return [sys.executable, *command[1:]]
+
+
+def start_web_server(env: dict, port: int, log_path: Path, *, port_setting: str = "") -> subprocess.Popen:
+    """The container's web server (``served_command``: granian with config/serve.py's
+    settings) on 127.0.0.1:``port`` (``env`` is its whole environment), output to
+    ``log_path``; returns once it answers HTTP. A port something else already listens on
+    stops the benchmark, naming ``port_setting`` (the variable that moves it): that server
+    would be measured instead of ours."""
     with socket.socket() as probe:
         if probe.connect_ex(("127.0.0.1", port)) == 0:
             raise SystemExit(f"port {port} is taken on 127.0.0.1" + (f": set {port_setting}" if port_setting else ""))
     with log_path.open("w") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.conf.py"],
+            served_command(),
             cwd=REPO_DIR,
-            env=env | {"GUNICORN_BIND": f"127.0.0.1:{port}"},
+            env=env | {"WEB_BIND": f"127.0.0.1:{port}"},
             stdout=out,
             stderr=subprocess.STDOUT,
         )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise SystemExit(f"gunicorn exited with {server.returncode}:\n{log_path.read_text()[-3000:]}")
+            raise SystemExit(f"the web server exited with {server.returncode}:\n{log_path.read_text()[-3000:]}")
         try:
             # Any answer: a worker is up (a bare listening socket may have none yet).
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
@@ -140,7 +154,7 @@ def start_gunicorn(env: dict, port: int, log_path: Path, *, port_setting: str = 
         except OSError:
             time.sleep(0.2)
     stop_server(server)
-    raise SystemExit(f"gunicorn did not answer on port {port} within 60 s")
+    raise SystemExit(f"the web server did not answer on port {port} within 60 s")
 
 
 def print_figures(figures: dict) -> None:
@@ -172,7 +186,7 @@ def machine_speed(runs: int = 7) -> dict:
 
 
 def stop_server(process) -> None:
-    """Stop a server process (gunicorn): terminate, and kill it if it does not end in 20 s."""
+    """Stop a server process (the web server): terminate, and kill it if it does not end in 20 s."""
     process.terminate()
     try:
         process.wait(timeout=20)

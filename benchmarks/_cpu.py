@@ -43,7 +43,7 @@ def _own_and_reaped_ticks(pid: int) -> tuple[int, int] | None:
 
 
 def _children(pid: int) -> list[int]:
-    """Direct children of ``pid`` (every thread's list: gunicorn forks from its main thread)."""
+    """Direct children of ``pid`` (every thread's list: the web server starts its workers from its main thread)."""
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:

@@ -1,5 +1,5 @@
 """HTTP side of the CxC field check (benchmarks/field_cxc_val.py): a free port for its
-gunicorn, a small synchronous API client for the admin's calls, and scripted raters that
+the web server, a small synchronous API client for the admin's calls, and scripted raters that
 rate until the queue is empty (asyncio, keep-alive connections from _load)."""
 
 from __future__ import annotations

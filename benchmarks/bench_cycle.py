@@ -3,8 +3,8 @@ PostgreSQL's CPU per statement, without HTTP, a load generator or other processe
 
 bench-queue measures the served cycle, but on a shared two-core machine its figures move
 by up to 1.8x between runs minutes apart: the server, the database and the load
-generator compete for the cores. This benchmark drives ``config.wsgi.application``
-directly (the same WSGI entry gunicorn calls) with the page's requests, one rater after
+generator compete for the cores. This benchmark drives ``config.served_wsgi.application``
+directly (the WSGI entry the web server serves) with the page's requests, one rater after
 another over a single database connection, and reads the web CPU from the process
 (``time.process_time``) and the backend's from ``/proc/<pid>/schedstat``. Comparing two
 versions of the code means running it for each in turns (a ``git worktree`` of the old
@@ -96,7 +96,7 @@ class PageRaters:
             "HTTP_AUTHORIZATION": f"Token {token}",
         }
         status = []
-        chunks = self.application(environ, lambda line, headers: status.append(line))
+        chunks = self.application(environ, lambda line, headers, exc_info=None: status.append(line))
         try:
             content = b"".join(chunks)
         finally:
@@ -140,7 +140,7 @@ def run_phase(tokens: list[str]) -> dict:
     """Warm-up, the measured cycles, then the per-statement pass; this process's figures."""
     from django.db import connection
 
-    from config.wsgi import application
+    from config.served_wsgi import application
 
     raters = PageRaters(application, tokens, seed=1)
     raters.cycles(WARMUP)

@@ -1,5 +1,5 @@
 """Crowd-entry benchmark: participants arriving through a Prolific campaign link over HTTP
-(gunicorn + PostgreSQL), each rating until the link's quota.
+(the web server + PostgreSQL), each rating until the link's quota.
 
 A fresh database ``cxc_bench_join`` gets a dataset of 60 images with 600 SIS pairs (5
 ratings each) and one campaign link (SIS, quota BENCH_JOIN_QUOTA, default 10). Then
@@ -50,7 +50,7 @@ from _common import (
     print_figures,
     setup_django,
     sized,
-    start_gunicorn,
+    start_web_server,
     stop_server,
 )
 
@@ -205,9 +205,9 @@ def main() -> int:
     url = fresh_database(DATABASE)
     setup_django(url)
     token = prepare()
-    log = Path(tempfile.mkdtemp(prefix="bench-join-")) / "gunicorn.log"
+    log = Path(tempfile.mkdtemp(prefix="bench-join-")) / "web.log"
     # setup_django put the benchmark database and the services mode in os.environ.
-    server = start_gunicorn(os.environ | {"DEBUG": "false"}, PORT, log, port_setting="BENCH_JOIN_PORT")
+    server = start_web_server(os.environ | {"DEBUG": "false"}, PORT, log, port_setting="BENCH_JOIN_PORT")
     base = f"http://127.0.0.1:{PORT}"
     pids = [uuid.uuid4().hex[:24] for _ in range(PARTICIPANTS)]
     people = [Participant(base, token, pid) for pid in pids]

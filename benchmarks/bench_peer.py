@@ -5,7 +5,7 @@ The peer is installed from its pinned PyPI release into a virtualenv of its own 
 ``var/peers/<peer>/venv`` (kept and reused while it holds that version; pip uses the
 configured package index only) and configured as the closest task to ours (see
 ``_peer_potato.py`` and ``_peer_label_studio.py``): sentence pairs rated 0-5, 5 annotators
-per item, passwordless or token users. Ours runs as ``bench_queue.py`` runs it (gunicorn +
+per item, passwordless or token users. Ours runs as ``bench_queue.py`` runs it (its web server +
 PostgreSQL, a fresh database filled by ``_queue_data.fill``).
 
 Ours is driven as its rating page drives it (BENCH_OURS_FLOW=page, the default: each
@@ -287,7 +287,7 @@ def port_free(port: int) -> int:
 
 
 def ours_store(database: str, open_slots: int, raters: int, port: int, logs: Path):
-    """A fresh, filled database of ours and its gunicorn: (server, tokens)."""
+    """A fresh, filled database of ours and its web server: (server, tokens)."""
     fresh_database(database)
     migrate(database)
     n_pairs, tokens = fill(database, open_slots, raters)

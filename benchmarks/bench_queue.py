@@ -1,21 +1,22 @@
-"""Rating-queue benchmark: gunicorn + PostgreSQL over HTTP, phases at 10,000 and
+"""Rating-queue benchmark: the web server + PostgreSQL over HTTP, phases at 10,000 and
 1,000,000 open slots.
 
 Each phase gets a fresh database ``<BENCH_DB_PREFIX>_<phase>`` (dropped first if it
-exists), migrated and filled server-side (``_queue_data.py``: SIS pairs with 5 open slots
-each, raters with tokens) and served by its own gunicorn (ports from BENCH_FIRST_PORT
-on). An asyncio load generator (``_load.py``) with raw keep-alive HTTP/1.1 connections
-then measures the phases in alternation, BENCH_ROUNDS rounds of short phases, pooling
-each phase's samples, so that all see the same background load of a shared machine (the
-split-flow phases with each other, then the page-flow ones: no more servers hold
-database connections at once than one flow's, checked against the free connections
-before anything starts):
+exists), migrated and filled server-side (``_queue_data.py``: SIS pairs with 5 open
+slots each, raters with tokens) and served by its own web server (``python -m
+config.serve``, the container's command; ports from BENCH_FIRST_PORT on). An asyncio
+load generator (``_load.py``) with raw keep-alive HTTP/1.1 connections then measures the
+phases in alternation, BENCH_ROUNDS rounds of short phases, pooling each phase's
+samples, so that all see the same background load of a shared machine (the split-flow
+phases with each other, then the page-flow ones: no more servers hold database
+connections at once than one flow's, checked against the free connections before
+anything starts):
 
 - throughput: the phase's simulated raters (U) doing claim + submit with no pause (closed
   loop), completed cycles per second, and the server's CPU per cycle over those phases
-  (``_cpu.py``: gunicorn's process tree and the PostgreSQL backends of the phase's
+  (``_cpu.py``: the web server's process tree and the PostgreSQL backends of the phase's
   database, read from /proc, with backends that end within the phase counted through the
-  postmaster's reaped time), split into gunicorn and PostgreSQL;
+  postmaster's reaped time), split into web and PostgreSQL;
 - latency: an open loop of BENCH_OPEN_RATE claim + submit cycles per second, in the split
   flow in every phase (its figures are the claim request's latency; Poisson
   arrivals, each cycle by an idle rater from a pool of BENCH_OPEN_RATERS), p50/p95/p99 of
@@ -55,8 +56,8 @@ finds nothing left counts as ``empty`` in the log), BENCH_ROUNDS (default 3), BE
 (default 50), BENCH_OPEN_RATERS (default 2,000), BENCH_GOLD_PAIRS (default 2,000),
 BENCH_FIRST_PORT (default 8121; the phases take the ports from it on), BENCH_DB_PREFIX
 (default cxc_bench_queue), BENCH_KEEP_DATABASES=1 (leave the phases' databases for a look
-afterwards; the next run drops them), GUNICORN_WORKERS / GUNICORN_THREADS (defaults from
-config/gunicorn.conf.py), CONN_MAX_AGE (default here 3600: the connections last the run,
+afterwards; the next run drops them), WEB_WORKERS / WEB_THREADS (defaults from
+config/serve.py), CONN_MAX_AGE (default here 3600: the connections last the run,
 see ``start_server``). BENCH_SMOKE=1: 1,000 and 5,000 open slots, 50 gold pairs, one
 round of 2 s, a pool of 100 raters. So two runs can share the machine: give the second
 other ports and another prefix.
@@ -83,12 +84,14 @@ from _common import (
     print_figures,
     sized,
     smoke,
-    start_gunicorn,
+    start_web_server,
     stop_server,
 )
 from _cpu import cpu_ms_per_cycle, cpu_reading, cpu_spent, machine_ticks
 from _load import FLOWS, Stats, closed_loop, open_loop, percentile, rater_spread
 from _queue_data import add_gold, analyze, django_env, fill, migrate, server_dsn, stored_check
+
+from config.serve import ServeSettingError, server_options  # _common puts the repository on the path
 
 SMOKE = smoke()
 DB_PREFIX = os.environ.get("BENCH_DB_PREFIX") or "cxc_bench_queue"
@@ -146,14 +149,14 @@ BENCH_CONN_MAX_AGE = "3600"
 
 
 def start_server(database: str, port: int, log_path: Path) -> subprocess.Popen:
-    """gunicorn on the phase's database; at the smoke size one worker unless
-    GUNICORN_WORKERS says otherwise (five phases' servers stay within the database's
+    """The web server on the phase's database; at the smoke size one worker unless
+    WEB_WORKERS says otherwise (five phases' servers stay within the database's
     connections). Connections live BENCH_CONN_MAX_AGE unless CONN_MAX_AGE is set."""
     env = django_env(database)
     env.setdefault("CONN_MAX_AGE", BENCH_CONN_MAX_AGE)
     if SMOKE:
-        env.setdefault("GUNICORN_WORKERS", "1")
-    return start_gunicorn(env, port, log_path, port_setting="BENCH_FIRST_PORT")
+        env.setdefault("WEB_WORKERS", "1")
+    return start_web_server(env, port, log_path, port_setting="BENCH_FIRST_PORT")
 
 
 CPU_FIGURES = ("web_s", "db_s", "db_ended_s", "backends_lost", "client_s", "busy", "ticks")
@@ -184,7 +187,7 @@ class Target:
         return self.tokens[start : start + self.phase.raters]
 
     async def closed_phase(self, seconds: float, admin) -> None:
-        """A closed-loop phase, with the server's CPU (gunicorn's tree and the database's
+        """A closed-loop phase, with the server's CPU (the web server's tree and the database's
         backends) read before and after."""
         before = cpu_reading(web_root=self.server.pid, cursor=admin, database=self.database)
         client_before, machine_before = time.process_time(), machine_ticks()
@@ -246,7 +249,7 @@ def report(target: Target) -> None:
     )
     log(
         f"{target.name}: closed loop {target.phase.raters} raters: {result['cycles_per_s']} cycles/s, "
-        f"CPU {result['cpu_ms_per_cycle']} ms/cycle (gunicorn {result['web_cpu_ms_per_cycle']}, "
+        f"CPU {result['cpu_ms_per_cycle']} ms/cycle (web {result['web_cpu_ms_per_cycle']}, "
         f"PostgreSQL {result['db_cpu_ms_per_cycle']}, of which {target.cpu['db_ended_s']:.2f} s in "
         f"{target.cpu['backends_lost']} backends ended mid-phase and other reaped ones), "
         f"load generator {result['client_cpu_ms_per_cycle']} ms/cycle, cores busy {result['machine_busy']:.1%}, "
@@ -256,7 +259,7 @@ def report(target: Target) -> None:
 
 
 def prepare(target: Target, rounds: int, tmp: str) -> None:
-    """A fresh database for the phase, filled, and its gunicorn started."""
+    """A fresh database for the phase, filled, and its web server started."""
     started = time.perf_counter()
     closed_raters = target.phase.raters * (rounds + 1)  # warm-up plus one fresh set per round
     fresh_database(target.database)
@@ -270,15 +273,20 @@ def prepare(target: Target, rounds: int, tmp: str) -> None:
         f"{len(target.tokens):,} raters, fresh database {target.database} ready in "
         f"{time.perf_counter() - started:.1f} s"
     )
-    target.server = start_server(target.database, target.port, Path(tmp) / f"gunicorn-{target.name}.log")
+    target.server = start_server(target.database, target.port, Path(tmp) / f"web-{target.name}.log")
 
 
 def connections_per_server() -> int:
-    """PostgreSQL connections one phase's gunicorn holds: a connection per worker thread
-    (the defaults of config/gunicorn.conf.py; one worker at the smoke size)."""
-    default_workers = 1 if SMOKE else min(9, (os.cpu_count() or 1) + 1)
-    workers = int(os.environ.get("GUNICORN_WORKERS") or default_workers)
-    return workers * int(os.environ.get("GUNICORN_THREADS") or 4)
+    """PostgreSQL connections one phase's web server holds: a connection per worker
+    thread (config/serve.py's settings; one worker at the smoke size)."""
+    environ = dict(os.environ)
+    if SMOKE:
+        environ.setdefault("WEB_WORKERS", "1")
+    try:
+        options = server_options(environ, os.cpu_count() or 1)
+    except ServeSettingError as problem:
+        raise SystemExit(str(problem)) from None
+    return options["workers"] * options["blocking_threads"]
 
 
 def check_connections(groups: list[list[Target]], cursor) -> None:
@@ -293,8 +301,8 @@ def check_connections(groups: list[list[Target]], cursor) -> None:
     if need > free - 2:  # the check's own connection and the admin's
         raise SystemExit(
             f"bench-queue needs {need} PostgreSQL connections at once ({connections_per_server()} per phase's "
-            f"server) and {free} are free: run fewer phases (BENCH_SIZES), fewer GUNICORN_WORKERS or "
-            f"GUNICORN_THREADS, or raise max_connections"
+            f"server) and {free} are free: run fewer phases (BENCH_SIZES), fewer WEB_WORKERS or "
+            f"WEB_THREADS, or raise max_connections"
         )
 
 

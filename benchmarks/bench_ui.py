@@ -1,4 +1,4 @@
-"""Rate 50 pairs in headless Chromium against gunicorn + PostgreSQL, and time each
+"""Rate 50 pairs in headless Chromium against the web server + PostgreSQL, and time each
 submit until the next pair is ready to rate (shown, its pictures decoded, slider ready).
 
 The page itself measures it (performance.measure "submit-to-ready", from the submit
@@ -22,7 +22,7 @@ from _common import (
     print_figures,
     setup_django,
     sized,
-    start_gunicorn,
+    start_web_server,
     stop_server,
 )
 
@@ -51,7 +51,7 @@ def main() -> None:
     demo_with_pairs(per_kind=SUBMISSIONS)  # one kind alone could fill the run
 
     server_env = {**os.environ, **env, "ALLOWED_HOSTS": "127.0.0.1"}
-    server = start_gunicorn(server_env, PORT, var_dir / "gunicorn.log", port_setting="BENCH_UI_PORT")
+    server = start_web_server(server_env, PORT, var_dir / "web.log", port_setting="BENCH_UI_PORT")
     try:
         durations, kinds = run_browser(f"http://127.0.0.1:{PORT}")
     finally:

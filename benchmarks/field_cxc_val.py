@@ -5,7 +5,7 @@ On a fresh PostgreSQL database ``cxc_bench_field`` (dropped at the end):
 1. build a Karpathy-shaped JSON from the ids that ``sts_val.csv``, ``sis_val.csv`` and
    ``sits_val.csv`` name (placeholder caption text, each caption under the image of its
    c2i_original row) and import it as dataset ``cxc-val``;
-2. serve the app with gunicorn on a free port; an admin and FIELD_RATERS raters
+2. serve the app with the web server on a free port; an admin and FIELD_RATERS raters
    (default 16, qualified for STS, SIS and SITS) get API tokens;
 3. upload the three files unchanged as pair lists (ratings_per_pair FIELD_RATINGS_PER_PAIR,
    default 1) and wait for each batch;
@@ -48,7 +48,7 @@ from _common import (
     setup_django,
     shared_files,
     sized,
-    start_gunicorn,
+    start_web_server,
     stop_server,
 )
 from _field_cxc_http import Api, log, rate_everything, token_for
@@ -256,7 +256,7 @@ def run(shared: Path, work: Path, raters: int, ratings_per_pair: int, limit: int
     figures["import"] = timed("import", import_dataset, shared, work)
     timed("accounts", create_accounts, raters)
     port = pick_port()
-    server = timed("server_start", start_gunicorn, os.environ | env, port, work / "gunicorn.log")
+    server = timed("server_start", start_web_server, os.environ | env, port, work / "web.log")
     try:
         api = Api(port, token_for(port, "field-admin", PASSWORD))
         figures["files"] = timed("upload", upload_files, api, upload_dir, ratings_per_pair)
@@ -267,10 +267,10 @@ def run(shared: Path, work: Path, raters: int, ratings_per_pair: int, limit: int
         figures["export"] = timed("export", export, api, exported_dir)
     finally:
         stop_server(server)
-        server_log = (work / "gunicorn.log").read_text(errors="replace")
+        server_log = (work / "web.log").read_text(errors="replace")
         figures["server_log_tracebacks"] = server_log.count("Traceback")
         if figures["server_log_tracebacks"]:
-            log(f"gunicorn log (last 3000 characters):\n{server_log[-3000:]}")
+            log(f"web server log (last 3000 characters):\n{server_log[-3000:]}")
     figures.update(timed("checks", check_export, shared, upload_dir, exported_dir))
     figures["rows_exported_equal_pairs_queued"] = {
         name: figures["export"]["files"].get(name, {}).get("rows") == counts["pairs_queued"]

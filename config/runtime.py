@@ -34,7 +34,7 @@ def check_services() -> None:
         cursor.execute("SELECT 1")
     # The check runs in a web process's main thread, which serves no request: left open,
     # its connection would sit idle for the process's life (a PostgreSQL backend per
-    # gunicorn worker, counted against max_connections).
+    # web worker process, counted against max_connections).
     connection.close()
     if not settings.CELERY_TASK_ALWAYS_EAGER:
         from config.celery import app

@@ -263,6 +263,11 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
+# The served web process (config/served_wsgi.py) asks the server to close one answer's
+# connection in this many, so that keep-alive clients are spread again over the worker
+# processes (see config/keep_alive.py). 0: never.
+WEB_KEEPALIVE_REQUESTS = _int_at_least("WEB_KEEPALIVE_REQUESTS", 20, minimum=0)
+
 # Rating queue. A claimed slot is leased for LEASE_TTL_SECONDS and renewed by the rating
 # page's heartbeat; an expired lease is claimable again at once (no cron needed). Beat
 # only tidies up: it returns expired leases to the open queue and recounts open pairs.

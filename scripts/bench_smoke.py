@@ -32,8 +32,8 @@ TARGET = re.compile(r"^(bench-[a-z0-9-]+)\s*:", re.MULTILINE)
 # Targets left out: this runner, and bench-peer, which installs the peer tools from PyPI.
 LEFT_OUT = {"bench-smoke", "bench-peer"}
 # Settings a benchmark takes beside BENCH_SMOKE=1, unless the caller's environment sets
-# them. bench-queue's phases take ports from 8121 on, where the tests' gunicorn looks for
-# one (tests/annotation/test_queue_concurrency.py: 8121-8129): the smoke run, which may
+# them. bench-queue's phases take ports from 8121 on, where the tests' web server looks for
+# one (tests/web_server.py: 8121-8129): the smoke run, which may
 # share the machine with the tests, moves them away.
 EXTRA_ENV = {"bench-queue": {"BENCH_FIRST_PORT": "8161"}}
 TAIL_LINES = 25
@@ -81,7 +81,7 @@ def last_line_problem(returncode: int, stdout: str) -> str:
 
 
 def _stop_group(process: subprocess.Popen) -> None:
-    """End the benchmark's whole process group (make, Python, gunicorn, Chromium)."""
+    """End the benchmark's whole process group (make, Python, the web server, Chromium)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig)

@@ -17,7 +17,7 @@ import bench_queue
 def started(monkeypatch):
     """The environment start_server hands to gunicorn, captured instead of a server."""
     seen = {}
-    monkeypatch.setattr(bench_queue, "start_gunicorn", lambda env, port, log_path, **_: seen.update(env))
+    monkeypatch.setattr(bench_queue, "start_web_server", lambda env, port, log_path, **_: seen.update(env))
     return seen
 
 

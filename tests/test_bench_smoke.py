@@ -56,7 +56,7 @@ def test_a_benchmark_that_does_not_end_is_stopped_and_failed(tmp_path):
     marker = tmp_path / "still-running"
     child = tmp_path / "child.py"
     child.write_text(f"import time\ntime.sleep(3)\nopen({str(marker)!r}, 'w').close()\n")
-    # The stand-in starts a child (as make starts Python, and Python gunicorn), then hangs.
+    # The stand-in starts a child (as make starts Python, and Python the web server), then hangs.
     code = f"import subprocess, sys, time; subprocess.Popen([sys.executable, {str(child)!r}]); time.sleep(60)"
     outcome = bench_smoke.run_one("bench-hangs", python(code), {"PATH": "/usr/bin:/bin"}, timeout=1)
     assert not outcome.ok and outcome.problem == "no end within 1 s (stopped)"

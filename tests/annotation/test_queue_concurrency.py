@@ -1,5 +1,5 @@
 """Acceptance: 55 concurrent raters rate 1,000 pairs to completion through the HTTP API
-served by gunicorn on PostgreSQL. Five of them walk away from a claimed pair, so the
+served by the container's web server on PostgreSQL. Five of them walk away from a claimed pair, so the
 run only completes if expired leases return to the queue; others skip now and then and
 re-send submissions. Afterwards every pair has exactly 5 ratings from 5 distinct raters,
 every acknowledged submission is stored once, and nothing else is."""
@@ -8,46 +8,27 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import random
-import re
-import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections import Counter
-from pathlib import Path
 
 import pytest
-from django.db import connection
 from knox.models import AuthToken
 
 from annotation.models import Pair, QueueCounter, Rating, RatingSlot, SlotState
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
 from tests.rating_support import db_id
+from tests.web_server import served
 
-REPO = Path(__file__).resolve().parents[2]
-PORTS = range(8121, 8130)
 N_PAIRS = 1000
 RATINGS_PER_PAIR = 5
 STEADY_RATERS = 50
 WALKAWAY_RATERS = 5
 LEASE_TTL = 10
 DEADLINE_S = 600
-
-
-def free_port() -> int:
-    for port in PORTS:
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    pytest.fail(f"no free port in {PORTS.start}-{PORTS.stop - 1}")
 
 
 class Api:
@@ -159,65 +140,13 @@ def fast_passwords(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
-def served_command() -> list[str]:
-    """The web server's command as the Dockerfile's CMD gives it, with this interpreter's
-    gunicorn: the tests serve the app as production does, so a CMD that leaves the
-    served configuration out fails them."""
-    found = re.search(r"^CMD (\[.*\])$", (REPO / "Dockerfile").read_text(), re.MULTILINE)
-    assert found is not None, "the Dockerfile has no CMD in its JSON form"
-    command = json.loads(found[1])
-    assert command[0] == "gunicorn", command
-    return [sys.executable, "-m", "gunicorn", *command[1:]]
-
-
 @pytest.fixture
 def server(tmp_path):
-    """gunicorn serving the test database on a free port of 8121-8129, started by the
-    Dockerfile's command (the bind comes from GUNICORN_BIND, as in the container)."""
-    port = free_port()
-    db = connection.settings_dict
-    env = os.environ | {
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "RUN_MODE": "services",
-        "CELERY_TASK_ALWAYS_EAGER": "true",
-        "LEASE_TTL_SECONDS": str(LEASE_TTL),
-        "GUNICORN_BIND": f"127.0.0.1:{port}",
-        "GUNICORN_WORKERS": "3",
-        "GUNICORN_THREADS": "4",
-        "DEBUG": "false",
-    }
-    log = tmp_path / "gunicorn.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            served_command(),
-            cwd=REPO,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"gunicorn exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                conn.request("GET", "/api/schema/")
-                conn.getresponse().read()
-                conn.close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"gunicorn did not answer on port {port}:\n{log.read_text()[-3000:]}")
-                time.sleep(0.2)
-        yield port, log
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    """The container's web server on the test database (``tests.web_server.served``):
+    3 processes x 4 threads, leases of LEASE_TTL seconds."""
+    settings = {"WEB_WORKERS": "3", "WEB_THREADS": "4", "LEASE_TTL_SECONDS": str(LEASE_TTL)}
+    with served(tmp_path / "web.log", **settings) as running:
+        yield running
 
 
 @pytest.mark.postgres

@@ -1,0 +1,77 @@
+"""The app served as the container serves it, for tests over HTTP: the Dockerfile's CMD
+(``python -m config.serve``, read by ``benchmarks/_common.served_command``) on the test
+database, on a free port of 8121-8129."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from tests.conftest import REPO_DIR
+
+sys.path.insert(0, str(REPO_DIR / "benchmarks"))
+from _common import served_command
+
+PORTS = range(8121, 8130)
+
+
+def free_port() -> int:
+    for port in PORTS:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    pytest.fail(f"no free port in {PORTS.start}-{PORTS.stop - 1}")
+
+
+@contextlib.contextmanager
+def served(log: Path, **settings: str):
+    """(port, log): the container's command serving the test database, ``settings`` added
+    to its environment (WEB_WORKERS ...); stopped on leaving. The bind comes from WEB_BIND,
+    as in the container."""
+    port = free_port()
+    db = connection.settings_dict
+    env = os.environ | {
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "RUN_MODE": "services",
+        "CELERY_TASK_ALWAYS_EAGER": "true",
+        "WEB_BIND": f"127.0.0.1:{port}",
+        "DEBUG": "false",
+        **settings,
+    }
+    with log.open("w") as out:
+        process = subprocess.Popen(served_command(), cwd=REPO_DIR, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"the web server exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                conn.request("GET", "/api/schema/")
+                conn.getresponse().read()
+                conn.close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"the web server did not answer on port {port}:\n{log.read_text()[-3000:]}")
+                time.sleep(0.2)
+        yield port, log
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
