@@ -15,7 +15,7 @@ import bench_queue
 
 @pytest.fixture
 def started(monkeypatch):
-    """The environment start_server hands to gunicorn, captured instead of a server."""
+    """The environment start_server hands to the web server, captured instead of a server."""
     seen = {}
     monkeypatch.setattr(bench_queue, "start_web_server", lambda env, port, log_path, **_: seen.update(env))
     return seen

@@ -19,7 +19,7 @@ from django.db import connection
 from tests.conftest import REPO_DIR
 
 sys.path.insert(0, str(REPO_DIR / "benchmarks"))
-from _common import served_command
+from _common import served_command, stop_server
 
 PORTS = range(8121, 8130)
 
@@ -69,9 +69,4 @@ def served(log: Path, **settings: str):
                 time.sleep(0.2)
         yield port, log
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_server(process)
