@@ -6,10 +6,13 @@ many of them and the rest wait on it while another idles (bench-queue at 32 rate
 granian without this: the most served rater got 1.6-3.2 times the rated items of the
 least served; gunicorn without its own limit, 4-13 times). ``SpreadKeepAlive`` adds
 ``Connection: close`` to one answer in ``every`` of its process; the server closes that
-connection after the answer, its client connects again, and the new connection goes to a
-process waiting to accept, more likely an idle one. Counted per process rather than per
-connection (WSGI does not name the connection): a connection is closed after ``every``
-requests on average, the busiest ones most often. With it, the same phases read 1.5-1.6.
+connection after the answer and its client connects again, to whichever process accepts
+it this time: no binding lasts, and a process that drew many clients loses the busiest
+first. Counted per process rather than per connection (WSGI does not name the
+connection): a connection is closed after ``every`` requests on average. With it,
+granian read 1.49-1.62 at 32 raters in the runs taking turns with gunicorn and 2.15 /
+2.55 (split / page flow) in the full run after them; gunicorn with its own limit read
+1.99 / 3.34 in the last sitting's full run.
 
 ``Connection`` is a hop-by-hop header, which PEP 3333 leaves to the server: granian and
 gunicorn honour it from the application, wsgiref (Django's runserver) refuses it, so only

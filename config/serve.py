@@ -23,11 +23,14 @@ Settings (environment, checked here: a bad value stops the start naming it):
   connects anew, about 28 ms of PostgreSQL's CPU; from 5);
 - ``WEB_BACKLOG``: pending connections (default 2048);
 - ``WEB_LOG_LEVEL`` (default ``warning``), ``WEB_ACCESS_LOG`` (``true``: a line per request);
-- ``WEB_KEEPALIVE_REQUESTS``: read by ``config.served_wsgi`` (default 20, 0: never).
+- ``WEB_KEEPALIVE_REQUESTS``: read by ``config.served_wsgi`` (default 20, 0: never),
+  checked here as well.
 
 A worker that dies is started again; on stop, workers get 10 s to finish their requests.
-``GUNICORN_*`` variables from the former server stop the start, naming their
-replacement, so that a deployment's tuning is not dropped unseen.
+``GUNICORN_*`` variables from the former server (``GUNICORN_CMD_ARGS`` too) stop the
+start, naming their replacement, so that a deployment's tuning is not dropped unseen.
+Granian warns at start that 3 workers exceed 2 cores: on 2 cores gunicorn's 3 x 4 beat
+2 x 4 and 2 x 8, and granian was measured at 3 x 4 only.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ class ServeSettingError(ValueError):
     """A web server setting in the environment that cannot be used; the message names it."""
 
 
-def _whole(environ: dict, name: str, default: int, low: int, high: int) -> int:
+def _whole_number(environ: dict, name: str, default: int, low: int, high: int) -> int:
     raw = environ.get(name, "").strip()
     if not raw:
         return default
@@ -73,7 +76,7 @@ def _whole(environ: dict, name: str, default: int, low: int, high: int) -> int:
 def _bind(environ: dict) -> tuple[str, int]:
     raw = environ.get("WEB_BIND", "").strip() or "127.0.0.1:8000"
     host, colon, port = raw.rpartition(":")
-    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not colon or not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
         raise ServeSettingError(f"WEB_BIND must be host:port (as 0.0.0.0:8000), got {raw!r}")
     return host.strip("[]"), int(port)
 
@@ -89,21 +92,24 @@ def _flag(environ: dict, name: str) -> bool:
 
 def server_options(environ: dict, cores: int) -> dict:
     """Granian's keyword arguments from ``environ`` on a machine of ``cores`` cores."""
-    former = sorted(name for name in FORMER_SETTINGS if name in environ)
+    former = sorted(name for name in environ if name.startswith("GUNICORN_"))
     if former:
-        names = ", ".join(f"{name} ({FORMER_SETTINGS[name] or 'no longer needed'})" for name in former)
+        names = ", ".join(f"{name} ({FORMER_SETTINGS.get(name) or 'no longer needed'})" for name in former)
         raise ServeSettingError(f"the web server is granian now (config/serve.py); replace or remove {names}")
     host, port = _bind(environ)
     log_level = (environ.get("WEB_LOG_LEVEL", "").strip() or "warning").lower()
     if log_level not in LOG_LEVELS:
         raise ServeSettingError(f"WEB_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
+    # Read by each worker's settings (config.served_wsgi); checked here too, so that a bad
+    # value stops the start with its name instead of every worker failing on it.
+    _whole_number(environ, "WEB_KEEPALIVE_REQUESTS", 20, 0, 1_000_000)
     return {
         "address": host,
         "port": port,
-        "workers": _whole(environ, "WEB_WORKERS", min(9, cores + 1), 1, 64),
-        "blocking_threads": _whole(environ, "WEB_THREADS", 4, 1, 64),
-        "blocking_threads_idle_timeout": _whole(environ, "WEB_THREAD_IDLE_SECONDS", 600, 5, 600),
-        "backlog": _whole(environ, "WEB_BACKLOG", 2048, 128, 65535),
+        "workers": _whole_number(environ, "WEB_WORKERS", min(9, cores + 1), 1, 64),
+        "blocking_threads": _whole_number(environ, "WEB_THREADS", 4, 1, 64),
+        "blocking_threads_idle_timeout": _whole_number(environ, "WEB_THREAD_IDLE_SECONDS", 600, 5, 600),
+        "backlog": _whole_number(environ, "WEB_BACKLOG", 2048, 128, 65535),
         "log_level": log_level,
         "log_access": _flag(environ, "WEB_ACCESS_LOG"),
     }

@@ -42,7 +42,9 @@ def served(log: Path, **settings: str):
     as in the container."""
     port = free_port()
     db = connection.settings_dict
-    env = os.environ | {
+    # The caller's WEB_* or GUNICORN_* variables would change or stop the server under test.
+    inherited = {name: value for name, value in os.environ.items() if not name.startswith(("WEB_", "GUNICORN_"))}
+    env = inherited | {
         "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
         "RUN_MODE": "services",
         "CELERY_TASK_ALWAYS_EAGER": "true",
