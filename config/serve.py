@@ -41,7 +41,7 @@ import sys
 
 TARGET = "config.served_wsgi:application"
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
-# What each former gunicorn setting became (None: nothing to set any more).
+# What former gunicorn settings became; any other GUNICORN_* is no longer needed.
 FORMER_SETTINGS = {
     "GUNICORN_BIND": "WEB_BIND",
     "GUNICORN_WORKERS": "WEB_WORKERS",
@@ -50,9 +50,6 @@ FORMER_SETTINGS = {
     "GUNICORN_LOGLEVEL": "WEB_LOG_LEVEL",
     "GUNICORN_ACCESSLOG": "WEB_ACCESS_LOG",
     "GUNICORN_KEEPALIVE_REQUESTS": "WEB_KEEPALIVE_REQUESTS",
-    "GUNICORN_KEEPALIVE": None,
-    "GUNICORN_TIMEOUT": None,
-    "GUNICORN_WORKER_CLASS": None,
 }
 
 

@@ -24,15 +24,16 @@ from _common import served_command, stop_server
 PORTS = range(8121, 8130)
 
 
-def free_port() -> int:
-    for port in PORTS:
+def free_port(ports: range = PORTS) -> int:
+    """The first port of ``ports`` free on 127.0.0.1; none free fails the test."""
+    for port in ports:
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
             return port
-    pytest.fail(f"no free port in {PORTS.start}-{PORTS.stop - 1}")
+    pytest.fail(f"no free port in {ports.start}-{ports.stop - 1}")
 
 
 @contextlib.contextmanager

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -16,21 +15,12 @@ import numpy as np
 import pytest
 import requests
 
+from tests.web_server import free_port
+
 pytestmark = pytest.mark.slow
 
 REPO_DIR = Path(__file__).resolve().parents[2]
 PORTS = range(8111, 8120)
-
-
-def free_port() -> int:
-    for port in PORTS:
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    pytest.fail(f"no free port in {PORTS.start}-{PORTS.stop - 1}")
 
 
 @pytest.fixture
@@ -78,7 +68,7 @@ def test_an_admin_creates_and_runs_a_batch_in_the_embedded_app(coco_mini, embedd
                "--vectors", str(vectors), "--ids", str(ids))  # fmt: skip
     manage(env, "createsuperuser", "--no-input", "--username", "admin", "--email", "admin@example.org")
 
-    port = free_port()
+    port = free_port(PORTS)
     server = subprocess.Popen(
         [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
         cwd=REPO_DIR,
