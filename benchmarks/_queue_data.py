@@ -54,60 +54,8 @@ def fill(database: str, open_slots: int, n_raters: int) -> tuple[int, list[str]]
     n_pairs = open_slots // RATINGS_PER_PAIR
     conn = psycopg2.connect(server_dsn(database))
     with conn, conn.cursor() as cur:
-        cur.execute(
-            "INSERT INTO annotation_dataset (name, description, images_root, image_url_prefix, created_at) "
-            "VALUES ('bench', '', '', 'https://images.example.org/', now()) RETURNING id"
-        )
-        (dataset,) = cur.fetchone()
-        cur.execute("INSERT INTO annotation_split (dataset_id, name) VALUES (%s, 'val') RETURNING id", [dataset])
-        (split,) = cur.fetchone()
-        cur.execute(
-            """
-            INSERT INTO sampling_samplingbatch (dataset_id, split_id, source, methods, k, spaces, ratings_per_pair,
-                seed, priority, status, progress_done, progress_total, progress_message, pairs_per_method, error,
-                upload_path, runner, stats, audit, created_at)
-            VALUES (%s, %s, 'sampled', '{"i2i_csim": null}', 5, '[]', %s, 0, 0, 'succeeded', 0, 0, '', '{}', '', '',
-                    '', '{}', '{}', now())
-            RETURNING id
-            """,
-            [dataset, split, RATINGS_PER_PAIR],
-        )
-        (batch,) = cur.fetchone()
-        cur.execute(
-            """
-            INSERT INTO annotation_image (dataset_id, split_id, key, file_path, cocoid, width, height)
-            SELECT %(d)s, %(s)s, 'COCO_val2014_' || lpad(g::text, 12, '0') || '.jpg',
-                   'val2014/COCO_val2014_' || lpad(g::text, 12, '0') || '.jpg', g, 640, 480
-            FROM generate_series(1, %(n)s) g
-            """,
-            {"d": dataset, "s": split, "n": images_for_pairs(n_pairs)},
-        )
-        cur.execute(
-            """
-            INSERT INTO annotation_pair (dataset_id, split_id, batch_id, kind, sampling_method, image_a_id, image_b_id,
-                                         ratings_required, priority, ratings_done, created_at)
-            SELECT %(d)s, %(s)s, %(b)s, 'SIS', 'i2i_csim', a, b, %(r)s, 0, 0, now()
-            FROM (
-                SELECT a.id AS a, b.id AS b FROM annotation_image a JOIN annotation_image b ON a.id < b.id
-                ORDER BY a.id, b.id LIMIT %(n)s
-            ) combos
-            """,
-            {"d": dataset, "s": split, "b": batch, "r": RATINGS_PER_PAIR, "n": n_pairs},
-        )
-        cur.execute(
-            """
-            INSERT INTO annotation_ratingslot (pair_id, dataset_id, index, state, kind, priority, pair_done,
-                                               pair_complete)
-            SELECT p.id, p.dataset_id, g, 'open', 'SIS', 0, 0, false
-            FROM annotation_pair p CROSS JOIN generate_series(0, %(r)s - 1) g
-            ORDER BY p.id, g
-            """,
-            {"r": RATINGS_PER_PAIR},
-        )
-        cur.execute(
-            "INSERT INTO annotation_queuecounter (dataset_id, kind, pairs_open) VALUES (%s, 'SIS', %s)",
-            [dataset, n_pairs],
-        )
+        dataset, split, batch = bench_dataset(cur)
+        queue_pairs(cur, dataset=dataset, split=split, batch=batch, n_pairs=n_pairs)
         cur.execute(
             """
             INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email, is_staff,
@@ -145,6 +93,102 @@ def fill(database: str, open_slots: int, n_raters: int) -> tuple[int, list[str]]
         cur.execute("VACUUM ANALYZE")
     conn.close()
     return n_pairs, tokens
+
+
+def bench_dataset(cur) -> tuple[int, int, int]:
+    """The dataset 'bench' with its split, its sampling batch and an empty open-pairs
+    counter of SIS pairs. Returns (dataset, split, batch) ids."""
+    cur.execute(
+        "INSERT INTO annotation_dataset (name, description, images_root, image_url_prefix, created_at) "
+        "VALUES ('bench', '', '', 'https://images.example.org/', now()) RETURNING id"
+    )
+    (dataset,) = cur.fetchone()
+    cur.execute("INSERT INTO annotation_split (dataset_id, name) VALUES (%s, 'val') RETURNING id", [dataset])
+    (split,) = cur.fetchone()
+    cur.execute(
+        """
+        INSERT INTO sampling_samplingbatch (dataset_id, split_id, source, methods, k, spaces, ratings_per_pair,
+            seed, priority, status, progress_done, progress_total, progress_message, pairs_per_method, error,
+            upload_path, runner, stats, audit, created_at)
+        VALUES (%s, %s, 'sampled', '{"i2i_csim": null}', 5, '[]', %s, 0, 0, 'succeeded', 0, 0, '', '{}', '', '',
+                '', '{}', '{}', now())
+        RETURNING id
+        """,
+        [dataset, split, RATINGS_PER_PAIR],
+    )
+    (batch,) = cur.fetchone()
+    cur.execute("INSERT INTO annotation_queuecounter (dataset_id, kind, pairs_open) VALUES (%s, 'SIS', 0)", [dataset])
+    return dataset, split, batch
+
+
+def queue_pairs(cur, *, dataset: int, split: int, batch: int, n_pairs: int) -> None:
+    """Queue ``n_pairs`` new SIS pairs with 5 open slots each, over images of their own
+    (numbered on from the dataset's last), and count them in the open-pairs counter."""
+    cur.execute("SELECT coalesce(max(cocoid), 0) FROM annotation_image WHERE dataset_id = %s", [dataset])
+    (last,) = cur.fetchone()
+    cur.execute(
+        """
+        INSERT INTO annotation_image (dataset_id, split_id, key, file_path, cocoid, width, height)
+        SELECT %(d)s, %(s)s, 'COCO_val2014_' || lpad(g::text, 12, '0') || '.jpg',
+               'val2014/COCO_val2014_' || lpad(g::text, 12, '0') || '.jpg', g, 640, 480
+        FROM generate_series(%(last)s + 1, %(last)s + %(n)s) g
+        """,
+        {"d": dataset, "s": split, "last": last, "n": images_for_pairs(n_pairs)},
+    )
+    cur.execute(
+        """
+        WITH new AS (
+            INSERT INTO annotation_pair (dataset_id, split_id, batch_id, kind, sampling_method, image_a_id, image_b_id,
+                                         ratings_required, priority, ratings_done, created_at)
+            SELECT %(d)s, %(s)s, %(b)s, 'SIS', 'i2i_csim', a, b, %(r)s, 0, 0, now()
+            FROM (
+                SELECT a.id AS a, b.id AS b FROM annotation_image a JOIN annotation_image b ON a.id < b.id
+                WHERE a.dataset_id = %(d)s AND b.dataset_id = %(d)s AND a.cocoid > %(last)s AND b.cocoid > %(last)s
+                ORDER BY a.id, b.id LIMIT %(n)s
+            ) combos
+            RETURNING id
+        )
+        INSERT INTO annotation_ratingslot (pair_id, dataset_id, index, state, kind, priority, pair_done,
+                                           pair_complete)
+        SELECT new.id, %(d)s, g, 'open', 'SIS', 0, 0, false
+        FROM new CROSS JOIN generate_series(0, %(r)s - 1) g
+        ORDER BY new.id, g
+        """,
+        {"d": dataset, "s": split, "b": batch, "r": RATINGS_PER_PAIR, "n": n_pairs, "last": last},
+    )
+    cur.execute(
+        "UPDATE annotation_queuecounter SET pairs_open = pairs_open + %s WHERE dataset_id = %s AND kind = 'SIS'",
+        [n_pairs, dataset],
+    )
+
+
+def top_up(database: str, open_slots: int) -> int:
+    """Queue new pairs until the bench dataset holds ``open_slots`` open slots again (a
+    phase that rated its queue empty would measure claims that find nothing). Returns the
+    slots added (a whole number of pairs: up to 4 more than asked; 0 when none are missing)."""
+    conn = psycopg2.connect(server_dsn(database))
+    try:
+        with conn, conn.cursor() as cur:
+            added = add_open_slots(cur, open_slots)
+    finally:
+        conn.close()
+    return added
+
+
+def add_open_slots(cur, open_slots: int) -> int:
+    """``top_up`` on an open cursor of the phase's database."""
+    cur.execute(
+        "SELECT d.id, s.id, b.id FROM annotation_dataset d JOIN annotation_split s ON s.dataset_id = d.id "
+        "JOIN sampling_samplingbatch b ON b.dataset_id = d.id WHERE d.name = 'bench' ORDER BY b.id LIMIT 1"
+    )
+    dataset, split, batch = cur.fetchone()
+    cur.execute("SELECT count(*) FROM annotation_ratingslot WHERE dataset_id = %s AND state = 'open'", [dataset])
+    (open_now,) = cur.fetchone()
+    missing_pairs = -(-(open_slots - open_now) // RATINGS_PER_PAIR)
+    if missing_pairs <= 0:
+        return 0
+    queue_pairs(cur, dataset=dataset, split=split, batch=batch, n_pairs=missing_pairs)
+    return missing_pairs * RATINGS_PER_PAIR
 
 
 def analyze(database: str) -> None:

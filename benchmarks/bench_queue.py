@@ -39,10 +39,10 @@ see ``_load.py``). A cycle is one stored rating in every phase. The last line of
 is one JSON object, per phase: ``{"raters", "cycles_per_s", "cpu_ms_per_cycle",
 "web_cpu_ms_per_cycle", "db_cpu_ms_per_cycle", "db_ended_cpu_ms_per_cycle" (of the
 PostgreSQL figure, what backends that ended within the phase spent),
-"client_cpu_ms_per_cycle", "machine_busy",
-"p50_ms", "p95_ms", "p99_ms", "errors", "over_assigned", "counter_off", "ratings",
-"gold_ratings"}``, and ``"machine"``: the machine's speed (``_common.machine_speed``),
-measured before the phases. The load generator runs on the same cores as the server and the
+"client_cpu_ms_per_cycle", "machine_busy", "p50_ms", "p95_ms", "p99_ms", "errors",
+"empty" (claims that found nothing left for the rater), "over_assigned", "counter_off",
+"ratings", "gold_ratings"}``, and ``"machine"``: the machine's speed
+(``_common.machine_speed``), measured before the phases. The load generator runs on the same cores as the server and the
 database: its own CPU per cycle (``client_cpu_ms_per_cycle``, this process) is reported
 beside the server's, not in it, and ``machine_busy`` is the share of all cores' time busy
 over the closed-loop phases (near 1: the cycles per second are what the machine's cores
@@ -50,15 +50,16 @@ allow, not what the server does alone). Figures are only comparable between runs
 otherwise idle machine.
 
 Environment: DATABASE_URL (server, user; the database name is replaced), BENCH_SIZES
-(phases, default all nine), BENCH_SECONDS (per phase, default 15: with the open loop and
-the warm-up a 10k queue then holds what a phase rates at 450 cycles/s; a claim that
-finds nothing left counts as ``empty`` in the log), BENCH_ROUNDS (default 3), BENCH_RATERS (default 16), BENCH_OPEN_RATE
-(default 50), BENCH_OPEN_RATERS (default 2,000), BENCH_GOLD_PAIRS (default 2,000),
+(phases, default all nine), BENCH_SECONDS (per phase, default 15; before each round every
+phase's queue is topped up with new pairs to its open slots, so a fast machine does not
+rate a 10k queue empty and then measure claims that find nothing), BENCH_ROUNDS
+(default 3), BENCH_RATERS (default 16), BENCH_OPEN_RATE (default 50), BENCH_OPEN_RATERS
+(default 2,000), BENCH_GOLD_PAIRS (default 2,000),
 BENCH_FIRST_PORT (default 8121; the phases take the ports from it on), BENCH_DB_PREFIX
 (default cxc_bench_queue), BENCH_KEEP_DATABASES=1 (leave the phases' databases for a look
 afterwards; the next run drops them), WEB_WORKERS / WEB_THREADS (defaults from
 config/serve.py), CONN_MAX_AGE (default here 3600: the connections last the run,
-see ``start_server``). BENCH_SMOKE=1: 1,000 and 5,000 open slots, 50 gold pairs, one
+see ``start_server``). BENCH_SMOKE=1: 2,000 and 5,000 open slots, 50 gold pairs, one
 round of 2 s, a pool of 100 raters. So two runs can share the machine: give the second
 other ports and another prefix.
 """
@@ -89,7 +90,7 @@ from _common import (
 )
 from _cpu import cpu_ms_per_cycle, cpu_reading, cpu_spent, machine_ticks
 from _load import FLOWS, Stats, closed_loop, open_loop, percentile, rater_spread
-from _queue_data import add_gold, analyze, django_env, fill, migrate, server_dsn, stored_check
+from _queue_data import add_gold, analyze, django_env, fill, migrate, server_dsn, stored_check, top_up
 
 from config.serve import ServeSettingError, server_options  # _common puts the repository on the path
 
@@ -104,7 +105,7 @@ OPEN_LOOP_RATE = env_number("BENCH_OPEN_RATE", 50.0)
 OPEN_LOOP_RATERS = sized("BENCH_OPEN_RATERS", 2_000, 100)
 GOLD_PAIRS = sized("BENCH_GOLD_PAIRS", 2_000, 50)
 WARMUP_SECONDS = 0.5 if SMOKE else 2.0
-SMALL, LARGE = (1_000, 5_000) if SMOKE else (10_000, 1_000_000)
+SMALL, LARGE = (2_000, 5_000) if SMOKE else (10_000, 1_000_000)
 
 
 @dataclass(frozen=True)
@@ -215,13 +216,15 @@ class Target:
             "p99_ms": round(percentile(self.latency.claim_ms, 99), 2),
             "rater_cycles_max_over_min": rater_spread(self.throughput),
             "errors": sum(self.latency.errors.values()) + sum(self.throughput.errors.values()),
+            "empty": self.latency.empty + self.throughput.empty,
             **self.stored,
         }
 
 
 async def measure(targets: list[Target], seconds: float, rounds: int, admin) -> None:
-    """Alternate the phases: per round, each gets an open-loop phase and a closed-loop
-    phase of seconds / rounds each, after one warm-up and an ANALYZE of what it left."""
+    """Alternate the phases: per round, each gets its queue topped up to its open slots,
+    an open-loop phase and a closed-loop phase of seconds / rounds each, after one warm-up
+    and an ANALYZE of what it left."""
     phase = seconds / rounds
     for target in targets:
         # Warm-up: every worker thread opens its database connection and prepares.
@@ -229,6 +232,9 @@ async def measure(targets: list[Target], seconds: float, rounds: int, admin) -> 
         analyze(target.database)  # the statistics of a queue in use, not of one never rated
     for number in range(rounds):
         for target in targets:
+            added = top_up(target.database, target.phase.open_slots)  # the server idle: no phase runs now
+            if added:
+                log(f"  {target.name}: {added:,} open slots queued to hold {target.phase.open_slots:,} again")
             await open_loop(target.port, target.idle_raters, OPEN_LOOP_RATE, phase, target.latency, seed=number)
             await target.closed_phase(phase, admin)
         log(f"  round {number + 1}/{rounds} done, load average {os.getloadavg()[0]:.2f}")
@@ -256,6 +262,11 @@ def report(target: Target) -> None:
         f"claim p50/p95 {percentile(closed.claim_ms, 50):.2f}/{percentile(closed.claim_ms, 95):.2f} ms, "
         f"most/least served rater {result['rater_cycles_max_over_min']}, errors {closed.errors}, empty {closed.empty}"
     )
+    if result["empty"]:
+        log(
+            f"{target.name}: WARNING {result['empty']} claims found the queue empty within a round: its figures "
+            "measured claims with nothing to rate; run more BENCH_ROUNDS (shorter rounds) or fewer BENCH_SECONDS"
+        )
 
 
 def prepare(target: Target, rounds: int, tmp: str) -> None:
