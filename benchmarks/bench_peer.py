@@ -13,17 +13,20 @@ submit also claims the next pair and returns the rater's progress, one request p
 or with a claim and a submit request per item (BENCH_OURS_FLOW=split); each peer as its
 own page drives it (``_peer_potato.py``, ``_peer_label_studio.py``).
 
-Both get ITEMS generated pairs (two short sentences each). Phases, each with fresh raters:
-after a warm-up (and an ANALYZE of each store kept in PostgreSQL, ours and Label Studio's,
-as ``bench_queue.py`` does), BENCH_ROUNDS rounds of closed-loop phases of BENCH_SECONDS per app, U=8
-then U=32 raters claiming and submitting back to back, ours and the peer alternating which
-goes first; then saturation: a fresh store of SAT_ITEMS items (5 answers each) per app,
-SAT_RATERS raters racing until each is told nothing is left. Per phase and app: cycles/s
-(claim + submit), claim p50/p95, server CPU ms per cycle (the server's process tree; with
-a database, its backends: the larger of ``_cpu.cpu_reading`` at the phase's ends and the
-``_peer_cpu`` sampler, both of which can only miss time). Afterwards every store is
-checked: items over-assigned (more than 5 answers, or a rater twice), answers the app
-acknowledged but did not store (lost), stored answers it never acknowledged, duplicates.
+Both get ITEMS generated pairs (two short sentences each). Before each of ours' phases its
+queue is topped up to ITEMS x 5 open answers again (``_queue_data.top_up``): a fast
+machine rated it empty within the run, where the peers answer a small share of theirs.
+Phases, each with fresh raters: after a warm-up (and an ANALYZE of each store kept in
+PostgreSQL, ours and Label Studio's, as ``bench_queue.py`` does), BENCH_ROUNDS rounds of
+closed-loop phases of BENCH_SECONDS per app, U=8 then U=32 raters claiming and submitting
+back to back, ours and the peer alternating which goes first; then saturation: a fresh
+store of SAT_ITEMS items (5 answers each) per app, SAT_RATERS raters racing until each is
+told nothing is left. Per phase and app: cycles/s (claim + submit), claim p50/p95, server
+CPU ms per cycle (the server's process tree; with a database, its backends: the larger of
+``_cpu.cpu_reading`` at the phase's ends and the ``_peer_cpu`` sampler, both of which can
+only miss time). Afterwards every store is checked: items over-assigned (more than 5
+answers, or a rater twice), answers the app acknowledged but did not store (lost), stored
+answers it never acknowledged, duplicates.
 
 Last line: ``{"peer", "phases": {"u8"|"u32"|"saturation": {"ours": {...}, "peer": {...}}},
 "stores": {...}, "ratio_cycles_u8", "ratio_cycles_u32", "ratio_cpu_u8", "ratio_cpu_u32",
@@ -48,6 +51,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,7 +82,7 @@ from _peer_client import (
     until_done,
 )
 from _peer_cpu import Meter
-from _queue_data import REPO, analyze, fill, migrate, server_dsn
+from _queue_data import REPO, analyze, fill, migrate, server_dsn, top_up
 from bench_queue import start_server
 
 PEERS = {"potato": _peer_potato, "label-studio": _peer_label_studio}
@@ -175,6 +179,9 @@ class Side:
     acked: Acknowledged = field(default_factory=Acknowledged)
     phases: dict = field(default_factory=dict)
     database: str | None = None  # its PostgreSQL database, analyzed after the warm-up
+    # Queues what its raters took since the last phase again, before each phase (ours:
+    # a fast machine rated 10,000 items x 5 empty within the run); returns answers queued.
+    refill: Callable[[], int] | None = None
 
     def raters(self, count: int) -> list[Rater]:
         if len(self.keys) < count:
@@ -184,6 +191,10 @@ class Side:
 
     async def closed(self, phase: str, users: int, seconds: float) -> None:
         raters = self.raters(users)
+        if self.refill is not None:
+            added = self.refill()
+            if added:
+                log(f"  {self.label}: {added:,} answers queued again before {phase}")
         await login_all(self.app, raters)
         record = self.phases.setdefault(phase, {"stats": Stats(), "seconds": 0.0, "cpu": {}, "raters": users})
         begun = self.meter.begin()
@@ -412,6 +423,7 @@ def run(peer: str, venv: Path, logs: Path, cursor, postmaster: int) -> dict:
             Meter(server.pid, cursor, ours_db, postmaster),
             FIRST_PORT,
             database=ours_db,
+            refill=lambda: top_up(ours_db, ITEMS * CAP),
         )
         peer_run = RUNS[peer](venv, logs, cursor, postmaster)
         theirs = peer_run.open_main(sentence_pairs(ITEMS, seed=1), main_raters)
