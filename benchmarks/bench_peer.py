@@ -24,9 +24,10 @@ store of SAT_ITEMS items (5 answers each) per app, SAT_RATERS raters racing unti
 told nothing is left. Per phase and app: cycles/s (claim + submit), claim p50/p95, server
 CPU ms per cycle (the server's process tree; with a database, its backends: the larger of
 ``_cpu.cpu_reading`` at the phase's ends and the ``_peer_cpu`` sampler, both of which can
-only miss time). Afterwards every store is checked: items over-assigned (more than 5
-answers, or a rater twice), answers the app acknowledged but did not store (lost), stored
-answers it never acknowledged, duplicates.
+only miss time), and the load generator's own (``client_cpu_ms_per_cycle``). Afterwards
+every store is checked: items over-assigned (more than 5 answers, or a rater twice),
+answers the app acknowledged but did not store (lost), stored answers it never
+acknowledged, duplicates.
 
 Last line: ``{"peer", "phases": {"u8"|"u32"|"saturation": {"ours": {...}, "peer": {...}}},
 "stores": {...}, "ratio_cycles_u8", "ratio_cycles_u32", "ratio_cpu_u8", "ratio_cpu_u32",
@@ -197,9 +198,10 @@ class Side:
                 log(f"  {self.label}: {added:,} answers queued again before {phase}")
         await login_all(self.app, raters)
         record = self.phases.setdefault(phase, {"stats": Stats(), "seconds": 0.0, "cpu": {}, "raters": users})
-        begun = self.meter.begin()
+        begun, client_begun = self.meter.begin(), time.process_time()
         record["seconds"] += await closed_loop(self.app, raters, seconds, record["stats"], self.acked)
-        for key, value in self.meter.end(begun).items():
+        spent = self.meter.end(begun) | {"client_s": time.process_time() - client_begun}
+        for key, value in spent.items():
             record["cpu"][key] = record["cpu"].get(key, 0.0) + value
         close_all(raters)
 
@@ -215,6 +217,8 @@ class Side:
             **cpu,
             "db_cpu_ms_per_cycle_live": live["db_cpu_ms_per_cycle"],
             "db_cpu_ms_per_cycle_sampled": sampled["db_cpu_ms_per_cycle"],
+            # This process's (the client and the CPU sampler), beside the server's: it shares the cores.
+            "client_cpu_ms_per_cycle": round(1000 * record["cpu"]["client_s"] / max(stats.cycles, 1), 2),
             **record.get("extra", {}),
         }
 
@@ -244,9 +248,9 @@ async def saturate(side: Side) -> None:
     raters = side.raters(len(side.keys))
     await login_all(side.app, raters)
     record = side.phases.setdefault("saturation", {"stats": Stats(), "seconds": 0.0, "cpu": {}, "raters": len(raters)})
-    begun = side.meter.begin()
+    begun, client_begun = side.meter.begin(), time.process_time()
     record["seconds"] = await until_done(side.app, raters, SAT_LIMIT_S, record["stats"], side.acked)
-    record["cpu"] = side.meter.end(begun)
+    record["cpu"] = side.meter.end(begun) | {"client_s": time.process_time() - client_begun}
     record["extra"] = {"timed_out": record["seconds"] >= SAT_LIMIT_S}
     close_all(raters)
 
