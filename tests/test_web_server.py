@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import itertools
+import os
 import subprocess
 import sys
 import threading
@@ -190,12 +191,16 @@ def test_the_container_serves_config_serve_on_every_interface_with_three_workers
 
 
 @pytest.mark.django_db(transaction=True)  # importing config.wsgi checks the database
-def test_the_served_entry_spreads_with_the_configured_count(settings):
+def test_the_served_entry_spreads_with_the_configured_count_without_the_process_environment(settings):
     from config.served_wsgi import CloseConnectionsWithThreads, application
+    from config.wsgi_environ import WithoutProcessEnvironment
 
     assert isinstance(application, CloseConnectionsWithThreads)
-    assert isinstance(application.application, SpreadKeepAlive)
-    assert application.application.every == settings.WEB_KEEPALIVE_REQUESTS
+    without = application.application
+    assert isinstance(without, WithoutProcessEnvironment)
+    assert dict(without.inherited)["PATH"] == os.environ["PATH"]  # the process's environment, taken at start
+    assert isinstance(without.application, SpreadKeepAlive)
+    assert without.application.every == settings.WEB_KEEPALIVE_REQUESTS
 
 
 def requests_on_one_connection(port: int, count: int) -> list[tuple[int, str, bool]]:

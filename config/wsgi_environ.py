@@ -1,0 +1,51 @@
+"""The WSGI environ without the server process's environment variables.
+
+Granian copies the process environment into every request's WSGI environ (gunicorn and
+Django's runserver do not), so each request's ``request.META`` held ``DATABASE_URL`` with
+its password, ``SECRET_KEY`` and every other setting: Django's error reports (the debug
+page; the 500 mail to ADMINS) print ``META``, masking only names like KEY or PASS, and a
+variable named like a request header (``HTTP_X_FORWARDED_PROTO``, ``HTTP_PROXY``) read as
+one the client sent on every request that sent none."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# What the server sets from the request (PEP 3333's CGI variables and the like): kept
+# even when the process environment happens to hold the same name and value.
+REQUEST_VARIABLES = frozenset(
+    {
+        "REQUEST_METHOD",
+        "SCRIPT_NAME",
+        "PATH_INFO",
+        "QUERY_STRING",
+        "CONTENT_TYPE",
+        "CONTENT_LENGTH",
+        "SERVER_NAME",
+        "SERVER_PORT",
+        "SERVER_PROTOCOL",
+        "SERVER_SOFTWARE",
+        "GATEWAY_INTERFACE",
+        "REMOTE_ADDR",
+        "REMOTE_PORT",
+        "REQUEST_URI",
+        "RAW_URI",
+    }
+)
+
+
+class WithoutProcessEnvironment:
+    """WSGI: ``application`` called with an environ from which every variable of
+    ``process_environ`` (the server process's environment, taken when this is made) is
+    removed where it holds that variable's value, except the request variables above. A
+    request header whose value equals a variable of the same name is removed with it."""
+
+    def __init__(self, application, process_environ: Mapping[str, str]):
+        self.application = application
+        self.inherited = tuple((k, v) for k, v in process_environ.items() if k not in REQUEST_VARIABLES)
+
+    def __call__(self, environ, start_response):
+        for key, value in self.inherited:
+            if environ.get(key) == value:
+                del environ[key]
+        return self.application(environ, start_response)
