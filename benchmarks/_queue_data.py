@@ -165,7 +165,9 @@ def queue_pairs(cur, *, dataset: int, split: int, batch: int, n_pairs: int) -> N
 def top_up(database: str, open_slots: int) -> int:
     """Queue new pairs until the bench dataset holds ``open_slots`` open slots again (a
     phase that rated its queue empty would measure claims that find nothing). Returns the
-    slots added (a whole number of pairs: up to 4 more than asked; 0 when none are missing)."""
+    slots added (a whole number of pairs: up to 4 more than asked; 0 when none are missing).
+    Leased slots are not counted open: the raters' leases left over from the phase before
+    put the queue that many over its size until they expire or are rated."""
     conn = psycopg2.connect(server_dsn(database))
     try:
         with conn, conn.cursor() as cur:
@@ -184,7 +186,7 @@ def add_open_slots(cur, open_slots: int) -> int:
     dataset, split, batch = cur.fetchone()
     cur.execute("SELECT count(*) FROM annotation_ratingslot WHERE dataset_id = %s AND state = 'open'", [dataset])
     (open_now,) = cur.fetchone()
-    missing_pairs = -(-(open_slots - open_now) // RATINGS_PER_PAIR)
+    missing_pairs = (open_slots - open_now + RATINGS_PER_PAIR - 1) // RATINGS_PER_PAIR
     if missing_pairs <= 0:
         return 0
     queue_pairs(cur, dataset=dataset, split=split, batch=batch, n_pairs=missing_pairs)

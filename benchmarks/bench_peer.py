@@ -24,10 +24,10 @@ store of SAT_ITEMS items (5 answers each) per app, SAT_RATERS raters racing unti
 told nothing is left. Per phase and app: cycles/s (claim + submit), claim p50/p95, server
 CPU ms per cycle (the server's process tree; with a database, its backends: the larger of
 ``_cpu.cpu_reading`` at the phase's ends and the ``_peer_cpu`` sampler, both of which can
-only miss time), and the load generator's own (``client_cpu_ms_per_cycle``). Afterwards
-every store is checked: items over-assigned (more than 5 answers, or a rater twice),
-answers the app acknowledged but did not store (lost), stored answers it never
-acknowledged, duplicates.
+only miss time), and this process's (``client_cpu_ms_per_cycle``: the load generator's and
+the backend sampler's). Afterwards every store is checked: items over-assigned (more than
+5 answers, or a rater twice), answers the app acknowledged but did not store (lost),
+stored answers it never acknowledged, duplicates.
 
 Last line: ``{"peer", "phases": {"u8"|"u32"|"saturation": {"ours": {...}, "peer": {...}}},
 "stores": {...}, "ratio_cycles_u8", "ratio_cycles_u32", "ratio_cpu_u8", "ratio_cpu_u32",
@@ -45,9 +45,7 @@ raters, one round of 2 s phases.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
-import random
 import socket
 import subprocess
 import sys
@@ -83,6 +81,7 @@ from _peer_client import (
     until_done,
 )
 from _peer_cpu import Meter
+from _peer_stores import CAP, check_store, sentence_pairs, stored_ours
 from _queue_data import REPO, analyze, fill, migrate, server_dsn, top_up
 from bench_queue import start_server
 
@@ -100,8 +99,9 @@ FIRST_PORT = env_number("BENCH_FIRST_PORT", 8171, minimum=1024)
 OURS_FLOW = os.environ.get("BENCH_OURS_FLOW", "page")
 DB_PREFIX = env_database("cxc_bench_peer", "BENCH_DB_PREFIX")
 WARMUP_S = 1.0 if SMOKE else 3.0
-CAP = 5  # answers per item, both apps
 PEERS_DIR = REPO / "var" / "peers"
+# After a top-up of ours, before its phase's meter starts (see Side.closed).
+REFILL_SETTLE_S = 1.0
 
 
 def log(message: str) -> None:
@@ -143,28 +143,6 @@ def ensure_venv(peer: str, module) -> Path:
     return venv
 
 
-# --- data ----------------------------------------------------------------------------
-
-SUBJECTS = ["a man", "a woman", "two children", "a dog", "a cat", "a cyclist", "an old man", "a girl", "a chef"]
-VERBS = ["walks along", "sits on", "runs across", "looks at", "stands near", "rides past", "sleeps beside", "paints"]
-PLACES = ["the beach", "a bench", "a busy street", "the kitchen table", "a snowy field", "a red bus", "the river"]
-
-
-def sentence_pairs(n: int, seed: int) -> list[tuple[str, str]]:
-    """``n`` pairs of short generated sentences (half of them sharing their subject)."""
-    rng = random.Random(seed)
-
-    def sentence(subject: str) -> str:
-        return f"{subject} {rng.choice(VERBS)} {rng.choice(PLACES)}.".capitalize()
-
-    pairs = []
-    for number in range(n):
-        first = rng.choice(SUBJECTS)
-        second = first if number % 2 else rng.choice(SUBJECTS)
-        pairs.append((sentence(first), sentence(second)))
-    return pairs
-
-
 # --- measuring -----------------------------------------------------------------------
 
 
@@ -196,6 +174,9 @@ class Side:
             added = self.refill()
             if added:
                 log(f"  {self.label}: {added:,} answers queued again before {phase}")
+                # Its backend ends and is reaped before the meter starts: the reaped time of a
+                # backend that ends within the phase is counted as the phase's.
+                await asyncio.sleep(REFILL_SETTLE_S)
         await login_all(self.app, raters)
         record = self.phases.setdefault(phase, {"stats": Stats(), "seconds": 0.0, "cpu": {}, "raters": users})
         begun, client_begun = self.meter.begin(), time.process_time()
@@ -217,7 +198,8 @@ class Side:
             **cpu,
             "db_cpu_ms_per_cycle_live": live["db_cpu_ms_per_cycle"],
             "db_cpu_ms_per_cycle_sampled": sampled["db_cpu_ms_per_cycle"],
-            # This process's (the client and the CPU sampler), beside the server's: it shares the cores.
+            # This process's (the client, and the backend sampler of an app with a database),
+            # beside the server's: it shares the cores.
             "client_cpu_ms_per_cycle": round(1000 * record["cpu"]["client_s"] / max(stats.cycles, 1), 2),
             **record.get("extra", {}),
         }
@@ -253,42 +235,6 @@ async def saturate(side: Side) -> None:
     record["cpu"] = side.meter.end(begun) | {"client_s": time.process_time() - client_begun}
     record["extra"] = {"timed_out": record["seconds"] >= SAT_LIMIT_S}
     close_all(raters)
-
-
-# --- stores --------------------------------------------------------------------------
-
-
-def check_store(stored: dict, acked: Acknowledged) -> dict:
-    """A store against the rule (at most CAP answers an item, one per rater) and against
-    what the client was told: lost = acknowledged but not stored, per rater."""
-    per_item = stored["per_item"].values()
-    keys = set(stored["by_rater"]) | set(acked.by_rater)
-    return {
-        "answers": sum(n for n, _ in per_item),
-        "acknowledged": sum(acked.by_rater.values()),
-        "items_answered": len(per_item),
-        "items_complete": sum(1 for n, _ in per_item if n >= CAP),
-        "over_assigned": sum(1 for n, distinct in per_item if n > CAP or n > distinct),
-        "max_answers_per_item": max((n for n, _ in per_item), default=0),
-        "duplicated_answers": sum(n - distinct for n, distinct in per_item),
-        "lost_answers": sum(max(0, acked.by_rater.get(k, 0) - stored["by_rater"].get(k, 0)) for k in keys),
-        "unacknowledged_answers": sum(max(0, stored["by_rater"].get(k, 0) - acked.by_rater.get(k, 0)) for k in keys),
-    }
-
-
-def stored_ours(database: str, tokens: list[str]) -> dict:
-    """Our store: ratings per rater (matched to tokens by knox's SHA-512 digest) and per pair."""
-    by_digest = {hashlib.sha512(token.encode()).hexdigest(): token for token in tokens}
-    conn = psycopg2.connect(server_dsn(database))
-    with conn, conn.cursor() as cur:
-        cur.execute("SELECT user_id, digest FROM knox_authtoken")
-        token_of = {user: by_digest.get(digest) for user, digest in cur.fetchall()}
-        cur.execute("SELECT rater_id, count(*) FROM annotation_rating GROUP BY 1")
-        by_rater = {token_of.get(user) or f"user{user}": n for user, n in cur.fetchall()}
-        cur.execute("SELECT pair_id, count(*), count(DISTINCT rater_id) FROM annotation_rating GROUP BY 1")
-        per_item = {pair: [n, distinct] for pair, n, distinct in cur.fetchall()}
-    conn.close()
-    return {"by_rater": by_rater, "per_item": per_item}
 
 
 # --- running -------------------------------------------------------------------------

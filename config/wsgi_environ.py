@@ -11,25 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# What the server sets from the request (PEP 3333's CGI variables and the like): kept
-# even when the process environment happens to hold the same name and value.
+# What granian sets for every request (PEP 3333's CGI variables): kept even when the
+# process environment happens to hold the same name and value. CONTENT_TYPE and
+# CONTENT_LENGTH are not here: granian sets them only for a request that sends them, so
+# without one a process variable of that name would pass as the request's.
 REQUEST_VARIABLES = frozenset(
     {
         "REQUEST_METHOD",
         "SCRIPT_NAME",
         "PATH_INFO",
         "QUERY_STRING",
-        "CONTENT_TYPE",
-        "CONTENT_LENGTH",
         "SERVER_NAME",
         "SERVER_PORT",
         "SERVER_PROTOCOL",
         "SERVER_SOFTWARE",
         "GATEWAY_INTERFACE",
         "REMOTE_ADDR",
-        "REMOTE_PORT",
-        "REQUEST_URI",
-        "RAW_URI",
     }
 )
 

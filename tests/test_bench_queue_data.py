@@ -84,3 +84,32 @@ def test_a_full_queue_gets_nothing(bench_queue):
     cur, dataset = bench_queue
     assert _queue_data.add_open_slots(cur, 100) == 0
     assert _open_slots(cur, dataset) == 100
+
+
+def test_the_top_up_pairs_new_images_only_never_gold_ones(bench_queue):
+    """add_gold's images have no cocoid and keys of their own; new pairs are made over
+    images the top-up adds, never over those (nor over the queue's older images)."""
+    cur, dataset = bench_queue
+    cur.execute("SELECT split_id FROM annotation_image WHERE dataset_id = %s LIMIT 1", [dataset])
+    (split,) = cur.fetchone()
+    cur.execute(
+        "INSERT INTO annotation_image (dataset_id, split_id, key, file_path, cocoid, width, height) "
+        "SELECT %s, %s, 'gold_' || g || '.jpg', 'gold/' || g || '.jpg', NULL, 640, 480 FROM generate_series(1, 8) g",
+        [dataset, split],
+    )
+    cur.execute("SELECT max(id) FROM annotation_image WHERE dataset_id = %s", [dataset])
+    (last_image,) = cur.fetchone()
+    cur.execute("SELECT max(id) FROM annotation_pair WHERE dataset_id = %s", [dataset])
+    (last_pair,) = cur.fetchone()
+    _complete_pairs(cur, dataset, 4)
+
+    assert _queue_data.add_open_slots(cur, 100) == 20
+
+    cur.execute(
+        "SELECT count(*), count(*) FILTER (WHERE p.image_a_id > %s AND p.image_b_id > %s"
+        "  AND a.cocoid IS NOT NULL AND b.cocoid IS NOT NULL) "
+        "FROM annotation_pair p JOIN annotation_image a ON a.id = p.image_a_id "
+        "JOIN annotation_image b ON b.id = p.image_b_id WHERE p.dataset_id = %s AND p.id > %s",
+        [last_image, last_image, dataset, last_pair],
+    )
+    assert cur.fetchone() == (4, 4)
