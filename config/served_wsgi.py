@@ -1,12 +1,9 @@
 """The served web application (``python -m config.serve``): ``config.wsgi``'s, with
 keep-alive connections spread over the worker processes (``config.keep_alive``; every
-WEB_KEEPALIVE_REQUESTS-th answer of a process closes its connection), the server
-process's environment variables kept out of the requests' environ
-(``config.wsgi_environ``), and each request thread's database connections closed when
-the thread ends. Django's runserver keeps
+WEB_KEEPALIVE_REQUESTS-th answer of a process closes its connection), and each request
+thread's database connections closed when the thread ends. Django's runserver keeps
 ``config.wsgi``, whose server refuses the hop-by-hop header this adds."""
 
-import os
 import threading
 
 from django.conf import settings
@@ -14,7 +11,6 @@ from django.db import connections
 
 from config.keep_alive import SpreadKeepAlive
 from config.wsgi import application as django_application
-from config.wsgi_environ import WithoutProcessEnvironment
 
 
 class _ClosedWithTheThread:
@@ -52,6 +48,4 @@ class CloseConnectionsWithThreads:
         return self.application(environ, start_response)
 
 
-application = CloseConnectionsWithThreads(
-    WithoutProcessEnvironment(SpreadKeepAlive(django_application, settings.WEB_KEEPALIVE_REQUESTS), os.environ)
-)
+application = CloseConnectionsWithThreads(SpreadKeepAlive(django_application, settings.WEB_KEEPALIVE_REQUESTS))

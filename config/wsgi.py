@@ -7,9 +7,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
 
 from config.rating_wsgi import RatingCycleApplication  # noqa: E402  (needs Django set up)
+from config.wsgi_environ import WithoutProcessEnvironment  # noqa: E402
 
 # The rating cycle's token requests skip the middleware chain (see config/rating_wsgi.py).
-application = RatingCycleApplication(application)
+# The server process's environment stays out of every request's environ: granian and
+# runserver's wsgiref both copy it in (see config/wsgi_environ.py).
+application = WithoutProcessEnvironment(RatingCycleApplication(application), os.environ)
 
 from config.runtime import check_services, describe_mode  # noqa: E402  (needs Django set up)
 

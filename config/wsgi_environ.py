@@ -1,11 +1,12 @@
 """The WSGI environ without the server process's environment variables.
 
-Granian copies the process environment into every request's WSGI environ (gunicorn and
-Django's runserver do not), so each request's ``request.META`` held ``DATABASE_URL`` with
-its password, ``SECRET_KEY`` and every other setting: Django's error reports (the debug
-page; the 500 mail to ADMINS) print ``META``, masking only names like KEY or PASS, and a
-variable named like a request header (``HTTP_X_FORWARDED_PROTO``, ``HTTP_PROXY``) read as
-one the client sent on every request that sent none."""
+Granian, and Django's runserver through wsgiref, copy the process environment into every
+request's WSGI environ (gunicorn does not), so each request's ``request.META`` held
+``DATABASE_URL`` with its password, ``SECRET_KEY`` and every other setting: Django's
+error reports (the debug page; the 500 mail to ADMINS) print ``META``, masking only
+names like KEY or PASS, and a variable named like a request header
+(``HTTP_X_FORWARDED_PROTO``, ``HTTP_PROXY``) read as one the client sent on every
+request that sent none."""
 
 from __future__ import annotations
 

@@ -196,11 +196,11 @@ def test_the_served_entry_spreads_with_the_configured_count_without_the_process_
     from config.wsgi_environ import WithoutProcessEnvironment
 
     assert isinstance(application, CloseConnectionsWithThreads)
-    without = application.application
+    assert isinstance(application.application, SpreadKeepAlive)
+    assert application.application.every == settings.WEB_KEEPALIVE_REQUESTS
+    without = application.application.application  # config.wsgi's: runserver serves it too
     assert isinstance(without, WithoutProcessEnvironment)
     assert dict(without.inherited)["PATH"] == os.environ["PATH"]  # the process's environment, taken at start
-    assert isinstance(without.application, SpreadKeepAlive)
-    assert without.application.every == settings.WEB_KEEPALIVE_REQUESTS
 
 
 def requests_on_one_connection(port: int, count: int) -> list[tuple[int, str, bool]]:

@@ -261,5 +261,8 @@ def test_another_middleware_list_stops_the_server_from_starting(settings):
 
 def test_the_served_application_is_the_wrapper():
     from config.wsgi import application
+    from config.wsgi_environ import WithoutProcessEnvironment
 
-    assert isinstance(application, RatingCycleApplication)
+    # Under the process environment's filter (config/wsgi_environ.py), which comes first.
+    assert isinstance(application, WithoutProcessEnvironment)
+    assert isinstance(application.application, RatingCycleApplication)
