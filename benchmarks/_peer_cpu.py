@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,7 +92,9 @@ class BackendSampler:
 
 @dataclass
 class Meter:
-    """A server's CPU over a phase: its process tree, and with a database its backends."""
+    """A server's CPU over a phase: its process tree, and with a database its backends;
+    beside it ``client_s``, this process's own (the load generator's, and the backend
+    sampler's), which shares the cores."""
 
     web_root: int
     cursor: object = None
@@ -100,18 +103,21 @@ class Meter:
 
     def begin(self):
         if self.database is None:
-            return process_tree_ticks(self.web_root), None
+            return process_tree_ticks(self.web_root), None, time.process_time()
         sampler = BackendSampler(self.postmaster, self.database)
         sampler.start()
-        return cpu_reading(web_root=self.web_root, cursor=self.cursor, database=self.database), sampler
+        before = cpu_reading(web_root=self.web_root, cursor=self.cursor, database=self.database)
+        return before, sampler, time.process_time()
 
     def end(self, begun) -> dict:
-        before, sampler = begun
+        before, sampler, client_before = begun
         if sampler is None:
             ticks = process_tree_ticks(self.web_root) - before
-            return {"web_s": ticks / TICKS_PER_S, "db_s": 0.0, "db_live_s": 0.0, "db_sampled_s": 0.0}
-        sampled = sampler.stop()
-        spent = cpu_spent(before, cpu_reading(web_root=self.web_root, cursor=self.cursor, database=self.database))
-        # Both readings can only miss backend time: the larger is the closer.
-        db_s = max(spent["db_s"], sampled)
-        return {"web_s": spent["web_s"], "db_s": db_s, "db_live_s": spent["db_s"], "db_sampled_s": sampled}
+            spent = {"web_s": ticks / TICKS_PER_S, "db_s": 0.0, "db_live_s": 0.0, "db_sampled_s": 0.0}
+        else:
+            sampled = sampler.stop()
+            server = cpu_spent(before, cpu_reading(web_root=self.web_root, cursor=self.cursor, database=self.database))
+            # Both readings can only miss backend time: the larger is the closer.
+            db_s = max(server["db_s"], sampled)
+            spent = {"web_s": server["web_s"], "db_s": db_s, "db_live_s": server["db_s"], "db_sampled_s": sampled}
+        return spent | {"client_s": time.process_time() - client_before}

@@ -179,10 +179,9 @@ class Side:
                 await asyncio.sleep(REFILL_SETTLE_S)
         await login_all(self.app, raters)
         record = self.phases.setdefault(phase, {"stats": Stats(), "seconds": 0.0, "cpu": {}, "raters": users})
-        begun, client_begun = self.meter.begin(), time.process_time()
+        begun = self.meter.begin()
         record["seconds"] += await closed_loop(self.app, raters, seconds, record["stats"], self.acked)
-        spent = self.meter.end(begun) | {"client_s": time.process_time() - client_begun}
-        for key, value in spent.items():
+        for key, value in self.meter.end(begun).items():
             record["cpu"][key] = record["cpu"].get(key, 0.0) + value
         close_all(raters)
 
@@ -198,8 +197,6 @@ class Side:
             **cpu,
             "db_cpu_ms_per_cycle_live": live["db_cpu_ms_per_cycle"],
             "db_cpu_ms_per_cycle_sampled": sampled["db_cpu_ms_per_cycle"],
-            # This process's (the client, and the backend sampler of an app with a database),
-            # beside the server's: it shares the cores.
             "client_cpu_ms_per_cycle": round(1000 * record["cpu"]["client_s"] / max(stats.cycles, 1), 2),
             **record.get("extra", {}),
         }
@@ -230,9 +227,9 @@ async def saturate(side: Side) -> None:
     raters = side.raters(len(side.keys))
     await login_all(side.app, raters)
     record = side.phases.setdefault("saturation", {"stats": Stats(), "seconds": 0.0, "cpu": {}, "raters": len(raters)})
-    begun, client_begun = side.meter.begin(), time.process_time()
+    begun = side.meter.begin()
     record["seconds"] = await until_done(side.app, raters, SAT_LIMIT_S, record["stats"], side.acked)
-    record["cpu"] = side.meter.end(begun) | {"client_s": time.process_time() - client_begun}
+    record["cpu"] = side.meter.end(begun)
     record["extra"] = {"timed_out": record["seconds"] >= SAT_LIMIT_S}
     close_all(raters)
 

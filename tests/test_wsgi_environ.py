@@ -12,7 +12,7 @@ import pytest
 
 from config.wsgi_environ import REQUEST_VARIABLES, WithoutProcessEnvironment
 from tests.conftest import REPO_DIR
-from tests.web_server import free_port
+from tests.web_server import free_port, stop_server
 
 
 def seen_by(process: dict, environ: dict) -> dict:
@@ -96,9 +96,7 @@ def served_keys(app: str, port: int, probe: str) -> set[str]:
                     raise AssertionError(f"granian did not answer: {server.communicate(timeout=10)[1]!r}") from None
                 time.sleep(0.2)
     finally:
-        if server.poll() is None:
-            server.terminate()
-            server.wait(timeout=10)
+        stop_server(server)
 
 
 @pytest.mark.parametrize("app", ["raw", "kept"])
