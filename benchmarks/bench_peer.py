@@ -16,6 +16,8 @@ own page drives it (``_peer_potato.py``, ``_peer_label_studio.py``).
 Both get ITEMS generated pairs (two short sentences each). Before each of ours' phases its
 queue is topped up to ITEMS x 5 open answers again (``_queue_data.top_up``): a fast
 machine rated it empty within the run, where the peers answer a small share of theirs.
+Before each phase, on each store kept in PostgreSQL (ours, Label Studio's), what autovacuum
+would have done if the server ran it (``_autovacuum.catch_up``, as bench-queue does).
 Phases, each with fresh raters: after a warm-up (and an ANALYZE of each store kept in
 PostgreSQL, ours and Label Studio's, as ``bench_queue.py`` does), BENCH_ROUNDS rounds of
 closed-loop phases of BENCH_SECONDS per app, U=8 then U=32 raters claiming and submitting
@@ -37,7 +39,8 @@ ratios are ours / peer, CPU ratios peer / ours (above 1: we use less). It measur
 Environment: PEER (required), DATABASE_URL (server; names replaced), BENCH_SECONDS (30),
 BENCH_ROUNDS (2), BENCH_ITEMS (10,000), BENCH_SAT_ITEMS (200), BENCH_SAT_RATERS (40),
 BENCH_RATERS_LOW (8), BENCH_RATERS_HIGH (32), BENCH_OURS_FLOW (page), BENCH_SAT_LIMIT_S
-(900: saturation stops there), BENCH_FIRST_PORT (8171; four ports from it), BENCH_DB_PREFIX (cxc_bench_peer:
+(900: saturation stops there), BENCH_EMULATE_AUTOVACUUM (1; 0: without it), BENCH_FIRST_PORT
+(8171; four ports from it), BENCH_DB_PREFIX (cxc_bench_peer:
 ``_ours``, ``_ours_sat``, ``_ls``). BENCH_SMOKE=1: 300 items, 20 in saturation with 10
 raters, one round of 2 s phases.
 """
@@ -57,6 +60,7 @@ from pathlib import Path
 import _peer_label_studio
 import _peer_potato
 import psycopg2
+from _autovacuum import add, catch_up, emulating, figures
 from _common import (
     drop_database,
     env_database,
@@ -100,8 +104,9 @@ OURS_FLOW = os.environ.get("BENCH_OURS_FLOW", "page")
 DB_PREFIX = env_database("cxc_bench_peer", "BENCH_DB_PREFIX")
 WARMUP_S = 1.0 if SMOKE else 3.0
 PEERS_DIR = REPO / "var" / "peers"
-# After a top-up of ours, before its phase's meter starts (see Side.closed).
+# After a top-up of ours or autovacuum's work, before the phase's meter starts (see Side.upkeep).
 REFILL_SETTLE_S = 1.0
+EMULATE_AUTOVACUUM = emulating()
 
 
 def log(message: str) -> None:
@@ -168,17 +173,29 @@ class Side:
         taken, self.keys = self.keys[:count], self.keys[count:]
         return [Rater(key, HttpConnection(self.port)) for key in taken]
 
-    async def closed(self, phase: str, users: int, seconds: float) -> None:
-        raters = self.raters(users)
+    async def upkeep(self, phase: str, record: dict) -> None:
+        """Before a phase: ours' queue topped up; for a store in PostgreSQL, what
+        autovacuum would have done (_autovacuum.catch_up; its CPU kept in the record)."""
+        settle = False
         if self.refill is not None:
             added = self.refill()
+            settle = added > 0
             if added:
                 log(f"  {self.label}: {added:,} answers queued again before {phase}")
-                # Its backend ends and is reaped before the meter starts: the reaped time of a
-                # backend that ends within the phase is counted as the phase's.
-                await asyncio.sleep(REFILL_SETTLE_S)
-        await login_all(self.app, raters)
+        if self.database is not None and EMULATE_AUTOVACUUM:
+            done = catch_up(server_dsn(self.database))
+            record["upkeep"] = add(record.get("upkeep", {}), done)
+            settle = True
+        if settle:
+            # Its backend ends and is reaped before the meter starts: the reaped time of a
+            # backend that ends within the phase is counted as the phase's.
+            await asyncio.sleep(REFILL_SETTLE_S)
+
+    async def closed(self, phase: str, users: int, seconds: float) -> None:
+        raters = self.raters(users)
         record = self.phases.setdefault(phase, {"stats": Stats(), "seconds": 0.0, "cpu": {}, "raters": users})
+        await self.upkeep(phase, record)
+        await login_all(self.app, raters)
         begun = self.meter.begin()
         record["seconds"] += await closed_loop(self.app, raters, seconds, record["stats"], self.acked)
         for key, value in self.meter.end(begun).items():
@@ -198,6 +215,7 @@ class Side:
             "db_cpu_ms_per_cycle_live": live["db_cpu_ms_per_cycle"],
             "db_cpu_ms_per_cycle_sampled": sampled["db_cpu_ms_per_cycle"],
             "client_cpu_ms_per_cycle": round(1000 * record["cpu"]["client_s"] / max(stats.cycles, 1), 2),
+            **(figures(record["upkeep"], stats.cycles) if "upkeep" in record else {}),
             **record.get("extra", {}),
         }
 

@@ -25,6 +25,10 @@ anything starts):
 - before the measured phases, a warm-up of every phase (each worker thread connects and
   prepares its statements) and an ANALYZE of its database, so that the planner sees a
   queue in use (``_queue_data.analyze``);
+- before each round, the server idle: on a PostgreSQL server running without autovacuum
+  (this machine's), the vacuum and analyze autovacuum would have done by then
+  (``_autovacuum.catch_up``, by its own rules): without it the gold tables kept the
+  statistics of their first hundred rows and each gold item cost more with every round;
 - afterwards, what each database stored: pairs over-assigned (more ratings than needed,
   or a rater twice), pairs whose count disagrees with their ratings, ratings and gold
   ratings.
@@ -40,7 +44,9 @@ is one JSON object, per phase: ``{"raters", "cycles_per_s", "cpu_ms_per_cycle",
 "web_cpu_ms_per_cycle", "db_cpu_ms_per_cycle", "db_ended_cpu_ms_per_cycle" (of the
 PostgreSQL figure, what backends that ended within the phase spent),
 "client_cpu_ms_per_cycle", "machine_busy", "p50_ms", "p95_ms", "p99_ms", "errors",
-"empty" (claims that found nothing left for the rater), "over_assigned", "counter_off",
+"empty" (claims that found nothing left for the rater), "autovacuum_emulated" ({"vacuumed",
+"analyzed": tables, "cpu_ms_per_cycle": that work's backend CPU, not in cpu_ms_per_cycle}),
+"over_assigned", "counter_off",
 "ratings", "gold_ratings"}``, and ``"machine"``: the machine's speed
 (``_common.machine_speed``), measured before the phases. The load generator runs on the same cores as the server and the
 database: its own CPU per cycle (``client_cpu_ms_per_cycle``, this process) is reported
@@ -54,7 +60,8 @@ Environment: DATABASE_URL (server, user; the database name is replaced), BENCH_S
 phase's queue is topped up with new pairs to its open slots, so a fast machine does not
 rate a 10k queue empty and then measure claims that find nothing), BENCH_ROUNDS
 (default 3), BENCH_RATERS (default 16), BENCH_OPEN_RATE (default 50), BENCH_OPEN_RATERS
-(default 2,000), BENCH_GOLD_PAIRS (default 2,000),
+(default 2,000), BENCH_GOLD_PAIRS (default 2,000), BENCH_EMULATE_AUTOVACUUM (default 1; 0:
+without autovacuum's work on a server that runs without it),
 BENCH_FIRST_PORT (default 8121; the phases take the ports from it on), BENCH_DB_PREFIX
 (default cxc_bench_queue), BENCH_KEEP_DATABASES=1 (leave the phases' databases for a look
 afterwards; the next run drops them), WEB_WORKERS / WEB_THREADS (defaults from
@@ -77,6 +84,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg2
+from _autovacuum import add, catch_up, emulating, figures
 from _common import (
     drop_database,
     env_number,
@@ -100,6 +108,7 @@ FIRST_PORT = env_number("BENCH_FIRST_PORT", 8121, minimum=1024)
 CLOSED_LOOP_RATERS = env_number("BENCH_RATERS", 16)
 # To look into what a phase left (EXPLAIN its statements); the next run drops them first.
 KEEP_DATABASES = os.environ.get("BENCH_KEEP_DATABASES") == "1"
+EMULATE_AUTOVACUUM = emulating()
 
 OPEN_LOOP_RATE = env_number("BENCH_OPEN_RATE", 50.0)
 OPEN_LOOP_RATERS = sized("BENCH_OPEN_RATERS", 2_000, 100)
@@ -180,6 +189,7 @@ class Target:
     stored: dict = field(default_factory=dict)
     idle_raters: deque = field(default_factory=deque)
     closed_round: int = 0
+    upkeep: dict = field(default_factory=dict)  # _autovacuum.catch_up's, over the rounds
 
     def closed_loop_raters(self) -> list[str]:
         # Fresh raters each round, none of them among the open loop's.
@@ -217,6 +227,7 @@ class Target:
             "rater_cycles_max_over_min": rater_spread(self.throughput),
             "errors": sum(self.latency.errors.values()) + sum(self.throughput.errors.values()),
             "empty": self.latency.empty + self.throughput.empty,
+            **figures(self.upkeep, self.throughput.cycles),
             **self.stored,
         }
 
@@ -235,6 +246,11 @@ async def measure(targets: list[Target], seconds: float, rounds: int, admin) -> 
             added = top_up(target.database, target.phase.open_slots)  # the server idle: no phase runs now
             if added:
                 log(f"  {target.name}: {added:,} open slots queued to hold {target.phase.open_slots:,} again")
+            if EMULATE_AUTOVACUUM:
+                done = catch_up(server_dsn(target.database))
+                target.upkeep = add(target.upkeep, done)
+                if done["vacuumed"] or done["analyzed"]:
+                    log(f"  {target.name}: as autovacuum would, {done}")
             await open_loop(target.port, target.idle_raters, OPEN_LOOP_RATE, phase, target.latency, seed=number)
             await target.closed_phase(phase, admin)
         log(f"  round {number + 1}/{rounds} done, load average {os.getloadavg()[0]:.2f}")
