@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from config.runtime import autovacuum_warning
 from tests.conftest import REPO_DIR
 
 
@@ -122,3 +123,26 @@ def test_a_dashboard_refresh_under_ten_seconds_is_refused(tmp_path):
     result = run_python("", VAR_DIR=str(tmp_path), DASHBOARD_REFRESH_SECONDS="5")
     assert result.returncode != 0
     assert "DASHBOARD_REFRESH_SECONDS must be at least 10, got 5" in result.stderr
+
+
+def test_autovacuum_off_is_warned_about_naming_the_setting_and_on_is_not():
+    assert autovacuum_warning("on") is None
+    warning = autovacuum_warning("off")
+    assert "autovacuum=off" in warning and "VACUUM ANALYZE" in warning
+
+
+@pytest.mark.postgres
+def test_the_startup_check_warns_when_the_servers_autovacuum_is_off():
+    result = run_python(
+        "import logging; logging.basicConfig(); from django.db import connection; "
+        "from config.runtime import check_services; check_services(); "
+        "connection.ensure_connection(); cursor = connection.cursor(); cursor.execute('SHOW autovacuum'); "
+        "print('autovacuum', cursor.fetchone()[0])",
+        DATABASE_URL=os.environ["DATABASE_URL"],
+        CELERY_TASK_ALWAYS_EAGER="true",
+        SECRET_KEY="k",
+    )
+    assert result.returncode == 0, result.stderr
+    setting = result.stdout.split()[-1]
+    warned = "PostgreSQL runs with autovacuum=off" in result.stderr
+    assert warned == (setting == "off"), result.stderr
