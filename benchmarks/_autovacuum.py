@@ -76,7 +76,9 @@ def command(table: TableActivity, limits: Thresholds) -> str | None:
     vacuum, analyze = due(table, limits)
     if not (vacuum or analyze):
         return None
-    verb = "VACUUM (ANALYZE)" if vacuum and analyze else "VACUUM" if vacuum else "ANALYZE"
+    # PARALLEL 0: autovacuum never vacuums indexes with parallel workers, whose CPU the
+    # backend's own reading would miss.
+    verb = "VACUUM (ANALYZE, PARALLEL 0)" if vacuum and analyze else "VACUUM (PARALLEL 0)" if vacuum else "ANALYZE"
     return f'{verb} public."{table.name}"'
 
 
@@ -108,17 +110,17 @@ def _backend_cpu_s(cursor) -> float:
     return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
 
 
-def catch_up(dsn: str) -> dict:
+def catch_up(dsn: str) -> dict | None:
     """Vacuum and analyze what autovacuum would in the database at ``dsn``, if the server
-    runs without it. Returns {"vacuumed", "analyzed", "cpu_s"} (the backend's CPU), all 0
-    when the server runs autovacuum itself."""
+    runs without it. Returns {"vacuumed", "analyzed": tables, "cpu_s": the backend's
+    CPU}, or None when the server runs autovacuum itself."""
     done = {"vacuumed": 0, "analyzed": 0, "cpu_s": 0.0}
     connection = psycopg2.connect(dsn)
     connection.autocommit = True  # VACUUM cannot run in a transaction
     try:
         with connection.cursor() as cursor:
             if server_runs_it(cursor):
-                return done
+                return None
             started = _backend_cpu_s(cursor)
             limits = thresholds(cursor)
             for table in activity(cursor):
@@ -143,14 +145,23 @@ def emulating() -> bool:
     return raw == "1"
 
 
-def add(total: dict, done: dict) -> dict:
-    """``total`` with one catch_up's counts added (a phase's over its rounds)."""
+def add(total: dict, done: dict | None) -> dict:
+    """``total`` with one catch_up's counts added (a phase's over its rounds); unchanged
+    when it did nothing (the server runs autovacuum)."""
+    if done is None:
+        return total
     return {key: total.get(key, 0) + value for key, value in done.items()}
 
 
 def figures(total: dict, cycles: int) -> dict:
-    """A phase's figures of the work: tables vacuumed and analyzed before its rounds, and
-    the backend's CPU per cycle of the phase (not in its cpu_ms_per_cycle)."""
+    """A phase's figures of the work, None when none was done (not emulated, or the server
+    runs autovacuum): tables vacuumed and analyzed before its rounds, and the backend's
+    CPU over the phase's measured cycles (not in its cpu_ms_per_cycle). The first round's
+    work is mostly the vacuum of the freshly filled tables (an ANALYZE leaves their
+    inserts counted), so this is the run's upkeep spread over its cycles, not a steady
+    cost per cycle."""
+    if not total:
+        return {"autovacuum_emulated": None}
     return {
         "autovacuum_emulated": {
             "vacuumed": total.get("vacuumed", 0),

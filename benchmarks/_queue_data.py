@@ -172,6 +172,12 @@ def top_up(database: str, open_slots: int) -> int:
     try:
         with conn, conn.cursor() as cur:
             added = add_open_slots(cur, open_slots)
+        with conn.cursor() as cur:
+            # Its counts in the statistics before this returns (a backend flushes them at
+            # most once a second, else when it ends, after close() has returned), where the
+            # next step (_autovacuum.catch_up) reads them.
+            cur.execute("SELECT pg_stat_force_next_flush()")
+        conn.commit()
     finally:
         conn.close()
     return added

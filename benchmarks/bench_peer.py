@@ -16,8 +16,8 @@ own page drives it (``_peer_potato.py``, ``_peer_label_studio.py``).
 Both get ITEMS generated pairs (two short sentences each). Before each of ours' phases its
 queue is topped up to ITEMS x 5 open answers again (``_queue_data.top_up``): a fast
 machine rated it empty within the run, where the peers answer a small share of theirs.
-Before each phase, on each store kept in PostgreSQL (ours, Label Studio's), what autovacuum
-would have done if the server ran it (``_autovacuum.catch_up``, as bench-queue does).
+Before each closed-loop phase, on each store kept in PostgreSQL (ours, Label Studio's), what
+autovacuum would have done if the server ran it (``_autovacuum.catch_up``, as bench-queue).
 Phases, each with fresh raters: after a warm-up (and an ANALYZE of each store kept in
 PostgreSQL, ours and Label Studio's, as ``bench_queue.py`` does), BENCH_ROUNDS rounds of
 closed-loop phases of BENCH_SECONDS per app, U=8 then U=32 raters claiming and submitting
@@ -215,7 +215,7 @@ class Side:
             "db_cpu_ms_per_cycle_live": live["db_cpu_ms_per_cycle"],
             "db_cpu_ms_per_cycle_sampled": sampled["db_cpu_ms_per_cycle"],
             "client_cpu_ms_per_cycle": round(1000 * record["cpu"]["client_s"] / max(stats.cycles, 1), 2),
-            **(figures(record["upkeep"], stats.cycles) if "upkeep" in record else {}),
+            **(figures(record["upkeep"], stats.cycles) if self.database is not None else {}),
             **record.get("extra", {}),
         }
 

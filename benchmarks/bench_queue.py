@@ -45,7 +45,8 @@ is one JSON object, per phase: ``{"raters", "cycles_per_s", "cpu_ms_per_cycle",
 PostgreSQL figure, what backends that ended within the phase spent),
 "client_cpu_ms_per_cycle", "machine_busy", "p50_ms", "p95_ms", "p99_ms", "errors",
 "empty" (claims that found nothing left for the rater), "autovacuum_emulated" ({"vacuumed",
-"analyzed": tables, "cpu_ms_per_cycle": that work's backend CPU, not in cpu_ms_per_cycle}),
+"analyzed": tables, "cpu_ms_per_cycle": that work's backend CPU, not in cpu_ms_per_cycle},
+or null when not done),
 "over_assigned", "counter_off",
 "ratings", "gold_ratings"}``, and ``"machine"``: the machine's speed
 (``_common.machine_speed``), measured before the phases. The load generator runs on the same cores as the server and the
@@ -249,7 +250,7 @@ async def measure(targets: list[Target], seconds: float, rounds: int, admin) -> 
             if EMULATE_AUTOVACUUM:
                 done = catch_up(server_dsn(target.database))
                 target.upkeep = add(target.upkeep, done)
-                if done["vacuumed"] or done["analyzed"]:
+                if done and (done["vacuumed"] or done["analyzed"]):
                     log(f"  {target.name}: as autovacuum would, {done}")
             await open_loop(target.port, target.idle_raters, OPEN_LOOP_RATE, phase, target.latency, seed=number)
             await target.closed_phase(phase, admin)

@@ -144,5 +144,19 @@ def test_the_startup_check_warns_when_the_servers_autovacuum_is_off():
     )
     assert result.returncode == 0, result.stderr
     setting = result.stdout.split()[-1]
-    warned = "PostgreSQL runs with autovacuum=off" in result.stderr
-    assert warned == (setting == "off"), result.stderr
+    warned = [line for line in result.stderr.splitlines() if "PostgreSQL runs with autovacuum=off" in line]
+    assert bool(warned) == (setting == "off"), result.stderr
+    assert all("WARNING" in line for line in warned), warned
+
+
+def test_the_startup_check_in_embedded_mode_asks_sqlite_and_warns_of_nothing(tmp_path):
+    result = run_python(
+        "import logging; logging.basicConfig(); from config.runtime import check_services; check_services(); "
+        "print('checked')",
+        VAR_DIR=str(tmp_path),
+        CELERY_BROKER_URL="",
+        REDIS_URL="",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-1] == "checked"
+    assert "autovacuum" not in result.stderr
