@@ -25,8 +25,13 @@ PORTS = range(8121, 8130)
 
 
 def free_port(ports: range = PORTS) -> int:
-    """The first port of ``ports`` free on 127.0.0.1; none free fails the test."""
-    for port in ports:
+    """The first port of ``ports`` free on 127.0.0.1, from this pytest-xdist worker's share
+    of them (every worker-count-th port): two workers that both found the same port free
+    started a server each on it (granian binds with SO_REUSEPORT), and each test then
+    talked to the other's server at times. None free fails the test."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    for port in ports[worker::workers]:
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
