@@ -215,7 +215,7 @@ class Side:
             "db_cpu_ms_per_cycle_live": live["db_cpu_ms_per_cycle"],
             "db_cpu_ms_per_cycle_sampled": sampled["db_cpu_ms_per_cycle"],
             "client_cpu_ms_per_cycle": round(1000 * record["cpu"]["client_s"] / max(stats.cycles, 1), 2),
-            **(figures(record["upkeep"], stats.cycles) if self.database is not None else {}),
+            **(figures(record.get("upkeep", {}), stats.cycles) if self.database is not None else {}),
             **record.get("extra", {}),
         }
 
