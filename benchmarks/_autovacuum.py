@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import psycopg2
+from _cpu import run_ns
 
 # pg_settings names of autovacuum's thresholds, in Thresholds' field order.
 SETTINGS = (
@@ -105,9 +105,7 @@ def activity(cursor) -> list[TableActivity]:
 
 
 def _backend_cpu_s(cursor) -> float:
-    cursor.execute("SELECT pg_backend_pid()")
-    (pid,) = cursor.fetchone()
-    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+    return run_ns(cursor.connection.get_backend_pid()) / 1e9
 
 
 def catch_up(dsn: str) -> dict | None:

@@ -49,6 +49,7 @@ from _common import (
     print_figures,
     smoke,
 )
+from _cpu import run_ns
 from _load import PAGE_CLAIM, PAGE_SUBMIT_TEMPLATE
 from _queue_data import add_gold, analyze, django_env, fill, migrate
 
@@ -123,8 +124,7 @@ class PageRaters:
 
 def backend_ns(connection) -> int:
     """CPU nanoseconds of the connection's PostgreSQL backend so far."""
-    pid = connection.connection.get_backend_pid()
-    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+    return run_ns(connection.connection.get_backend_pid())
 
 
 def statement_name(sql: str) -> str:
