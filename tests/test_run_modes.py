@@ -27,6 +27,11 @@ def run_python(code: str, **env_overrides: str) -> subprocess.CompletedProcess:
     )
 
 
+def run_on_test_database(code: str) -> subprocess.CompletedProcess:
+    """``run_python`` in services mode on the test database, tasks in-process."""
+    return run_python(code, DATABASE_URL=os.environ["DATABASE_URL"], CELERY_TASK_ALWAYS_EAGER="true", SECRET_KEY="k")
+
+
 def test_embedded_is_the_default_without_database_url(tmp_path):
     result = run_python(
         "from config.runtime import describe_mode; print(describe_mode())",
@@ -84,12 +89,9 @@ def test_broker_down_fails_the_startup_check():
 
 @pytest.mark.postgres
 def test_the_startup_check_leaves_no_connection_open():
-    result = run_python(
+    result = run_on_test_database(
         "from django.db import connection; from config.runtime import check_services; check_services(); "
-        "print('open' if connection.connection is not None else 'closed')",
-        DATABASE_URL=os.environ["DATABASE_URL"],
-        CELERY_TASK_ALWAYS_EAGER="true",
-        SECRET_KEY="k",
+        "print('open' if connection.connection is not None else 'closed')"
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-1] == "closed"
@@ -133,14 +135,11 @@ def test_autovacuum_off_is_warned_about_naming_the_setting_and_on_is_not():
 
 @pytest.mark.postgres
 def test_the_startup_check_warns_when_the_servers_autovacuum_is_off():
-    result = run_python(
+    result = run_on_test_database(
         "import logging; logging.basicConfig(); from django.db import connection; "
         "from config.runtime import check_services; check_services(); "
         "connection.ensure_connection(); cursor = connection.cursor(); cursor.execute('SHOW autovacuum'); "
-        "print('autovacuum', cursor.fetchone()[0])",
-        DATABASE_URL=os.environ["DATABASE_URL"],
-        CELERY_TASK_ALWAYS_EAGER="true",
-        SECRET_KEY="k",
+        "print('autovacuum', cursor.fetchone()[0])"
     )
     assert result.returncode == 0, result.stderr
     setting = result.stdout.split()[-1]
