@@ -35,8 +35,10 @@ QUARTER_ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
 # ordinary pairs are left and the dataset serves gold (the CASE spares the counts
 # otherwise), as the serveable gold pairs (their counter, ``GoldCounter``, kept by
 # triggers: counting them read every one, 0.1 ms per item at 2,000 and growing with the
-# pool) less those in ``met`` (read only when the counter has any: a dataset without
-# gold skips it), each looked up by id: what the rater met is a few rows, where testing
+# pool) less those the rater has a lease of (``RaterGoldMet``, kept by triggers: testing
+# each lease grew a probe per gold pair the rater ever met) and less the others in
+# ``met`` that they have no lease of (read only when the counter has any: a dataset
+# without gold skips it), each looked up by id: what the rater met so is a few rows, where testing
 # every gold pair against it cost a probe per rule and pair (2,000 gold pairs: 1.2 ms of
 # PostgreSQL per progress) and a hash join of it with every gold pair still read them all
 # (0.5 ms); ``held_gold``, their leases of active gold pairs. ``oldest``: the
@@ -55,9 +57,7 @@ gold_off AS (
     ) AS off
 ),
 met AS (
-    SELECT l.{gold_lease.gold_pair} AS id FROM {gold_lease} l WHERE l.{gold_lease.rater} = %(rater)s
-    UNION
-    SELECT a.{gold_rating.gold_pair} FROM {gold_rating} a
+    SELECT a.{gold_rating.gold_pair} AS id FROM {gold_rating} a
     WHERE a.{gold_rating.rater} = %(rater)s AND a.{gold_rating.purpose} = {quiz_purpose}
       AND a.{gold_rating.dataset} = (SELECT {dataset.id} FROM ds)
     UNION
@@ -115,11 +115,19 @@ SELECT
     ARRAY(SELECT kind FROM per_kind ORDER BY kind),
     ARRAY(
         SELECT pk.ordinary + pk.held_gold + CASE WHEN pk.ordinary > 0 AND NOT (SELECT off FROM gold_off) THEN COALESCE((
-            SELECT gc.{gold_counter.pairs_serveable} - (
+            SELECT gc.{gold_counter.pairs_serveable} - COALESCE((
+                SELECT gm.{gold_met.leased_serveable} FROM {gold_met} gm
+                WHERE gm.{gold_met.rater} = %(rater)s AND gm.{gold_met.dataset} = (SELECT {dataset.id} FROM ds)
+                  AND gm.{gold_met.kind} = pk.kind
+            ), 0) - (
                 SELECT count(*) FROM met CROSS JOIN LATERAL (
                     SELECT 1 FROM {gold} gp
                     WHERE gp.{gold.id} = met.id AND gp.{gold.dataset} = (SELECT {dataset.id} FROM ds)
                       AND gp.{gold.kind} = pk.kind AND gp.{gold.active} AND NOT gp.{gold.in_quiz}
+                      AND NOT EXISTS (
+                          SELECT 1 FROM {gold_lease} l
+                          WHERE l.{gold_lease.gold_pair} = gp.{gold.id} AND l.{gold_lease.rater} = %(rater)s
+                      )
                     LIMIT 1  -- one row by id; the limit keeps it a probe per met row, not a join
                 ) serveable
             )
@@ -157,7 +165,7 @@ def progress_statement() -> Statement:
         quiz_purpose=f"'{GoldPurpose.QUIZ.value}'",
     )
     params = (("dataset", "text"), ("rater", "bigint"), ("day_start", "timestamptz"), ("first_quarter", "timestamptz"))
-    return Statement("rater_progress_v9", sql, params)
+    return Statement("rater_progress_v10", sql, params)
 
 
 def first_quarter(moment: datetime) -> datetime:

@@ -63,6 +63,7 @@ from annotation.models.queue import (
     PairSkip,
     Qualification,
     QueueCounter,
+    RaterGoldMet,
     RaterTally,
 )
 from annotation.models.rater_model import RaterEstimate, RaterModelFit
@@ -120,6 +121,7 @@ __all__ = [
     "QueueCounter",
     "QuizAttempt",
     "RaterEstimate",
+    "RaterGoldMet",
     "RaterModelFit",
     "RaterPause",
     "RaterTally",
