@@ -237,3 +237,63 @@ def test_a_raters_slots_are_read_by_rater_under_statistics_of_an_unrated_queue(s
         ]
         assert reads, name
         assert all(pages <= 6 for _, pages in reads), (name, reads)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_gold_claim_asks_for_work_at_the_queue_head_not_over_the_rated_slots(settings, tmp_path):
+    """Gold is served only while the ordinary claim could serve the rater a slot now: the
+    gold claim asks whether an open slot they never touched exists. Asked without the
+    claim's order, under statistics of the queue as it was queued (all open) it was
+    planned as a scan of the slots table, which passed every rated slot stored before the
+    first open one (1,767 rows 30,000 slots into a run, growing with the ratings). It
+    reads the head of ``slot_claim_idx`` instead."""
+    from django.utils import timezone
+
+    from annotation.models import GoldLease, QualitySettings
+    from annotation.quality.gold.serving_sql import gold_claim
+    from tests.annotation.crowd_support import gold_upload
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    split = SplitFactory()
+    dataset = split.dataset
+    bulk_sis_pairs(batch=SamplingBatchFactory(split=split, dataset=dataset), n_pairs=4_000)
+    gold_upload(split, "SIS", 4, tmp_path)
+    QualitySettings.objects.create(dataset=dataset, gold_one_in=20)
+    raters = [UserFactory(roles=["rater"], qualified_for=["SIS"]) for _ in range(6)]
+    with connection.cursor() as cursor:
+        # The first 2,000 pairs rated by five raters each: their slots lie first in the table.
+        cursor.execute(
+            f"""UPDATE {RatingSlot._meta.db_table} s
+            SET state = 'done', rater_id = (%s::bigint[])[1 + s.index], pair_done = 5, pair_complete = true
+            WHERE s.dataset_id = %s AND s.pair_id < (SELECT min(pair_id) + 2000 FROM {RatingSlot._meta.db_table})""",
+            [[user.pk for user in raters[:5]], dataset.pk],
+        )
+    # VACUUM without ANALYZE: the statistics stay those of the queued batch, all open, as
+    # PostgreSQL keeps them until a tenth of the table changed.
+    vacuum(RatingSlot, PairSkip)
+    assert statistics_say_no_slot_has_a_rater()
+    newcomer = raters[5]
+    now = timezone.now()
+    plan = generic_plan(
+        gold_claim(),
+        {
+            "dataset": dataset.name,
+            "rater": newcomer.pk,
+            "kind": None,
+            "now": now,
+            "expires": now + queue.lease_ttl(),
+            "slot_table": connection.ops.quote_name(RatingSlot._meta.db_table),
+            "slot_pk": RatingSlot._meta.pk.column,
+            "drawn": True,
+        },
+    )
+    assert GoldLease.objects.filter(rater=newcomer).count() == 1  # gold served: work was found
+    reads = [
+        (node["Node Type"], node.get("Index Name"), node["Shared Hit Blocks"] + node["Shared Read Blocks"])
+        for node in nodes(plan["Plan"])
+        if node.get("Relation Name") == RatingSlot._meta.db_table
+    ]
+    assert not [read for read in reads if read[0] == "Seq Scan"], reads
+    assert any(read[1] == "slot_claim_idx" for read in reads), reads
+    # The head's descent and a leaf (7 pages here); the rated slots span about 100.
+    assert all(pages <= 12 for *_, pages in reads), reads
