@@ -249,10 +249,16 @@ class RatingSlot(models.Model):
             models.Index(
                 fields=["lease_expires_at"], condition=Q(state=SlotState.LEASED), name="slot_lease_expiry_idx"
             ),
-            # A rater's slots on pairs still being rated (progress: pairs left for them).
+            # A rater's rated slots on pairs still being rated (progress: pairs left for
+            # them, with every rated item). The state is in the condition, so the index
+            # holds just what progress counts and it counts from the index alone: with
+            # the state left to the table, PostgreSQL estimated this index no cheaper than
+            # slot_one_per_rater_per_pair and counted through that one, reading the table
+            # row of every slot the rater ever rated (213 rated: 131 pages, 0.2 ms of a
+            # 0.6 ms progress, growing with each rating).
             models.Index(
                 fields=["rater", "dataset", "kind"],
-                condition=Q(rater__isnull=False, pair_complete=False),
+                condition=Q(rater__isnull=False, pair_complete=False, state=SlotState.DONE),
                 name="slot_rater_active_idx",
             ),
         ]

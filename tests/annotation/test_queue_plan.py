@@ -297,3 +297,46 @@ def test_the_gold_claim_asks_for_work_at_the_queue_head_not_over_the_rated_slots
     assert any(read[1] == "slot_claim_idx" for read in reads), reads
     # The head's descent and a leaf (7 pages here); the rated slots span about 100.
     assert all(pages <= 12 for *_, pages in reads), reads
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_progress_counts_a_veterans_unfinished_pairs_without_reading_their_history(settings):
+    """The progress counts the rater's rated slots of unfinished pairs with every rated
+    item. Under statistics taken early in a run (a few slots rated, none complete), it
+    counted them through the rater's entries in slot_one_per_rater_per_pair and read the
+    table row of every slot they ever rated (213 rated: 131 pages), the cost growing with
+    each rating. It counts from slot_rater_active_idx alone, which holds only those slots."""
+    from django.utils import timezone
+
+    from annotation.progress_sql import progress_statement
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    split = SplitFactory()
+    dataset = split.dataset
+    bulk_sis_pairs(batch=SamplingBatchFactory(split=split, dataset=dataset), n_pairs=4_000)
+    raters = [UserFactory(roles=["rater"], qualified_for=["SIS"]) for _ in range(20)]
+    rate = f"""UPDATE {RatingSlot._meta.db_table} s
+        SET state = 'done', rater_id = (%s::bigint[])[1 + (s.pair_id * 5 + s.index) %% 20],
+            pair_done = %s, pair_complete = %s
+        WHERE s.dataset_id = %s AND s.pair_id %% 100 {{}} 0"""
+    ids = [user.pk for user in raters]
+    with connection.cursor() as cursor:
+        # Early in the run, analyzed: one pair in a hundred rated, none complete yet.
+        cursor.execute(rate.format("="), [ids, 4, False, dataset.pk])
+        cursor.execute(f"ANALYZE {RatingSlot._meta.db_table}")
+        # Then every other pair rated by five of the 20 raters and complete.
+        cursor.execute(rate.format("<>"), [ids, 5, True, dataset.pk])
+    vacuum(RatingSlot, PairSkip)  # the statistics stay the early ones
+    veteran = raters[0]
+    assert RatingSlot.objects.filter(rater=veteran).count() == 1_000
+    day_start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    plan = generic_plan(
+        progress_statement(),
+        {"dataset": dataset.name, "rater": veteran.pk, "day_start": day_start, "first_quarter": day_start},
+    )
+    reads = [
+        (node["Node Type"], node.get("Index Name"), node["Shared Hit Blocks"] + node["Shared Read Blocks"])
+        for node in nodes(plan["Plan"])
+        if node.get("Relation Name") == RatingSlot._meta.db_table
+    ]
+    assert all(pages <= 6 for *_, pages in reads), reads
