@@ -8,8 +8,10 @@ from django.db import migrations, models
 # in (rater, dataset, kind) order, as the gold counter's triggers do (migration 0033): two
 # statements never lock counter rows crosswise, and a write that changes no count takes
 # no lock. A lease counts while both rows exist: whichever of a lease and its gold pair is
-# deleted first takes the count (the foreign key is checked at commit, so raw SQL may
-# delete the pair first). A count is taken down by UPDATE alone: a row deleted with its
+# written last gives the count, whichever is deleted first takes it (the foreign key is
+# checked at commit, so raw SQL may write them in either order). Not followed: one
+# statement that writes both tables (a CTE deleting leases beside their pair), as each
+# table's trigger then sees the other's rows changed already; the app writes them apart. A count is taken down by UPDATE alone: a row deleted with its
 # rater or dataset stays deleted. A lease's own updates (renewed, submitted) fire nothing:
 # the row trigger runs only when one names another pair or rater. The lease triggers lock
 # the leases' gold pairs (FOR SHARE) before reading them: a concurrent change of a pair's
@@ -71,7 +73,17 @@ CREATE FUNCTION annotation_gold_pair_met() RETURNS trigger LANGUAGE plpgsql AS $
 DECLARE
     change record;
 BEGIN
-    IF TG_OP = 'DELETE' THEN
+    IF TG_OP = 'INSERT' THEN
+        -- Leases written before their pair (the foreign key waits for the commit).
+        FOR change IN
+            SELECT l.rater_id, n.dataset_id, n.kind, count(*)::integer AS delta
+            FROM new_rows n JOIN annotation_goldlease l ON l.gold_pair_id = n.id
+            WHERE n.active AND NOT n.in_quiz
+            GROUP BY l.rater_id, n.dataset_id, n.kind ORDER BY l.rater_id, n.dataset_id, n.kind
+        LOOP
+            PERFORM annotation_gold_met_add(change.rater_id, change.dataset_id, change.kind, change.delta);
+        END LOOP;
+    ELSIF TG_OP = 'DELETE' THEN
         FOR change IN
             SELECT l.rater_id, o.dataset_id, o.kind, -count(*)::integer AS delta
             FROM old_rows o JOIN annotation_goldlease l ON l.gold_pair_id = o.id
@@ -124,6 +136,9 @@ EXECUTE FUNCTION annotation_gold_lease_moved();
 CREATE TRIGGER annotation_gold_lease_truncate AFTER TRUNCATE ON annotation_goldlease
 FOR EACH STATEMENT EXECUTE FUNCTION annotation_gold_lease_truncated();
 
+CREATE TRIGGER annotation_gold_pair_met_insert AFTER INSERT ON annotation_goldpair
+REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION annotation_gold_pair_met();
+
 CREATE TRIGGER annotation_gold_pair_met_update AFTER UPDATE ON annotation_goldpair
 REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
 FOR EACH STATEMENT EXECUTE FUNCTION annotation_gold_pair_met();
@@ -145,6 +160,7 @@ GROUP BY l.rater_id, g.dataset_id, g.kind;
 DROP_TRIGGERS = """
 DROP TRIGGER annotation_gold_pair_met_delete ON annotation_goldpair;
 DROP TRIGGER annotation_gold_pair_met_update ON annotation_goldpair;
+DROP TRIGGER annotation_gold_pair_met_insert ON annotation_goldpair;
 DROP TRIGGER annotation_gold_lease_truncate ON annotation_goldlease;
 DROP TRIGGER annotation_gold_lease_met_moved ON annotation_goldlease;
 DROP TRIGGER annotation_gold_lease_met_delete ON annotation_goldlease;

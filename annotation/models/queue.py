@@ -180,9 +180,12 @@ class RaterGoldMet(models.Model):
     6); reading this is one row.
 
     PostgreSQL keeps it: triggers on the gold lease table (insert, delete, truncate, a
-    lease moved to another pair or rater) and on the gold pair table (delete, a change of
-    dataset, kind, active or in_quiz) (migration 0034), once per statement. Elsewhere
-    (SQLite) it stays empty: the portable progress tests every leased pair."""
+    lease moved to another pair or rater) and on the gold pair table (insert, delete, a
+    change of dataset, kind, active or in_quiz) (migration 0034), once per statement.
+    Elsewhere (SQLite) it stays empty: the portable progress tests every leased pair.
+    Deleting a rater or a dataset while an admin retires one of its gold pairs can meet
+    that retirement in a deadlock, which PostgreSQL ends by rolling one of the two back
+    (Django deletes these rows before the leases; both are admin actions)."""
 
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+", db_index=False)

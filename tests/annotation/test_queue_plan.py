@@ -339,4 +339,5 @@ def test_the_progress_counts_a_veterans_unfinished_pairs_without_reading_their_h
         for node in nodes(plan["Plan"])
         if node.get("Relation Name") == RatingSlot._meta.db_table
     ]
+    assert any(read[1] == "slot_rater_active_idx" for read in reads), reads
     assert all(pages <= 6 for *_, pages in reads), reads

@@ -2,7 +2,7 @@
 (``RaterGoldMet``), kept by PostgreSQL's triggers: against a recount of the leases after
 every kind of write to the leases and the gold pairs; a lease's own updates and a write
 that changes no count leave the row alone; the migration's count of the leases stored
-before it; a deactivation racing a lease, both ways; and the progress statement's "pairs
+before it; a deactivation racing a lease, in both orders; and the progress statement's "pairs
 left" reading the count instead of testing every lease."""
 
 from __future__ import annotations
@@ -114,7 +114,11 @@ def test_the_counter_follows_every_write_of_the_leases_and_gold_pairs(two_splits
         lambda: GoldPair.objects.filter(dataset_id=b).update(dataset_id=a),  # moved to the other dataset
         lambda: GoldLease.objects.filter(gold_pair=sis[1]).delete(),
         lambda: GoldPair.objects.filter(pk=sis[2].pk).delete(),  # its leases first (Django's cascade)
-        # The pair first, then its leases (the foreign key waits for the commit).
+        # The pair first, then its leases (the foreign key waits for the commit); the pair
+        # written again after its leases, then deleted for good.
+        lambda: raw("CREATE TEMP TABLE kept_pair AS SELECT * FROM annotation_goldpair WHERE id = %s", [sis[0].pk]),
+        lambda: raw("DELETE FROM annotation_goldpair WHERE id = %s", [sis[0].pk]),
+        lambda: raw("INSERT INTO annotation_goldpair SELECT * FROM kept_pair", []),
         lambda: raw("DELETE FROM annotation_goldpair WHERE id = %s", [sis[0].pk]),
         lambda: raw("DELETE FROM annotation_goldlease WHERE gold_pair_id = %s", [sis[0].pk]),
         lambda: two.delete(),
@@ -212,16 +216,20 @@ def _waits_for_a_lock() -> bool:
         return cursor.fetchone()[0] > 0
 
 
+def _wait_for_a_lock() -> None:
+    deadline = timezone.now() + timedelta(seconds=10)
+    while not _waits_for_a_lock() and timezone.now() < deadline:
+        threading.Event().wait(0.02)
+    assert _waits_for_a_lock(), "the second write did not wait for the first"
+
+
 def _race(gold: GoldPair, sql: str, params: list) -> None:
     """A lease written by one session while another retires its gold pair: the lease's
     triggers wait for the retirement's commit, then count what it left."""
     admin = _deactivation_in_flight(gold.pk)
     try:
         writer = _in_a_third_session(sql, params)
-        deadline = timezone.now() + timedelta(seconds=10)
-        while not _waits_for_a_lock() and timezone.now() < deadline:
-            threading.Event().wait(0.02)
-        assert _waits_for_a_lock(), "the lease's write did not wait for the gold pair"
+        _wait_for_a_lock()
         admin.commit()
         writer.join(30)
     finally:
@@ -249,6 +257,32 @@ def test_a_lease_deleted_while_its_pair_is_retired_is_taken_off_once(two_splits)
     _race(gold, "DELETE FROM annotation_goldlease WHERE gold_pair_id = %s", [gold.pk])
     assert not GoldLease.objects.filter(gold_pair=gold).exists()
     assert counted() == recount() == Counter({(user.pk, gold.dataset_id, "SIS"): 1})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pair_retired_while_a_lease_of_it_is_taken_takes_that_lease_off(two_splits):
+    # The other order: the lease's session locked the pair first, so the retirement waits
+    # for its commit and then sees the lease.
+    gold = GoldPair.objects.filter(dataset_id=two_splits[0].dataset_id, kind=TaskKind.SIS).first()
+    user = UserFactory()
+    leasing = another_session()
+    try:
+        with leasing.cursor() as cursor:
+            cursor.execute(
+                """INSERT INTO annotation_goldlease (gold_pair_id, rater_id, dataset_id, kind, state, leased_at,
+                       lease_expires_at, flag_reason, flag_note)
+                   VALUES (%s, %s, %s, %s, 'done', now(), NULL, '', '')""",
+                [gold.pk, user.pk, gold.dataset_id, gold.kind],
+            )
+        retire = _in_a_third_session("UPDATE annotation_goldpair SET active = false WHERE id = %s", [gold.pk])
+        _wait_for_a_lock()
+        leasing.commit()
+        retire.join(30)
+    finally:
+        leasing.close()
+    assert not GoldPair.objects.get(pk=gold.pk).active
+    assert GoldLease.objects.filter(gold_pair=gold, rater=user).exists()
+    assert counted() == recount() == Counter()
 
 
 @pytest.mark.django_db
