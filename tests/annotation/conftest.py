@@ -1,6 +1,9 @@
 import pytest
 
+from annotation.models import TaskKind
+from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import TTL, Clock
+from tests.factories import SplitFactory
 
 
 @pytest.fixture
@@ -43,3 +46,14 @@ def seeded(monkeypatch):
         monkeypatch.setattr("annotation.quality.quiz._generator", lambda: generator)
 
     return seed
+
+
+# Gold pairs in two datasets, for the gold counters' tests.
+@pytest.fixture
+def two_splits(tmp_path):
+    """Dataset A: 4 SIS and 3 STS gold pairs; dataset B: 2 SIS."""
+    splits = [SplitFactory(), SplitFactory()]
+    gold_upload(splits[0], TaskKind.SIS, 4, tmp_path)
+    gold_upload(splits[0], TaskKind.STS, 3, tmp_path)
+    gold_upload(splits[1], TaskKind.SIS, 2, tmp_path)
+    return splits

@@ -16,9 +16,8 @@ from django.utils import timezone
 from annotation.models import GoldCounter, GoldPair, TaskKind
 from annotation.progress_sql import progress_row
 from annotation.quality.quiz import quiz_set
-from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import queue_pairs
-from tests.factories import CaptionFactory, SplitFactory, UserFactory
+from tests.factories import CaptionFactory, UserFactory
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
@@ -33,16 +32,6 @@ def recount() -> Counter:
 def counted() -> Counter:
     rows = GoldCounter.objects.filter(pairs_serveable__gt=0).values_list("dataset", "kind", "pairs_serveable")
     return Counter({(dataset, kind): n for dataset, kind, n in rows})
-
-
-@pytest.fixture
-def two_splits(tmp_path):
-    """Dataset A: 4 SIS and 3 STS gold pairs; dataset B: 2 SIS."""
-    splits = [SplitFactory(), SplitFactory()]
-    gold_upload(splits[0], TaskKind.SIS, 4, tmp_path)
-    gold_upload(splits[0], TaskKind.STS, 3, tmp_path)
-    gold_upload(splits[1], TaskKind.SIS, 2, tmp_path)
-    return splits
 
 
 def row_version(dataset_id: int, kind: str) -> str | None:

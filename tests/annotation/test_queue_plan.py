@@ -149,6 +149,15 @@ def generic_plan(statement, values: dict) -> dict:
     return (json.loads(plan) if isinstance(plan, str) else plan)[0]
 
 
+def slot_reads(plan: dict) -> list[tuple]:
+    """(node type, index, pages touched) of every node of ``plan`` reading the slots table."""
+    return [
+        (node["Node Type"], node.get("Index Name"), node["Shared Hit Blocks"] + node["Shared Read Blocks"])
+        for node in nodes(plan["Plan"])
+        if node.get("Relation Name") == RatingSlot._meta.db_table
+    ]
+
+
 def explain_generic_claim(*, rater, dataset: str, statement) -> dict:
     """EXPLAIN (ANALYZE, BUFFERS) of one claim through the prepared statement with its
     generic plan, the plan a connection settles on after its first five claims."""
@@ -288,11 +297,7 @@ def test_the_gold_claim_asks_for_work_at_the_queue_head_not_over_the_rated_slots
         },
     )
     assert GoldLease.objects.filter(rater=newcomer).count() == 1  # gold served: work was found
-    reads = [
-        (node["Node Type"], node.get("Index Name"), node["Shared Hit Blocks"] + node["Shared Read Blocks"])
-        for node in nodes(plan["Plan"])
-        if node.get("Relation Name") == RatingSlot._meta.db_table
-    ]
+    reads = slot_reads(plan)
     assert not [read for read in reads if read[0] == "Seq Scan"], reads
     assert any(read[1] == "slot_claim_idx" for read in reads), reads
     # The head's descent and a leaf (7 pages here); the rated slots span about 100.
@@ -334,10 +339,6 @@ def test_the_progress_counts_a_veterans_unfinished_pairs_without_reading_their_h
         progress_statement(),
         {"dataset": dataset.name, "rater": veteran.pk, "day_start": day_start, "first_quarter": day_start},
     )
-    reads = [
-        (node["Node Type"], node.get("Index Name"), node["Shared Hit Blocks"] + node["Shared Read Blocks"])
-        for node in nodes(plan["Plan"])
-        if node.get("Relation Name") == RatingSlot._meta.db_table
-    ]
+    reads = slot_reads(plan)
     assert any(read[1] == "slot_rater_active_idx" for read in reads), reads
     assert all(pages <= 6 for *_, pages in reads), reads

@@ -19,9 +19,8 @@ from django.utils import timezone
 from annotation.models import GoldLease, GoldPair, QualitySettings, QuizAttempt, RaterGoldMet, TaskKind
 from annotation.progress_sql import progress_row
 from annotation.quality.quiz import quiz_set
-from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
-from tests.factories import CaptionFactory, SplitFactory, UserFactory
+from tests.factories import CaptionFactory, UserFactory
 from tests.runner_support import another_session
 
 pytestmark = [pytest.mark.postgres]
@@ -67,16 +66,6 @@ def raw(sql: str, params: list) -> None:
     # Raw SQL, as a script or an admin's psql would: the counter follows whatever writes.
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-
-
-@pytest.fixture
-def two_splits(tmp_path):
-    """Dataset A: 4 SIS and 3 STS gold pairs; dataset B: 2 SIS."""
-    splits = [SplitFactory(), SplitFactory()]
-    gold_upload(splits[0], TaskKind.SIS, 4, tmp_path)
-    gold_upload(splits[0], TaskKind.STS, 3, tmp_path)
-    gold_upload(splits[1], TaskKind.SIS, 2, tmp_path)
-    return splits
 
 
 @pytest.mark.django_db
