@@ -173,3 +173,24 @@ def test_on_a_server_that_runs_autovacuum_nothing_is_done(scratch_database, monk
     state = _analyzed_and_vacuumed(scratch_database)
     assert state["grown"] == (False, False)  # analyzed by catch_up otherwise
     assert state["emptied"] == (True, False)  # its ANALYZE in TABLES; vacuumed by catch_up otherwise
+
+
+def test_bench_cycle_measures_in_blocks_with_the_catch_up_between_them(monkeypatch):
+    """bench-cycle's measured cycles run in blocks of BENCH_BLOCK, every cycle in one, with
+    autovacuum's work before each only while emulating it."""
+    import bench_cycle
+
+    monkeypatch.setattr(bench_cycle, "BLOCK", 500)
+    assert bench_cycle.blocks(3_000) == [500] * 6
+    assert bench_cycle.blocks(1_234) == [500, 500, 234]
+    calls = []
+    monkeypatch.setattr(bench_cycle, "catch_up", lambda dsn: calls.append(dsn) or {"vacuumed": 1})
+
+    class Connection:
+        settings_dict = {"NAME": "cxc_bench_cycle_page"}
+
+    monkeypatch.setattr(bench_cycle, "EMULATE_AUTOVACUUM", False)
+    assert bench_cycle.catch_up_between_blocks(Connection()) is None
+    monkeypatch.setattr(bench_cycle, "EMULATE_AUTOVACUUM", True)
+    assert bench_cycle.catch_up_between_blocks(Connection()) == {"vacuumed": 1}
+    assert calls and calls[0].endswith("cxc_bench_cycle_page")
