@@ -82,12 +82,13 @@ def _data_dir(settings, tmp_path):
 
 @pytest.fixture(autouse=True)
 def _gold_unseen(monkeypatch):
-    """Each test starts with no memory of which datasets serve gold (the claim's choice of
-    statement, annotation/rating/queue/claim.py), whatever an earlier test's datasets
-    were called."""
+    """Each test starts with no memory of which datasets serve gold and at what rate (the
+    claim's choice of statement, annotation/rating/queue/claim.py), whatever an earlier
+    test's datasets were called."""
     from annotation.rating.queue import claim
 
     monkeypatch.setattr(claim, "_gold_seen", {})
+    monkeypatch.setattr(claim, "_gold_one_in", {})
 
 
 @pytest.fixture

@@ -21,9 +21,12 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 # The token's read (user, roles and expiry in one statement), then the claim statement:
 # in a dataset without active gold pairs the one without the gold half; in one with
-# them (once the process has seen one there) the one that also decides gold's turn.
+# them (once the process has seen one there, and its gold rate) the one that resumes a
+# held gold item when the process did not draw gold's turn, the one that also takes the
+# turn when it did.
 CLAIM = ["auth_knox_token_roles", "queue_claim_ordinary"]
-GOLD_ON_CLAIM = ["auth_knox_token_roles", "queue_claim"]
+GOLD_ON_CLAIM = ["auth_knox_token_roles", "queue_claim_held_gold"]
+DRAWN_CLAIM = ["auth_knox_token_roles", "queue_claim"]
 # The token's read, then the submit statement (lock, checks and writes in one).
 SUBMIT = ["auth_knox_token_roles", "queue_submit_fast"]
 # On gold's turn the claim statement leases nothing and the gold statement leases the item.
@@ -74,7 +77,10 @@ def rated_dataset(settings, tmp_path, *, gold_one_in: int | None):
         gold_upload(split, "SIS", 4, tmp_path)
         QualitySettings.objects.create(dataset=split.dataset, gold_one_in=gold_one_in)
     client = token_client(UserFactory(roles=["rater"], qualified_for=["SIS"]))
-    cycle(client, split.dataset.name, "warm")  # prepares the statements once per connection
+    # Prepares the statements once per connection; the first claim with the gold half
+    # also reads the dataset's gold rate, with which the second draws the turn.
+    cycle(client, split.dataset.name, "warm")
+    cycle(client, split.dataset.name, "warm again")
     return split.dataset.name, client
 
 
@@ -115,26 +121,97 @@ def test_a_claim_commits_asynchronously_only_as_its_own_transaction(settings, tm
     assert not any("synchronous_commit" in query["sql"] for query in inside.captured_queries)
 
 
-def test_a_held_gold_item_is_resumed_first_and_in_as_many_statements_as_a_held_slot(settings, tmp_path):
+@pytest.mark.parametrize("drawn", [False, True], ids=["turn not drawn", "turn drawn"])
+def test_a_held_gold_item_is_resumed_first_and_in_as_many_statements_as_a_held_slot(
+    settings, tmp_path, monkeypatch, drawn
+):
     """Re-claiming an item one holds can be repeated at will, so its cost must not tell a
-    gold item from an ordinary one; and the gold item comes back whatever the draw."""
+    gold item from an ordinary one; and the gold item comes back whatever the draw. The
+    statements depend on the process's draw alone: the same for both items either way."""
     dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1)
     gold = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
     assert GoldLease.objects.filter(pk=rater_id_decode("slot", gold["slot_id"])).exists()
-    QualitySettings.objects.filter(dataset__name=dataset).update(gold_one_in=1_000_000)
-    for _ in range(6):
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: drawn)
+    expected = DRAWN_CLAIM if drawn else GOLD_ON_CLAIM
+    client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json")  # prepares its statement
+    for _ in range(3):
         with CaptureQueriesContext(connection) as again:
             resumed = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
         assert (resumed["slot_id"], resumed["resumed"]) == (gold["slot_id"], True)
-        assert statement_names(again.captured_queries) == GOLD_ON_CLAIM
+        assert statement_names(again.captured_queries) == expected
     assert resumed["items"] == gold["items"]
     # An ordinary held slot, re-claimed: the same statements.
     client.post(f"/api/rate/{dataset}/slots/{gold['slot_id']}/skip/")
+    QualitySettings.objects.filter(dataset__name=dataset).update(gold_one_in=1_000_000)
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: False)
     ordinary = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
     assert not GoldLease.objects.filter(pk=rater_id_decode("slot", ordinary["slot_id"])).exists()
-    with CaptureQueriesContext(connection) as again:
-        assert client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()["resumed"] is True
-    assert statement_names(again.captured_queries) == GOLD_ON_CLAIM
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: drawn)
+    for _ in range(3):
+        with CaptureQueriesContext(connection) as again:
+            resumed = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
+        assert (resumed["slot_id"], resumed["resumed"]) == (ordinary["slot_id"], True)
+        assert statement_names(again.captured_queries) == expected
+
+
+def test_the_process_draws_gold_turn_at_the_datasets_rate_even_just_changed(settings, tmp_path, monkeypatch):
+    """The process draws gold's turn at the rate the last claim read; a claim that did not
+    draw it at a rate changed since claims nothing in its first statement and draws at
+    the new rate in the next, and a turn drawn at a changed rate is drawn again there: a
+    dataset whose gold was turned off serves none at once."""
+    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1_000_000)
+    rates = []
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: rates.append(one_in) or False)
+    QualitySettings.objects.filter(dataset__name=dataset).update(gold_one_in=1)
+    claim, _, slot_id = cycle(client, dataset, "changed to 1")
+    # The gold statement is prepared on its first use (SET ...; PREPARE), then runs.
+    assert [name for name in claim if name != "SET"] == [*GOLD_ON_CLAIM, "queue_claim", "gold_claim"]
+    assert GoldLease.objects.filter(pk=slot_id).exists()  # drawn at the new rate, one in one
+    assert rates == [1_000_000] and claim_module._gold_one_in[dataset] == 1
+    cycle(client, dataset, "drawn at 1")
+    assert rates == [1_000_000, 1]
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: True)  # drawn at the old rate
+    for rate in (1_000_000, 0):  # drawn again at one in a million (misses but for one run in 10^6); off
+        QualitySettings.objects.filter(dataset__name=dataset).update(gold_one_in=rate)
+        with CaptureQueriesContext(connection) as drawn:
+            claimed = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
+        assert statement_names(drawn.captured_queries) == DRAWN_CLAIM
+        assert not GoldLease.objects.filter(pk=rater_id_decode("slot", claimed["slot_id"])).exists()
+        assert claim_module._gold_one_in[dataset] == rate
+        submit_url = f"/api/rate/{dataset}/slots/{claimed['slot_id']}/submit/"
+        assert client.post(submit_url, {**BODY, "idempotency_key": f"at {rate}"}, format="json").status_code == 201
+        monkeypatch.setitem(claim_module._gold_one_in, dataset, 1)
+
+
+def test_a_held_item_re_claimed_as_the_rate_changes_costs_the_same_gold_or_not(settings, tmp_path, monkeypatch):
+    """The claim that learns of a changed rate claims nothing, whatever the rater holds:
+    a held gold item and a held slot both come back in the statement after it."""
+    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1)
+    gold = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
+    assert GoldLease.objects.filter(pk=rater_id_decode("slot", gold["slot_id"])).exists()
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: False)
+    expected = [*GOLD_ON_CLAIM, "queue_claim"]
+    held = [gold]
+    client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json")  # prepares its statement
+    for rate in (2, 3):
+        QualitySettings.objects.filter(dataset__name=dataset).update(gold_one_in=rate)
+        with CaptureQueriesContext(connection) as again:
+            resumed = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
+        assert (resumed["slot_id"], resumed["resumed"]) == (held[-1]["slot_id"], True)
+        assert statement_names(again.captured_queries) == expected
+        client.post(f"/api/rate/{dataset}/slots/{resumed['slot_id']}/skip/")
+        held.append(client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json())
+        assert not GoldLease.objects.filter(pk=rater_id_decode("slot", held[-1]["slot_id"])).exists()
+
+
+def test_gold_turn_is_drawn_at_its_rate():
+    import random
+
+    random.seed(5)
+    draws = [claim_module.draws_gold_turn(20) for _ in range(20_000)]
+    assert 900 <= sum(draws) <= 1_100  # 1,000 expected; sd 31
+    assert not any(claim_module.draws_gold_turn(0) for _ in range(1_000))
+    assert all(claim_module.draws_gold_turn(1) for _ in range(1_000))
 
 
 def test_a_claim_without_the_gold_half_hands_a_dataset_with_gold_over(settings, tmp_path, monkeypatch):
@@ -145,11 +222,13 @@ def test_a_claim_without_the_gold_half_hands_a_dataset_with_gold_over(settings, 
     dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1)
     gold = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
     assert GoldLease.objects.filter(pk=rater_id_decode("slot", gold["slot_id"])).exists()
-    forgetful = ["auth_knox_token_roles", "queue_claim_ordinary", "queue_claim"]
+    forgetful = ["auth_knox_token_roles", "queue_claim_ordinary", "queue_claim_held_gold"]
     monkeypatch.setattr(claim_module, "GOLD_SEEN_SECONDS", -1.0)  # every claim has forgotten
-    with CaptureQueriesContext(connection) as again:
-        resumed = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
-    assert (resumed["slot_id"], resumed["resumed"]) == (gold["slot_id"], True)
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: False)
+    for _ in range(2):  # the first prepares the statement without the draw
+        with CaptureQueriesContext(connection) as again:
+            resumed = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
+        assert (resumed["slot_id"], resumed["resumed"]) == (gold["slot_id"], True)
     assert statement_names(again.captured_queries) == forgetful
     client.post(f"/api/rate/{dataset}/slots/{gold['slot_id']}/skip/")
     QualitySettings.objects.filter(dataset__name=dataset).update(gold_one_in=1_000_000)
@@ -161,8 +240,11 @@ def test_a_claim_without_the_gold_half_hands_a_dataset_with_gold_over(settings, 
     submit_url = f"/api/rate/{dataset}/slots/{ordinary['slot_id']}/submit/"
     assert client.post(submit_url, {**BODY, "idempotency_key": "o"}, format="json").status_code == 201
     QualitySettings.objects.filter(dataset__name=dataset).update(gold_one_in=1)
-    drawn = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: True)
+    with CaptureQueriesContext(connection) as turn:
+        drawn = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
     assert GoldLease.objects.filter(pk=rater_id_decode("slot", drawn["slot_id"])).exists()
+    assert statement_names(turn.captured_queries) == [*forgetful[:2], "queue_claim", "gold_claim"]
 
 
 def test_a_dataset_whose_gold_is_gone_is_claimed_without_the_gold_half_again(settings, tmp_path, monkeypatch):

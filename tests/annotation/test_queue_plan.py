@@ -11,7 +11,7 @@ import json
 import pytest
 from django.db import connection, transaction
 
-from annotation.models import PairSkip, RatingSlot
+from annotation.models import DEFAULT_GOLD_ONE_IN, PairSkip, RatingSlot
 from annotation.rating import queue
 from annotation.rating.queue import rating_submit, slot_claim, statements
 from tests.annotation.queue_support import bulk_sis_pairs, submit_kwargs
@@ -22,11 +22,12 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
 # Both claim statements: the one with the gold half and the one without (a dataset
 # without active gold pairs, as these are).
-CLAIM_STATEMENTS = (statements.claim, statements.claim_ordinary)
+CLAIM_STATEMENTS = (statements.claim, statements.claim_held_gold, statements.claim_ordinary)
 
 
 def claim_values(*, rater, dataset: str) -> dict:
-    """A claim's parameters, of any kind, as the rating policy claims: gold's turn is drawn too."""
+    """A claim's parameters, of any kind, as the rating policy claims: gold's turn is drawn in
+    the statement too (``drawn_at`` NULL)."""
     from django.utils import timezone
 
     now = timezone.now()
@@ -37,6 +38,8 @@ def claim_values(*, rater, dataset: str) -> dict:
         "now": now,
         "expires": now + queue.lease_ttl(),
         "gold": True,
+        "drawn_at": None,
+        "one_in": DEFAULT_GOLD_ONE_IN,  # the rate claim_held_gold's caller drew with: the dataset's
     }
 
 
@@ -164,7 +167,7 @@ def explain_generic_claim(*, rater, dataset: str, statement) -> dict:
     return generic_plan(statement, claim_values(rater=rater, dataset=dataset))
 
 
-@pytest.mark.parametrize("statement", CLAIM_STATEMENTS, ids=["claim", "claim_ordinary"])
+@pytest.mark.parametrize("statement", CLAIM_STATEMENTS, ids=["claim", "claim_held_gold", "claim_ordinary"])
 def test_claim_work_does_not_grow_with_the_raters_history(statement):
     """A rater far ahead of the others has rated many pairs still open for others, all at
     the head of the queue: the claim passes their slots with one index probe each. (It

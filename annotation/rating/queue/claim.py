@@ -104,13 +104,28 @@ def _explain_nothing_claimed(*, rater, dataset: str, kind: str | None) -> None:
 
 
 # When this process last found an active gold pair in a dataset (time.monotonic()).
-# Within GOLD_SEEN_SECONDS of that, its claims go straight to the statement with the gold
+# Within GOLD_SEEN_SECONDS of that, its claims go straight to a statement with the gold
 # half; else they try the one without, which answers for a dataset that has no active
 # gold pair and hands over otherwise (statements.claim_ordinary). So a dataset that
 # serves gold costs one more statement a minute per process, one that serves none
 # never pays for the gold half, and neither can be served wrongly by a stale memory.
 GOLD_SEEN_SECONDS = 60.0
 _gold_seen: dict[str, float] = {}
+# The gold rate (one in so many items, 0 for none) that the last claim with the gold half
+# in this process read for a dataset. With it the process draws gold's turn itself, so
+# the nineteen claims in twenty that are not gold's turn run the statement without it
+# (statements.claim_held_gold), and the one that is runs statements.claim with the turn
+# drawn; without it the statement draws. A rate changed since is never drawn with: the
+# statement without the turn then claims nothing and answers the new rate (one more
+# statement per process and change), and the statement with it draws again.
+_gold_one_in: dict[str, int] = {}
+# Where the statements with the gold half answer the dataset's gold rate.
+GOLD_ONE_IN_COLUMN = 18
+
+
+def draws_gold_turn(one_in: int) -> bool:
+    """Gold's turn at a rate of one in ``one_in`` items (never at 0)."""
+    return one_in > 0 and random.random() * one_in < 1
 
 
 def _claim_postgres(
@@ -123,9 +138,20 @@ def _claim_postgres(
         if row is None or row[0] is not None:
             return None if row is None else assignment_from_row(row)
         _gold_seen[dataset] = time.monotonic()  # the row of NULLs: the dataset has an active gold pair
-    row = _claim_row(statements.claim(), values)
+    one_in = _gold_one_in.get(dataset)
+    if one_in is not None and not draws_gold_turn(one_in):
+        row = _claim_row(statements.claim_held_gold(), {**values, "one_in": one_in})
+        if row is None or row[0] is not None:
+            return None if row is None else assignment_from_row(row)
+        # The row of NULLs: the dataset's rate is no longer one_in, and nothing was claimed.
+        # The statement with the turn draws it at the new rate (drawn_at NULL): one in
+        # one_in of the claims at the old rate came there drawn, and draw again there.
+        _gold_one_in[dataset] = row[GOLD_ONE_IN_COLUMN]
+        one_in = None
+    row = _claim_row(statements.claim(), {**values, "drawn_at": one_in})
     if row is None:
         return None
+    _gold_one_in[dataset] = row[GOLD_ONE_IN_COLUMN]
     # The row of NULLs: gold's turn (see statements.claim).
     return GOLD_TURN if row[0] is None else assignment_from_row(row)
 
