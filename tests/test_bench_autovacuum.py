@@ -183,14 +183,26 @@ def test_bench_cycle_measures_in_blocks_with_the_catch_up_between_them(monkeypat
     monkeypatch.setattr(bench_cycle, "BLOCK", 500)
     assert bench_cycle.blocks(3_000) == [500] * 6
     assert bench_cycle.blocks(1_234) == [500, 500, 234]
-    calls = []
-    monkeypatch.setattr(bench_cycle, "catch_up", lambda dsn: calls.append(dsn) or {"vacuumed": 1})
+    calls, done = [], {"vacuumed": 1, "analyzed": 0}
+    monkeypatch.setattr(bench_cycle, "catch_up", lambda dsn: calls.append(dsn) or done)
 
     class Connection:
         settings_dict = {"NAME": "cxc_bench_cycle_page"}
 
+    class Raters:
+        tokens = ["a", "b", "c"]
+        cycled: list[int] = []
+
+        def cycles(self, count):
+            self.cycled.append(count)
+
+    raters = Raters()
     monkeypatch.setattr(bench_cycle, "EMULATE_AUTOVACUUM", False)
-    assert bench_cycle.catch_up_between_blocks(Connection()) is None
+    assert bench_cycle.catch_up_between_blocks(Connection(), raters) is None
     monkeypatch.setattr(bench_cycle, "EMULATE_AUTOVACUUM", True)
-    assert bench_cycle.catch_up_between_blocks(Connection()) == {"vacuumed": 1}
+    assert bench_cycle.catch_up_between_blocks(Connection(), raters) == done
     assert calls and calls[0].endswith("cxc_bench_cycle_page")
+    assert raters.cycled == []  # nothing analyzed: the plans stand
+    done["analyzed"] = 2
+    bench_cycle.catch_up_between_blocks(Connection(), raters)
+    assert raters.cycled == [3]  # planned again, a cycle per rater, before the measured block

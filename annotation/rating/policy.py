@@ -228,10 +228,11 @@ def _serve(*, rater, dataset: str, kind: str | None, now: datetime | None) -> As
     """WHAT: a gold pair now and then, looking like any other, else the queue's next
     slot (which also says why nothing came: unknown dataset, pause, qualification).
 
-    On PostgreSQL the queue's claim statement also draws gold's turn, so a claim that
-    serves no gold is one statement; on its turn the gold claim decides, and when gold
-    serves nothing (no work left, every gold pair met) the queue claims without the turn.
-    Elsewhere the gold claim comes first, as the portable paths have no single statement."""
+    On PostgreSQL the queue's claim also decides gold's turn (the process draws it, or
+    its statement does), so a claim that serves no gold is one statement; on its turn
+    the gold claim decides, and when gold serves nothing (no work left, every gold pair
+    met) the queue claims without the turn. Elsewhere the gold claim comes first, as the
+    portable paths have no single statement."""
     now = service_now(now)
     if use_postgres_sql():
         claimed = queue.slot_claim(rater=rater, dataset=dataset, kind=kind, now=now, yield_to_gold=True)

@@ -6,11 +6,11 @@ serve one."""
 from collections import Counter
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
-from annotation.models import GoldCounter, GoldLease, GoldLeaseState, GoldPair
-from annotation.quality.gold import serving
+from annotation.models import GoldCounter, GoldLease, GoldLeaseState, GoldPair, RatingSlot
+from annotation.quality.gold import serving, serving_sql
 from annotation.rating.queue import lease_ttl
 from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import queue_pairs
@@ -38,7 +38,7 @@ def picks(rater, dataset: str) -> Counter:
 @pytest.mark.parametrize("counted", [True, False], ids=["counted", "counter lost"])
 def test_every_gold_pair_the_rater_has_not_met_comes_as_often_and_the_met_never(settings, tmp_path, counted):
     """Also without the counter's row (which the triggers keep, but an admin's hand may
-    lose): then every pick is the shuffle's, never the pool's first pair."""
+    lose): then every pick is the shuffle's, none by a first try at rank 0."""
     settings.SQL_PATHS = "postgres"
     split = SplitFactory()
     queue_pairs(split=split, n_pairs=3, ratings_per_pair=5)
@@ -66,3 +66,33 @@ def test_every_gold_pair_the_rater_has_not_met_comes_as_often_and_the_met_never(
     assert set(served) == set(pool) - set(met)  # never a met pair, never nothing
     expected = DRAWS / len(served)  # 128.6 each, sd 10.6 (counted); 100, sd 9.4 (lost)
     assert all(abs(count - expected) < 4 * expected**0.5 for count in served.values()), served
+
+
+def test_a_rater_who_met_no_gold_pair_is_served_by_the_first_try_without_the_shuffle(settings, tmp_path):
+    """The shuffle reads and sorts the whole pool; the first try at a random rank is what
+    spares it, so it must serve whenever the pair at that rank is new to the rater."""
+    from tests.annotation.test_queue_plan import generic_plan, nodes
+
+    settings.SQL_PATHS = "postgres"
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=3, ratings_per_pair=5)
+    gold_upload(split, "SIS", 5, tmp_path)
+    rater = UserFactory(roles=["rater"], qualified_for=["SIS"])
+    now = timezone.now()
+    values = {
+        "dataset": split.dataset.name,
+        "rater": rater.pk,
+        "kind": None,
+        "now": now,
+        "expires": now + lease_ttl(),
+        "slot_table": connection.ops.quote_name(RatingSlot._meta.db_table),
+        "slot_pk": RatingSlot._meta.pk.column,
+        "drawn": True,
+    }
+    for _ in range(5):  # each at a new random rank, rolled back (EXPLAIN ANALYZE leases it)
+        with transaction.atomic():
+            plan = generic_plan(serving_sql.gold_claim(), values)
+            transaction.set_rollback(True)
+        (shuffle,) = [node for node in nodes(plan["Plan"]) if "random()" in " ".join(node.get("Sort Key", []))]
+        assert shuffle["Actual Loops"] == 0
+        assert plan["Plan"]["Actual Rows"] == 1  # a gold pair served

@@ -46,7 +46,10 @@ from annotation.sql import Statement
 # 2,000 gold pairs). Should the rater have met it, the candidate pairs are shuffled and
 # tested row by row until one passes, so a due claim costs one shuffle at most, not those
 # tests for every gold pair. Each pair the rater has not met is served with the same
-# chance either way: 1/n at the first try, and the same share of the shuffle's. The tests
+# chance either way: 1/n at the first try, and the same share of the shuffle's. That
+# needs the counter at no less than the pool (a pair past its count would come from the
+# shuffle alone); the triggers keep it exact, and a lost row sends every pick to the
+# shuffle. The tests
 # are one NOT (EXISTS ... OR ...) on purpose: PostgreSQL turns separate NOT EXISTS into anti
 # joins, and a merge or hash anti join may lose the shuffled order (always the lowest id);
 # an OR of sublinks stays a filter over the shuffled rows.

@@ -1,6 +1,7 @@
 """The claim: lease a rater the next slot, on PostgreSQL in one statement (see
-``statements.claim``), elsewhere through the ORM; and say why a claim found nothing
-when the request itself is the reason."""
+``statements.claim`` and its variants; two when the statement hands over), elsewhere
+through the ORM; and say why a claim found nothing when the request itself is the
+reason."""
 
 from __future__ import annotations
 
@@ -41,9 +42,10 @@ def slot_claim(
     RaterPaused (a Forbidden) while the rater is paused in the dataset, and Forbidden when
     the rater lacks the qualification in the dataset.
 
-    With ``yield_to_gold`` (PostgreSQL only) the same statement first asks whether it is
-    gold's turn (the rater holds a gold lease, or holds no slot and draws a gold item; see
-    ``statements.claim``), and then leases nothing and returns GOLD_TURN.
+    With ``yield_to_gold`` (PostgreSQL only) a held gold lease is resumed first, and on
+    gold's turn (the rater holds no slot and draws a gold item: drawn by this process at
+    the dataset's rate, or by ``statements.claim`` before the process knows it) nothing
+    is leased and GOLD_TURN returned.
 
     This is the queue's mechanism only: who may claim (crowd quota, campaign links) and
     whether a gold pair comes first is ``annotation.rating.policy``'s to decide.
@@ -113,9 +115,9 @@ GOLD_SEEN_SECONDS = 60.0
 _gold_seen: dict[str, float] = {}
 # The gold rate (one in so many items, 0 for none) that the last claim with the gold half
 # in this process read for a dataset. With it the process draws gold's turn itself, so
-# the nineteen claims in twenty that are not gold's turn run the statement without it
-# (statements.claim_held_gold), and the one that is runs statements.claim with the turn
-# drawn; without it the statement draws. A rate changed since is never drawn with: the
+# the claims that are not gold's turn (nineteen in twenty at 1 in 20) run the statement
+# without it (statements.claim_held_gold), and those that are run statements.claim with
+# the turn drawn; without it the statement draws. A rate changed since is never drawn with: the
 # statement without the turn then claims nothing and answers the new rate (one more
 # statement per process and change), and the statement with it draws again.
 _gold_one_in: dict[str, int] = {}
