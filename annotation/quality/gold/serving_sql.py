@@ -24,7 +24,8 @@ from annotation.models import (
     SpeedFloor,
 )
 from annotation.rating.queue.sql_text import SqlTable
-from annotation.rating.queue.statements import NOT_TOUCHED_SQL, assignment_rows, default_floors
+from annotation.rating.queue.statements import NOT_TOUCHED_SQL, assignment_rows
+from annotation.rating.queue.submit_statements import default_floors
 from annotation.sql import Statement
 
 # ``held``: the rater's gold lease of an active gold pair (resumed, renewed). Otherwise,

@@ -13,7 +13,7 @@ from django.db.models import Case, F, Value, When
 
 from annotation.errors import Conflict, DomainError, Forbidden, NotFound
 from annotation.models import Flag, FlagReason, Pair, PairSkip, RatingSlot, SlotState
-from annotation.rating.queue import statements
+from annotation.rating.queue import submit_statements
 from annotation.rating.queue.shapes import MAX_FLAG_NOTE, QueueInputError, lease_ttl, service_now
 from annotation.sql import execute, use_postgres_sql
 
@@ -34,7 +34,7 @@ class SlotView:
     ratings_required: int
 
 
-# The columns of ``statements.lock_pair_and_slot``'s row, as ORM lookups on a slot.
+# The columns of ``submit_statements.lock_pair_and_slot``'s row, as ORM lookups on a slot.
 SLOT_VIEW_FIELDS = (
     "state",
     "rater_id",
@@ -53,7 +53,7 @@ def lock_slot(*, slot_id: int, dataset: str, lock_pair: bool) -> SlotView:
     row when ``lock_pair``: submissions take pair then slot, the one lock order)."""
     if lock_pair and use_postgres_sql():
         with connection.cursor() as cursor:
-            execute(cursor, statements.lock_pair_and_slot(), {"slot": slot_id})
+            execute(cursor, submit_statements.lock_pair_and_slot(), {"slot": slot_id})
             values = cursor.fetchone()
         row = dict(zip(SLOT_VIEW_FIELDS, values, strict=True)) if values is not None else None
     else:

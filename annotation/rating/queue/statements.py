@@ -1,4 +1,5 @@
-"""Every SQL statement of the queue's hot path, and the switch that chooses them.
+"""The claim's SQL statements, the switch that chooses them, and ``all_statements``: every
+statement of the queue's hot path (the submit's are in ``submit_statements``).
 
 The statements run on PostgreSQL only (anything else takes the portable ORM paths); they
 are prepared once per connection (see ``annotation.sql``). Table and column names come
@@ -14,7 +15,6 @@ from functools import cache
 from django.db import connection
 
 from annotation.models import (
-    DEFAULT_SPEED_FLOORS,
     Caption,
     Dataset,
     GoldLease,
@@ -24,6 +24,7 @@ from annotation.models import (
     RatingSlot,
 )
 from annotation.rating.queue.sql_text import SqlTable, render_sql
+from annotation.rating.queue.submit_statements import lock_pair_and_slot, submit, submit_fast
 from annotation.sql import Statement
 
 # A lease need not survive a database crash: losing the last instants of claims only
@@ -243,11 +244,19 @@ def _claim_sql(*, gold_ctes: str, no_gold_now: str, gold_rows: str, extra: str =
     )
 
 
-def _gold_rows(extra: str) -> str:
-    """The rows of a renewed gold lease (``grenewed``)."""
-    return assignment_rows(
-        "grenewed", lease_model=GoldLease, pair_field="gold_pair", pair_model=GoldPair, resumed="true", extra=extra
+def _gold_half_rows(*, null_row_from: str) -> str:
+    """The rows after the slot's in a statement with the gold half: a renewed gold lease
+    (``grenewed``), then the row of NULLs when ``null_row_from`` (a CTE) has a row; each
+    with the dataset's gold rate last."""
+    renewed = assignment_rows(
+        "grenewed",
+        lease_model=GoldLease,
+        pair_field="gold_pair",
+        pair_model=GoldPair,
+        resumed="true",
+        extra=_ONE_IN_COLUMN,
     )
+    return f"UNION ALL\n{renewed}\nUNION ALL\n{_NULL_ROW}{_ONE_IN_COLUMN}\nFROM {null_row_from}"
 
 
 _CLAIM_PARAMS = (
@@ -271,7 +280,7 @@ def claim() -> Statement:
     sql = _claim_sql(
         gold_ctes=gold_ctes,
         no_gold_now=_GOLD_HALF,
-        gold_rows=f"UNION ALL\n{_gold_rows(_ONE_IN_COLUMN)}\nUNION ALL\n{_NULL_ROW}{_ONE_IN_COLUMN}\nFROM gold_turn",
+        gold_rows=_gold_half_rows(null_row_from="gold_turn"),
         extra=_ONE_IN_COLUMN,
     )
     return Statement("queue_claim_v7", sql, (*_CLAIM_PARAMS, ("drawn_at", "integer")))
@@ -287,9 +296,7 @@ def claim_held_gold() -> Statement:
     sql = _claim_sql(
         gold_ctes=render_sql(_GOLD_CTES_SQL, rate_check=_RATE_CHECK_SQL, rate_kept=_RATE_KEPT_SQL),
         no_gold_now=_HELD_GOLD_HALF,
-        gold_rows=(
-            f"UNION ALL\n{_gold_rows(_ONE_IN_COLUMN)}\nUNION ALL\n{_NULL_ROW}{_ONE_IN_COLUMN}\nFROM rate_changed"
-        ),
+        gold_rows=_gold_half_rows(null_row_from="rate_changed"),
         extra=_ONE_IN_COLUMN,
     )
     return Statement("queue_claim_held_gold_v1", sql, (*_CLAIM_PARAMS, ("one_in", "integer")))
@@ -306,178 +313,6 @@ def claim_ordinary() -> Statement:
         gold_rows=f"UNION ALL\n{_NULL_ROW}\nFROM gold_on",
     )
     return Statement("queue_claim_ordinary_v1", sql, _CLAIM_PARAMS)
-
-
-# The pair row is locked inside the materialized CTE, before the outer query's row lock
-# on the slot: the only lock order a submission uses. NO KEY UPDATE, because foreign-key
-# checks of rows inserted meanwhile (skips, flags) take KEY SHARE on the pair: FOR UPDATE
-# would make them wait on the submission while it waits on their slot row.
-_LOCK_PAIR_AND_SLOT_SQL = """
-WITH p AS MATERIALIZED (
-    SELECT {pair.id}, {pair.ratings_done}, {pair.ratings_required} FROM {pair}
-    WHERE {pair.id} = (SELECT {slot.pair} FROM {slot} WHERE {slot.id} = %(slot)s)
-    FOR NO KEY UPDATE
-)
-SELECT s.{slot.state}, s.{slot.rater}, s.{slot.previous_rater}, s.{slot.pair}, s.{slot.dataset}, d.{dataset.name},
-       s.{slot.kind}, p.{pair.ratings_done}, p.{pair.ratings_required}
-FROM {slot} s
-JOIN p ON p.{pair.id} = s.{slot.pair}
-JOIN {dataset} d ON d.{dataset.id} = s.{slot.dataset}
-WHERE s.{slot.id} = %(slot)s
-FOR UPDATE OF s
-"""
-
-
-@cache
-def lock_pair_and_slot() -> Statement:
-    """Lock a slot's pair, then the slot; one row in the order of ``slots.SLOT_VIEW_FIELDS``."""
-    return Statement("queue_lock_slot_v1", render_sql(_LOCK_PAIR_AND_SLOT_SQL), (("slot", "bigint"),))
-
-
-# The rating row of a submission, from the updated slot ``s`` (both submit statements).
-# below_speed_floor: faster than the dataset's floor for the kind, or the default floor.
-_INSERT_RATING_SQL = """INSERT INTO {rating} (
-        {rating.pair}, {rating.slot}, {rating.rater}, {rating.score}, {rating.time_on_item_ms},
-        {rating.time_to_first_move_ms}, {rating.adjustments}, {rating.idempotency_key}, {rating.created_at},
-        {rating.below_speed_floor}
-    )
-    SELECT s.{slot.pair}, s.{slot.id}, %(rater)s, %(score)s, %(time_on_item_ms)s, %(time_to_first_move_ms)s,
-           %(adjustments)s, %(key)s, %(now)s,
-           %(time_on_item_ms)s < 1000 * COALESCE(
-               (SELECT f.{floor.seconds} FROM {floor} f
-                WHERE f.{floor.dataset} = s.{slot.dataset} AND f.{floor.kind} = s.{slot.kind}),
-               CASE s.{slot.kind} {default_floors} END
-           )
-    FROM s"""
-
-
-def default_floors() -> str:
-    return " ".join(f"WHEN '{kind}' THEN {float(seconds)!r}" for kind, seconds in DEFAULT_SPEED_FLOORS.items())
-
-
-_RATING_PARAMS = (
-    ("score", "double precision"),
-    ("time_on_item_ms", "integer"),
-    ("time_to_first_move_ms", "integer"),
-    ("adjustments", "integer"),
-    ("key", "varchar"),
-    ("now", "timestamptz"),
-)
-
-# One statement after the pair and slot rows are locked: the slot becomes done, the
-# rating is stored, the pair and its other slots learn the new count, and a pair that
-# just completed leaves the open-pairs counter.
-_SUBMIT_SQL = """
-WITH s AS (
-    UPDATE {slot} SET
-        {slot.state} = {state_done}, {slot.rater} = %(rater)s, {slot.lease_expires_at} = NULL,
-        {slot.pair_done} = %(done)s, {slot.pair_complete} = %(complete)s
-    WHERE {slot.id} = %(slot)s
-    RETURNING {slot.id}, {slot.pair}, {slot.dataset}, {slot.kind}
-),
-r AS (
-    {insert_rating}
-    RETURNING {rating.id}
-),
-p AS (
-    UPDATE {pair} SET {pair.ratings_done} = %(done)s WHERE {pair.id} = %(pair)s AND EXISTS (SELECT 1 FROM r)
-),
-siblings AS (
-    UPDATE {slot} SET {slot.pair_done} = %(done)s, {slot.pair_complete} = %(complete)s
-    WHERE {slot.pair} = %(pair)s AND {slot.id} <> %(slot)s AND EXISTS (SELECT 1 FROM r)
-),
-counter AS (
-    UPDATE {counter} SET {counter.pairs_open} = {counter.pairs_open} - 1
-    WHERE %(complete)s AND {counter.dataset} = %(dataset)s AND {counter.kind} = %(kind)s
-      AND EXISTS (SELECT 1 FROM r)
-)
-SELECT {rating.id} FROM r
-"""
-
-
-@cache
-def submit() -> Statement:
-    """The write of a submission whose rows are locked; returns the rating id."""
-    sql = render_sql(_SUBMIT_SQL, insert_rating=render_sql(_INSERT_RATING_SQL, default_floors=default_floors()))
-    params = (
-        ("rater", "bigint"),
-        ("slot", "bigint"),
-        ("pair", "bigint"),
-        ("dataset", "bigint"),
-        ("kind", "varchar"),
-        ("done", "integer"),
-        ("complete", "boolean"),
-        *_RATING_PARAMS,
-    )
-    return Statement("queue_submit_v2", sql, params)
-
-
-# The common case in one statement and one round trip: the pair row is locked first (in
-# the materialized CTE, the lock order of every submission), the slot update carries the
-# holder check, and the rest follows only if it matched. No row back means "not the
-# common case" (not held, a repeat, another dataset, a rater paused since the claim, a
-# key the rater used on a gold rating: one key space across both tables, so a reused
-# key is refused alike whichever kind of pair it was used on):
-# the caller then takes the step-by-step path that says why.
-_SUBMIT_FAST_SQL = """
-WITH p AS MATERIALIZED (
-    SELECT pr.{pair.id}, pr.{pair.ratings_done} + 1 AS done,
-           pr.{pair.ratings_done} + 1 >= pr.{pair.ratings_required} AS complete, pr.{pair.dataset}, pr.{pair.kind},
-           pr.{pair.ratings_required} < pr.{pair.ratings_max} AS adaptive
-    FROM {pair} pr
-    WHERE pr.{pair.id} = (SELECT {slot.pair} FROM {slot} WHERE {slot.id} = %(slot)s)
-      AND pr.{pair.dataset} = (SELECT {dataset.id} FROM {dataset} WHERE {dataset.name} = %(dataset_name)s)
-      AND NOT EXISTS (
-          SELECT 1 FROM {pause} rp
-          WHERE rp.{pause.rater} = %(rater)s AND rp.{pause.dataset} = pr.{pair.dataset} AND rp.{pause.lifted_at} IS NULL
-      )
-      AND NOT EXISTS (
-          SELECT 1 FROM {gold_rating} gr
-          WHERE gr.{gold_rating.rater} = %(rater)s AND gr.{gold_rating.idempotency_key} = %(key)s
-      )
-    FOR NO KEY UPDATE OF pr
-),
-s AS (
-    UPDATE {slot} sl SET
-        {slot.state} = {state_done}, {slot.rater} = %(rater)s, {slot.lease_expires_at} = NULL,
-        {slot.pair_done} = p.done, {slot.pair_complete} = p.complete
-    FROM p
-    WHERE sl.{slot.id} = %(slot)s AND sl.{slot.pair} = p.{pair.id}
-      AND ((sl.{slot.state} = {state_leased} AND sl.{slot.rater} = %(rater)s)
-           OR (sl.{slot.state} = {state_open} AND sl.{slot.previous_rater} = %(rater)s))
-    RETURNING sl.{slot.id}, sl.{slot.pair}, sl.{slot.dataset}, sl.{slot.kind}
-),
-r AS (
-    {insert_rating}
-    RETURNING {rating.id}, {rating.pair}
-),
-pu AS (
-    UPDATE {pair} pr SET {pair.ratings_done} = p.done FROM p
-    WHERE pr.{pair.id} = p.{pair.id} AND EXISTS (SELECT 1 FROM r)
-),
-siblings AS (
-    UPDATE {slot} sl SET {slot.pair_done} = p.done, {slot.pair_complete} = p.complete
-    FROM p
-    WHERE sl.{slot.pair} = p.{pair.id} AND sl.{slot.id} <> %(slot)s AND EXISTS (SELECT 1 FROM r)
-),
-counter AS (
-    UPDATE {counter} qc SET {counter.pairs_open} = qc.{counter.pairs_open} - 1
-    FROM p
-    WHERE p.complete AND qc.{counter.dataset} = p.{pair.dataset} AND qc.{counter.kind} = p.{pair.kind}
-      AND EXISTS (SELECT 1 FROM r)
-)
-SELECT r.{rating.id}, r.{rating.pair}, p.complete AND p.adaptive IS TRUE FROM r, p
-"""
-
-
-@cache
-def submit_fast() -> Statement:
-    """Lock, check and write a submission at once; returns (rating id, pair id, whether it
-    filled an adaptive pair below its maximum), or no row when the rater does not simply
-    hold the slot (then nothing was written)."""
-    sql = render_sql(_SUBMIT_FAST_SQL, insert_rating=render_sql(_INSERT_RATING_SQL, default_floors=default_floors()))
-    params = (("slot", "bigint"), ("dataset_name", "text"), ("rater", "bigint"), *_RATING_PARAMS)
-    return Statement("queue_submit_fast_v5", sql, params)
 
 
 def all_statements() -> tuple[Statement, ...]:

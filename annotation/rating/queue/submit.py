@@ -26,7 +26,7 @@ from annotation.models import (
     SpeedFloor,
 )
 from annotation.quality.pauses import is_paused, paused_error
-from annotation.rating.queue import statements
+from annotation.rating.queue import submit_statements
 from annotation.rating.queue.shapes import (
     MAX_ADJUSTMENTS,
     MAX_IDEMPOTENCY_KEY,
@@ -193,7 +193,7 @@ def _submit_postgres_fast(values: Mapping) -> tuple[int, int, bool] | None:
     # a savepoint keeps a unique violation from spoiling it.
     scope = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
     with scope, hot_cursor() as cursor:
-        execute(cursor, statements.submit_fast(), values)
+        execute(cursor, submit_statements.submit_fast(), values)
         return cursor.fetchone()
 
 
@@ -232,7 +232,7 @@ def _submit_stepwise(*, rater, dataset: str, slot_id: int, rating: Mapping, cloc
         }
         if use_postgres_sql():
             with connection.cursor() as cursor:
-                execute(cursor, statements.submit(), params)
+                execute(cursor, submit_statements.submit(), params)
                 rating_id = cursor.fetchone()[0]
         else:
             if clock_when_locked:
