@@ -31,7 +31,7 @@ def test_five_raters_complete_a_pair_and_a_sixth_gets_nothing(engine, clock):
         submit(user, dataset, assignment.slot_id, f"k{i}", score=i)
         pair.refresh_from_db()
         assert pair.ratings_done == i + 1
-        assert set(RatingSlot.objects.filter(pair=pair).values_list("pair_done", flat=True)) == {i + 1}
+        assert set(RatingSlot.objects.filter(pair=pair, state="open").values_list("pair_done", flat=True)) <= {i + 1}
     assert claim(rater(), dataset) is None
     assert sorted(Rating.objects.filter(pair=pair).values_list("rater_id", flat=True)) == sorted(u.id for u in raters)
     assert set(RatingSlot.objects.filter(pair=pair).values_list("state", "pair_complete")) == {("done", True)}

@@ -141,10 +141,11 @@ def slot_heartbeat(*, rater, dataset: str, slot_id: int, now: datetime | None = 
 
 
 def _release_and_skip(*, view: SlotView, rater, now: datetime) -> None:
-    """Give the slot back to the queue and never serve its pair to this rater again."""
+    """Give the slot back to the queue and never serve its pair to this rater again.
+    ``view`` was read with its pair locked: the count it carries back is the pair's."""
     if view.state == SlotState.LEASED:
         RatingSlot.objects.filter(pk=view.slot_id).update(
-            state=SlotState.OPEN, rater=None, leased_at=None, lease_expires_at=None
+            state=SlotState.OPEN, rater=None, leased_at=None, lease_expires_at=None, pair_done=view.ratings_done
         )
     PairSkip.objects.bulk_create([PairSkip(pair_id=view.pair_id, rater=rater, created_at=now)], ignore_conflicts=True)
 
@@ -154,7 +155,7 @@ def slot_skip(*, rater, dataset: str, slot_id: int, now: datetime | None = None)
     a skip is harmless. Returns the pair id."""
     now = service_now(now)
     with transaction.atomic():
-        view = lock_slot(slot_id=slot_id, dataset=dataset, lock_pair=False)
+        view = lock_slot(slot_id=slot_id, dataset=dataset, lock_pair=True)
         if not holds(view, rater.pk):
             if PairSkip.objects.filter(pair_id=view.pair_id, rater=rater).exists():
                 return view.pair_id
@@ -179,7 +180,7 @@ def slot_flag(*, rater, dataset: str, slot_id: int, reason: str, note: str = "",
         raise QueueInputError("a flag with reason 'other' needs a note saying what is wrong")
     now = service_now(now)
     with transaction.atomic():
-        view = lock_slot(slot_id=slot_id, dataset=dataset, lock_pair=False)
+        view = lock_slot(slot_id=slot_id, dataset=dataset, lock_pair=True)
         rated = view.state == SlotState.DONE and view.rater_id == rater.pk
         if not rated:
             if holds(view, rater.pk):

@@ -278,7 +278,10 @@ def _submit_portable(params: Mapping) -> int:
     # created_at is auto_now_add; the service clock decides it, as on PostgreSQL.
     Rating.objects.filter(pk=rating.pk).update(created_at=params["now"])
     Pair.objects.filter(pk=pair_id).update(ratings_done=params["done"])
-    RatingSlot.objects.filter(pair_id=pair_id).exclude(pk=slot_id).update(**progress)
+    siblings = RatingSlot.objects.filter(pair_id=pair_id).exclude(pk=slot_id)
+    if not params["complete"]:
+        siblings = siblings.filter(state=SlotState.OPEN)  # as the statements: see RatingSlot.pair_done
+    siblings.update(**progress)
     if params["complete"]:
         QueueCounter.objects.filter(dataset_id=params["dataset"], kind=params["kind"]).update(
             pairs_open=F("pairs_open") - 1

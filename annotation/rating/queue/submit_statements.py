@@ -67,8 +67,9 @@ _RATING_PARAMS = (
 )
 
 # One statement after the pair and slot rows are locked: the slot becomes done, the
-# rating is stored, the pair and its other slots learn the new count, and a pair that
-# just completed leaves the open-pairs counter.
+# rating is stored, the pair and its other open slots learn the new count (every slot
+# learns a completion; RatingSlot.pair_done), and a pair that just completed leaves the
+# open-pairs counter.
 _SUBMIT_SQL = """
 WITH s AS (
     UPDATE {slot} SET
@@ -86,7 +87,8 @@ p AS (
 ),
 siblings AS (
     UPDATE {slot} SET {slot.pair_done} = %(done)s, {slot.pair_complete} = %(complete)s
-    WHERE {slot.pair} = %(pair)s AND {slot.id} <> %(slot)s AND EXISTS (SELECT 1 FROM r)
+    WHERE {slot.pair} = %(pair)s AND {slot.id} <> %(slot)s AND ({slot.state} = {state_open} OR %(complete)s)
+      AND EXISTS (SELECT 1 FROM r)
 ),
 counter AS (
     UPDATE {counter} SET {counter.pairs_open} = {counter.pairs_open} - 1
@@ -160,7 +162,8 @@ pu AS (
 siblings AS (
     UPDATE {slot} sl SET {slot.pair_done} = p.done, {slot.pair_complete} = p.complete
     FROM p
-    WHERE sl.{slot.pair} = p.{pair.id} AND sl.{slot.id} <> %(slot)s AND EXISTS (SELECT 1 FROM r)
+    WHERE sl.{slot.pair} = p.{pair.id} AND sl.{slot.id} <> %(slot)s AND (sl.{slot.state} = {state_open} OR p.complete)
+      AND EXISTS (SELECT 1 FROM r)
 ),
 counter AS (
     UPDATE {counter} qc SET {counter.pairs_open} = qc.{counter.pairs_open} - 1
