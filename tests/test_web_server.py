@@ -24,13 +24,13 @@ from tests.conftest import REPO_DIR
 from tests.web_server import served, served_command
 
 
-def test_defaults_are_a_process_per_core_plus_one_with_four_threads():
+def test_defaults_are_a_process_per_core_plus_one_with_two_threads():
     options = server_options({}, cores=2)
     assert options == {
         "address": "127.0.0.1",
         "port": 8000,
         "workers": 3,
-        "blocking_threads": 4,
+        "blocking_threads": 2,
         "blocking_threads_idle_timeout": 600,
         "backlog": 2048,
         "log_level": "warning",
@@ -43,7 +43,7 @@ def test_settings_come_from_the_environment():
     environ = {
         "WEB_BIND": "0.0.0.0:9000",
         "WEB_WORKERS": "5",
-        "WEB_THREADS": "2",
+        "WEB_THREADS": "6",
         "WEB_THREAD_IDLE_SECONDS": "30",
         "WEB_BACKLOG": "512",
         "WEB_LOG_LEVEL": "INFO",
@@ -53,7 +53,7 @@ def test_settings_come_from_the_environment():
         "address": "0.0.0.0",
         "port": 9000,
         "workers": 5,
-        "blocking_threads": 2,
+        "blocking_threads": 6,
         "blocking_threads_idle_timeout": 30,
         "backlog": 512,
         "log_level": "info",

@@ -44,7 +44,9 @@ def async_commit_prefix() -> str:
 # rater is served nothing, and the caller says why. ``kinds``: those granted to the rater
 # in this dataset or in every dataset (a grant without a dataset).
 # Candidates: the rater's own lease (held), the head of the open queue for each kind the
-# rater may rate (fresh), and the oldest expired lease in reach (stale). ``pick`` takes
+# rater may rate (fresh), and an expired lease in reach (stale: by priority, then the
+# pair's count when it was claimed, as a leased slot's copy is not kept up to date
+# (RatingSlot.pair_done), then the oldest expiry). ``pick`` takes
 # the held one, else the highest batch priority, an expired lease before fresh work, and
 # among the kinds' heads one at random: each kind's head is its pair closest to
 # completion, and comparing that across kinds would finish one kind before another
