@@ -109,6 +109,8 @@ def test_every_other_request_goes_to_drf_and_is_answered_as_before(split, drf_an
     [
         ("Token not-a-token", 401, "Invalid token."),
         ("Token", 401, "Invalid token header. No credentials provided."),
+        ("TOKEN", 401, "Invalid token header. No credentials provided."),
+        ("Token a b", 401, "Invalid token header. Token string should not contain spaces."),
         ("Bearer abc", 401, "Authentication credentials were not provided."),
     ],
 )
