@@ -83,12 +83,15 @@ def _data_dir(settings, tmp_path):
 @pytest.fixture(autouse=True)
 def _gold_unseen(monkeypatch):
     """Each test starts with no memory of which datasets serve gold and at what rate (the
-    claim's choice of statement, annotation/rating/queue/claim.py), whatever an earlier
-    test's datasets were called."""
+    claim's choice of statement, annotation/rating/queue/claim.py) or of their ids (the
+    progress's, annotation/progress_sql.py), whatever an earlier test's datasets were
+    called."""
+    from annotation import progress_sql
     from annotation.rating.queue import claim
 
     monkeypatch.setattr(claim, "_gold_seen", {})
     monkeypatch.setattr(claim, "_gold_one_in", {})
+    monkeypatch.setattr(progress_sql, "_dataset_ids", {})
 
 
 @pytest.fixture

@@ -183,3 +183,27 @@ def test_an_unknown_dataset_is_not_found_on_both_paths(settings):
         settings.SQL_PATHS = path
         with pytest.raises(NotFound, match="no dataset named 'nowhere'"):
             rater_progress(rater=user, dataset="nowhere")
+
+
+def test_a_dataset_renamed_or_named_anew_is_read_by_its_name_not_a_remembered_id():
+    from annotation.models import Dataset
+    from tests.annotation.queue_support import claim, queue_pairs, rater
+    from tests.factories import SplitFactory
+
+    first = SplitFactory()
+    queue_pairs(split=first, n_pairs=3)
+    user = rater()
+    held = claim(user, first.dataset)
+    name = first.dataset.name
+    assert rater_progress(rater=user, dataset=name).held_slot_id == held.slot_id  # its id now remembered
+    Dataset.objects.filter(pk=first.dataset.pk).update(name="renamed")
+    with pytest.raises(NotFound, match=f"no dataset named '{name}'"):
+        rater_progress(rater=user, dataset=name)
+    renamed = rater_progress(rater=user, dataset="renamed")
+    assert (renamed.held_slot_id, renamed.pairs_left) == (held.slot_id, 3)
+    second = SplitFactory(dataset__name=name)
+    queue_pairs(split=second, n_pairs=2)
+    anew = rater_progress(rater=user, dataset=name)  # the other dataset of that name
+    assert (anew.held_slot_id, anew.pairs_left) == (None, 2)
+    one_statement, orm = both_paths(user, name, None)
+    assert one_statement == orm

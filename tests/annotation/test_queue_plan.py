@@ -316,7 +316,7 @@ def test_the_progress_counts_a_veterans_unfinished_pairs_without_reading_their_h
     each rating. It counts from slot_rater_active_idx alone, which holds only those slots."""
     from django.utils import timezone
 
-    from annotation.progress_sql import progress_statement
+    from annotation.progress_sql import progress_by_id_statement, progress_statement
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     split = SplitFactory()
@@ -338,10 +338,11 @@ def test_the_progress_counts_a_veterans_unfinished_pairs_without_reading_their_h
     veteran = raters[0]
     assert RatingSlot.objects.filter(rater=veteran).count() == 1_000
     day_start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
-    plan = generic_plan(
-        progress_statement(),
-        {"dataset": dataset.name, "rater": veteran.pk, "day_start": day_start, "first_quarter": day_start},
-    )
-    reads = slot_reads(plan)
-    assert any(read[1] == "slot_rater_active_idx" for read in reads), reads
-    assert all(pages <= 6 for *_, pages in reads), reads
+    values = {"dataset": dataset.name, "rater": veteran.pk, "day_start": day_start, "first_quarter": day_start}
+    for statement, params in (
+        (progress_statement(), values),
+        (progress_by_id_statement(), {**values, "dataset_id": dataset.pk}),
+    ):
+        reads = slot_reads(generic_plan(statement, params))
+        assert any(read[1] == "slot_rater_active_idx" for read in reads), (statement.name, reads)
+        assert all(pages <= 6 for *_, pages in reads), (statement.name, reads)
