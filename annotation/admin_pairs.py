@@ -1,7 +1,8 @@
 """Admin pages for what raters produce: pairs, their slots, ratings and flags.
 
 All of it is derived data, written only by the sampling and rating services (which keep
-counters and slot copies in step), so these pages show it and never add or edit it. The
+counters and slot copies in step; a slot's copy of the pair's count is kept while it is
+open, see ``RatingSlot``), so these pages show it and never add or edit it. The
 one write is an action: retiring flagged pairs (``annotation.rating.pairs.pairs_retire``).
 """
 

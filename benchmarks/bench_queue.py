@@ -152,8 +152,8 @@ def log(message: str) -> None:
 # opens again: about 28 ms of PostgreSQL's CPU and 2 ms of the web process's (a backend
 # started, its statements prepared and planned; measured in one process). Served, that is
 # half a millisecond per second per thread, 0.02 ms per cycle at 300 cycles/s on twelve
-# threads, spread over the minute. Here the phases take turns, so a server's twelve
-# connections ran out together within whichever phase came a minute after its warm-up,
+# threads (3 x 4, the default then), spread over the minute. Here the phases take turns,
+# so a server's connections ran out together within whichever phase came a minute after its warm-up,
 # the gold ones in every run (0.55-4.05 ms per cycle of ended backends in their figures). So
 # the phases' servers keep their connections for the run, unless CONN_MAX_AGE is set.
 BENCH_CONN_MAX_AGE = "3600"

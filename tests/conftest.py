@@ -81,7 +81,7 @@ def _data_dir(settings, tmp_path):
 
 
 @pytest.fixture(autouse=True)
-def _gold_unseen(monkeypatch):
+def _process_caches_reset(monkeypatch):
     """Each test starts with no memory of which datasets serve gold and at what rate (the
     claim's choice of statement, annotation/rating/queue/claim.py) or of their ids (the
     progress's, annotation/progress_sql.py), whatever an earlier test's datasets were

@@ -156,11 +156,12 @@ class RatingSlot(models.Model):
     (``slot_claim_idx``) without joining the pair; the rating service keeps them in step
     in the same transaction that stores a rating. ``pair_done`` is kept on open slots
     only, the ones the claim orders by it: a leased or done slot keeps the count it had
-    when it was claimed or rated, and a slot that opens again (a skip, an expired lease
-    released) takes the pair's count then. ``pair_complete`` is set on every slot when
-    the pair completes. A pair's five slots are leased within a few claims of each
-    other, so updating the open ones alone spares most of the four sibling updates a
-    rating made: never HOT updates, since ``pair_done`` is in ``slot_claim_idx``.
+    when it was claimed or rated (until a completion, an exclusion or its undoing writes
+    every slot of the pair), and a slot that opens again (a skip, a flag, an expired
+    lease released) takes the pair's count then. ``pair_complete`` is set on every slot
+    when the pair completes. A pair's slots are leased within a few claims of each
+    other, so updating the open ones alone spares most of the sibling updates a rating
+    made: never HOT updates, since ``pair_done`` is in ``slot_claim_idx``.
     """
 
     pair = models.ForeignKey(

@@ -383,7 +383,9 @@ def participant_leave(*, rater, dataset: str, now: datetime | None = None) -> Pa
     with transaction.atomic():
         participant = _participation_of(rater=rater, dataset=dataset, lock=True)
         if participant.finished_at is None:
-            for lease_id, _ in quota_use(participant).held:
+            held = [lease_id for lease_id, _ in quota_use(participant).held]
+            queue.lock_pairs_of(held)
+            for lease_id in held:
                 slot_skip(rater=rater, dataset=dataset, slot_id=lease_id, now=now)
             participant = participant_end(participant, outcome=ParticipantOutcome.LEFT, now=now)
     return participant

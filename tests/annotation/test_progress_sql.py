@@ -186,6 +186,7 @@ def test_an_unknown_dataset_is_not_found_on_both_paths(settings):
 
 
 def test_a_dataset_renamed_or_named_anew_is_read_by_its_name_not_a_remembered_id():
+    from annotation import progress_sql
     from annotation.models import Dataset
     from tests.annotation.queue_support import claim, queue_pairs, rater
     from tests.factories import SplitFactory
@@ -195,15 +196,22 @@ def test_a_dataset_renamed_or_named_anew_is_read_by_its_name_not_a_remembered_id
     user = rater()
     held = claim(user, first.dataset)
     name = first.dataset.name
-    assert rater_progress(rater=user, dataset=name).held_slot_id == held.slot_id  # its id now remembered
+    assert rater_progress(rater=user, dataset=name).held_slot_id == held.slot_id
+    assert progress_sql._dataset_ids == {name: first.dataset.pk}  # read by id from now on
+    assert rater_progress(rater=user, dataset=name).held_slot_id == held.slot_id
     Dataset.objects.filter(pk=first.dataset.pk).update(name="renamed")
     with pytest.raises(NotFound, match=f"no dataset named '{name}'"):
         rater_progress(rater=user, dataset=name)
     renamed = rater_progress(rater=user, dataset="renamed")
     assert (renamed.held_slot_id, renamed.pairs_left) == (held.slot_id, 3)
+    # The old name's id remembered again, then another dataset takes the name.
+    Dataset.objects.filter(pk=first.dataset.pk).update(name=name)
+    rater_progress(rater=user, dataset=name)
+    Dataset.objects.filter(pk=first.dataset.pk).update(name="renamed")
     second = SplitFactory(dataset__name=name)
     queue_pairs(split=second, n_pairs=2)
     anew = rater_progress(rater=user, dataset=name)  # the other dataset of that name
     assert (anew.held_slot_id, anew.pairs_left) == (None, 2)
+    assert progress_sql._dataset_ids[name] == second.dataset.pk
     one_statement, orm = both_paths(user, name, None)
     assert one_statement == orm

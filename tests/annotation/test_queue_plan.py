@@ -209,7 +209,7 @@ def test_a_raters_slots_are_read_by_rater_under_statistics_of_an_unrated_queue(s
     index that leads with the pair was read whole for them, every rated slot's entry."""
     from django.utils import timezone
 
-    from annotation.progress_sql import progress_statement
+    from annotation.progress_sql import progress_by_id_statement, progress_statement
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     split = SplitFactory()
@@ -235,6 +235,16 @@ def test_a_raters_slots_are_read_by_rater_under_statistics_of_an_unrated_queue(s
         "progress": generic_plan(
             progress_statement(),
             {"dataset": dataset.name, "rater": newcomer.pk, "day_start": day_start, "first_quarter": day_start},
+        ),
+        "progress_by_id": generic_plan(
+            progress_by_id_statement(),
+            {
+                "dataset": dataset.name,
+                "rater": newcomer.pk,
+                "day_start": day_start,
+                "first_quarter": day_start,
+                "dataset_id": dataset.pk,
+            },
         ),
     }
     for name, plan in plans.items():

@@ -14,9 +14,11 @@ index ``slot_claim_idx`` in queue order with ``FOR UPDATE SKIP LOCKED``; its cos
 on how many entries at the head of the queue it must pass over (pairs the rater already
 rated or skipped, rows other claims hold at that moment), not on the number of open
 slots. A submission locks its pair row (FOR NO KEY UPDATE) first and then slot rows of
-that pair; every other writer locks one slot row and, holding it, waits for nothing a
-submission holds (the claim skips locked rows; foreign-key checks take KEY SHARE on the
-pair, which NO KEY UPDATE admits), so the writers cannot deadlock.
+that pair, and so do skips and flags; writers of several pairs (exclusion, retirement, a
+participant leaving) lock the pairs in id order first; every other writer locks one slot
+row and, holding it, waits for nothing a submission holds (the claim skips locked rows;
+foreign-key checks take KEY SHARE on the pair, which NO KEY UPDATE admits), so the
+writers cannot deadlock.
 
 Other databases (the embedded SQLite mode) run the same rules through the ORM; SQLite
 serializes writers, which keeps the guarantees at a lower throughput.
@@ -48,7 +50,7 @@ from annotation.rating.queue.shapes import (
     image_url_of,
     lease_ttl,
 )
-from annotation.rating.queue.slots import slot_flag, slot_heartbeat, slot_skip
+from annotation.rating.queue.slots import lock_pairs_of, slot_flag, slot_heartbeat, slot_skip
 from annotation.rating.queue.submit import rating_submit, rating_submit_fast
 from annotation.rating.queue.upkeep import (
     leases_release_expired,
@@ -72,6 +74,7 @@ __all__ = [
     "image_url_of",
     "lease_ttl",
     "leases_release_expired",
+    "lock_pairs_of",
     "queue_counters_add",
     "queue_counters_rebuild",
     "rater_tallies_prune",

@@ -140,6 +140,15 @@ def slot_heartbeat(*, rater, dataset: str, slot_id: int, now: datetime | None = 
 # --- skip and flag ---------------------------------------------------------------------
 
 
+def lock_pairs_of(slot_ids: list[int]) -> None:
+    """Lock the pairs of these slots in id order, ahead of several skips in one
+    transaction (each skip locks its slot's pair, then the slot): exclusion and retirement
+    lock several pairs in id order, so the two never wait on each other in a cycle. Ids
+    that are no slot (gold leases) are passed over."""
+    pair_ids = RatingSlot.objects.filter(pk__in=slot_ids).values_list("pair_id", flat=True)
+    list(Pair.objects.select_for_update(no_key=True).filter(pk__in=list(pair_ids)).order_by("pk").values_list("pk"))
+
+
 def _release_and_skip(*, view: SlotView, rater, now: datetime) -> None:
     """Give the slot back to the queue and never serve its pair to this rater again.
     ``view`` was read with its pair locked: the count it carries back is the pair's."""

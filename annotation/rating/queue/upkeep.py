@@ -41,7 +41,7 @@ def leases_release_expired(*, now: datetime | None = None, batch_size: int = 100
                     # Open again, so the claim orders it: the pair's count now (a leased
                     # slot's copy is not kept; RatingSlot.pair_done). Read without the
                     # pair's lock, which a submission takes before its slot's (this
-                    # holds the slots): one committed meanwhile leaves the copy one
+                    # holds the slots): ratings committed meanwhile leave the copy
                     # behind until the pair's next rating, a place in the order, never
                     # a wrong count of ratings.
                     pair_done=Subquery(Pair.objects.filter(pk=OuterRef("pair_id")).values("ratings_done")[:1]),
