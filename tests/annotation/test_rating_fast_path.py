@@ -76,6 +76,13 @@ def test_a_token_raters_plain_claim_and_submit_take_the_fast_path(split, drf_ans
     assert drf_answered == []
 
 
+def test_the_token_scheme_is_read_in_any_case_as_knox_reads_it(split, drf_answered):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"token {AuthToken.objects.create(rater())[1]}")
+    assert api_claim(client, split.dataset, kind="SIS").status_code == 200
+    assert drf_answered == []
+
+
 def test_every_other_request_goes_to_drf_and_is_answered_as_before(split, drf_answered):
     user = rater()
     client = token_client(user)
