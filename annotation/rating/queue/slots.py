@@ -145,8 +145,8 @@ def lock_pairs_of(slot_ids: list[int]) -> None:
     transaction (each skip locks its slot's pair, then the slot): exclusion and retirement
     lock several pairs in id order, so the two never wait on each other in a cycle. Ids
     that are no slot (gold leases) are passed over."""
-    pair_ids = RatingSlot.objects.filter(pk__in=slot_ids).values_list("pair_id", flat=True)
-    list(Pair.objects.select_for_update(no_key=True).filter(pk__in=list(pair_ids)).order_by("pk").values_list("pk"))
+    pairs = RatingSlot.objects.filter(pk__in=slot_ids).values("pair_id")
+    list(Pair.objects.select_for_update(no_key=True).filter(pk__in=pairs).order_by("pk").values_list("pk"))
 
 
 def _release_and_skip(*, view: SlotView, rater, now: datetime) -> None:
