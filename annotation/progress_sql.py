@@ -17,6 +17,7 @@ from functools import cache
 from django.db import connection
 
 from annotation.models import GoldPurpose
+from annotation.rating.queue.shapes import ClaimRead
 from annotation.rating.queue.sql_text import render_sql
 from annotation.sql import Statement, execute, hot_cursor
 
@@ -137,10 +138,10 @@ SELECT
         ), 0) ELSE 0 END
         FROM per_kind pk ORDER BY pk.kind
     ),
-    oldest.{slot.id}, oldest.{slot.lease_expires_at}
+    oldest.{slot.id}, oldest.{slot.lease_expires_at}{oldest_leased_at}
 FROM (SELECT 1) one
 LEFT JOIN LATERAL (
-    SELECT u.{slot.id}, u.{slot.lease_expires_at} FROM (
+    SELECT u.{slot.id}, u.{slot.lease_expires_at}, u.{slot.leased_at} FROM (
         SELECT s.{slot.id}, s.{slot.leased_at}, s.{slot.lease_expires_at} FROM {slot} s
         WHERE s.{slot.rater} = %(rater)s AND s.{slot.state} = 'leased'
           AND s.{slot.dataset} = {ds_id}
@@ -161,8 +162,19 @@ WHERE EXISTS (SELECT 1 FROM ds)
 # dataset's id in every part that reads it, where the name's statement looks it up again
 # in each (an InitPlan apiece: 18 plan nodes, 35-45 us of PostgreSQL per progress, every
 # rated item). The id's statement answers only while the id still has that name.
-_BY_NAME = {"ds_where": "{dataset.name} = %(dataset)s", "ds_id": "(SELECT {dataset.id} FROM ds)"}
-_BY_ID = {"ds_where": "{dataset.id} = %(dataset_id)s AND {dataset.name} = %(dataset)s", "ds_id": "%(dataset_id)s"}
+_BY_NAME = {
+    "ds_where": "{dataset.name} = %(dataset)s",
+    "ds_id": "(SELECT {dataset.id} FROM ds)",
+    "oldest_leased_at": "",
+}
+_BY_ID = {
+    "ds_where": "{dataset.id} = %(dataset_id)s AND {dataset.name} = %(dataset)s",
+    "ds_id": "%(dataset_id)s",
+    "oldest_leased_at": "",
+}
+# The id's statement as a claim reads it (``queue.ClaimRead``): before the claim's lease,
+# so the oldest held lease comes with its lease time, to be weighed against the claim's.
+_WITH_CLAIM = {**_BY_ID, "oldest_leased_at": ", oldest.{slot.leased_at}"}
 _PARAMS = (("dataset", "text"), ("rater", "bigint"), ("day_start", "timestamptz"), ("first_quarter", "timestamptz"))
 
 
@@ -187,6 +199,13 @@ def progress_by_id_statement() -> Statement:
     return Statement("rater_progress_by_id_v1", _render(_BY_ID), (*_PARAMS, ("dataset_id", "bigint")))
 
 
+@cache
+def progress_with_claim_statement() -> Statement:
+    """``progress_by_id_statement`` with the oldest lease's lease time last, for a claim to
+    read (``progress_claim_read``)."""
+    return Statement("progress_v1", _render(_WITH_CLAIM), (*_PARAMS, ("dataset_id", "bigint")))
+
+
 def first_quarter(moment: datetime) -> datetime:
     """The first quarter hour (UTC) that starts at or after ``moment`` (tz-aware, any zone)."""
     moment = moment.astimezone(UTC)  # compared in UTC: a local time in a DST gap never equals it
@@ -200,16 +219,53 @@ def first_quarter(moment: datetime) -> datetime:
 _dataset_ids: dict[str, int] = {}
 
 
-def progress_row(*, rater_id: int, dataset: str, day_start: datetime) -> tuple | None:
-    """(dataset id, ratings today, kinds, pairs left per kind (in the kinds' order, may be
-    zero or less), held lease id, held until), or None for an unknown dataset."""
+def _values(*, rater_id: int, dataset: str, day_start: datetime) -> dict:
     adapt = connection.ops.adapt_datetimefield_value
-    values = {
+    return {
         "dataset": dataset,
         "rater": rater_id,
         "day_start": adapt(day_start),
         "first_quarter": adapt(first_quarter(day_start)),
     }
+
+
+def progress_claim_read(*, rater_id: int, dataset: str, day_start: datetime) -> ClaimRead | None:
+    """The progress as a claim of ``rater_id`` in ``dataset`` reads it in its own statement
+    (``progress_after_claim`` makes its row the progress after the claim), or None while
+    this process has not learnt the dataset's id."""
+    known = _dataset_ids.get(dataset)
+    if known is None:
+        return None
+    values = _values(rater_id=rater_id, dataset=dataset, day_start=day_start) | {"dataset_id": known}
+    del values["dataset"], values["rater"]  # the claim's own
+    return ClaimRead(statement=progress_with_claim_statement(), values=values, width=PROGRESS_WITH_CLAIM_WIDTH)
+
+
+PROGRESS_WITH_CLAIM_WIDTH = 7
+
+
+def progress_after_claim(read_row: tuple, *, slot_id: int, lease_expires_at, resumed: bool, leased_at) -> tuple | None:
+    """``progress_row``'s row after a claim, from the row the claim read before its lease
+    (``progress_claim_read``): the claim changes the rater's oldest held lease only. A
+    resumed lease was held already, now until ``lease_expires_at``; a new one, leased at
+    ``leased_at``, is the oldest when nothing held is older (by lease time, one without
+    first, a tie by id, as the statement orders them). None when the read found no
+    dataset (renamed meanwhile): then ask ``progress_row``."""
+    dataset_id, today, kinds, left, held_id, held_until, held_at = read_row
+    if dataset_id is None:
+        return None
+    if resumed:
+        if held_id == slot_id:
+            held_until = lease_expires_at
+    elif held_id is None or (held_at is not None and (held_at, held_id) > (leased_at, slot_id)):
+        held_id, held_until = slot_id, lease_expires_at
+    return dataset_id, today, kinds, left, held_id, held_until
+
+
+def progress_row(*, rater_id: int, dataset: str, day_start: datetime) -> tuple | None:
+    """(dataset id, ratings today, kinds, pairs left per kind (in the kinds' order, may be
+    zero or less), held lease id, held until), or None for an unknown dataset."""
+    values = _values(rater_id=rater_id, dataset=dataset, day_start=day_start)
     with hot_cursor() as cursor:
         known = _dataset_ids.get(dataset)
         if known is not None:

@@ -32,7 +32,8 @@ from annotation.models import (
     SlotState,
     Split,
 )
-from annotation.progress_sql import progress_row
+from annotation.progress_sql import progress_after_claim, progress_claim_read, progress_row
+from annotation.rating.queue.shapes import Assignment, ClaimRead
 from annotation.sql import use_postgres_sql
 
 
@@ -230,19 +231,62 @@ def _count_by(queryset: QuerySet, fields: tuple[str, str], total) -> dict[tuple,
     return {(first, second): n for first, second, n in rows}
 
 
-def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: datetime | None = None) -> RaterProgress:
+@dataclass(frozen=True)
+class ProgressAsk:
+    """A progress asked for before a claim: the day it counts from, and the read the claim
+    may run for it in its own statement (``queue.ClaimRead``; None when there is none)."""
+
+    day_start: datetime
+    claim_read: ClaimRead | None
+
+
+def rater_progress_ask(*, rater, dataset: str, tz: tzinfo | None = None, now: datetime | None = None) -> ProgressAsk:
+    """What a caller who claims for ``rater`` and then answers their progress hands the
+    claim (``claim_read``) and then ``rater_progress`` (``ask``): on PostgreSQL, once this
+    process knows the dataset's id, the claim reads the progress itself, which spares a
+    statement and its round trip per rated item."""
+    day_start = _day_start(tz, now)
+    read = progress_claim_read(rater_id=rater.pk, dataset=dataset, day_start=day_start) if use_postgres_sql() else None
+    return ProgressAsk(day_start=day_start, claim_read=read)
+
+
+def _day_start(tz: tzinfo | None, now: datetime | None) -> datetime:
+    now = now if now is not None else timezone.now()
+    tz = tz or timezone.get_default_timezone()
+    return datetime.combine(now.astimezone(tz).date(), time.min, tzinfo=tz)
+
+
+def rater_progress(
+    *,
+    rater,
+    dataset: str,
+    tz: tzinfo | None = None,
+    now: datetime | None = None,
+    ask: ProgressAsk | None = None,
+    claimed: Assignment | None = None,
+) -> RaterProgress:
     """Progress of one rater on one dataset, in indexed reads whose cost does not grow
     with the queue (it grows with the rater's own unfinished pairs): open pairs from the
     per-kind counters, minus the rater's own unfinished pairs (partial index on their
     slots) and skips. On PostgreSQL one prepared statement (``annotation.progress_sql``),
     which sums today's ratings from the rater's quarter-hour tally, else the ORM's reads
     below, which count them by the (rater, created_at) index. "Today" starts at midnight
-    in ``tz`` (default: the server's time zone)."""
-    now = now if now is not None else timezone.now()
-    tz = tz or timezone.get_default_timezone()
-    day_start = datetime.combine(now.astimezone(tz).date(), time.min, tzinfo=tz)
+    in ``tz`` (default: the server's time zone).
+
+    With ``ask`` (``rater_progress_ask``'s, before ``claimed``, the claim it was handed to),
+    "today" is the ask's and the progress is the one the claim read, when it read one."""
+    day_start = ask.day_start if ask is not None else _day_start(tz, now)
     if use_postgres_sql():
-        return _rater_progress_postgres(rater=rater, dataset=dataset, day_start=day_start)
+        row = None
+        if ask is not None and claimed is not None and claimed.read_row is not None:
+            row = progress_after_claim(
+                claimed.read_row,
+                slot_id=claimed.slot_id,
+                lease_expires_at=claimed.lease_expires_at,
+                resumed=claimed.resumed,
+                leased_at=claimed.leased_at,
+            )
+        return _rater_progress_postgres(rater=rater, dataset=dataset, day_start=day_start, row=row)
     ds = dataset_get(name=dataset)
     kinds = Qualification.objects.granted_kinds(rater=rater, dataset_id=ds.id)
     # Gold ratings count like any other: nothing on the page tells a gold pair apart.
@@ -267,9 +311,11 @@ def rater_progress(*, rater, dataset: str, tz: tzinfo | None = None, now: dateti
     )
 
 
-def _rater_progress_postgres(*, rater, dataset: str, day_start: datetime) -> RaterProgress:
-    """``rater_progress`` in one statement (``annotation.progress_sql``)."""
-    row = progress_row(rater_id=rater.pk, dataset=dataset, day_start=day_start)
+def _rater_progress_postgres(*, rater, dataset: str, day_start: datetime, row: tuple | None) -> RaterProgress:
+    """``rater_progress`` in one statement (``annotation.progress_sql``), or from ``row``
+    when a claim read it."""
+    if row is None:
+        row = progress_row(rater_id=rater.pk, dataset=dataset, day_start=day_start)
     if row is None:
         raise NotFound(f"no dataset named {dataset!r}")
     _, ratings_today, kinds, left, held_id, held_until = row

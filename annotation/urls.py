@@ -17,6 +17,7 @@ from annotation.apis import (
     quiz,
     raters,
     rating,
+    rating_progress,
 )
 from annotation.apis.rating_cycle import claim_input, submit_input, token_fast_path
 
@@ -102,7 +103,7 @@ urlpatterns = [
     path("rate/<slug:dataset>/slots/<slot_ref:slot_id>/flag/", rating.SlotFlagApi.as_view(), name="rate-flag"),
     path("rate/<slug:dataset>/quiz/<slug:kind>/", quiz.QuizStateApi.as_view(), name="quiz-state"),
     path("rate/<slug:dataset>/quiz/<slug:kind>/answer/", quiz.QuizAnswerApi.as_view(), name="quiz-answer"),
-    path("rate/<slug:dataset>/progress/", rating.RaterProgressApi.as_view(), name="rate-progress"),
+    path("rate/<slug:dataset>/progress/", rating_progress.RaterProgressApi.as_view(), name="rate-progress"),
     path("rate/<slug:dataset>/ratings/", rating.RaterRatingListApi.as_view(), name="rate-ratings"),
     path("raters/", raters.RaterBulkAddApi.as_view(), name="rater-bulk-add"),
     path(

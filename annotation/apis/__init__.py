@@ -19,7 +19,6 @@ from annotation.apis.rating import (
     AssignmentSerializer,
     ItemSerializer,
     LeaseSerializer,
-    RaterProgressApi,
     RaterQualificationsApi,
     RaterRatingListApi,
     RatingClaimApi,
@@ -28,6 +27,7 @@ from annotation.apis.rating import (
     SlotHeartbeatApi,
     SlotSkipApi,
 )
+from annotation.apis.rating_progress import RaterProgressApi
 
 __all__ = [
     "AssignmentSerializer",

@@ -2,13 +2,11 @@
 ratings; and the task kinds a rater is qualified for (admins)."""
 
 import dataclasses
-import zoneinfo
 
 from django.conf import settings
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -22,10 +20,11 @@ from annotation.apis.fields import (
     rater_ids,
 )
 from annotation.apis.rating_cycle import JsonAnswer, JsonOnlyMixin, claim_input, read_body, submit_input
+from annotation.apis.rating_progress import PROGRESS_TZ_HELP, RaterProgressSerializer, progress_answer, progress_ask
 from annotation.models import FlagReason, Modality, TaskKind
 from annotation.people import accounts
 from annotation.people.roles import IsAdmin, IsRater
-from annotation.rating import policy, queue, quota
+from annotation.rating import policy, queue
 from config.openapi import error_response
 
 # The slot actions refuse with 409 a slot the rater held until another rater took it, or
@@ -101,37 +100,6 @@ def submit_answer(result, answer_tz=None) -> dict:
     }
 
 
-class StudyProgressSerializer(serializers.Serializer):
-    items_done = serializers.IntegerField(
-        help_text="Items rated since joining, gold items included: what the quota counts."
-    )
-    quota = serializers.IntegerField(help_text="Items of the study's quota.")
-
-
-class RaterProgressSerializer(serializers.Serializer):
-    dataset = serializers.CharField()
-    kinds = serializers.ListField(child=serializers.CharField(), help_text="Task kinds you are qualified for.")
-    ratings_today = serializers.IntegerField()
-    pairs_left = serializers.IntegerField(
-        help_text="Pairs of your kinds left for you: the one you hold and those you may still be served."
-    )
-    pairs_left_by_kind = serializers.DictField(child=serializers.IntegerField(), help_text="pairs_left per kind.")
-    day_starts_at = serializers.DateTimeField()
-    held_slot_id = OpaqueIdField("slot", allow_null=True)
-    held_until = serializers.DateTimeField(allow_null=True)
-    study = StudyProgressSerializer(
-        allow_null=True, help_text="A participant's items rated of their study's quota; null for raters."
-    )
-
-
-# Asked for with ``progress_tz``: the claim and submit answers carry the rater's progress,
-# so the rating page updates its progress line without a request of its own.
-PROGRESS_TZ_HELP = (
-    "Also answer with your progress (as the progress URL answers it), 'today' in this IANA "
-    "time zone, e.g. Europe/Berlin."
-)
-
-
 class ClaimAnswerSerializer(AssignmentSerializer):
     progress = RaterProgressSerializer(required=False, help_text="Present when progress_tz was given.")
 
@@ -164,15 +132,18 @@ class RatingClaimApi(JsonOnlyMixin, APIView):
 def claim_answer(rater, *, dataset: str, values: dict) -> JsonAnswer:
     """The claim's answer for the body's ``values`` (DRF's view and the token fast path's)."""
     tz_name = values.get("progress_tz")
-    if tz_name is not None:
-        _time_zone(tz_name, field="progress_tz")  # a bad name is refused before anything is leased
-    assignment = policy.slot_claim(rater=rater, dataset=dataset, kind=values["kind"])
+    # A bad time zone is refused before anything is leased.
+    ask = None if tz_name is None else progress_ask(rater, dataset, tz_name)
+    read = None if ask is None else ask.claim_read
+    assignment = policy.slot_claim(rater=rater, dataset=dataset, kind=values["kind"], read=read)
     if assignment is None:
         return JsonAnswer(None, status=status.HTTP_204_NO_CONTENT)
     answer_tz = timezone.get_current_timezone()
     body = assignment_answer(assignment, answer_tz)
     if tz_name is not None:
-        body["progress"] = progress_answer(rater, dataset, tz_name, field="progress_tz", answer_tz=answer_tz)
+        body["progress"] = progress_answer(
+            rater, dataset, tz_name, field="progress_tz", answer_tz=answer_tz, ask=ask, claimed=assignment
+        )
     return JsonAnswer(body)
 
 
@@ -248,19 +219,23 @@ def submit_answer_for(rater, *, dataset: str, slot_id: int, values: dict) -> Jso
     values = dict(values)
     next_kind = values.pop("claim_next_kind", None)
     tz_name = values.pop("progress_tz", None)
-    if tz_name is not None:
-        _time_zone(tz_name, field="progress_tz")  # a bad name is refused before anything is stored
+    # A bad time zone is refused before anything is stored.
+    ask = None if tz_name is None else progress_ask(rater, dataset, tz_name)
     submission = {"rater": rater, "dataset": dataset, "slot_id": slot_id, **values}
     answer_tz = timezone.get_current_timezone()
+    assignment = None
     if next_kind is None:
         result = policy.rating_submit(**submission)
         body = submit_answer(result, answer_tz)
     else:
-        result, assignment = policy.rating_submit_and_claim_next(next_kind=next_kind, **submission)
+        read = None if ask is None else ask.claim_read
+        result, assignment = policy.rating_submit_and_claim_next(next_kind=next_kind, read=read, **submission)
         body = submit_answer(result, answer_tz)
         body["next"] = assignment_answer(assignment, answer_tz) if assignment is not None else None
     if tz_name is not None:
-        body["progress"] = progress_answer(rater, dataset, tz_name, field="progress_tz", answer_tz=answer_tz)
+        body["progress"] = progress_answer(
+            rater, dataset, tz_name, field="progress_tz", answer_tz=answer_tz, ask=ask, claimed=assignment
+        )
     return JsonAnswer(body, status=status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED)
 
 
@@ -303,62 +278,6 @@ class SlotFlagApi(APIView):
         data.is_valid(raise_exception=True)
         flag = policy.slot_flag(rater=request.user, dataset=dataset, slot_id=slot_id, **data.validated_data)
         return Response(self.SlotFlagOutputSerializer(flag).data, status=status.HTTP_201_CREATED)
-
-
-class RaterProgressApi(APIView):
-    """Your progress on a dataset: ratings today, pairs left for you, the slot you hold;
-    for a study participant also ``study``: items rated of the quota."""
-
-    permission_classes = [IsRater]
-
-    @extend_schema(
-        parameters=[OpenApiParameter("tz", str, description="IANA time zone for 'today', e.g. Europe/Berlin")],
-        responses={200: RaterProgressSerializer},
-    )
-    def get(self, request, dataset: str):
-        return Response(progress_answer(request.user, dataset, request.query_params.get("tz")))
-
-
-def progress_answer(rater, dataset: str, tz_name: str | None, *, field: str = "tz", answer_tz=None) -> dict:
-    """The rater's progress on ``dataset`` as the progress API answers it ("today" in the
-    IANA time zone ``tz_name``; ``field`` names it in an error; ``answer_tz`` as in
-    ``assignment_answer``)."""
-    tz = _time_zone(tz_name, field=field)
-    # Who: a participant reads their study only.
-    participant = policy.participation(rater=rater, dataset=dataset)
-    progress = selectors.rater_progress(rater=rater, dataset=dataset, tz=tz)
-    study = None if participant is None else quota.study_progress(participant)
-    return progress_data(progress, study, answer_tz)
-
-
-def progress_data(progress: selectors.RaterProgress, study: dict | None, answer_tz=None) -> dict:
-    """What ``RaterProgressSerializer`` answers, built directly: the rating page asks for
-    progress with every claim and submit, and DRF's copies of the serializer's fields
-    cost more than the progress statement (tests/annotation/test_shared_fields.py keeps
-    both equal)."""
-    held = progress.held_slot_id
-    return {
-        "dataset": progress.dataset,
-        "kinds": [str(kind) for kind in progress.kinds],
-        "ratings_today": int(progress.ratings_today),
-        "pairs_left": int(progress.pairs_left),
-        "pairs_left_by_kind": {str(kind): int(n) for kind, n in progress.pairs_left_by_kind.items()},
-        "day_starts_at": datetime_text(progress.day_starts_at, answer_tz),
-        "held_slot_id": None if held is None else str(rater_ids().encode("slot", held)),
-        "held_until": None if progress.held_until is None else datetime_text(progress.held_until, answer_tz),
-        "study": None if study is None else {"items_done": int(study["items_done"]), "quota": int(study["quota"])},
-    }
-
-
-def _time_zone(name: str | None, *, field: str = "tz"):
-    if not name:
-        return None
-    try:
-        return zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise ValidationError(
-            {field: [f"unknown time zone {name!r}; use an IANA name such as Europe/Berlin"]}
-        ) from None
 
 
 class RaterRatingListApi(APIView):

@@ -53,6 +53,7 @@ from annotation.rating.queue.claim import qualified_kinds
 from annotation.rating.queue.shapes import (
     GOLD_TURN,
     Assignment,
+    ClaimRead,
     SubmitResult,
     check_kind,
     lease_ttl,
@@ -158,17 +159,20 @@ def entry_check(*, rater, dataset: str, kind: str) -> Participant | None:
 # --- claim -------------------------------------------------------------------------------
 
 
-def slot_claim(*, rater, dataset: str, kind: str | None = None, now: datetime | None = None) -> Assignment | None:
+def slot_claim(
+    *, rater, dataset: str, kind: str | None = None, now: datetime | None = None, read: ClaimRead | None = None
+) -> Assignment | None:
     """The rater's next item of ``dataset`` (``kind`` narrows it to one kind): their held
     lease resumed, else now and then a gold pair, else the queue's next slot; None when
     nothing is left for them. Raises Forbidden (who or may they: RaterPaused,
-    QuotaReached and plain Forbidden), NotFound for an unknown dataset."""
+    QuotaReached and plain Forbidden), NotFound for an unknown dataset. ``read``: run by
+    the queue's claim statement, when one leases the item (``queue.slot_claim``)."""
     check_kind(kind)
     if not _is_participant(rater):
-        return _serve(rater=rater, dataset=dataset, kind=kind, now=now)
+        return _serve(rater=rater, dataset=dataset, kind=kind, now=now, read=read)
     with transaction.atomic():
         participant = _participation_of(rater=rater, dataset=dataset, lock=True)
-        return _participant_claim(participant, rater=rater, dataset=dataset, kind=kind, now=now)
+        return _participant_claim(participant, rater=rater, dataset=dataset, kind=kind, now=now, read=read)
 
 
 def _participant_claim(
@@ -179,11 +183,12 @@ def _participant_claim(
     kind: str | None,
     now: datetime | None,
     use: QuotaUse | None = None,
+    read: ClaimRead | None = None,
 ) -> Assignment | None:
     """A locked participant's claim: the kinds ``_participant_claim_kinds`` allows, in
     order, until one serves an item. ``use``: their quota use when the caller knows it."""
     for each in _participant_claim_kinds(participant, rater=rater, kind=kind, use=use):
-        assignment = _serve(rater=rater, dataset=dataset, kind=each, now=now)
+        assignment = _serve(rater=rater, dataset=dataset, kind=each, now=now, read=read)
         if assignment is not None:
             return assignment
     return None
@@ -224,7 +229,9 @@ def _participant_claim_kinds(
     return kinds
 
 
-def _serve(*, rater, dataset: str, kind: str | None, now: datetime | None) -> Assignment | None:
+def _serve(
+    *, rater, dataset: str, kind: str | None, now: datetime | None, read: ClaimRead | None = None
+) -> Assignment | None:
     """WHAT: a gold pair now and then, looking like any other, else the queue's next
     slot (which also says why nothing came: unknown dataset, pause, qualification).
 
@@ -235,14 +242,14 @@ def _serve(*, rater, dataset: str, kind: str | None, now: datetime | None) -> As
     portable paths have no single statement."""
     now = service_now(now)
     if use_postgres_sql():
-        claimed = queue.slot_claim(rater=rater, dataset=dataset, kind=kind, now=now, yield_to_gold=True)
+        claimed = queue.slot_claim(rater=rater, dataset=dataset, kind=kind, now=now, yield_to_gold=True, read=read)
         if claimed is not GOLD_TURN:
             return claimed
         expires = now + lease_ttl()
         assignment = gold.gold_claim(
             rater=rater, dataset=dataset, kinds=None, kind=kind, now=now, expires=expires, drawn=True
         )
-        return assignment or queue.slot_claim(rater=rater, dataset=dataset, kind=kind, now=now)
+        return assignment or queue.slot_claim(rater=rater, dataset=dataset, kind=kind, now=now, read=read)
     kinds = qualified_kinds(rater, dataset=dataset)
     assignment = gold.gold_claim(
         rater=rater, dataset=dataset, kinds=kinds, kind=kind, now=now, expires=now + lease_ttl()
@@ -333,7 +340,7 @@ def _store_rating(*, rater, dataset: str, slot_id: int, now: datetime | None, su
 
 
 def rating_submit_and_claim_next(
-    *, rater, dataset: str, slot_id: int, next_kind: str, **submission
+    *, rater, dataset: str, slot_id: int, next_kind: str, read: ClaimRead | None = None, **submission
 ) -> tuple[SubmitResult, Assignment | None]:
     """Store a rating, then claim the rater's next pair of ``next_kind`` (None when none
     is left, or when the claim is refused: paused, at the quota, a kind outside the
@@ -341,12 +348,12 @@ def rating_submit_and_claim_next(
     another round trip. A refused claim never loses the rating: a rater's claim is its
     own transaction after the rating's; a participant's runs in a savepoint of the
     rating's transaction, under the same lock of their run, with the quota use the
-    submit read (one rated item more, one held less)."""
+    submit read (one rated item more, one held less). ``read``: as ``slot_claim``'s."""
     check_kind(next_kind)
     if not _is_participant(rater):
         result = _store(rater=rater, dataset=dataset, slot_id=slot_id, now=None, submission=submission)
         try:
-            return result, _serve(rater=rater, dataset=dataset, kind=next_kind, now=None)
+            return result, _serve(rater=rater, dataset=dataset, kind=next_kind, now=None, read=read)
         except (RaterPaused, Forbidden):
             return result, None
     with transaction.atomic():
@@ -358,7 +365,7 @@ def rating_submit_and_claim_next(
         try:
             with transaction.atomic():
                 claimed = _participant_claim(
-                    participant, rater=rater, dataset=dataset, kind=next_kind, now=None, use=after
+                    participant, rater=rater, dataset=dataset, kind=next_kind, now=None, use=after, read=read
                 )
         except (RaterPaused, QuotaReached, Forbidden):
             claimed = None

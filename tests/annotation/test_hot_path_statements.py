@@ -254,3 +254,40 @@ def test_a_dataset_whose_gold_is_gone_is_claimed_without_the_gold_half_again(set
     monkeypatch.setattr(claim_module, "GOLD_SEEN_SECONDS", -1.0)
     claim, _, _ = cycle(client, dataset, "after")
     assert claim == CLAIM
+
+
+PAGE = {"progress_tz": "Europe/Berlin"}
+# The rating page asks for its progress with each claim and submit: the claim statement
+# reads it, in the statement with the progress (once the process knows the dataset's id).
+PAGE_SUBMIT = [*SUBMIT, "queue_claim_ordinary_v1_with_progress"]
+GOLD_ON_PAGE_SUBMIT = [*SUBMIT, "queue_claim_held_gold_v1_with_progress"]
+
+
+def page_cycle(client, dataset: str, key: str, slot: str | None) -> tuple[list[str], list[str], str, dict]:
+    """The rating page's claim (when it holds nothing) and submit with the next claim:
+    the statements of each, the next slot and the submit's answer."""
+    claimed = []
+    if slot is None:
+        with CaptureQueriesContext(connection) as claiming:
+            answer = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS", **PAGE}, format="json")
+        assert answer.status_code == 200, answer.content
+        slot, claimed = answer.json()["slot_id"], statement_names(claiming.captured_queries)
+    body = {**BODY, "idempotency_key": key, "claim_next_kind": "SIS", **PAGE}
+    with CaptureQueriesContext(connection) as submitting:
+        stored = client.post(f"/api/rate/{dataset}/slots/{slot}/submit/", body, format="json")
+    assert stored.status_code == 201, stored.content
+    return claimed, statement_names(submitting.captured_queries), stored.json()["next"]["slot_id"], stored.json()
+
+
+@pytest.mark.parametrize("gold_one_in", [None, 1_000_000], ids=["gold off", "gold on"])
+def test_the_rating_pages_claim_and_submit_read_the_progress_in_the_claim(settings, tmp_path, gold_one_in):
+    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=gold_one_in)
+    page_cycle(client, dataset, "warm page", None)  # learns the dataset's id, prepares the statements
+    claimed, submitted, following, answer = page_cycle(client, dataset, "measured", None)
+    with_progress = PAGE_SUBMIT[-1] if gold_one_in is None else GOLD_ON_PAGE_SUBMIT[-1]
+    assert claimed == [CLAIM[0], with_progress]
+    assert submitted == [*SUBMIT, with_progress]
+    # The progress it answers is the one read after the claim: the next slot held.
+    assert answer["progress"]["held_slot_id"] == following
+    progress = client.get(f"/api/rate/{dataset}/progress/", {"tz": "Europe/Berlin"}).json()
+    assert answer["progress"] == progress

@@ -30,7 +30,7 @@ from annotation.models import (
 )
 from annotation.quality.gold.upload import gold_pairs_promote
 from annotation.rating.policy import rating_submit, slot_claim, slot_skip
-from annotation.selectors import rater_progress
+from annotation.selectors import rater_progress, rater_progress_ask
 from tests.annotation.crowd_support import crowd_dataset
 from tests.annotation.queue_support import submit_kwargs
 from tests.factories import UserFactory
@@ -115,15 +115,25 @@ def rules_in_play(users, dataset, clock) -> None:
     )
 
 
-def step(rng: random.Random, user, dataset, held: dict, clock) -> None:
-    """One thing a rater does: claim, rate or skip what they hold, or time passes."""
+def step(rng: random.Random, user, dataset, held: dict, clock, read_by_claims: list) -> None:
+    """One thing a rater does: claim, rate or skip what they hold, or time passes. A claim
+    reads the rater's progress as the rating page's does (``rater_progress_ask``); the
+    progress it read, when it read one, must be the one read after it
+    (``read_by_claims`` counts those)."""
     action = rng.choice(["claim", "claim", "rate", "rate", "skip", "wait"])
     key = (user.pk, dataset.pk)
     try:
         if action == "claim":
-            assignment = slot_claim(rater=user, dataset=dataset.name, kind=rng.choice(["SIS", "STS"]))
+            tz = rng.choice(ZONES)
+            ask = rater_progress_ask(rater=user, dataset=dataset.name, tz=tz)
+            kind = rng.choice(["SIS", "STS"])
+            assignment = slot_claim(rater=user, dataset=dataset.name, kind=kind, read=ask.claim_read)
             if assignment is not None:
                 held[key] = assignment.slot_id
+                if assignment.read_row is not None:
+                    read = rater_progress(rater=user, dataset=dataset.name, ask=ask, claimed=assignment)
+                    assert read == rater_progress(rater=user, dataset=dataset.name, tz=tz)
+                    read_by_claims.append(assignment.resumed)
         elif action in ("rate", "skip") and key in held:
             slot_id = held.pop(key)
             if action == "rate":
@@ -146,9 +156,9 @@ def test_progress_in_one_statement_matches_the_orm_path(clock, tmp_path):
     met_in_quiz(users[1], gold_dataset, clock)
     rules_in_play(users, gold_dataset, clock)
     clock.now = clock.now.replace(hour=20)  # midnight passes in Kiritimati, then Berlin, then UTC
-    rng, held, compared = random.Random(7), {}, 0
+    rng, held, compared, holds, read_by_claims = random.Random(7), {}, 0, 0, []
     for number in range(90):
-        step(rng, rng.choice(users), rng.choice([gold_dataset, quiet_dataset]), held, clock)
+        step(rng, rng.choice(users), rng.choice([gold_dataset, quiet_dataset]), held, clock, read_by_claims)
         if number == 45:  # a pair leaves the queue unfinished
             Pair.objects.filter(pk=Pair.objects.filter(dataset=gold_dataset).order_by("id").values("pk")[:1]).update(
                 retired_at=clock.now
@@ -158,6 +168,7 @@ def test_progress_in_one_statement_matches_the_orm_path(clock, tmp_path):
                 one_statement, orm = both_paths(user, dataset.name, ZONES[number % 3])
                 assert one_statement == orm, (number, user.username, dataset.name)
                 compared += 1
+                holds += one_statement["held_slot_id"][1] is not None
     # One rater rates all that is left to them, gold seldom served: no ordinary pair is
     # left while gold is.
     QualitySettings.objects.filter(dataset=gold_dataset).update(gold_one_in=1000)
@@ -172,9 +183,11 @@ def test_progress_in_one_statement_matches_the_orm_path(clock, tmp_path):
         assert one_statement == orm, number
     figures = [dataclasses.asdict(rater_progress(rater=user, dataset=gold_dataset.name)) for user in users]
     # The walk reached what the rules are about: ratings, holds, gold left and none.
-    assert any(f["ratings_today"] for f in figures) and any(f["held_slot_id"] for f in figures)
+    assert any(f["ratings_today"] for f in figures) and holds
     assert {f["pairs_left"] > 0 for f in figures} == {True, False}
     assert compared == 90 * len(users) * 2
+    # Claims read the progress, of leases new and resumed.
+    assert len(read_by_claims) >= 10 and set(read_by_claims) == {True, False}, read_by_claims
 
 
 def test_an_unknown_dataset_is_not_found_on_both_paths(settings):
@@ -215,3 +228,12 @@ def test_a_dataset_renamed_or_named_anew_is_read_by_its_name_not_a_remembered_id
     assert progress_sql._dataset_ids[name] == second.dataset.pk
     one_statement, orm = both_paths(user, name, None)
     assert one_statement == orm
+    # A claim that reads the progress by the old dataset's id reads nothing, and the
+    # progress is read by the name.
+    progress_sql._dataset_ids[name] = first.dataset.pk
+    ask = rater_progress_ask(rater=user, dataset=name)
+    claimed = slot_claim(rater=user, dataset=name, read=ask.claim_read)
+    assert claimed.read_row == (None,) * 7
+    read = rater_progress(rater=user, dataset=name, ask=ask, claimed=claimed)
+    assert (read.held_slot_id, read.pairs_left) == (claimed.slot_id, 2)
+    assert progress_sql._dataset_ids[name] == second.dataset.pk

@@ -16,13 +16,12 @@ from rest_framework import serializers
 from annotation.apis.fields import datetime_text
 from annotation.apis.rating import (
     AssignmentSerializer,
-    RaterProgressSerializer,
     RatingClaimApi,
     RatingSubmitApi,
     assignment_answer,
-    progress_data,
     submit_answer,
 )
+from annotation.apis.rating_progress import RaterProgressSerializer, progress_data
 from annotation.rating.queue.shapes import SubmitResult, assignment_of
 from annotation.selectors import RaterProgress
 

@@ -19,6 +19,7 @@ from annotation.rating.queue import statements
 from annotation.rating.queue.shapes import (
     GOLD_TURN,
     Assignment,
+    ClaimRead,
     GoldTurn,
     assignment_of,
     check_kind,
@@ -29,7 +30,13 @@ from annotation.sql import execute, hot_cursor, use_postgres_sql
 
 
 def slot_claim(
-    *, rater, dataset: str, kind: str | None = None, now: datetime | None = None, yield_to_gold: bool = False
+    *,
+    rater,
+    dataset: str,
+    kind: str | None = None,
+    now: datetime | None = None,
+    yield_to_gold: bool = False,
+    read: ClaimRead | None = None,
 ) -> Assignment | GoldTurn | None:
     """Lease the next slot of ``dataset`` for ``rater`` and return it with its items.
 
@@ -47,6 +54,10 @@ def slot_claim(
     the dataset's rate, or by ``statements.claim`` before the process knows it) nothing
     is leased and GOLD_TURN returned.
 
+    With ``read`` (PostgreSQL only) the claim statement also runs that read, in its own
+    snapshot, and an assignment carries its row (``Assignment.read_row``); a claim that
+    leases nothing answers no row of it.
+
     This is the queue's mechanism only: who may claim (crowd quota, campaign links) and
     whether a gold pair comes first is ``annotation.rating.policy``'s to decide.
     """
@@ -59,11 +70,15 @@ def slot_claim(
         try:
             if use_postgres_sql() and not connection.in_atomic_block:
                 # One statement in one round trip: its own short transaction.
-                assignment = _claim_postgres(rater, dataset, kind, now=now, expires=expires, gold=yield_to_gold)
+                assignment = _claim_postgres(
+                    rater, dataset, kind, now=now, expires=expires, gold=yield_to_gold, read=read
+                )
             else:
                 with transaction.atomic():
                     if use_postgres_sql():
-                        assignment = _claim_postgres(rater, dataset, kind, now=now, expires=expires, gold=yield_to_gold)
+                        assignment = _claim_postgres(
+                            rater, dataset, kind, now=now, expires=expires, gold=yield_to_gold, read=read
+                        )
                     else:
                         assignment = _claim_portable(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
         except IntegrityError:
@@ -131,31 +146,43 @@ def draws_gold_turn(one_in: int) -> bool:
 
 
 def _claim_postgres(
-    rater, dataset: str, kind: str | None, *, now: datetime, expires: datetime, gold: bool
+    rater, dataset: str, kind: str | None, *, now: datetime, expires: datetime, gold: bool, read: ClaimRead | None
 ) -> Assignment | GoldTurn | None:
     values = {"dataset": dataset, "rater": rater.pk, "kind": kind, "now": now, "expires": expires, "gold": gold}
+    extra, also = (None, {}) if read is None else (read.statement, read.values)
     seen = _gold_seen.get(dataset)
     if not gold or seen is None or time.monotonic() - seen > GOLD_SEEN_SECONDS:
-        row = _claim_row(statements.claim_ordinary(), values)
+        row = _claim_row(statements.claim_ordinary(extra), {**values, **also})
         if row is None or row[0] is not None:
-            return None if row is None else assignment_from_row(row)
+            return None if row is None else _claimed(row, now=now, read=read)
         _gold_seen[dataset] = time.monotonic()  # the row of NULLs: the dataset has an active gold pair
     one_in = _gold_one_in.get(dataset)
     if one_in is not None and not draws_gold_turn(one_in):
-        row = _claim_row(statements.claim_held_gold(), {**values, "one_in": one_in})
+        row = _claim_row(statements.claim_held_gold(extra), {**values, **also, "one_in": one_in})
         if row is None or row[0] is not None:
-            return None if row is None else assignment_from_row(row)
+            return None if row is None else _claimed(row, now=now, read=read)
         # The row of NULLs: the dataset's rate is no longer one_in, and nothing was claimed.
         # The statement with the turn draws it at the new rate (drawn_at NULL): one in
         # one_in of the claims at the old rate came there drawn, and draw again there.
         _gold_one_in[dataset] = row[GOLD_ONE_IN_COLUMN]
         one_in = None
-    row = _claim_row(statements.claim(), {**values, "drawn_at": one_in})
+    if one_in is not None:
+        # Gold's turn, drawn: the statement takes it (but for a rater it serves no gold)
+        # and leases nothing, so the read would be wasted.
+        extra, also, read = None, {}, None
+    row = _claim_row(statements.claim(extra), {**values, **also, "drawn_at": one_in})
     if row is None:
         return None
     _gold_one_in[dataset] = row[GOLD_ONE_IN_COLUMN]
     # The row of NULLs: gold's turn (see statements.claim).
-    return GOLD_TURN if row[0] is None else assignment_from_row(row)
+    return GOLD_TURN if row[0] is None else _claimed(row, now=now, read=read)
+
+
+def _claimed(row, *, now: datetime, read: ClaimRead | None) -> Assignment:
+    """The assignment of a claim statement's row, with when it was leased (``now``, unless
+    resumed) and, when the statement ran ``read``, the read's row (its last columns)."""
+    read_row = None if read is None else tuple(row[len(row) - read.width :])
+    return assignment_from_row(row, leased_at=now, read_row=read_row)
 
 
 def _claim_row(statement, values: dict):
@@ -164,12 +191,15 @@ def _claim_row(statement, values: dict):
         return cursor.fetchone()
 
 
-def assignment_from_row(row) -> Assignment:
+def assignment_from_row(row, *, leased_at: datetime | None = None, read_row: tuple | None = None) -> Assignment:
     """The assignment of a claim statement's row (slot, pair, expiry, resumed, kind,
     dataset, images root, URL prefix, both captions, both images' key, path and size);
-    the gold claim answers in the same columns."""
+    the gold claim answers in the same columns. ``leased_at``: the claim's time, kept
+    unless the lease was resumed; ``read_row`` as ``Assignment``'s."""
     (slot_id, pair_id, lease_expires_at, resumed, pair_kind, name, images_root, url_prefix, *rest) = row
     return assignment_of(
+        leased_at=None if resumed else leased_at,
+        read_row=read_row,
         slot_id=slot_id,
         pair_id=pair_id,
         lease_expires_at=lease_expires_at,

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from annotation.errors import DomainError
 from annotation.models import TaskKind
+from annotation.sql import Statement
 
 # Stored scores keep 4 decimals: finer than any rater can place a slider, and keyboard
 # steps (0.1 + 0.2 ...) no longer leave float noise such as 0.9999999999999998.
@@ -53,6 +54,23 @@ class Assignment:
     lease_expires_at: datetime
     resumed: bool
     items: tuple[Item, ...]
+    # When this claim leased the slot (None for a lease resumed or renewed), and the row
+    # of the read asked to run along with the claim (``ClaimRead``; None when none ran).
+    leased_at: datetime | None = None
+    read_row: tuple | None = None
+
+
+@dataclass(frozen=True)
+class ClaimRead:
+    """A read to run in the claim's own statement, in its snapshot (before the claim's
+    writes), so that a caller who needs it right after a claim spares a statement and its
+    round trip: ``statement``, a SELECT of at most one row whose parameters the claim
+    statement's share by name and type or add to, and ``values`` for those it adds. The
+    claim answers the row (or NULLs when it has none) as the assignment's ``read_row``."""
+
+    statement: Statement
+    values: dict
+    width: int  # the read's columns
 
 
 @dataclass(frozen=True)
@@ -128,10 +146,13 @@ def assignment_of(
     image_url_prefix: str,
     caption_texts,
     images,
+    leased_at: datetime | None = None,
+    read_row: tuple | None = None,
 ) -> Assignment:
     """The assignment of a leased slot. ``caption_texts``: the pair's (caption_a,
     caption_b) texts; ``images``: its (image_a, image_b) as (key, file_path, width,
-    height); a side the pair lacks is None (or a tuple of Nones)."""
+    height); a side the pair lacks is None (or a tuple of Nones); ``leased_at`` and
+    ``read_row`` as ``Assignment``'s."""
 
     def image_item(values) -> Item:
         key, file_path, width, height = values
@@ -154,4 +175,6 @@ def assignment_of(
         lease_expires_at=lease_expires_at,
         resumed=bool(resumed),
         items=items,
+        leased_at=leased_at,
+        read_row=read_row,
     )

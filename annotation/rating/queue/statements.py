@@ -130,8 +130,7 @@ claimed AS (
     WHERE s.{slot.id} = pick.{slot.id}
     RETURNING s.{slot.id}, s.{slot.pair}, s.{slot.lease_expires_at}, pick.src = 0 AS resumed
 )
-{slot_rows}
-{gold_rows}
+{answer}
 """
 
 # The claim's gold half (``claim``): the rater's gold lease of an active gold pair
@@ -233,17 +232,31 @@ LEFT JOIN {image} ia ON ia.{image.id} = p.{pair.image_a}
 LEFT JOIN {image} ib ON ib.{image.id} = p.{pair.image_b}"""
 
 
-def _claim_sql(*, gold_ctes: str, no_gold_now: str, gold_rows: str, extra: str = "") -> str:
-    return render_sql(
-        _CLAIM_SQL,
-        not_touched=render_sql(NOT_TOUCHED_SQL),
-        gold_ctes=gold_ctes,
-        no_gold_now=no_gold_now,
-        slot_rows=assignment_rows(
-            "claimed", lease_model=RatingSlot, pair_field="pair", pair_model=Pair, resumed="c.resumed", extra=extra
-        ),
-        gold_rows=gold_rows,
+def _claim_sql(*, gold_ctes: str, no_gold_now: str, gold_rows: str, extra: str = "", read: Statement | None) -> str:
+    slot_rows = assignment_rows(
+        "claimed", lease_model=RatingSlot, pair_field="pair", pair_model=Pair, resumed="c.resumed", extra=extra
     )
+    answer = f"{slot_rows}\n{gold_rows}"
+    if read is not None:
+        # Every row of the claim with the read's row after it (its columns NULL when it
+        # has none): a CTE may hold a WITH of its own, whose names shadow the claim's.
+        alongside = f",\nalongside AS (\n{read.sql}\n)\n"
+        answer = f"{alongside}SELECT a.*, r.* FROM (\n{answer}\n) a LEFT JOIN alongside r ON true"
+    return render_sql(
+        _CLAIM_SQL, not_touched=render_sql(NOT_TOUCHED_SQL), gold_ctes=gold_ctes, no_gold_now=no_gold_now, answer=answer
+    )
+
+
+def _with_read(name: str, params: tuple[tuple[str, str], ...], read: Statement | None) -> tuple[str, tuple]:
+    """The name and parameters of a claim statement with ``read`` in it: the claim's
+    parameters, then the read's others (a name both use must have one type)."""
+    if read is None:
+        return name, params
+    types = dict(params)
+    for param, sql_type in read.params:
+        if types.setdefault(param, sql_type) != sql_type:
+            raise ValueError(f"{read.name}: parameter {param} is {sql_type}, the claim's is {types[param]}")
+    return f"{name}_with_{read.name}", tuple(types.items())
 
 
 def _gold_half_rows(*, null_row_from: str) -> str:
@@ -272,24 +285,27 @@ _CLAIM_PARAMS = (
 
 
 @cache
-def claim() -> Statement:
+def claim(read: Statement | None = None) -> Statement:
     """The claim (see ``annotation.rating.queue.claim``). Returns one row, the assignment (slot,
     pair, expiry, resumed, kind, dataset and both sides' texts and images), a row of
     NULLs for gold's turn, or none; every row ends with the dataset's gold rate (one in
     ``gold_one_in`` items, 0 for none). ``drawn_at``: the rate at which the caller drew
-    gold's turn, or NULL to draw it here."""
+    gold's turn, or NULL to draw it here. With ``read`` (``shapes.ClaimRead``), each row
+    ends with the read's columns."""
     gold_ctes = render_sql(_GOLD_CTES_SQL, rate_check="", rate_kept="") + render_sql(_GOLD_TURN_SQL)
     sql = _claim_sql(
         gold_ctes=gold_ctes,
         no_gold_now=_GOLD_HALF,
         gold_rows=_gold_half_rows(null_row_from="gold_turn"),
         extra=_ONE_IN_COLUMN,
+        read=read,
     )
-    return Statement("queue_claim_v7", sql, (*_CLAIM_PARAMS, ("drawn_at", "integer")))
+    name, params = _with_read("queue_claim_v7", (*_CLAIM_PARAMS, ("drawn_at", "integer")), read)
+    return Statement(name, sql, params)
 
 
 @cache
-def claim_held_gold() -> Statement:
+def claim_held_gold(read: Statement | None = None) -> Statement:
     """``claim`` for a claim whose gold turn the caller did not draw, at the rate
     ``one_in``: a held gold lease is resumed as there (in one statement, as a held slot
     is), and no turn is taken; the same rows, and a row of NULLs (nothing claimed) when
@@ -300,12 +316,14 @@ def claim_held_gold() -> Statement:
         no_gold_now=_HELD_GOLD_HALF,
         gold_rows=_gold_half_rows(null_row_from="rate_changed"),
         extra=_ONE_IN_COLUMN,
+        read=read,
     )
-    return Statement("queue_claim_held_gold_v1", sql, (*_CLAIM_PARAMS, ("one_in", "integer")))
+    name, params = _with_read("queue_claim_held_gold_v1", (*_CLAIM_PARAMS, ("one_in", "integer")), read)
+    return Statement(name, sql, params)
 
 
 @cache
-def claim_ordinary() -> Statement:
+def claim_ordinary(read: Statement | None = None) -> Statement:
     """``claim`` without its gold half, for a dataset without active gold pairs: the
     assignment, or none; with ``gold`` in a dataset that has one, a row of NULLs and
     nothing claimed (ask ``claim``)."""
@@ -313,8 +331,10 @@ def claim_ordinary() -> Statement:
         gold_ctes=render_sql(_GOLD_ON_CTE_SQL),
         no_gold_now="NOT EXISTS (SELECT 1 FROM gold_on)",
         gold_rows=f"UNION ALL\n{_NULL_ROW}\nFROM gold_on",
+        read=read,
     )
-    return Statement("queue_claim_ordinary_v1", sql, _CLAIM_PARAMS)
+    name, params = _with_read("queue_claim_ordinary_v1", _CLAIM_PARAMS, read)
+    return Statement(name, sql, params)
 
 
 def all_statements() -> tuple[Statement, ...]:
