@@ -184,11 +184,12 @@ def _participant_claim(
     now: datetime | None,
     use: QuotaUse | None = None,
     read: ClaimRead | None = None,
+    no_gold_held: bool = False,
 ) -> Assignment | None:
     """A locked participant's claim: the kinds ``_participant_claim_kinds`` allows, in
     order, until one serves an item. ``use``: their quota use when the caller knows it."""
     for each in _participant_claim_kinds(participant, rater=rater, kind=kind, use=use):
-        assignment = _serve(rater=rater, dataset=dataset, kind=each, now=now, read=read)
+        assignment = _serve(rater=rater, dataset=dataset, kind=each, now=now, read=read, no_gold_held=no_gold_held)
         if assignment is not None:
             return assignment
     return None
@@ -230,7 +231,13 @@ def _participant_claim_kinds(
 
 
 def _serve(
-    *, rater, dataset: str, kind: str | None, now: datetime | None, read: ClaimRead | None = None
+    *,
+    rater,
+    dataset: str,
+    kind: str | None,
+    now: datetime | None,
+    read: ClaimRead | None = None,
+    no_gold_held: bool = False,
 ) -> Assignment | None:
     """WHAT: a gold pair now and then, looking like any other, else the queue's next
     slot (which also says why nothing came: unknown dataset, pause, qualification).
@@ -242,7 +249,9 @@ def _serve(
     portable paths have no single statement."""
     now = service_now(now)
     if use_postgres_sql():
-        claimed = queue.slot_claim(rater=rater, dataset=dataset, kind=kind, now=now, yield_to_gold=True, read=read)
+        claimed = queue.slot_claim(
+            rater=rater, dataset=dataset, kind=kind, now=now, yield_to_gold=True, read=read, no_gold_held=no_gold_held
+        )
         if claimed is not GOLD_TURN:
             return claimed
         expires = now + lease_ttl()
@@ -353,9 +362,17 @@ def rating_submit_and_claim_next(
     if not _is_participant(rater):
         result = _store(rater=rater, dataset=dataset, slot_id=slot_id, now=None, submission=submission)
         try:
-            return result, _serve(rater=rater, dataset=dataset, kind=next_kind, now=None, read=read)
+            claimed = _serve(
+                rater=rater,
+                dataset=dataset,
+                kind=next_kind,
+                now=None,
+                read=read,
+                no_gold_held=_no_gold_held(result, next_kind),
+            )
         except (RaterPaused, Forbidden):
-            return result, None
+            claimed = None
+        return result, claimed
     with transaction.atomic():
         participant = _participation_of(rater=rater, dataset=dataset, lock=True)
         use = quota_use(participant)
@@ -365,11 +382,28 @@ def rating_submit_and_claim_next(
         try:
             with transaction.atomic():
                 claimed = _participant_claim(
-                    participant, rater=rater, dataset=dataset, kind=next_kind, now=None, use=after, read=read
+                    participant,
+                    rater=rater,
+                    dataset=dataset,
+                    kind=next_kind,
+                    now=None,
+                    use=after,
+                    read=read,
+                    no_gold_held=_no_gold_held(result, next_kind),
                 )
         except (RaterPaused, QuotaReached, Forbidden):
             claimed = None
     return result, claimed
+
+
+def _no_gold_held(result: SubmitResult, next_kind: str) -> bool:
+    """Whether the rater holds no gold lease of ``next_kind``, known from the rating just
+    stored: they held a slot of that kind until it (a claim of a kind resumes the slot held
+    rather than serving gold, and a gold lease held is resumed rather than a slot leased),
+    so the next claim need not look for one. Only two claims of theirs at once (two tabs)
+    can leave a rater holding both; the gold lease then waits for their next plain claim,
+    or its expiry."""
+    return result.held_kind is not None and result.held_kind == next_kind
 
 
 # --- leaving ------------------------------------------------------------------------------

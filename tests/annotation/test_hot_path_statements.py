@@ -259,8 +259,11 @@ def test_a_dataset_whose_gold_is_gone_is_claimed_without_the_gold_half_again(set
 PAGE = {"progress_tz": "Europe/Berlin"}
 # The rating page asks for its progress with each claim and submit: the claim statement
 # reads it, in the statement with the progress (once the process knows the dataset's id).
+# With gold on, the page's claim may resume a held gold item, as any claim; the claim
+# after a submit knows the rater held a slot of that kind until then, so holds no gold.
 PAGE_SUBMIT = [*SUBMIT, "queue_claim_ordinary_v1_with_progress"]
-GOLD_ON_PAGE_SUBMIT = [*SUBMIT, "queue_claim_held_gold_v1_with_progress"]
+GOLD_ON_PAGE_CLAIM = [CLAIM[0], "queue_claim_held_gold_v1_with_progress"]
+GOLD_ON_PAGE_SUBMIT = [*SUBMIT, "queue_claim_rate_checked_v1_with_progress"]
 
 
 def page_cycle(client, dataset: str, key: str, slot: str | None) -> tuple[list[str], list[str], str, dict]:
@@ -282,12 +285,35 @@ def page_cycle(client, dataset: str, key: str, slot: str | None) -> tuple[list[s
 @pytest.mark.parametrize("gold_one_in", [None, 1_000_000], ids=["gold off", "gold on"])
 def test_the_rating_pages_claim_and_submit_read_the_progress_in_the_claim(settings, tmp_path, gold_one_in):
     dataset, client = rated_dataset(settings, tmp_path, gold_one_in=gold_one_in)
-    page_cycle(client, dataset, "warm page", None)  # learns the dataset's id, prepares the statements
+    page_cycle(client, dataset, "warm page", None)  # learns the dataset's id
+    page_cycle(client, dataset, "warm page again", None)  # prepares the statements with the progress
     claimed, submitted, following, answer = page_cycle(client, dataset, "measured", None)
-    with_progress = PAGE_SUBMIT[-1] if gold_one_in is None else GOLD_ON_PAGE_SUBMIT[-1]
-    assert claimed == [CLAIM[0], with_progress]
-    assert submitted == [*SUBMIT, with_progress]
+    if gold_one_in is None:
+        assert (claimed, submitted) == ([CLAIM[0], PAGE_SUBMIT[-1]], PAGE_SUBMIT)
+    else:
+        assert (claimed, submitted) == (GOLD_ON_PAGE_CLAIM, GOLD_ON_PAGE_SUBMIT)
     # The progress it answers is the one read after the claim: the next slot held.
     assert answer["progress"]["held_slot_id"] == following
     progress = client.get(f"/api/rate/{dataset}/progress/", {"tz": "Europe/Berlin"}).json()
     assert answer["progress"] == progress
+
+
+def test_a_repeated_submit_resumes_the_gold_item_held_as_its_next(settings, tmp_path, monkeypatch):
+    """A repeat of an old submission says nothing of what the rater holds now: its next
+    claim still looks for a held gold item (which comes first), where the claim after a
+    fresh rating of that kind need not."""
+    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1_000_000)
+    claimed = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()["slot_id"]
+    body = {**BODY, "idempotency_key": "rated before", "claim_next_kind": "SIS", **PAGE}
+    assert client.post(f"/api/rate/{dataset}/slots/{claimed}/submit/", body, format="json").status_code == 201
+    held = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()["slot_id"]
+    client.post(f"/api/rate/{dataset}/slots/{held}/skip/")
+    QualitySettings.objects.filter(dataset__name=dataset).update(gold_one_in=1)
+    gold = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()["slot_id"]
+    assert GoldLease.objects.filter(pk=rater_id_decode("slot", gold)).exists()
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: False)
+    with CaptureQueriesContext(connection) as repeated:
+        again = client.post(f"/api/rate/{dataset}/slots/{claimed}/submit/", body, format="json")
+    assert again.status_code == 200 and again.json()["replayed"]
+    assert again.json()["next"]["slot_id"] == gold
+    assert "queue_claim_held_gold_v1_with_progress" in statement_names(repeated.captured_queries)

@@ -37,6 +37,7 @@ def slot_claim(
     now: datetime | None = None,
     yield_to_gold: bool = False,
     read: ClaimRead | None = None,
+    no_gold_held: bool = False,
 ) -> Assignment | GoldTurn | None:
     """Lease the next slot of ``dataset`` for ``rater`` and return it with its items.
 
@@ -56,7 +57,9 @@ def slot_claim(
 
     With ``read`` (PostgreSQL only) the claim statement also runs that read, in its own
     snapshot, and an assignment carries its row (``Assignment.read_row``); a claim that
-    leases nothing answers no row of it.
+    leases nothing answers no row of it. ``no_gold_held``: the caller knows the rater
+    holds no gold lease of these kinds (with ``yield_to_gold``, none is looked for unless
+    it is gold's turn).
 
     This is the queue's mechanism only: who may claim (crowd quota, campaign links) and
     whether a gold pair comes first is ``annotation.rating.policy``'s to decide.
@@ -71,13 +74,20 @@ def slot_claim(
             if use_postgres_sql() and not connection.in_atomic_block:
                 # One statement in one round trip: its own short transaction.
                 assignment = _claim_postgres(
-                    rater, dataset, kind, now=now, expires=expires, gold=yield_to_gold, read=read
+                    rater, dataset, kind, now=now, expires=expires, gold=yield_to_gold, read=read, no_gold=no_gold_held
                 )
             else:
                 with transaction.atomic():
                     if use_postgres_sql():
                         assignment = _claim_postgres(
-                            rater, dataset, kind, now=now, expires=expires, gold=yield_to_gold, read=read
+                            rater,
+                            dataset,
+                            kind,
+                            now=now,
+                            expires=expires,
+                            gold=yield_to_gold,
+                            read=read,
+                            no_gold=no_gold_held,
                         )
                     else:
                         assignment = _claim_portable(rater=rater, dataset=dataset, kind=kind, now=now, expires=expires)
@@ -131,7 +141,8 @@ _gold_seen: dict[str, float] = {}
 # The gold rate (one in so many items, 0 for none) that the last claim with the gold half
 # in this process read for a dataset. With it the process draws gold's turn itself, so
 # the claims that are not gold's turn (nineteen in twenty at 1 in 20) run the statement
-# without it (statements.claim_held_gold), and those that are run statements.claim with
+# without it (statements.claim_held_gold; statements.claim_rate_checked when the caller
+# knows the rater holds no gold lease), and those that are run statements.claim with
 # the turn drawn; without it the statement draws. A rate changed since is never drawn with: the
 # statement without the turn then claims nothing and answers the new rate (one more
 # statement per process and change), and the statement with it draws again.
@@ -146,7 +157,15 @@ def draws_gold_turn(one_in: int) -> bool:
 
 
 def _claim_postgres(
-    rater, dataset: str, kind: str | None, *, now: datetime, expires: datetime, gold: bool, read: ClaimRead | None
+    rater,
+    dataset: str,
+    kind: str | None,
+    *,
+    now: datetime,
+    expires: datetime,
+    gold: bool,
+    read: ClaimRead | None,
+    no_gold: bool,
 ) -> Assignment | GoldTurn | None:
     values = {"dataset": dataset, "rater": rater.pk, "kind": kind, "now": now, "expires": expires, "gold": gold}
     extra, also = (None, {}) if read is None else (read.statement, read.values)
@@ -158,7 +177,8 @@ def _claim_postgres(
         _gold_seen[dataset] = time.monotonic()  # the row of NULLs: the dataset has an active gold pair
     one_in = _gold_one_in.get(dataset)
     if one_in is not None and not draws_gold_turn(one_in):
-        row = _claim_row(statements.claim_held_gold(extra), {**values, **also, "one_in": one_in})
+        undrawn = statements.claim_rate_checked if no_gold else statements.claim_held_gold
+        row = _claim_row(undrawn(extra), {**values, **also, "one_in": one_in})
         if row is None or row[0] is not None:
             return None if row is None else _claimed(row, now=now, read=read)
         # The row of NULLs: the dataset's rate is no longer one_in, and nothing was claimed.

@@ -83,6 +83,9 @@ class SubmitResult:
     # The rating filled the last slot of an adaptive pair below its maximum: the rating
     # policy decides next whether the pair closes or gets one more slot.
     adaptive_full: bool = False
+    # The kind of the slot a fresh rating was stored for when the rater held it until
+    # then (the common case's statement answers it; None where another path stored it).
+    held_kind: str | None = None
 
 
 class GoldTurn:

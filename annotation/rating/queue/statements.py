@@ -323,6 +323,25 @@ def claim_held_gold(read: Statement | None = None) -> Statement:
 
 
 @cache
+def claim_rate_checked(read: Statement | None = None) -> Statement:
+    """``claim_held_gold`` without resuming a held gold lease, for a claim whose caller knows
+    the rater holds none of these kinds: the rows of ``claim_ordinary``, each with the
+    dataset's gold rate, and the row of NULLs when the rate is no longer ``one_in``.
+    Sparing the gold lease's lookup and its item's joins spares about a seventh of the
+    claim's PostgreSQL CPU on nearly every claim of a dataset that serves gold."""
+    gold_rate = _GOLD_CTES_SQL[: _GOLD_CTES_SQL.index("{rate_check}")]
+    sql = _claim_sql(
+        gold_ctes=render_sql(gold_rate + _RATE_CHECK_SQL),
+        no_gold_now="NOT EXISTS (SELECT 1 FROM rate_changed)",
+        gold_rows=f"UNION ALL\n{_NULL_ROW}{_ONE_IN_COLUMN}\nFROM rate_changed",
+        extra=_ONE_IN_COLUMN,
+        read=read,
+    )
+    name, params = _with_read("queue_claim_rate_checked_v1", (*_CLAIM_PARAMS, ("one_in", "integer")), read)
+    return Statement(name, sql, params)
+
+
+@cache
 def claim_ordinary(read: Statement | None = None) -> Statement:
     """``claim`` without its gold half, for a dataset without active gold pairs: the
     assignment, or none; with ``gold`` in a dataset that has one, a row of NULLs and
@@ -339,4 +358,12 @@ def claim_ordinary(read: Statement | None = None) -> Statement:
 
 def all_statements() -> tuple[Statement, ...]:
     """Every statement of the hot path (for checks over all of them)."""
-    return (claim(), claim_held_gold(), claim_ordinary(), lock_pair_and_slot(), submit(), submit_fast())
+    return (
+        claim(),
+        claim_held_gold(),
+        claim_rate_checked(),
+        claim_ordinary(),
+        lock_pair_and_slot(),
+        submit(),
+        submit_fast(),
+    )

@@ -137,7 +137,7 @@ def rating_submit_fast(*, rater, dataset: str, slot_id: int, now: datetime, **su
 
 
 def _stored(row: tuple, *, slot_id: int, now: datetime) -> SubmitResult:
-    rating_id, pair_id, adaptive_full = row
+    rating_id, pair_id, adaptive_full, kind = row
     return SubmitResult(
         rating_id=rating_id,
         pair_id=pair_id,
@@ -145,6 +145,7 @@ def _stored(row: tuple, *, slot_id: int, now: datetime) -> SubmitResult:
         created_at=now,
         replayed=False,
         adaptive_full=adaptive_full,
+        held_kind=kind,
     )
 
 
@@ -186,8 +187,8 @@ def _check_submission(
         raise QueueInputError(f"idempotency_key must be at most {MAX_IDEMPOTENCY_KEY} characters")
 
 
-def _submit_postgres_fast(values: Mapping) -> tuple[int, int, bool] | None:
-    """(rating id, pair id, adaptive pair filled) if the rater held the slot and the
+def _submit_postgres_fast(values: Mapping) -> tuple[int, int, bool, str] | None:
+    """(rating id, pair id, adaptive pair filled, kind) if the rater held the slot and the
     rating is stored; None when the slot is not simply held (nothing written)."""
     # In autocommit the statement is its own transaction; inside a caller's transaction
     # a savepoint keeps a unique violation from spoiling it.

@@ -171,15 +171,15 @@ counter AS (
     WHERE p.complete AND qc.{counter.dataset} = p.{pair.dataset} AND qc.{counter.kind} = p.{pair.kind}
       AND EXISTS (SELECT 1 FROM r)
 )
-SELECT r.{rating.id}, r.{rating.pair}, p.complete AND p.adaptive IS TRUE FROM r, p
+SELECT r.{rating.id}, r.{rating.pair}, p.complete AND p.adaptive IS TRUE, p.{pair.kind} FROM r, p
 """
 
 
 @cache
 def submit_fast() -> Statement:
     """Lock, check and write a submission at once; returns (rating id, pair id, whether it
-    filled an adaptive pair below its maximum), or no row when the rater does not simply
+    filled an adaptive pair below its maximum, the pair's kind), or no row when the rater does not simply
     hold the slot (then nothing was written)."""
     sql = render_sql(_SUBMIT_FAST_SQL, insert_rating=render_sql(_INSERT_RATING_SQL, default_floors=default_floors()))
     params = (("slot", "bigint"), ("dataset_name", "text"), ("rater", "bigint"), *_RATING_PARAMS)
-    return Statement("queue_submit_fast_v5", sql, params)
+    return Statement("queue_submit_fast_v6", sql, params)
