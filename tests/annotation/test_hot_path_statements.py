@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation.apis.fields import rater_id_decode
 from annotation.models import GoldLease, GoldPair, GoldRating, QualitySettings
-from annotation.rating import queue
+from annotation.rating import policy, queue
 from annotation.rating.queue import claim as claim_module
 from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import queue_pairs
@@ -31,8 +31,11 @@ DRAWN_CLAIM = ["auth_knox_token_roles", "queue_claim"]
 SUBMIT = ["auth_knox_token_roles", "queue_submit_fast"]
 # On gold's turn the claim statement leases nothing and the gold statement leases the item.
 GOLD_ITEM_CLAIM = ["auth_knox_token_roles", "queue_claim", "gold_claim"]
-# A gold lease's id is no slot: the queue's statement stores nothing, the gold one stores it.
-GOLD_ITEM_SUBMIT = ["auth_knox_token_roles", "queue_submit_fast", "gold_submit"]
+# A gold lease this process served is tried as one first: the gold statement stores it.
+GOLD_ITEM_SUBMIT = ["auth_knox_token_roles", "gold_submit"]
+# Served by another process: a gold lease's id is no slot, the queue's statement stores
+# nothing, the gold one stores it.
+GOLD_ITEM_SUBMIT_ELSEWHERE = ["auth_knox_token_roles", "queue_submit_fast", "gold_submit"]
 
 
 BODY = {"score": 2.5, "time_on_item_ms": 4000, "time_to_first_move_ms": 600, "adjustments": 1}
@@ -66,15 +69,15 @@ def cycle(client, dataset: str, key: str) -> tuple[list[str], list[str], int]:
     return statement_names(claimed.captured_queries), statement_names(submitted.captured_queries), slot_id
 
 
-def rated_dataset(settings, tmp_path, *, gold_one_in: int | None):
-    """Six SIS pairs (three ratings each), with four gold pairs served one in
+def rated_dataset(settings, tmp_path, *, gold_one_in: int | None, gold_pairs: int = 4):
+    """Six SIS pairs (three ratings each), with ``gold_pairs`` gold pairs served one in
     ``gold_one_in`` items when it is given, and a qualified rater's token client."""
     settings.SQL_PATHS = "postgres"
     settings.DB_PREPARED_STATEMENTS = True
     split = SplitFactory()
     queue_pairs(split=split, n_pairs=6, ratings_per_pair=3)
     if gold_one_in is not None:
-        gold_upload(split, "SIS", 4, tmp_path)
+        gold_upload(split, "SIS", gold_pairs, tmp_path)
         QualitySettings.objects.create(dataset=split.dataset, gold_one_in=gold_one_in)
     client = token_client(UserFactory(roles=["rater"], qualified_for=["SIS"]))
     # Prepares the statements once per connection; the first claim with the gold half
@@ -98,11 +101,17 @@ def test_an_ordinary_items_claim_and_submit_with_gold_on(settings, tmp_path):
     assert (claim, submit) == (GOLD_ON_CLAIM, SUBMIT)
 
 
-def test_a_gold_items_claim_and_submit_with_gold_on(settings, tmp_path):
-    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1)
+def test_a_gold_items_claim_and_submit_with_gold_on(settings, tmp_path, monkeypatch):
+    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1, gold_pairs=5)
     claim, submit, slot_id = cycle(client, dataset, "measured")
     assert GoldRating.objects.filter(lease_id=slot_id, idempotency_key="measured").exists()
     assert (claim, submit) == (GOLD_ITEM_CLAIM, GOLD_ITEM_SUBMIT)
+    # The submit comes to a process that did not serve the item (or has forgotten it).
+    monkeypatch.setattr(policy, "_remember_gold", lambda assignment: assignment)
+    cycle(client, dataset, "elsewhere first")  # prepares the queue's submit statement
+    claim, submit, slot_id = cycle(client, dataset, "elsewhere")
+    assert GoldRating.objects.filter(lease_id=slot_id, idempotency_key="elsewhere").exists()
+    assert (claim, submit) == (GOLD_ITEM_CLAIM, GOLD_ITEM_SUBMIT_ELSEWHERE)
 
 
 def test_a_claim_commits_asynchronously_only_as_its_own_transaction(settings, tmp_path):
