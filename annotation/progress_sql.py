@@ -174,7 +174,14 @@ _BY_ID = {
 }
 # The id's statement as a claim reads it (``queue.ClaimRead``): before the claim's lease,
 # so the oldest held lease comes with its lease time, to be weighed against the claim's.
-_WITH_CLAIM = {**_BY_ID, "oldest_leased_at": ", oldest.{slot.leased_at}"}
+# Last, whether the claim leased a slot of a pair that a gold pair of the dataset was made
+# from: the rater has then met that gold pair (``met``), which the read cannot see.
+_WITH_CLAIM = {
+    **_BY_ID,
+    "oldest_leased_at": ", oldest.{slot.leased_at}, EXISTS ("
+    "SELECT 1 FROM claimed c JOIN {gold} cg ON cg.{gold.source_pair} = c.{slot.pair} "
+    "WHERE cg.{gold.dataset} = %(dataset_id)s)",
+}
 _PARAMS = (("dataset", "text"), ("rater", "bigint"), ("day_start", "timestamptz"), ("first_quarter", "timestamptz"))
 
 
@@ -203,7 +210,7 @@ def progress_by_id_statement() -> Statement:
 def progress_with_claim_statement() -> Statement:
     """``progress_by_id_statement`` with the oldest lease's lease time last, for a claim to
     read (``progress_claim_read``)."""
-    return Statement("progress_v1", _render(_WITH_CLAIM), (*_PARAMS, ("dataset_id", "bigint")))
+    return Statement("progress_v2", _render(_WITH_CLAIM), (*_PARAMS, ("dataset_id", "bigint")))
 
 
 def first_quarter(moment: datetime) -> datetime:
@@ -241,18 +248,20 @@ def progress_claim_read(*, rater_id: int, dataset: str, day_start: datetime) -> 
     return ClaimRead(statement=progress_with_claim_statement(), values=values, width=PROGRESS_WITH_CLAIM_WIDTH)
 
 
-PROGRESS_WITH_CLAIM_WIDTH = 7
+PROGRESS_WITH_CLAIM_WIDTH = 8
 
 
 def progress_after_claim(read_row: tuple, *, slot_id: int, lease_expires_at, resumed: bool, leased_at) -> tuple | None:
     """``progress_row``'s row after a claim, from the row the claim read before its lease
-    (``progress_claim_read``): the claim changes the rater's oldest held lease only. A
+    (``progress_claim_read``): the claim changes the rater's oldest held lease, and the
+    gold pairs left when it leased a gold pair's source (see below). A
     resumed lease was held already, now until ``lease_expires_at``; a new one, leased at
     ``leased_at``, is the oldest when nothing held is older (by lease time, one without
     first, a tie by id, as the statement orders them). None when the read found no
-    dataset (renamed meanwhile): then ask ``progress_row``."""
-    dataset_id, today, kinds, left, held_id, held_until, held_at = read_row
-    if dataset_id is None:
+    dataset (renamed meanwhile), or when the claim leased a slot of a gold pair's source
+    pair (which changes the gold pairs left): then ask ``progress_row``."""
+    dataset_id, today, kinds, left, held_id, held_until, held_at, gold_source_claimed = read_row
+    if dataset_id is None or gold_source_claimed:
         return None
     if resumed:
         if held_id == slot_id:

@@ -414,7 +414,9 @@ def rating_submit_and_claim_next(
                     now=None,
                     use=after,
                     read=read,
-                    no_gold_held=_no_gold_held(result, next_kind),
+                    # A participant's held items are known here: a gold lease of the kind
+                    # held beside the slot is resumed, never left for one over the quota.
+                    no_gold_held=_no_gold_held(result, next_kind) and all(kind != next_kind for _, kind in after.held),
                 )
         except (RaterPaused, QuotaReached, Forbidden):
             claimed = None
@@ -425,9 +427,10 @@ def _no_gold_held(result: SubmitResult, next_kind: str) -> bool:
     """Whether the rater holds no gold lease of ``next_kind``, known from the rating just
     stored: they held a slot of that kind until it (a claim of a kind resumes the slot held
     rather than serving gold, and a gold lease held is resumed rather than a slot leased),
-    so the next claim need not look for one. Only two claims of theirs at once (two tabs)
-    can leave a rater holding both; the gold lease then waits for their next plain claim,
-    or its expiry."""
+    so the next claim need not look for one. Only two claims of theirs at once (two tabs),
+    or a gold pair deactivated while its lease was held and activated again, can leave a
+    rater holding both; the gold lease then waits for their next plain claim, or its
+    expiry. (A participant's claim checks the items they hold as well.)"""
     return result.held_kind is not None and result.held_kind == next_kind
 
 

@@ -326,3 +326,25 @@ def test_a_repeated_submit_resumes_the_gold_item_held_as_its_next(settings, tmp_
     assert again.status_code == 200 and again.json()["replayed"]
     assert again.json()["next"]["slot_id"] == gold
     assert "queue_claim_held_gold_v1_with_progress" in statement_names(repeated.captured_queries)
+
+
+def test_the_claim_after_a_rating_of_another_kind_resumes_the_gold_item_held(settings, tmp_path, monkeypatch):
+    """A rating of one kind says nothing of the gold items held of another: the next claim
+    of that kind still looks for one, and the held gold item comes first."""
+    settings.SQL_PATHS = "postgres"
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=4, ratings_per_pair=3)
+    queue_pairs(split=split, kind="STS", n_pairs=4, ratings_per_pair=3)  # gold is served while these last
+    gold_upload(split, "STS", 2, tmp_path)
+    QualitySettings.objects.create(dataset=split.dataset, gold_one_in=1)
+    client = token_client(UserFactory(roles=["rater"], qualified_for=["SIS", "STS"]))
+    dataset = split.dataset.name
+    gold = client.post(f"/api/rate/{dataset}/claim/", {"kind": "STS"}, format="json").json()["slot_id"]
+    assert GoldLease.objects.filter(pk=rater_id_decode("slot", gold)).exists()
+    slot = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS", **PAGE}, format="json").json()["slot_id"]
+    assert not GoldLease.objects.filter(pk=rater_id_decode("slot", slot)).exists()
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: False)
+    body = {**BODY, "idempotency_key": "sis", "claim_next_kind": "STS", **PAGE}
+    stored = client.post(f"/api/rate/{dataset}/slots/{slot}/submit/", body, format="json")
+    assert stored.status_code == 201, stored.content
+    assert stored.json()["next"]["slot_id"] == gold

@@ -12,8 +12,8 @@ UNTIL = AT + timedelta(minutes=10)
 COUNTS = (7, 3, ["SIS"], [40])
 
 
-def after(held_id, held_until, held_at, *, slot_id=50, resumed=False, leased_at=AT):
-    row = (*COUNTS, held_id, held_until, held_at)
+def after(held_id, held_until, held_at, *, slot_id=50, resumed=False, leased_at=AT, gold_source=False):
+    row = (*COUNTS, held_id, held_until, held_at, gold_source)
     return progress_after_claim(
         row, slot_id=slot_id, lease_expires_at=UNTIL, resumed=resumed, leased_at=None if resumed else leased_at
     )
@@ -45,4 +45,10 @@ def test_a_resumed_lease_keeps_its_place_with_its_new_expiry():
 
 
 def test_a_read_that_found_no_dataset_asks_for_the_progress_again():
-    assert progress_after_claim((None,) * 7, slot_id=1, lease_expires_at=UNTIL, resumed=False, leased_at=AT) is None
+    assert progress_after_claim((None,) * 8, slot_id=1, lease_expires_at=UNTIL, resumed=False, leased_at=AT) is None
+
+
+def test_a_claimed_slot_of_a_gold_pairs_source_asks_for_the_progress_again():
+    """The rater met that gold pair with the lease, which the read did not see."""
+    assert after(None, None, None, gold_source=True) is None
+    assert after(50, AT, AT - timedelta(minutes=3), resumed=True, gold_source=True) is None

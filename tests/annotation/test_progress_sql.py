@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 
 from annotation.errors import DomainError, NotFound
 from annotation.models import (
@@ -233,7 +234,29 @@ def test_a_dataset_renamed_or_named_anew_is_read_by_its_name_not_a_remembered_id
     progress_sql._dataset_ids[name] = first.dataset.pk
     ask = rater_progress_ask(rater=user, dataset=name)
     claimed = slot_claim(rater=user, dataset=name, read=ask.claim_read)
-    assert claimed.read_row == (None,) * 7
+    assert claimed.read_row == (None,) * 8
     read = rater_progress(rater=user, dataset=name, ask=ask, claimed=claimed)
     assert (read.held_slot_id, read.pairs_left) == (claimed.slot_id, 2)
     assert progress_sql._dataset_ids[name] == second.dataset.pk
+
+
+def test_a_claim_of_a_gold_pairs_source_pair_reads_the_gold_left_after_it(tmp_path):
+    """A gold pair made from a pair counts as met once the rater holds a slot of that
+    pair (its source), which a claim's own read, before its lease, cannot see: such a
+    claim's progress is read again (a reopened source pair, as an exclusion leaves)."""
+    dataset = crowd_dataset(tmp_path, gold_one_in=1000)
+    user = UserFactory(roles=["rater"], qualified_for=["SIS"])
+    rater_progress(rater=user, dataset=dataset.name)  # learns the dataset's id
+    # Every open SIS pair is a serveable SIS gold pair's source: whichever the claim leases.
+    gold = list(GoldPair.objects.filter(dataset=dataset, kind=TaskKind.SIS).order_by("id"))
+    pairs = list(Pair.objects.filter(dataset=dataset, kind=TaskKind.SIS).order_by("id"))
+    for gold_pair, pair in zip(gold, pairs, strict=False):
+        GoldPair.objects.filter(pk=gold_pair.pk).update(source_pair=pair)
+    Pair.objects.filter(dataset=dataset, kind=TaskKind.SIS).exclude(pk__in=[p.pk for p in pairs[: len(gold)]]).update(
+        retired_at=timezone.now()
+    )
+    ask = rater_progress_ask(rater=user, dataset=dataset.name)
+    claimed = slot_claim(rater=user, dataset=dataset.name, kind="SIS", read=ask.claim_read)
+    assert claimed.read_row is not None and claimed.read_row[-1] is True
+    read = rater_progress(rater=user, dataset=dataset.name, ask=ask, claimed=claimed)
+    assert read == rater_progress(rater=user, dataset=dataset.name)

@@ -169,16 +169,17 @@ def _claim_postgres(
 ) -> Assignment | GoldTurn | None:
     values = {"dataset": dataset, "rater": rater.pk, "kind": kind, "now": now, "expires": expires, "gold": gold}
     extra, also = (None, {}) if read is None else (read.statement, read.values)
+    values = {**also, **values}  # the claim's own values win
     seen = _gold_seen.get(dataset)
     if not gold or seen is None or time.monotonic() - seen > GOLD_SEEN_SECONDS:
-        row = _claim_row(statements.claim_ordinary(extra), {**values, **also})
+        row = _claim_row(statements.claim_ordinary(extra), values)
         if row is None or row[0] is not None:
             return None if row is None else _claimed(row, now=now, read=read)
         _gold_seen[dataset] = time.monotonic()  # the row of NULLs: the dataset has an active gold pair
     one_in = _gold_one_in.get(dataset)
     if one_in is not None and not draws_gold_turn(one_in):
         undrawn = statements.claim_rate_checked if no_gold else statements.claim_held_gold
-        row = _claim_row(undrawn(extra), {**values, **also, "one_in": one_in})
+        row = _claim_row(undrawn(extra), {**values, "one_in": one_in})
         if row is None or row[0] is not None:
             return None if row is None else _claimed(row, now=now, read=read)
         # The row of NULLs: the dataset's rate is no longer one_in, and nothing was claimed.
@@ -187,10 +188,11 @@ def _claim_postgres(
         _gold_one_in[dataset] = row[GOLD_ONE_IN_COLUMN]
         one_in = None
     if one_in is not None:
-        # Gold's turn, drawn: the statement takes it (but for a rater it serves no gold)
-        # and leases nothing, so the read would be wasted.
-        extra, also, read = None, {}, None
-    row = _claim_row(statements.claim(extra), {**values, **also, "drawn_at": one_in})
+        # Gold's turn, drawn: the statement nearly always takes it and leases nothing (it
+        # leases when the rater holds an item, or no gold pair of their kinds is left),
+        # so it runs without the read, and the caller reads on its own.
+        extra, read = None, None
+    row = _claim_row(statements.claim(extra), {**values, "drawn_at": one_in})
     if row is None:
         return None
     _gold_one_in[dataset] = row[GOLD_ONE_IN_COLUMN]

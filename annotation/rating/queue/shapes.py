@@ -54,8 +54,9 @@ class Assignment:
     lease_expires_at: datetime
     resumed: bool
     items: tuple[Item, ...]
-    # When this claim leased the slot (None for a lease resumed or renewed), and the row
-    # of the read asked to run along with the claim (``ClaimRead``; None when none ran).
+    # When this claim leased the slot (a claim statement's new lease; None for a lease
+    # resumed or renewed, and from the gold claim and the portable path), and the row of
+    # the read asked to run along with the claim (``ClaimRead``; None when none ran).
     leased_at: datetime | None = None
     read_row: tuple | None = None
 
@@ -65,8 +66,10 @@ class ClaimRead:
     """A read to run in the claim's own statement, in its snapshot (before the claim's
     writes), so that a caller who needs it right after a claim spares a statement and its
     round trip: ``statement``, a SELECT of at most one row whose parameters the claim
-    statement's share by name and type or add to, and ``values`` for those it adds. The
-    claim answers the row (or NULLs when it has none) as the assignment's ``read_row``."""
+    statement's share by name and type or add to, and ``values`` for those it adds (the
+    claim's own win). It may read the claim's ``claimed`` (the slot leased: id, pair,
+    expiry), which the snapshot does not show. The claim answers the row (or NULLs when
+    it has none) as the assignment's ``read_row``."""
 
     statement: Statement
     values: dict
