@@ -85,15 +85,15 @@ def _process_caches_reset(monkeypatch):
     """Each test starts with no memory of which datasets serve gold and at what rate (the
     claim's choice of statement, annotation/rating/queue/claim.py) or of their ids (the
     progress's, annotation/progress_sql.py), whatever an earlier test's datasets were
-    called, nor of the gold leases it served (annotation/rating/policy.py)."""
+    called, nor of the gold leases it served (annotation/rating/storing.py)."""
     from annotation import progress_sql
-    from annotation.rating import policy
+    from annotation.rating import storing
     from annotation.rating.queue import claim
 
     monkeypatch.setattr(claim, "_gold_seen", {})
     monkeypatch.setattr(claim, "_gold_one_in", {})
     monkeypatch.setattr(progress_sql, "_dataset_ids", {})
-    monkeypatch.setattr(policy, "_gold_served", {})
+    monkeypatch.setattr(storing, "_gold_served", {})
 
 
 @pytest.fixture

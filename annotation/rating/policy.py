@@ -46,9 +46,9 @@ from annotation.people.crowd.completion import participant_end
 from annotation.people.crowd.study import study_gate, with_study_facts
 from annotation.people.roles import PARTICIPANT, has_role, may_rate
 from annotation.quality.gold import serving as gold
-from annotation.quality.pauses import RaterPaused, is_paused_in, paused_error
+from annotation.quality.pauses import RaterPaused
 from annotation.quality.quiz import quiz_offered
-from annotation.rating import adaptive, queue
+from annotation.rating import queue, storing
 from annotation.rating.queue.claim import qualified_kinds
 from annotation.rating.queue.shapes import (
     GOLD_TURN,
@@ -59,7 +59,6 @@ from annotation.rating.queue.shapes import (
     lease_ttl,
     service_now,
 )
-from annotation.rating.queue.submit import submission_values
 from annotation.rating.quota import QuotaReached, QuotaUse, quota_reached_error, quota_use
 from annotation.sql import use_postgres_sql
 
@@ -255,7 +254,7 @@ def _serve(
         if claimed is not GOLD_TURN:
             return claimed
         expires = now + lease_ttl()
-        assignment = _remember_gold(
+        assignment = storing.remember_gold(
             gold.gold_claim(rater=rater, dataset=dataset, kinds=None, kind=kind, now=now, expires=expires, drawn=True)
         )
         return assignment or queue.slot_claim(rater=rater, dataset=dataset, kind=kind, now=now, read=read)
@@ -278,11 +277,11 @@ def rating_submit(*, rater, dataset: str, slot_id: int, now: datetime | None = N
     when this rating would pass the quota, Forbidden for an item outside their study;
     nothing is stored then."""
     if not _is_participant(rater):
-        return _store(rater=rater, dataset=dataset, slot_id=slot_id, now=now, submission=submission)
+        return storing.store(rater=rater, dataset=dataset, slot_id=slot_id, now=now, submission=submission)
     with transaction.atomic():
         participant = _participation_of(rater=rater, dataset=dataset, lock=True)
         _participant_may_submit(participant, slot_id=slot_id, use=quota_use(participant))
-        return _store(rater=rater, dataset=dataset, slot_id=slot_id, now=now, submission=submission)
+        return storing.store(rater=rater, dataset=dataset, slot_id=slot_id, now=now, submission=submission)
 
 
 def _participant_may_submit(participant: Participant, *, slot_id: int, use: QuotaUse) -> None:
@@ -306,73 +305,6 @@ def _participant_may_submit(participant: Participant, *, slot_id: int, use: Quot
         raise quota_reached_error(participant)
 
 
-def _store(*, rater, dataset: str, slot_id: int, now: datetime | None, submission: dict) -> SubmitResult:
-    """Store the rating of a slot or a gold lease (``_store_rating``); a rating that filled
-    an adaptive pair's last slot is followed by the pair's decision: close, or one more
-    slot (annotation.rating.adaptive)."""
-    stored = _store_rating(rater=rater, dataset=dataset, slot_id=slot_id, now=now, submission=submission)
-    if stored.adaptive_full:
-        adaptive.pair_extend_or_close(stored.pair_id)
-    return stored
-
-
-def _store_rating(*, rater, dataset: str, slot_id: int, now: datetime | None, submission: dict) -> SubmitResult:
-    """Store the rating of a slot or a gold lease. On PostgreSQL the common cases first, one
-    statement each (an ordinary slot, then a gold lease: ids of both come from one
-    sequence, so an id is tried as either; a gold lease this process served is tried
-    first); then the stepwise paths, which also say why a submission is refused."""
-    if use_postgres_sql():
-        at = service_now(now)
-        gold_first = _gold_served.pop(slot_id, False)
-        tries = (_gold_fast, _queue_fast) if gold_first else (_queue_fast, _gold_fast)
-        for fast in tries:
-            stored = fast(rater=rater, dataset=dataset, slot_id=slot_id, now=at, submission=submission)
-            if stored is not None:
-                return stored
-    try:
-        return queue.rating_submit(rater=rater, dataset=dataset, slot_id=slot_id, now=now, try_fast=False, **submission)
-    except NotFound:
-        now = service_now(now)
-        rating = submission_values(rater=rater, now=now, **submission)
-        if is_paused_in(rater=rater, dataset=dataset):
-            # A repeat is answered first, as the queue answers it: a paused rater re-sending
-            # old submissions must not learn which of them were gold from the answers.
-            replay = gold.gold_replay(rater=rater, dataset=dataset, lease_id=slot_id, key=rating["key"])
-            if replay is not None:
-                return replay
-            raise paused_error(username=rater.get_username(), dataset=dataset) from None
-        stored = gold.gold_submit(rater=rater, dataset=dataset, lease_id=slot_id, rating=rating, now=now)
-        if stored is None:
-            raise
-        return stored
-
-
-# Gold leases this process served lately (as keys): their submit tries the gold statement
-# first, sparing the queue's statement that would find no slot of that id (a third of a
-# gold item's PostgreSQL CPU in its submit), and answers in one statement, as an ordinary
-# item's. Per process: a submit that comes to another one tries both, as before. Bounded:
-# emptied when full.
-_gold_served: dict[int, bool] = {}
-GOLD_SERVED_LIMIT = 10_000
-
-
-def _remember_gold(assignment: Assignment | None) -> Assignment | None:
-    if assignment is not None:
-        if len(_gold_served) >= GOLD_SERVED_LIMIT:
-            _gold_served.clear()
-        _gold_served[assignment.slot_id] = True
-    return assignment
-
-
-def _queue_fast(*, rater, dataset: str, slot_id: int, now: datetime, submission: dict) -> SubmitResult | None:
-    return queue.rating_submit_fast(rater=rater, dataset=dataset, slot_id=slot_id, now=now, **submission)
-
-
-def _gold_fast(*, rater, dataset: str, slot_id: int, now: datetime, submission: dict) -> SubmitResult | None:
-    rating = submission_values(rater=rater, now=now, **submission)
-    return gold.gold_submit_fast(rater=rater, dataset=dataset, lease_id=slot_id, rating=rating, now=now)
-
-
 def rating_submit_and_claim_next(
     *, rater, dataset: str, slot_id: int, next_kind: str, read: ClaimRead | None = None, **submission
 ) -> tuple[SubmitResult, Assignment | None]:
@@ -385,7 +317,7 @@ def rating_submit_and_claim_next(
     submit read (one rated item more, one held less). ``read``: as ``slot_claim``'s."""
     check_kind(next_kind)
     if not _is_participant(rater):
-        result = _store(rater=rater, dataset=dataset, slot_id=slot_id, now=None, submission=submission)
+        result = storing.store(rater=rater, dataset=dataset, slot_id=slot_id, now=None, submission=submission)
         try:
             claimed = _serve(
                 rater=rater,
@@ -402,7 +334,7 @@ def rating_submit_and_claim_next(
         participant = _participation_of(rater=rater, dataset=dataset, lock=True)
         use = quota_use(participant)
         _participant_may_submit(participant, slot_id=slot_id, use=use)
-        result = _store(rater=rater, dataset=dataset, slot_id=slot_id, now=None, submission=submission)
+        result = storing.store(rater=rater, dataset=dataset, slot_id=slot_id, now=None, submission=submission)
         after = use if result.replayed else use.after_rating(slot_id)
         try:
             with transaction.atomic():

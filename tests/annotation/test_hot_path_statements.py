@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation.apis.fields import rater_id_decode
 from annotation.models import GoldLease, GoldPair, GoldRating, QualitySettings
-from annotation.rating import policy, queue
+from annotation.rating import queue, storing
 from annotation.rating.queue import claim as claim_module
 from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import queue_pairs
@@ -107,7 +107,7 @@ def test_a_gold_items_claim_and_submit_with_gold_on(settings, tmp_path, monkeypa
     assert GoldRating.objects.filter(lease_id=slot_id, idempotency_key="measured").exists()
     assert (claim, submit) == (GOLD_ITEM_CLAIM, GOLD_ITEM_SUBMIT)
     # The submit comes to a process that did not serve the item (or has forgotten it).
-    monkeypatch.setattr(policy, "_remember_gold", lambda assignment: assignment)
+    monkeypatch.setattr(storing, "remember_gold", lambda assignment: assignment)
     cycle(client, dataset, "elsewhere first")  # prepares the queue's submit statement
     claim, submit, slot_id = cycle(client, dataset, "elsewhere")
     assert GoldRating.objects.filter(lease_id=slot_id, idempotency_key="elsewhere").exists()
