@@ -138,7 +138,7 @@ SELECT
         ), 0) ELSE 0 END
         FROM per_kind pk ORDER BY pk.kind
     ),
-    oldest.{slot.id}, oldest.{slot.lease_expires_at}{oldest_leased_at}
+    oldest.{slot.id}, oldest.{slot.lease_expires_at}{claim_columns}
 FROM (SELECT 1) one
 LEFT JOIN LATERAL (
     SELECT u.{slot.id}, u.{slot.lease_expires_at}, u.{slot.leased_at} FROM (
@@ -165,12 +165,12 @@ WHERE EXISTS (SELECT 1 FROM ds)
 _BY_NAME = {
     "ds_where": "{dataset.name} = %(dataset)s",
     "ds_id": "(SELECT {dataset.id} FROM ds)",
-    "oldest_leased_at": "",
+    "claim_columns": "",
 }
 _BY_ID = {
     "ds_where": "{dataset.id} = %(dataset_id)s AND {dataset.name} = %(dataset)s",
     "ds_id": "%(dataset_id)s",
-    "oldest_leased_at": "",
+    "claim_columns": "",
 }
 # The id's statement as a claim reads it (``queue.ClaimRead``): before the claim's lease,
 # so the oldest held lease comes with its lease time, to be weighed against the claim's.
@@ -178,7 +178,7 @@ _BY_ID = {
 # from: the rater has then met that gold pair (``met``), which the read cannot see.
 _WITH_CLAIM = {
     **_BY_ID,
-    "oldest_leased_at": ", oldest.{slot.leased_at}, EXISTS ("
+    "claim_columns": ", oldest.{slot.leased_at}, EXISTS ("
     "SELECT 1 FROM claimed c JOIN {gold} cg ON cg.{gold.source_pair} = c.{slot.pair} "
     "WHERE cg.{gold.dataset} = %(dataset_id)s)",
 }

@@ -135,16 +135,19 @@ claimed AS (
 
 # The claim's gold half (``claim``): the rater's gold lease of an active gold pair
 # renewed (``gheld``, ``grenewed``), or gold's turn; then the ordinary half claims nothing.
-# ``gold_rate``: the dataset's, answered in every row. ``{rate_check}`` and ``{rate_kept}``
-# are ``claim_held_gold``'s (empty in ``claim``).
-_GOLD_CTES_SQL = """gold_rate AS (
+# ``gold_rate``: the dataset's, answered in every row (alone in ``claim_rate_checked``).
+# ``{rate_check}`` and ``{rate_kept}`` are ``claim_held_gold``'s (empty in ``claim``).
+_GOLD_RATE_SQL = """gold_rate AS (
     SELECT COALESCE(
         (SELECT q.{settings.gold_one_in} FROM {settings} q WHERE q.{settings.dataset} = ds.{dataset.id}),
         {default_one_in}
     ) AS one_in
     FROM ds
 ),
-{rate_check}gheld AS (
+"""
+_GOLD_CTES_SQL = (
+    _GOLD_RATE_SQL
+    + """{rate_check}gheld AS (
     SELECT gl.{gold_lease.id}, gl.{gold_lease.gold_pair}
     FROM {gold_lease} gl JOIN ds ON gl.{gold_lease.dataset} = ds.{dataset.id}
     JOIN {gold} hp ON hp.{gold.id} = gl.{gold_lease.gold_pair} AND hp.{gold.active}
@@ -160,6 +163,7 @@ grenewed AS (
     RETURNING g.{gold_lease.id}, g.{gold_lease.gold_pair}, g.{gold_lease.lease_expires_at}
 ),
 """
+)
 # Gold's turn: drawn by the caller at the dataset's rate (``drawn_at``, the rate it drew
 # with: a turn drawn at a rate changed since is drawn again here), else drawn here.
 _GOLD_TURN_SQL = """gold_turn AS (
@@ -232,7 +236,19 @@ LEFT JOIN {image} ia ON ia.{image.id} = p.{pair.image_a}
 LEFT JOIN {image} ib ON ib.{image.id} = p.{pair.image_b}"""
 
 
-def _claim_sql(*, gold_ctes: str, no_gold_now: str, gold_rows: str, extra: str = "", read: Statement | None) -> str:
+def _claim_statement(
+    name: str,
+    params: tuple[tuple[str, str], ...],
+    read: Statement | None,
+    *,
+    gold_ctes: str,
+    no_gold_now: str,
+    gold_rows: str,
+    extra: str = "",
+) -> Statement:
+    """A claim statement of the shape ``_CLAIM_SQL``: its gold CTEs, the condition that
+    nothing of gold comes now, the rows after the slot's, ``extra`` columns of the slot's;
+    with ``read`` in it (``_with_read``)."""
     slot_rows = assignment_rows(
         "claimed", lease_model=RatingSlot, pair_field="pair", pair_model=Pair, resumed="c.resumed", extra=extra
     )
@@ -242,9 +258,11 @@ def _claim_sql(*, gold_ctes: str, no_gold_now: str, gold_rows: str, extra: str =
         # has none): a CTE may hold a WITH of its own, whose names shadow the claim's.
         alongside = f",\nalongside AS (\n{read.sql}\n)\n"
         answer = f"{alongside}SELECT a.*, r.* FROM (\n{answer}\n) a LEFT JOIN alongside r ON true"
-    return render_sql(
+    sql = render_sql(
         _CLAIM_SQL, not_touched=render_sql(NOT_TOUCHED_SQL), gold_ctes=gold_ctes, no_gold_now=no_gold_now, answer=answer
     )
+    name, params = _with_read(name, params, read)
+    return Statement(name, sql, params)
 
 
 def _with_read(name: str, params: tuple[tuple[str, str], ...], read: Statement | None) -> tuple[str, tuple]:
@@ -292,16 +310,15 @@ def claim(read: Statement | None = None) -> Statement:
     ``gold_one_in`` items, 0 for none). ``drawn_at``: the rate at which the caller drew
     gold's turn, or NULL to draw it here. With ``read`` (``shapes.ClaimRead``), each row
     ends with the read's columns."""
-    gold_ctes = render_sql(_GOLD_CTES_SQL, rate_check="", rate_kept="") + render_sql(_GOLD_TURN_SQL)
-    sql = _claim_sql(
-        gold_ctes=gold_ctes,
+    return _claim_statement(
+        "queue_claim_v7",
+        (*_CLAIM_PARAMS, ("drawn_at", "integer")),
+        read,
+        gold_ctes=render_sql(_GOLD_CTES_SQL, rate_check="", rate_kept="") + render_sql(_GOLD_TURN_SQL),
         no_gold_now=_GOLD_HALF,
         gold_rows=_gold_half_rows(null_row_from="gold_turn"),
         extra=_ONE_IN_COLUMN,
-        read=read,
     )
-    name, params = _with_read("queue_claim_v7", (*_CLAIM_PARAMS, ("drawn_at", "integer")), read)
-    return Statement(name, sql, params)
 
 
 @cache
@@ -311,15 +328,15 @@ def claim_held_gold(read: Statement | None = None) -> Statement:
     is), and no turn is taken; the same rows, and a row of NULLs (nothing claimed) when
     the dataset's rate is no longer ``one_in``. Sparing ``gold_turn`` spares its plan
     nodes on nearly every claim of a dataset that serves gold."""
-    sql = _claim_sql(
+    return _claim_statement(
+        "queue_claim_held_gold_v1",
+        (*_CLAIM_PARAMS, ("one_in", "integer")),
+        read,
         gold_ctes=render_sql(_GOLD_CTES_SQL, rate_check=_RATE_CHECK_SQL, rate_kept=_RATE_KEPT_SQL),
         no_gold_now=_HELD_GOLD_HALF,
         gold_rows=_gold_half_rows(null_row_from="rate_changed"),
         extra=_ONE_IN_COLUMN,
-        read=read,
     )
-    name, params = _with_read("queue_claim_held_gold_v1", (*_CLAIM_PARAMS, ("one_in", "integer")), read)
-    return Statement(name, sql, params)
 
 
 @cache
@@ -329,16 +346,15 @@ def claim_rate_checked(read: Statement | None = None) -> Statement:
     dataset's gold rate, and the row of NULLs when the rate is no longer ``one_in``.
     Sparing the gold lease's lookup and its item's joins spares about a seventh of the
     claim's PostgreSQL CPU on nearly every claim of a dataset that serves gold."""
-    gold_rate = _GOLD_CTES_SQL[: _GOLD_CTES_SQL.index("{rate_check}")]
-    sql = _claim_sql(
-        gold_ctes=render_sql(gold_rate + _RATE_CHECK_SQL),
+    return _claim_statement(
+        "queue_claim_rate_checked_v1",
+        (*_CLAIM_PARAMS, ("one_in", "integer")),
+        read,
+        gold_ctes=render_sql(_GOLD_RATE_SQL + _RATE_CHECK_SQL),
         no_gold_now="NOT EXISTS (SELECT 1 FROM rate_changed)",
         gold_rows=f"UNION ALL\n{_NULL_ROW}{_ONE_IN_COLUMN}\nFROM rate_changed",
         extra=_ONE_IN_COLUMN,
-        read=read,
     )
-    name, params = _with_read("queue_claim_rate_checked_v1", (*_CLAIM_PARAMS, ("one_in", "integer")), read)
-    return Statement(name, sql, params)
 
 
 @cache
@@ -346,14 +362,14 @@ def claim_ordinary(read: Statement | None = None) -> Statement:
     """``claim`` without its gold half, for a dataset without active gold pairs: the
     assignment, or none; with ``gold`` in a dataset that has one, a row of NULLs and
     nothing claimed (ask ``claim``)."""
-    sql = _claim_sql(
+    return _claim_statement(
+        "queue_claim_ordinary_v1",
+        _CLAIM_PARAMS,
+        read,
         gold_ctes=render_sql(_GOLD_ON_CTE_SQL),
         no_gold_now="NOT EXISTS (SELECT 1 FROM gold_on)",
         gold_rows=f"UNION ALL\n{_NULL_ROW}\nFROM gold_on",
-        read=read,
     )
-    name, params = _with_read("queue_claim_ordinary_v1", _CLAIM_PARAMS, read)
-    return Statement(name, sql, params)
 
 
 def all_statements() -> tuple[Statement, ...]:
