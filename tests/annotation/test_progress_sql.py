@@ -116,6 +116,19 @@ def rules_in_play(users, dataset, clock) -> None:
     )
 
 
+def claim_reading_progress(user, dataset, kind: str, tz, read_by_claims: list):
+    """A claim that reads the rater's progress as the rating page's does
+    (``rater_progress_ask``); the progress it read, when it read one, must be the one read
+    after it (``read_by_claims`` counts those, by whether the lease was resumed)."""
+    ask = rater_progress_ask(rater=user, dataset=dataset.name, tz=tz)
+    assignment = slot_claim(rater=user, dataset=dataset.name, kind=kind, read=ask.claim_read)
+    if assignment is not None and assignment.read_row is not None:
+        read = rater_progress(rater=user, dataset=dataset.name, ask=ask, claimed=assignment)
+        assert read == rater_progress(rater=user, dataset=dataset.name, tz=tz)
+        read_by_claims.append(assignment.resumed)
+    return assignment
+
+
 def step(rng: random.Random, user, dataset, held: dict, clock, read_by_claims: list) -> None:
     """One thing a rater does: claim, rate or skip what they hold, or time passes. A claim
     reads the rater's progress as the rating page's does (``rater_progress_ask``); the
@@ -125,16 +138,11 @@ def step(rng: random.Random, user, dataset, held: dict, clock, read_by_claims: l
     key = (user.pk, dataset.pk)
     try:
         if action == "claim":
-            tz = rng.choice(ZONES)
-            ask = rater_progress_ask(rater=user, dataset=dataset.name, tz=tz)
-            kind = rng.choice(["SIS", "STS"])
-            assignment = slot_claim(rater=user, dataset=dataset.name, kind=kind, read=ask.claim_read)
+            assignment = claim_reading_progress(
+                user, dataset, rng.choice(["SIS", "STS"]), rng.choice(ZONES), read_by_claims
+            )
             if assignment is not None:
                 held[key] = assignment.slot_id
-                if assignment.read_row is not None:
-                    read = rater_progress(rater=user, dataset=dataset.name, ask=ask, claimed=assignment)
-                    assert read == rater_progress(rater=user, dataset=dataset.name, tz=tz)
-                    read_by_claims.append(assignment.resumed)
         elif action in ("rate", "skip") and key in held:
             slot_id = held.pop(key)
             if action == "rate":
@@ -170,6 +178,11 @@ def test_progress_in_one_statement_matches_the_orm_path(clock, tmp_path):
                 assert one_statement == orm, (number, user.username, dataset.name)
                 compared += 1
                 holds += one_statement["held_slot_id"][1] is not None
+    # Whatever the walk's draws of gold: a lease claimed and claimed again, both reading.
+    for kind in ("SIS", "STS"):
+        if claim_reading_progress(users[0], quiet_dataset, kind, ZONES[1], read_by_claims) is not None:
+            claim_reading_progress(users[0], quiet_dataset, kind, ZONES[1], read_by_claims)
+            break
     # One rater rates all that is left to them, gold seldom served: no ordinary pair is
     # left while gold is.
     QualitySettings.objects.filter(dataset=gold_dataset).update(gold_one_in=1000)
