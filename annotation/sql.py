@@ -10,11 +10,11 @@ SQL runs as a plain statement.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 # A prepared statement is planned for its first five runs with their values; then
 # PostgreSQL compares a generic plan with those and, for every statement here (six plans
@@ -76,9 +76,11 @@ def hot_cursor() -> Iterator:
     translation of errors (an IntegrityError is still Django's); else Django's cursor (a
     query log: DEBUG or a test's query capture; an execute wrapper). Django's cursor wraps
     every statement in several layers of calls: about 35 us of the web process's CPU a
-    statement, four statements per rated item."""
+    statement, four statements per rated item. Run statements on it with ``execute``:
+    a statement ``sent_ahead`` travels with the first one (the driver's cursor has no
+    execute wrapper to run it otherwise)."""
     db = connections[DEFAULT_DB_ALIAS]
-    if db.vendor != "postgresql" or db.queries_logged or db.execute_wrappers:
+    if db.vendor != "postgresql" or db.queries_logged or _watched(db):
         with db.cursor() as cursor:
             yield cursor
         return
@@ -95,11 +97,34 @@ def hot_cursor() -> Iterator:
 
 def execute(cursor, statement: Statement, values: Mapping, *, prefix: str = "") -> None:
     """Run ``statement`` with ``values`` on ``cursor`` (of the default connection).
-    ``prefix`` (PostgreSQL only) is SQL sent in the same round trip, before it."""
+    ``prefix`` (PostgreSQL only) is SQL sent in the same round trip, before it; a
+    statement ``sent_ahead`` goes before both. Raises RefusedAhead when that one refused."""
     db = connections[DEFAULT_DB_ALIAS]  # once: each use of the proxy looks it up again
-    if db.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
-        cursor.execute(prefix + statement.sql, values)
-        return
+    ahead = _take_ahead(db)
+    if ahead is not None and db.in_atomic_block:
+        _run_alone(db, ahead)
+        ahead = None
+    try:
+        if db.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
+            if ahead is not None:
+                prefix, values = f"{ahead[0].sql}; {prefix}", {**ahead[1], **values}
+            cursor.execute(prefix + statement.sql, values)
+            return
+        placeholders = [_prepared(db, cursor, statement)]
+        arguments = [values[p] for p, _ in statement.params]
+        if ahead is not None:
+            placeholders.insert(0, _prepared(db, cursor, ahead[0]))
+            arguments = [ahead[1][p] for p, _ in ahead[0].params] + arguments
+        ahead_sql = "" if ahead is None else f"EXECUTE {ahead[0].name} ({placeholders[0]}); "
+        cursor.execute(f"{ahead_sql}{prefix}EXECUTE {statement.name} ({placeholders[-1]})", arguments)
+    except Exception as exc:
+        if ahead is not None and _refused_ahead(exc):
+            raise RefusedAhead(ahead[0].name) from exc
+        raise
+
+
+def _prepared(db, cursor, statement: Statement) -> str:
+    """Prepare ``statement`` on the connection unless it was; its EXECUTE placeholders."""
     # Prepared statements belong to the server session and PREPARE is not undone by a
     # rollback, so remembering them per client connection object is exact.
     raw = db.connection
@@ -111,5 +136,78 @@ def execute(cursor, statement: Statement, values: Mapping, *, prefix: str = "") 
         types = ", ".join(sql_type for _, sql_type in statement.params)
         cursor.execute(f"{GENERIC_PLANS}PREPARE {statement.name} ({types}) AS {statement.positional()}")
         known[1].add(statement.name)
-    placeholders = ", ".join(["%s"] * len(statement.params))
-    cursor.execute(f"{prefix}EXECUTE {statement.name} ({placeholders})", [values[p] for p, _ in statement.params])
+    return ", ".join(["%s"] * len(statement.params))
+
+
+# --- a statement sent ahead of the next -------------------------------------------------
+
+# The SQLSTATE of ``annotation_refuse_ahead()`` (migration 0036): a statement sent ahead
+# calls it to stop the statement behind it.
+AHEAD_REFUSED = "CX401"
+
+
+class RefusedAhead(Exception):
+    """The statement sent ahead refused (``annotation_refuse_ahead``): its round trip's
+    transaction was rolled back, and nothing behind it ran."""
+
+
+def _refused_ahead(exc: Exception) -> bool:
+    # The driver's error, or Django's wrapping of it.
+    return AHEAD_REFUSED in (getattr(exc, "pgcode", None), getattr(exc.__cause__, "pgcode", None))
+
+
+@contextmanager
+def sent_ahead(statement: Statement, values: Mapping) -> Iterator[None]:
+    """Within: ``statement`` (PostgreSQL, which may call ``annotation_refuse_ahead()``)
+    runs before the next statement of this thread on the default connection: in the same
+    round trip when that one goes through ``execute`` (as one implicit transaction in
+    autocommit, so a refusal leaves nothing of it behind), else on its own just before it.
+    When nothing ran inside, it runs on leaving (unless by an exception), so the block's
+    answer never goes out without it. Raises RefusedAhead when it refused."""
+    db = connections[DEFAULT_DB_ALIAS]
+    db._sent_ahead = (statement, values)
+    db.execute_wrappers.append(_run_ahead)
+    try:
+        yield
+        ahead = _take_ahead(db)
+        if ahead is not None:
+            _run_alone(db, ahead)
+    finally:
+        db._sent_ahead = None
+        db.execute_wrappers.remove(_run_ahead)
+
+
+def _take_ahead(db):
+    ahead = getattr(db, "_sent_ahead", None)
+    if ahead is not None:
+        db._sent_ahead = None
+    return ahead
+
+
+def _run_ahead(run, sql, params, many, context):
+    """The execute wrapper of ``sent_ahead``: a statement that is not ``execute``'s (an
+    ORM query) runs after the statement sent ahead, which runs on its own."""
+    db = context["connection"]
+    ahead = _take_ahead(db)
+    if ahead is not None:
+        _run_alone(db, ahead)
+    return run(sql, params, many, context)
+
+
+def _run_alone(db, ahead) -> None:
+    """The statement sent ahead, in a round trip of its own; inside a transaction in a
+    savepoint, so that a refusal leaves the transaction usable (a caller may answer after
+    rolling back what it did, a test's transaction goes on)."""
+    try:
+        with transaction.atomic(using=db.alias) if db.in_atomic_block else nullcontext(), db.cursor() as cursor:
+            execute(cursor, *ahead)
+    except Exception as exc:
+        if _refused_ahead(exc):
+            raise RefusedAhead(ahead[0].name) from exc
+        raise
+
+
+def _watched(db) -> bool:
+    """Whether an execute wrapper other than ``sent_ahead``'s watches the connection."""
+    wrappers = db.execute_wrappers
+    return bool(wrappers) and any(wrapper is not _run_ahead for wrapper in wrappers)

@@ -143,11 +143,13 @@ def backend_ns(connection) -> int:
 
 
 def statement_name(sql: str) -> str:
-    """A prepared statement's name without its version, else the SQL's first words."""
+    """The names of the prepared statements a round trip runs, without their versions,
+    joined by "+" (a token's check rides ahead of the first statement), else the SQL's
+    first words."""
     words = sql.split()
     if "EXECUTE" in words:
-        name = words[words.index("EXECUTE") + 1].split("(")[0]
-        return name.rsplit("_v", 1)[0]
+        names = [words[at + 1].split("(")[0] for at, word in enumerate(words) if word == "EXECUTE"]
+        return "+".join(name.rsplit("_v", 1)[0] for name in names)
     return " ".join(words[:2])[:40]
 
 

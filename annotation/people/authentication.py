@@ -8,10 +8,19 @@ the user) read into model instances with ``Model.from_db``: building the equival
 query costs more CPU than the query itself. Unlike knox's own TokenAuthentication, an
 expired token is refused without deleting it here (a write on the rating queue's hot
 path); ``token_issue`` tidies the owner's expired rows.
+
+On PostgreSQL a process also remembers what a token's lookup read, by the token's
+digest, for the rating cycle's fast path (``remembered_credentials``): a request with a
+remembered token sends a check of it (``token_check``) ahead of its first statement, in
+the same round trip, instead of a lookup of its own. The check compares the token, its
+expiry, the user's whole row and their roles with what was remembered, and any change
+(a token deleted or expired, a user deactivated, renamed, given or taken a role, logged
+in) stops the statement behind it; the request is then authenticated anew.
 """
 
 from functools import cache
 from hmac import compare_digest
+from typing import NamedTuple
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -28,7 +37,7 @@ from rest_framework import HTTP_HEADER_ENCODING
 from rest_framework.exceptions import AuthenticationFailed
 
 from annotation.people.roles import ROLES, remember_roles
-from annotation.sql import Statement, execute, hot_cursor
+from annotation.sql import Statement, default_vendor, execute, hot_cursor
 
 _TOKEN_FIELDS = ["digest", "token_key", "user_id", "created", "expiry"]
 
@@ -44,7 +53,8 @@ def _statement() -> tuple[Statement, list[str]]:
     group_fk = user_model.groups.field.m2m_reverse_name()
     sql = (
         f"SELECT t.{qn('digest')}, t.{qn('created')}, t.{qn('expiry')}, "
-        f"(t.{qn('expiry')} IS NOT NULL AND t.{qn('expiry')} <= %(now)s), {columns}, g.{qn('name')} "
+        f"(t.{qn('expiry')} IS NOT NULL AND t.{qn('expiry')} <= %(now)s), {_user_fingerprint()}, "
+        f"{columns}, g.{qn('name')} "
         f"FROM {qn(AuthToken._meta.db_table)} t "
         f"JOIN {qn(user_model._meta.db_table)} u ON u.{qn(user_model._meta.pk.column)} = t.{qn('user_id')} "
         f"LEFT JOIN {qn(groups_through.db_table)} ug ON ug.{qn(user_fk)} = u.{qn(user_model._meta.pk.column)} "
@@ -52,7 +62,76 @@ def _statement() -> tuple[Statement, list[str]]:
         f"WHERE t.{qn('token_key')} = %(key)s"
     )
     params = (("key", "varchar"), ("now", "timestamptz"))
-    return Statement("auth_knox_token_roles_v1", sql, params), user_fields
+    return Statement("auth_knox_token_roles_v2", sql, params), user_fields
+
+
+def _user_fingerprint() -> str:
+    """SQL of the user row's fingerprint (alias ``u``): the digest of its text, which
+    changes with any of its columns; NULL off PostgreSQL, where nothing is remembered.
+    A fingerprint, not a secret: only the row itself is compared with it."""
+    return "md5(u::text)" if default_vendor() == "postgresql" else "NULL"
+
+
+@cache
+def _check_statement() -> Statement:
+    """The check sent ahead of a remembered token's first statement: it stops the
+    statement (``annotation_refuse_ahead``, migration 0036) unless the token is still
+    there and unexpired, and its user's row (active when remembered: the fingerprint
+    covers ``is_active``) and roles are as remembered."""
+    user_model = get_user_model()
+    qn = connection.ops.quote_name
+    user_pk = f"u.{qn(user_model._meta.pk.column)}"
+    groups_through = user_model.groups.through._meta
+    user_fk = user_model.groups.field.m2m_column_name()
+    group_fk = user_model.groups.field.m2m_reverse_name()
+    role_names = ", ".join(f"'{role}'" for role in ROLES)
+    roles = (
+        f"ARRAY(SELECT g.{qn('name')}::text FROM {qn(groups_through.db_table)} ug "
+        f"JOIN {qn(Group._meta.db_table)} g ON g.{qn('id')} = ug.{qn(group_fk)} "
+        f"WHERE ug.{qn(user_fk)} = {user_pk} AND g.{qn('name')} IN ({role_names}) ORDER BY g.{qn('name')})"
+    )
+    sql = (
+        "SELECT annotation_refuse_ahead() WHERE NOT EXISTS (SELECT "
+        f"FROM {qn(AuthToken._meta.db_table)} t "
+        f"JOIN {qn(user_model._meta.db_table)} u ON {user_pk} = t.{qn('user_id')} "
+        f"WHERE t.{qn('digest')} = %(auth_digest)s "
+        f"AND (t.{qn('expiry')} IS NULL OR t.{qn('expiry')} > %(auth_now)s) "
+        f"AND {_user_fingerprint()} = %(auth_row)s AND {roles} = %(auth_roles)s::text[])"
+    )
+    params = (
+        ("auth_digest", "varchar"),
+        ("auth_now", "timestamptz"),
+        ("auth_row", "text"),
+        ("auth_roles", "text[]"),
+    )
+    return Statement("auth_token_check_v1", sql, params)
+
+
+class Remembered(NamedTuple):
+    """What a token's lookup read: its token row's times, the user's row (and its
+    fingerprint) and their role names, sorted."""
+
+    created: object
+    expiry: object
+    user_values: list
+    fingerprint: str
+    roles: tuple[str, ...]
+
+
+# The tokens this process authenticated, by digest, oldest first: at most so many (a
+# rater's token is looked up again when theirs was dropped).
+REMEMBERED_MAX = 4096
+_remembered: dict[str, Remembered] = {}
+
+
+def _remember(digest: str, entry: Remembered) -> None:
+    if digest not in _remembered and len(_remembered) >= REMEMBERED_MAX:
+        _remembered.pop(next(iter(_remembered)), None)
+    _remembered[digest] = entry
+
+
+def forget_token(digest: str) -> None:
+    _remembered.pop(digest, None)
 
 
 class RoleTokenAuthentication(TokenAuthentication):
@@ -80,7 +159,7 @@ class RoleTokenAuthentication(TokenAuthentication):
                 token = token.decode("ascii")
             except UnicodeDecodeError:
                 raise AuthenticationFailed(_("Invalid token.")) from None
-        statement, user_fields = _statement()
+        statement = _statement()[0]
         prefix = token[: CONSTANTS.TOKEN_KEY_LENGTH]
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         with hot_cursor() as cursor:
@@ -92,16 +171,56 @@ class RoleTokenAuthentication(TokenAuthentication):
         rows = [row for row in rows if compare_digest(row[0], digest)]
         if not rows:
             raise AuthenticationFailed(_("Invalid token."))
-        token_digest, created, expiry, expired, *user_values = rows[0][:-1]
+        token_digest, created, expiry, expired, fingerprint, *user_values = rows[0][:-1]
         if expired:
             raise AuthenticationFailed("Token expired; POST /api/auth/token/ for a new one.")
-        user = get_user_model().from_db(connection.alias, user_fields, user_values)
+        roles = tuple(sorted(row[-1] for row in rows if row[-1] in ROLES))
+        entry = Remembered(created, expiry, user_values, fingerprint, roles)
+        user, auth = _credentials(token_digest, prefix, entry)
         if not user.is_active:
             raise AuthenticationFailed(_("User inactive or deleted."))
-        auth = AuthToken.from_db(connection.alias, _TOKEN_FIELDS, [token_digest, prefix, user.pk, created, expiry])
-        auth.user = user
-        remember_roles(user, [row[-1] for row in rows if row[-1] in ROLES])
+        if fingerprint is not None:
+            _remember(token_digest, entry)
         return user, auth
+
+    def remembered_credentials(self, request):
+        """(user, token, check) for the request's token when this process remembers it
+        (PostgreSQL only), where ``check`` is what ``annotation.sql.sent_ahead`` must send
+        ahead of the request's first statement (``token_check``); None when the token
+        must be looked up (``authenticate``): none, another scheme, a malformed header, a
+        token not remembered."""
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        parts = header.split() if isinstance(header, str) else []
+        if len(parts) != 2 or parts[0].lower() != self.authenticate_header(request).lower() or not parts[1].isascii():
+            return None
+        digest = hash_token(parts[1])
+        # Found by the presented token's digest: what the lookup's time could tell is
+        # about a digest, which gives no way back to a token.
+        entry = _remembered.get(digest)
+        if entry is None:
+            return None
+        user, auth = _credentials(digest, parts[1][: CONSTANTS.TOKEN_KEY_LENGTH], entry)
+        return user, auth, token_check(digest, entry)
+
+
+def _credentials(digest: str, prefix: str, entry: Remembered):
+    """The user (their roles remembered on it) and token of a lookup's row."""
+    user = get_user_model().from_db(connection.alias, _statement()[1], entry.user_values)
+    auth = AuthToken.from_db(connection.alias, _TOKEN_FIELDS, [digest, prefix, user.pk, entry.created, entry.expiry])
+    auth.user = user
+    remember_roles(user, entry.roles)
+    return user, auth
+
+
+def token_check(digest: str, entry: Remembered) -> tuple[Statement, dict]:
+    """The check of a remembered token, as ``annotation.sql.sent_ahead`` takes it."""
+    values = {
+        "auth_digest": digest,
+        "auth_now": connection.ops.adapt_datetimefield_value(timezone.now()),
+        "auth_row": entry.fingerprint,
+        "auth_roles": list(entry.roles),
+    }
+    return _check_statement(), values
 
 
 class RoleTokenScheme(OpenApiAuthenticationExtension):

@@ -19,36 +19,43 @@ from tests.factories import SplitFactory, UserFactory
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-# The token's read (user, roles and expiry in one statement), then the claim statement:
+# A token this process has looked up is checked ahead of the request's first statement,
+# in its round trip ("+": statements sent together): the check, then the claim statement:
 # in a dataset without active gold pairs the one without the gold half; in one with
 # them (once the process has seen one there, and its gold rate) the one that resumes a
 # held gold item when the process did not draw gold's turn, the one that also takes the
 # turn when it did.
-CLAIM = ["auth_knox_token_roles", "queue_claim_ordinary"]
-GOLD_ON_CLAIM = ["auth_knox_token_roles", "queue_claim_held_gold"]
-DRAWN_CLAIM = ["auth_knox_token_roles", "queue_claim"]
-# The token's read, then the submit statement (lock, checks and writes in one).
-SUBMIT = ["auth_knox_token_roles", "queue_submit_fast"]
+CHECK = "auth_token_check+"
+CLAIM = [CHECK + "queue_claim_ordinary"]
+GOLD_ON_CLAIM = [CHECK + "queue_claim_held_gold"]
+DRAWN_CLAIM = [CHECK + "queue_claim"]
+# The check, then the submit statement (lock, checks and writes in one).
+SUBMIT = [CHECK + "queue_submit_fast"]
 # On gold's turn the claim statement leases nothing and the gold statement leases the item.
-GOLD_ITEM_CLAIM = ["auth_knox_token_roles", "queue_claim", "gold_claim"]
+GOLD_ITEM_CLAIM = [CHECK + "queue_claim", "gold_claim"]
 # A gold lease this process served is tried as one first: the gold statement stores it.
-GOLD_ITEM_SUBMIT = ["auth_knox_token_roles", "gold_submit"]
+GOLD_ITEM_SUBMIT = [CHECK + "gold_submit"]
 # Served by another process: a gold lease's id is no slot, the queue's statement stores
 # nothing, the gold one stores it.
-GOLD_ITEM_SUBMIT_ELSEWHERE = ["auth_knox_token_roles", "queue_submit_fast", "gold_submit"]
+GOLD_ITEM_SUBMIT_ELSEWHERE = [CHECK + "queue_submit_fast", "gold_submit"]
+# A token the process has not looked up yet (or dropped) is read on its own first: its
+# user, roles and expiry in one statement.
+LOOKUP = "auth_knox_token_roles"
 
 
 BODY = {"score": 2.5, "time_on_item_ms": 4000, "time_to_first_move_ms": 600, "adjustments": 1}
 
 
 def statement_names(queries) -> list[str]:
-    """Each captured statement as the name of its prepared statement (without the
-    version), or its SQL's first word."""
+    """Each captured round trip as the names of the prepared statements it runs (without
+    their version), joined by "+", or its SQL's first word."""
     names = []
     for query in queries:
-        sql = query["sql"].split("EXECUTE ", 1)[-1] if "EXECUTE " in query["sql"] else query["sql"]
-        word = sql.split()[0].strip("(")
-        names.append(word.rsplit("_v", 1)[0] if "_v" in word else word.upper())
+        if "EXECUTE " not in query["sql"]:
+            names.append(query["sql"].split()[0].upper())
+            continue
+        words = [part.split()[0].strip("(") for part in query["sql"].split("EXECUTE ")[1:]]
+        names.append("+".join(word.rsplit("_v", 1)[0] for word in words))
     return names
 
 
@@ -231,7 +238,7 @@ def test_a_claim_without_the_gold_half_hands_a_dataset_with_gold_over(settings, 
     dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1)
     gold = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
     assert GoldLease.objects.filter(pk=rater_id_decode("slot", gold["slot_id"])).exists()
-    forgetful = ["auth_knox_token_roles", "queue_claim_ordinary", "queue_claim_held_gold"]
+    forgetful = [CHECK + "queue_claim_ordinary", "queue_claim_held_gold"]
     monkeypatch.setattr(claim_module, "GOLD_SEEN_SECONDS", -1.0)  # every claim has forgotten
     monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: False)
     for _ in range(2):  # the first prepares the statement without the draw
@@ -253,7 +260,7 @@ def test_a_claim_without_the_gold_half_hands_a_dataset_with_gold_over(settings, 
     with CaptureQueriesContext(connection) as turn:
         drawn = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
     assert GoldLease.objects.filter(pk=rater_id_decode("slot", drawn["slot_id"])).exists()
-    assert statement_names(turn.captured_queries) == [*forgetful[:2], "queue_claim", "gold_claim"]
+    assert statement_names(turn.captured_queries) == [forgetful[0], "queue_claim", "gold_claim"]
 
 
 def test_a_dataset_whose_gold_is_gone_is_claimed_without_the_gold_half_again(settings, tmp_path, monkeypatch):
@@ -271,7 +278,7 @@ PAGE = {"progress_tz": "Europe/Berlin"}
 # With gold on, the page's claim may resume a held gold item, as any claim; the claim
 # after a submit knows the rater held a slot of that kind until then, so holds no gold.
 PAGE_SUBMIT = [*SUBMIT, "queue_claim_ordinary_v1_with_progress"]
-GOLD_ON_PAGE_CLAIM = [CLAIM[0], "queue_claim_held_gold_v1_with_progress"]
+GOLD_ON_PAGE_CLAIM = [CHECK + "queue_claim_held_gold_v1_with_progress"]
 GOLD_ON_PAGE_SUBMIT = [*SUBMIT, "queue_claim_rate_checked_v1_with_progress"]
 
 
@@ -298,7 +305,7 @@ def test_the_rating_pages_claim_and_submit_read_the_progress_in_the_claim(settin
     page_cycle(client, dataset, "warm page again", None)  # prepares the statements with the progress
     claimed, submitted, following, answer = page_cycle(client, dataset, "measured", None)
     if gold_one_in is None:
-        assert (claimed, submitted) == ([CLAIM[0], PAGE_SUBMIT[-1]], PAGE_SUBMIT)
+        assert (claimed, submitted) == ([CHECK + PAGE_SUBMIT[-1]], PAGE_SUBMIT)
     else:
         assert (claimed, submitted) == (GOLD_ON_PAGE_CLAIM, GOLD_ON_PAGE_SUBMIT)
     # The progress it answers is the one read after the claim: the next slot held.
