@@ -5,6 +5,10 @@ more than running them; a prepared statement is planned once per connection and 
 reuses a generic plan. Off PostgreSQL, or with DB_PREPARED_STATEMENTS off (needed behind
 a transaction-mode pooler, where a session does not outlive a transaction), the same
 SQL runs as a plain statement.
+
+A statement may also be ``sent_ahead`` of the next one, in its round trip: a remembered
+API token's check (``annotation.people.authentication``), which stops what follows it
+when the token no longer stands.
 """
 
 from __future__ import annotations
@@ -101,22 +105,26 @@ def execute(cursor, statement: Statement, values: Mapping, *, prefix: str = "") 
     statement ``sent_ahead`` goes before both. Raises RefusedAhead when that one refused."""
     db = connections[DEFAULT_DB_ALIAS]  # once: each use of the proxy looks it up again
     ahead = _take_ahead(db)
-    if ahead is not None and db.in_atomic_block:
+    if ahead is not None and _begun(db):
         _run_alone(db, ahead)
         ahead = None
-    try:
-        if db.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
-            if ahead is not None:
-                prefix, values = f"{ahead[0].sql}; {prefix}", {**ahead[1], **values}
-            cursor.execute(prefix + statement.sql, values)
-            return
-        placeholders = [_prepared(db, cursor, statement)]
-        arguments = [values[p] for p, _ in statement.params]
+    if db.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
         if ahead is not None:
-            placeholders.insert(0, _prepared(db, cursor, ahead[0]))
-            arguments = [ahead[1][p] for p, _ in ahead[0].params] + arguments
-        ahead_sql = "" if ahead is None else f"EXECUTE {ahead[0].name} ({placeholders[0]}); "
-        cursor.execute(f"{ahead_sql}{prefix}EXECUTE {statement.name} ({placeholders[-1]})", arguments)
+            prefix, values = f"{ahead[0].sql}; {prefix}", {**ahead[1], **values}
+        sql, arguments = prefix + statement.sql, values
+    else:
+        try:
+            sql = f"{prefix}EXECUTE {statement.name} ({_prepared(db, cursor, statement)})"
+            arguments = [values[p] for p, _ in statement.params]
+            if ahead is not None:
+                sql = f"EXECUTE {ahead[0].name} ({_prepared(db, cursor, ahead[0])}); {sql}"
+                arguments = [ahead[1][p] for p, _ in ahead[0].params] + arguments
+        except BaseException:
+            if ahead is not None:
+                db._sent_ahead = ahead  # not sent: still ahead of the next statement
+            raise
+    try:
+        cursor.execute(sql, arguments)
     except Exception as exc:
         if ahead is not None and _refused_ahead(exc):
             raise RefusedAhead(ahead[0].name) from exc
@@ -195,11 +203,11 @@ def _run_ahead(run, sql, params, many, context):
 
 
 def _run_alone(db, ahead) -> None:
-    """The statement sent ahead, in a round trip of its own; inside a transaction in a
-    savepoint, so that a refusal leaves the transaction usable (a caller may answer after
-    rolling back what it did, a test's transaction goes on)."""
+    """The statement sent ahead, in a round trip of its own; inside a transaction that
+    has begun, in a savepoint, so that a refusal leaves the transaction usable (a caller
+    may answer after rolling back what it did, a test's transaction goes on)."""
     try:
-        with transaction.atomic(using=db.alias) if db.in_atomic_block else nullcontext(), db.cursor() as cursor:
+        with transaction.atomic(using=db.alias) if _begun(db) else nullcontext(), db.cursor() as cursor:
             execute(cursor, *ahead)
     except Exception as exc:
         if _refused_ahead(exc):
@@ -207,7 +215,17 @@ def _run_alone(db, ahead) -> None:
         raise
 
 
+def _begun(db) -> bool:
+    """Whether the connection is inside a transaction that has sent a statement already.
+    In one that has not (an ``atomic`` block's first statement), a refusal aborts nothing
+    done before it: RefusedAhead leaves the block, which rolls the transaction back."""
+    if not db.in_atomic_block:
+        return False
+    from psycopg2.extensions import TRANSACTION_STATUS_IDLE  # sent_ahead is PostgreSQL's
+
+    return db.connection.info.transaction_status != TRANSACTION_STATUS_IDLE
+
+
 def _watched(db) -> bool:
     """Whether an execute wrapper other than ``sent_ahead``'s watches the connection."""
-    wrappers = db.execute_wrappers
-    return bool(wrappers) and any(wrapper is not _run_ahead for wrapper in wrappers)
+    return any(wrapper is not _run_ahead for wrapper in db.execute_wrappers)

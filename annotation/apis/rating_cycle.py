@@ -191,7 +191,7 @@ def token_fast_path(drf_view, direct, answer):
 
     def fast(request, **url_kwargs):
         """The fast path's answer, or None when ``drf_view`` must answer the request."""
-        fast_request = _fast_values(request, authentication, permissions, direct)
+        fast_request = _fast_request(request, authentication, permissions, direct)
         if fast_request is None:
             return None
         values, check = fast_request
@@ -218,7 +218,7 @@ def token_fast_path(drf_view, direct, answer):
     return view
 
 
-def _fast_values(request, authentication, permissions, direct) -> tuple[dict, tuple | None] | None:
+def _fast_request(request, authentication, permissions, direct) -> tuple[dict, tuple | None] | None:
     """(the body's values, the token's check or None) when this request may take the fast
     path (a token rater's POST with a plain body), with ``request.user`` set as DRF sets
     it; else None. The check (a remembered token's, ``RoleTokenAuthentication.

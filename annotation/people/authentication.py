@@ -18,6 +18,7 @@ expiry, the user's whole row and their roles with what was remembered, and any c
 in) stops the statement behind it; the request is then authenticated anew.
 """
 
+from datetime import datetime
 from functools import cache
 from hmac import compare_digest
 from typing import NamedTuple
@@ -88,7 +89,8 @@ def _check_statement() -> Statement:
     roles = (
         f"ARRAY(SELECT g.{qn('name')}::text FROM {qn(groups_through.db_table)} ug "
         f"JOIN {qn(Group._meta.db_table)} g ON g.{qn('id')} = ug.{qn(group_fk)} "
-        f"WHERE ug.{qn(user_fk)} = {user_pk} AND g.{qn('name')} IN ({role_names}) ORDER BY g.{qn('name')})"
+        f"WHERE ug.{qn(user_fk)} = {user_pk} AND g.{qn('name')} IN ({role_names}) "
+        f"ORDER BY g.{qn('name')} COLLATE {qn('C')})"
     )
     sql = (
         "SELECT annotation_refuse_ahead() WHERE NOT EXISTS (SELECT "
@@ -109,24 +111,26 @@ def _check_statement() -> Statement:
 
 class Remembered(NamedTuple):
     """What a token's lookup read: its token row's times, the user's row (and its
-    fingerprint) and their role names, sorted."""
+    fingerprint) and their role names, sorted by code point (as the check's ``COLLATE
+    "C"`` sorts them)."""
 
-    created: object
-    expiry: object
+    created: datetime
+    expiry: datetime | None
     user_values: list
     fingerprint: str
     roles: tuple[str, ...]
 
 
-# The tokens this process authenticated, by digest, oldest first: at most so many (a
-# rater's token is looked up again when theirs was dropped).
+# The tokens this process authenticated, by digest: at most so many, emptied when full
+# (each is looked up again on its next request). Single dict operations only: the
+# server's threads share it.
 REMEMBERED_MAX = 4096
 _remembered: dict[str, Remembered] = {}
 
 
 def _remember(digest: str, entry: Remembered) -> None:
-    if digest not in _remembered and len(_remembered) >= REMEMBERED_MAX:
-        _remembered.pop(next(iter(_remembered)), None)
+    if len(_remembered) >= REMEMBERED_MAX:
+        _remembered.clear()
     _remembered[digest] = entry
 
 
@@ -141,17 +145,25 @@ class RoleTokenAuthentication(TokenAuthentication):
         """knox's, with the header read from ``request.META``: DRF's
         ``get_authorization_header`` builds ``request.headers`` (a copy of every header the
         request sent) to read this one, on every rated item."""
-        header = request.META.get("HTTP_AUTHORIZATION", b"")
-        if isinstance(header, str):
-            header = header.encode(HTTP_HEADER_ENCODING)
-        parts = header.split()
-        if not parts or parts[0].lower() != self.authenticate_header(request).encode().lower():
+        parts = self._header_parts(request)
+        if not parts:
             return None  # no header, or one for another scheme
         if len(parts) == 1:
             raise AuthenticationFailed(_("Invalid token header. No credentials provided."))
         if len(parts) > 2:
             raise AuthenticationFailed(_("Invalid token header. Token string should not contain spaces."))
         return self.authenticate_credentials(parts[1])
+
+    def _header_parts(self, request) -> list[bytes]:
+        """The Authorization header's words (bytes, split as DRF splits them) when it
+        names this scheme, else []."""
+        header = request.META.get("HTTP_AUTHORIZATION", b"")
+        if isinstance(header, str):
+            header = header.encode(HTTP_HEADER_ENCODING)
+        parts = header.split()
+        if not parts or parts[0].lower() != self.authenticate_header(request).encode().lower():
+            return []
+        return parts
 
     def authenticate_credentials(self, token):
         if isinstance(token, bytes):
@@ -189,17 +201,17 @@ class RoleTokenAuthentication(TokenAuthentication):
         ahead of the request's first statement (``token_check``); None when the token
         must be looked up (``authenticate``): none, another scheme, a malformed header, a
         token not remembered."""
-        header = request.META.get("HTTP_AUTHORIZATION", "")
-        parts = header.split() if isinstance(header, str) else []
-        if len(parts) != 2 or parts[0].lower() != self.authenticate_header(request).lower() or not parts[1].isascii():
-            return None
-        digest = hash_token(parts[1])
+        parts = self._header_parts(request)
+        if len(parts) != 2 or not parts[1].isascii():
+            return None  # authenticate answers it
+        token = parts[1].decode("ascii")
+        digest = hash_token(token)
         # Found by the presented token's digest: what the lookup's time could tell is
         # about a digest, which gives no way back to a token.
         entry = _remembered.get(digest)
         if entry is None:
             return None
-        user, auth = _credentials(digest, parts[1][: CONSTANTS.TOKEN_KEY_LENGTH], entry)
+        user, auth = _credentials(digest, token[: CONSTANTS.TOKEN_KEY_LENGTH], entry)
         return user, auth, token_check(digest, entry)
 
 

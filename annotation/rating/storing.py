@@ -33,12 +33,17 @@ def _store_rating(*, rater, dataset: str, slot_id: int, now: datetime | None, su
     first); then the stepwise paths, which also say why a submission is refused."""
     if use_postgres_sql():
         at = service_now(now)
-        gold_first = _gold_served.pop(slot_id, False)
+        # Forgotten once tried, not before: a request refused ahead of its first statement
+        # (a remembered token's check) did nothing, and is answered again.
+        gold_first = _gold_served.get(slot_id, False)
         tries = (_gold_fast, _queue_fast) if gold_first else (_queue_fast, _gold_fast)
         for fast in tries:
             stored = fast(rater=rater, dataset=dataset, slot_id=slot_id, now=at, submission=submission)
             if stored is not None:
-                return stored
+                break
+        _gold_served.pop(slot_id, None)
+        if stored is not None:
+            return stored
     try:
         return queue.rating_submit(rater=rater, dataset=dataset, slot_id=slot_id, now=now, try_fast=False, **submission)
     except NotFound:

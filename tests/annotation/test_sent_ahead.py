@@ -4,7 +4,8 @@ leaving when nothing ran; when it refuses, nothing behind it is done."""
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
+from django.db.backends.utils import CursorWrapper
 from django.test.utils import CaptureQueriesContext
 
 from annotation.sql import RefusedAhead, Statement, execute, hot_cursor, sent_ahead
@@ -83,12 +84,50 @@ def test_an_orm_query_runs_after_it_on_its_own_and_not_after_a_refusal():
 
 def test_inside_a_transaction_a_refusal_rolls_back_its_savepoint_only():
     user = UserFactory(first_name="before")
+    # Prepared inside the savepoint that the refusal rolls back: PREPARE outlives it.
+    fresh = Statement("test_ahead_in_transaction_v1", AHEAD.sql, AHEAD.params)
     with transaction.atomic():
         rename(user, "in the transaction")
-        with pytest.raises(RefusedAhead), sent_ahead(AHEAD, {"refuse": True}):
+        with pytest.raises(RefusedAhead), sent_ahead(fresh, {"refuse": True}):
             rename(user, "never")
         assert first_name(user) == "in the transaction"  # the transaction is usable
     assert first_name(user) == "in the transaction"
+    with sent_ahead(fresh, {"refuse": False}):
+        rename(user, "prepared before")
+    assert first_name(user) == "prepared before"
+
+
+def test_as_a_transactions_first_statement_it_travels_with_it_and_a_refusal_ends_the_block():
+    user = UserFactory(first_name="before")
+    rename(user, "before")  # prepares the statement
+    with (
+        CaptureQueriesContext(connection) as sent,
+        pytest.raises(RefusedAhead),
+        transaction.atomic(),
+        sent_ahead(AHEAD, {"refuse": True}),
+    ):
+        rename(user, "never")
+    sql = [query["sql"] for query in run(sent.captured_queries)]
+    assert [each.split()[0] for each in sql] == ["BEGIN", "EXECUTE", "ROLLBACK"]
+    assert sql[1].index("test_ahead_v1") < sql[1].index("test_rename_v1")
+    assert first_name(user) == "before"
+
+
+def test_a_statement_that_fails_before_it_is_sent_leaves_it_ahead_of_the_next():
+    user = UserFactory(first_name="before")
+    broken = Statement("test_broken_v1", "SELECT no_such_column FROM auth_user", ())
+    with pytest.raises(RefusedAhead), sent_ahead(AHEAD, {"refuse": True}):
+        with pytest.raises(DatabaseError), hot_cursor() as cursor:
+            execute(cursor, broken, {})  # its PREPARE fails: nothing was sent with it
+        rename(user, "never")
+    assert first_name(user) == "before"
+
+
+def test_it_leaves_the_rating_cycle_on_the_drivers_cursor():
+    """Its execute wrapper does not send ``hot_cursor`` to Django's slower cursor."""
+    with sent_ahead(AHEAD, {"refuse": False}), hot_cursor() as cursor:
+        assert not isinstance(cursor, CursorWrapper)
+        execute(cursor, AHEAD, {"refuse": False})
 
 
 def test_when_nothing_ran_it_runs_on_leaving_and_not_after_an_exception():
