@@ -9,10 +9,11 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from annotation.apis.fields import rater_id_decode
-from annotation.models import GoldLease, GoldPair, GoldRating, QualitySettings
+from annotation.models import GoldLease, GoldPair, GoldRating, Participant, QualitySettings, RatingSlot, SlotState
+from annotation.people.crowd.links import campaign_link_create
 from annotation.rating import queue, storing
 from annotation.rating.queue import claim as claim_module
-from tests.annotation.crowd_support import gold_upload
+from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, gold_upload
 from tests.annotation.queue_support import queue_pairs
 from tests.annotation.test_policy_queries import token_client
 from tests.factories import SplitFactory, UserFactory
@@ -355,3 +356,30 @@ def test_the_claim_after_a_rating_of_another_kind_resumes_the_gold_item_held(set
     stored = client.post(f"/api/rate/{dataset}/slots/{slot}/submit/", body, format="json")
     assert stored.status_code == 201, stored.content
     assert stored.json()["next"]["slot_id"] == gold
+
+
+def test_a_participant_at_the_quota_edge_is_served_the_gold_item_held_not_another_slot(settings, tmp_path, monkeypatch):
+    """A participant can hold a slot and a gold item of one kind (the gold pair taken out
+    of service while leased, then put back). Rating the slot leaves their quota room for
+    the held gold item only: the claim after the rating resumes it, where one that skipped
+    the held-gold lookup (as a plain rater's claim after a rating of its kind does) would
+    lease another slot past their quota."""
+    settings.SQL_PATHS = "postgres"
+    dataset = crowd_dataset(tmp_path, gold_one_in=1)
+    link = campaign_link_create(dataset=dataset, name="edge", kinds=["SIS"], quota=2, completion_code="EDGE1")
+    browser = ParticipantClient(link, "edge-1")
+    assert browser.join().status_code == 302
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: True)
+    gold = browser.claim("SIS")
+    gold_pair = GoldLease.objects.get(pk=rater_id_decode("slot", gold["slot_id"])).gold_pair_id
+    GoldPair.objects.filter(pk=gold_pair).update(active=False)
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: False)
+    slot = browser.claim("SIS")
+    assert not GoldLease.objects.filter(pk=rater_id_decode("slot", slot["slot_id"])).exists()
+    GoldPair.objects.filter(pk=gold_pair).update(active=True)
+    body = {**BODY, "idempotency_key": "edge", "claim_next_kind": "SIS", **PAGE}
+    stored = browser._post(f"slots/{slot['slot_id']}/submit/", body)
+    assert stored.status_code == 201, stored.content
+    assert stored.json()["next"]["slot_id"] == gold["slot_id"]
+    participant = Participant.objects.get(link=link).user
+    assert not RatingSlot.objects.filter(rater=participant, state=SlotState.LEASED).exists()
