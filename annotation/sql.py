@@ -123,12 +123,8 @@ def execute(cursor, statement: Statement, values: Mapping, *, prefix: str = "") 
             if ahead is not None:
                 db._sent_ahead = ahead  # not sent: still ahead of the next statement
             raise
-    try:
+    with nullcontext() if ahead is None else _refusal_of(ahead[0]):
         cursor.execute(sql, arguments)
-    except Exception as exc:
-        if ahead is not None and _refused_ahead(exc):
-            raise RefusedAhead(ahead[0].name) from exc
-        raise
 
 
 def _prepared(db, cursor, statement: Statement) -> str:
@@ -159,9 +155,16 @@ class RefusedAhead(Exception):
     transaction was rolled back, and nothing behind it ran."""
 
 
-def _refused_ahead(exc: Exception) -> bool:
-    # The driver's error, or Django's wrapping of it.
-    return AHEAD_REFUSED in (getattr(exc, "pgcode", None), getattr(exc.__cause__, "pgcode", None))
+@contextmanager
+def _refusal_of(statement: Statement) -> Iterator[None]:
+    """Within: ``statement``'s refusal (the driver's error, or Django's wrapping of it)
+    raised as RefusedAhead."""
+    try:
+        yield
+    except Exception as exc:
+        if AHEAD_REFUSED in (getattr(exc, "pgcode", None), getattr(exc.__cause__, "pgcode", None)):
+            raise RefusedAhead(statement.name) from exc
+        raise
 
 
 @contextmanager
@@ -206,13 +209,9 @@ def _run_alone(db, ahead) -> None:
     """The statement sent ahead, in a round trip of its own; inside a transaction that
     has begun, in a savepoint, so that a refusal leaves the transaction usable (a caller
     may answer after rolling back what it did, a test's transaction goes on)."""
-    try:
-        with transaction.atomic(using=db.alias) if _begun(db) else nullcontext(), db.cursor() as cursor:
-            execute(cursor, *ahead)
-    except Exception as exc:
-        if _refused_ahead(exc):
-            raise RefusedAhead(ahead[0].name) from exc
-        raise
+    savepoint = transaction.atomic(using=db.alias) if _begun(db) else nullcontext()
+    with _refusal_of(ahead[0]), savepoint, db.cursor() as cursor:
+        execute(cursor, *ahead)
 
 
 def _begun(db) -> bool:

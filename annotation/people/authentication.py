@@ -44,22 +44,37 @@ _TOKEN_FIELDS = ["digest", "token_key", "user_id", "created", "expiry"]
 
 
 @cache
+def _names() -> dict[str, str]:
+    """The quoted names both token statements join by: the token table (``t``) to its
+    user (``u``), the user's group memberships (``ug``) to the groups (``g``)."""
+    user_model = get_user_model()
+    qn = connection.ops.quote_name
+    return {
+        "tokens": qn(AuthToken._meta.db_table),
+        "users": qn(user_model._meta.db_table),
+        "user_pk": f"u.{qn(user_model._meta.pk.column)}",
+        "memberships": qn(user_model.groups.through._meta.db_table),
+        "member": qn(user_model.groups.field.m2m_column_name()),
+        "group_fk": qn(user_model.groups.field.m2m_reverse_name()),
+        "groups": qn(Group._meta.db_table),
+    }
+
+
+@cache
 def _statement() -> tuple[Statement, list[str]]:
     user_model = get_user_model()
     user_fields = [f.attname for f in user_model._meta.concrete_fields]
     qn = connection.ops.quote_name
     columns = ", ".join(f"u.{qn(f.column)}" for f in user_model._meta.concrete_fields)
-    groups_through = user_model.groups.through._meta
-    user_fk = user_model.groups.field.m2m_column_name()
-    group_fk = user_model.groups.field.m2m_reverse_name()
+    n = _names()
     sql = (
         f"SELECT t.{qn('digest')}, t.{qn('created')}, t.{qn('expiry')}, "
         f"(t.{qn('expiry')} IS NOT NULL AND t.{qn('expiry')} <= %(now)s), {_user_fingerprint()}, "
         f"{columns}, g.{qn('name')} "
-        f"FROM {qn(AuthToken._meta.db_table)} t "
-        f"JOIN {qn(user_model._meta.db_table)} u ON u.{qn(user_model._meta.pk.column)} = t.{qn('user_id')} "
-        f"LEFT JOIN {qn(groups_through.db_table)} ug ON ug.{qn(user_fk)} = u.{qn(user_model._meta.pk.column)} "
-        f"LEFT JOIN {qn(Group._meta.db_table)} g ON g.{qn('id')} = ug.{qn(group_fk)} "
+        f"FROM {n['tokens']} t "
+        f"JOIN {n['users']} u ON {n['user_pk']} = t.{qn('user_id')} "
+        f"LEFT JOIN {n['memberships']} ug ON ug.{n['member']} = {n['user_pk']} "
+        f"LEFT JOIN {n['groups']} g ON g.{qn('id')} = ug.{n['group_fk']} "
         f"WHERE t.{qn('token_key')} = %(key)s"
     )
     params = (("key", "varchar"), ("now", "timestamptz"))
@@ -79,23 +94,19 @@ def _check_statement() -> Statement:
     statement (``annotation_refuse_ahead``, migration 0036) unless the token is still
     there and unexpired, and its user's row (active when remembered: the fingerprint
     covers ``is_active``) and roles are as remembered."""
-    user_model = get_user_model()
     qn = connection.ops.quote_name
-    user_pk = f"u.{qn(user_model._meta.pk.column)}"
-    groups_through = user_model.groups.through._meta
-    user_fk = user_model.groups.field.m2m_column_name()
-    group_fk = user_model.groups.field.m2m_reverse_name()
+    n = _names()
     role_names = ", ".join(f"'{role}'" for role in ROLES)
     roles = (
-        f"ARRAY(SELECT g.{qn('name')}::text FROM {qn(groups_through.db_table)} ug "
-        f"JOIN {qn(Group._meta.db_table)} g ON g.{qn('id')} = ug.{qn(group_fk)} "
-        f"WHERE ug.{qn(user_fk)} = {user_pk} AND g.{qn('name')} IN ({role_names}) "
+        f"ARRAY(SELECT g.{qn('name')}::text FROM {n['memberships']} ug "
+        f"JOIN {n['groups']} g ON g.{qn('id')} = ug.{n['group_fk']} "
+        f"WHERE ug.{n['member']} = {n['user_pk']} AND g.{qn('name')} IN ({role_names}) "
         f"ORDER BY g.{qn('name')} COLLATE {qn('C')})"
     )
     sql = (
         "SELECT annotation_refuse_ahead() WHERE NOT EXISTS (SELECT "
-        f"FROM {qn(AuthToken._meta.db_table)} t "
-        f"JOIN {qn(user_model._meta.db_table)} u ON {user_pk} = t.{qn('user_id')} "
+        f"FROM {n['tokens']} t "
+        f"JOIN {n['users']} u ON {n['user_pk']} = t.{qn('user_id')} "
         f"WHERE t.{qn('digest')} = %(auth_digest)s "
         f"AND (t.{qn('expiry')} IS NULL OR t.{qn('expiry')} > %(auth_now)s) "
         f"AND {_user_fingerprint()} = %(auth_row)s AND {roles} = %(auth_roles)s::text[])"
