@@ -24,8 +24,9 @@ closed-loop phases of BENCH_SECONDS per app, U=8 then U=32 raters claiming and s
 back to back, ours and the peer alternating which goes first; then saturation: a fresh
 store of SAT_ITEMS items (5 answers each) per app, SAT_RATERS raters racing until each is
 told nothing is left. Per phase and app: cycles/s (claim + submit), claim p50/p95, server
-CPU ms per cycle (the server's process tree; with a database, its backends: the larger of
-``_cpu.cpu_reading`` at the phase's ends and the ``_peer_cpu`` sampler, both of which can
+CPU ms per cycle (the server's process tree; with a database, its backends:
+``_cpu.cpu_reading`` at the phase's ends, and for Label Studio, which opens a connection
+per request, the larger of that and the ``_peer_cpu`` sampler's poll, both of which can
 only miss time), and this process's (``client_cpu_ms_per_cycle``: the load generator's and
 the backend sampler's). Afterwards every store is checked: items over-assigned (more than
 5 answers, or a rater twice), answers the app acknowledged but did not store (lost),
@@ -199,7 +200,8 @@ class Side:
         begun = self.meter.begin()
         record["seconds"] += await closed_loop(self.app, raters, seconds, record["stats"], self.acked)
         for key, value in self.meter.end(begun).items():
-            record["cpu"][key] = record["cpu"].get(key, 0.0) + value
+            # None: a reading not taken (the backends not polled) in any of the phase's runs.
+            record["cpu"][key] = None if value is None else (record["cpu"].get(key) or 0.0) + value
         close_all(raters)
 
     def figures(self, phase: str) -> dict:
@@ -207,13 +209,14 @@ class Side:
         stats = record["stats"]
         cpu = cpu_ms_per_cycle(record["cpu"], stats.cycles)
         live = cpu_ms_per_cycle({"web_s": 0.0, "db_s": record["cpu"]["db_live_s"]}, stats.cycles)
-        sampled = cpu_ms_per_cycle({"web_s": 0.0, "db_s": record["cpu"]["db_sampled_s"]}, stats.cycles)
+        polled = record["cpu"]["db_sampled_s"]  # None: the backends were not polled (Meter.sample_backends)
+        sampled = cpu_ms_per_cycle({"web_s": 0.0, "db_s": polled}, stats.cycles) if polled is not None else {}
         return {
             "raters": record["raters"],
             **summary(stats, record["seconds"]),
             **cpu,
             "db_cpu_ms_per_cycle_live": live["db_cpu_ms_per_cycle"],
-            "db_cpu_ms_per_cycle_sampled": sampled["db_cpu_ms_per_cycle"],
+            "db_cpu_ms_per_cycle_sampled": sampled.get("db_cpu_ms_per_cycle"),
             "client_cpu_ms_per_cycle": round(1000 * record["cpu"]["client_s"] / max(stats.cycles, 1), 2),
             **(figures(record.get("upkeep", {}), stats.cycles) if self.database is not None else {}),
             **record.get("extra", {}),
@@ -322,7 +325,7 @@ class LabelStudioRun:
         started = time.perf_counter()
         self.projects[store] = self.ls.project(store, pairs)
         log(f"label-studio: project {store}, {len(pairs):,} tasks imported in {time.perf_counter() - started:.1f} s")
-        meter = Meter(self.ls.server.pid, self.cursor, self.database, self.postmaster)
+        meter = Meter(self.ls.server.pid, self.cursor, self.database, self.postmaster, sample_backends=True)
         app = _peer_label_studio.LabelStudioApp(self.ls.port, self.projects[store])
         return Side("peer", app, keys, meter, self.ls.port, database=self.database)
 

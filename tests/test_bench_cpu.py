@@ -64,3 +64,34 @@ def test_a_real_backend_that_ends_mid_phase_keeps_its_work(settings):
     assert work > 0.05, "the query was too short to measure"
     assert spent["backends_lost"] >= 1
     assert spent["db_s"] >= 0.9 * work, spent
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("polled", [False, True])
+def test_the_meter_polls_backends_only_for_a_server_that_asks_for_it(settings, polled):
+    """bench-peer polls the backends of Label Studio's database (a connection per request);
+    ours' keep their connections, and the poll's CPU would come out of the cores ours
+    shares with the load generator."""
+    import os
+    import threading
+
+    from _cpu import postmaster_pid
+    from _peer_cpu import Meter
+
+    database = settings.DATABASES["default"]
+    server = {key.lower(): database[key] for key in ("HOST", "PORT", "USER", "PASSWORD") if database.get(key)}
+    admin = psycopg2.connect(dbname="postgres", **server)
+    admin.autocommit = True
+    try:
+        with admin.cursor() as cursor:
+            if not Path(f"/proc/{postmaster_pid(cursor)}").exists():
+                pytest.skip("PostgreSQL runs outside this machine's process namespace: its /proc cannot be read")
+            meter = Meter(os.getpid(), cursor, "postgres", postmaster_pid(cursor), sample_backends=polled)
+            begun = meter.begin()
+            polling = any(thread.name == "backend-sampler" for thread in threading.enumerate())
+            spent = meter.end(begun)
+    finally:
+        admin.close()
+    assert polling is polled
+    assert (spent["db_sampled_s"] is not None) is polled
+    assert spent["db_s"] >= spent["db_live_s"] >= 0

@@ -37,3 +37,12 @@ def test_a_phase_of_a_store_in_postgresql_without_any_reports_null():
 
 def test_a_store_outside_postgresql_has_no_such_figure():
     assert "autovacuum_emulated" not in side(None, {}).figures("u8")
+
+
+def test_a_store_whose_backends_were_not_polled_reports_its_phase_end_reading_alone():
+    found = side("cxc_ours", {})
+    found.phases["u8"]["cpu"] = {**CPU, "db_s": 2.0, "db_sampled_s": None}
+    figures = found.figures("u8")
+    assert figures["db_cpu_ms_per_cycle_sampled"] is None
+    assert figures["db_cpu_ms_per_cycle_live"] == pytest.approx(2.0)
+    assert figures["cpu_ms_per_cycle"] == pytest.approx(3.0)
