@@ -99,10 +99,13 @@ def hot_cursor() -> Iterator:
         yield cursor
 
 
-def execute(cursor, statement: Statement, values: Mapping, *, prefix: str = "") -> None:
+def execute(cursor, statement: Statement, values: Mapping, *, prefix: str = "", then: Statement | None = None) -> None:
     """Run ``statement`` with ``values`` on ``cursor`` (of the default connection).
     ``prefix`` (PostgreSQL only) is SQL sent in the same round trip, before it; a
-    statement ``sent_ahead`` goes before both. Raises RefusedAhead when that one refused."""
+    statement ``sent_ahead`` goes before both. ``then`` (PostgreSQL only): a statement
+    sent after it in the same round trip, with the same ``values`` (a name means one value
+    in both); the cursor then holds that one's rows only. Raises RefusedAhead when the
+    statement sent ahead refused."""
     db = connections[DEFAULT_DB_ALIAS]  # once: each use of the proxy looks it up again
     ahead = _take_ahead(db)
     if ahead is not None and _begun(db):
@@ -112,10 +115,15 @@ def execute(cursor, statement: Statement, values: Mapping, *, prefix: str = "") 
         if ahead is not None:
             prefix, values = f"{ahead[0].sql}; {prefix}", {**ahead[1], **values}
         sql, arguments = prefix + statement.sql, values
+        if then is not None:
+            sql = f"{sql}; {then.sql}"
     else:
         try:
             sql = f"{prefix}EXECUTE {statement.name} ({_prepared(db, cursor, statement)})"
             arguments = [values[p] for p, _ in statement.params]
+            if then is not None:
+                sql = f"{sql}; EXECUTE {then.name} ({_prepared(db, cursor, then)})"
+                arguments += [values[p] for p, _ in then.params]
             if ahead is not None:
                 sql = f"EXECUTE {ahead[0].name} ({_prepared(db, cursor, ahead[0])}); {sql}"
                 arguments = [ahead[1][p] for p, _ in ahead[0].params] + arguments

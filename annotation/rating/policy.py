@@ -317,18 +317,27 @@ def rating_submit_and_claim_next(
     submit read (one rated item more, one held less). ``read``: as ``slot_claim``'s."""
     check_kind(next_kind)
     if not _is_participant(rater):
-        result = storing.store(rater=rater, dataset=dataset, slot_id=slot_id, now=None, submission=submission)
-        try:
-            claimed = _serve(
-                rater=rater,
-                dataset=dataset,
-                kind=next_kind,
-                now=None,
-                read=read,
-                no_gold_held=_no_gold_held(result, next_kind),
-            )
-        except (RaterPaused, Forbidden):
-            claimed = None
+        # Both in one round trip where the queue can (storing.store_then_claim).
+        together = storing.store_then_claim(
+            rater=rater, dataset=dataset, slot_id=slot_id, kind=next_kind, read=read, submission=submission
+        )
+        if together is None:
+            result = storing.store(rater=rater, dataset=dataset, slot_id=slot_id, now=None, submission=submission)
+            claimed = queue.HANDED_OVER
+        else:
+            result, claimed = together
+        if claimed is queue.HANDED_OVER:
+            try:
+                claimed = _serve(
+                    rater=rater,
+                    dataset=dataset,
+                    kind=next_kind,
+                    now=None,
+                    read=read,
+                    no_gold_held=_no_gold_held(result, next_kind),
+                )
+            except (RaterPaused, Forbidden):
+                claimed = None
         return result, claimed
     with transaction.atomic():
         participant = _participation_of(rater=rater, dataset=dataset, lock=True)

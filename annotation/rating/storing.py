@@ -13,6 +13,7 @@ from annotation.quality.pauses import is_paused_in, paused_error
 from annotation.rating import adaptive, queue
 from annotation.rating.queue.shapes import Assignment, SubmitResult, service_now
 from annotation.rating.queue.submit import submission_values
+from annotation.rating.queue.submit_then_claim import HandedOver
 from annotation.sql import use_postgres_sql
 
 
@@ -24,6 +25,23 @@ def store(*, rater, dataset: str, slot_id: int, now: datetime | None, submission
     if stored.adaptive_full:
         adaptive.pair_extend_or_close(stored.pair_id)
     return stored
+
+
+def store_then_claim(
+    *, rater, dataset: str, slot_id: int, kind: str, read, submission: dict
+) -> tuple[SubmitResult, Assignment | HandedOver | None] | None:
+    """Store the rating of a slot and claim the rater's next pair of ``kind`` in one round
+    trip (``queue.rating_submit_then_claim``), then an adaptive pair's decision as
+    ``store`` makes it; None when that way does not apply (a gold lease this process
+    served among them) or stored nothing: nothing was written, ``store`` then says why."""
+    if _gold_served.get(slot_id, False):
+        return None
+    done = queue.rating_submit_then_claim(
+        rater=rater, dataset=dataset, slot_id=slot_id, kind=kind, read=read, submission=submission
+    )
+    if done is not None and done[0].adaptive_full:
+        adaptive.pair_extend_or_close(done[0].pair_id)
+    return done
 
 
 def _store_rating(*, rater, dataset: str, slot_id: int, now: datetime | None, submission: dict) -> SubmitResult:

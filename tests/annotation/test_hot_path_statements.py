@@ -278,7 +278,9 @@ PAGE = {"progress_tz": "Europe/Berlin"}
 # reads it, in the statement with the progress (once the process knows the dataset's id).
 # With gold on, the page's claim may resume a held gold item, as any claim; the claim
 # after a submit knows the rater held a slot of that kind until then, so holds no gold.
-PAGE_SUBMIT = [*SUBMIT, "queue_claim_ordinary_v1_with_progress"]
+PAGE_CLAIM = [CHECK + "queue_claim_ordinary_v1_with_progress"]
+# Gold off, the submit and its next claim go in one round trip (queue.submit_then_claim).
+PAGE_SUBMIT = [CHECK + "queue_submit_fast_stashed+queue_claim_ordinary_after_submit_v1_with_progress"]
 GOLD_ON_PAGE_CLAIM = [CHECK + "queue_claim_held_gold_v1_with_progress"]
 GOLD_ON_PAGE_SUBMIT = [*SUBMIT, "queue_claim_rate_checked_v1_with_progress"]
 
@@ -306,7 +308,7 @@ def test_the_rating_pages_claim_and_submit_read_the_progress_in_the_claim(settin
     page_cycle(client, dataset, "warm page again", None)  # prepares the statements with the progress
     claimed, submitted, following, answer = page_cycle(client, dataset, "measured", None)
     if gold_one_in is None:
-        assert (claimed, submitted) == ([CHECK + PAGE_SUBMIT[-1]], PAGE_SUBMIT)
+        assert (claimed, submitted) == (PAGE_CLAIM, PAGE_SUBMIT)
     else:
         assert (claimed, submitted) == (GOLD_ON_PAGE_CLAIM, GOLD_ON_PAGE_SUBMIT)
     # The progress it answers is the one read after the claim: the next slot held.

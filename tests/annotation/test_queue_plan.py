@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from annotation.models import DEFAULT_GOLD_ONE_IN, PairSkip, RatingSlot
 from annotation.rating import queue
 from annotation.rating.queue import rating_submit, slot_claim, statements
+from annotation.rating.queue.submit_statements import SUBMITTED_SETTING
 from tests.annotation.queue_support import bulk_sis_pairs, submit_kwargs
 from tests.factories import SamplingBatchFactory, SplitFactory, UserFactory
 
@@ -167,12 +168,17 @@ def explain_generic_claim(*, rater, dataset: str, statement) -> dict:
     return generic_plan(statement, claim_values(rater=rater, dataset=dataset))
 
 
-@pytest.mark.parametrize("statement", CLAIM_STATEMENTS, ids=["claim", "claim_held_gold", "claim_ordinary"])
+@pytest.mark.parametrize(
+    "statement",
+    [*CLAIM_STATEMENTS, statements.claim_ordinary_after_submit],
+    ids=["claim", "claim_held_gold", "claim_ordinary", "claim_ordinary_after_submit"],
+)
 def test_claim_work_does_not_grow_with_the_raters_history(statement):
     """A rater far ahead of the others has rated many pairs still open for others, all at
     the head of the queue: the claim passes their slots with one index probe each. (It
     once joined every candidate against all of the rater's slots: 21 ms per claim after
-    400 ratings.)"""
+    400 ratings.) The claim after a submit runs as the submit left it: with the row it
+    stored in the transaction's setting."""
     split = SplitFactory()
     dataset = split.dataset
     ahead = UserFactory(roles=["rater"], qualified_for=["SIS"])
@@ -180,6 +186,9 @@ def test_claim_work_does_not_grow_with_the_raters_history(statement):
     for n in range(300):
         held = slot_claim(rater=ahead, dataset=dataset.name)
         rating_submit(rater=ahead, dataset=dataset.name, slot_id=held.slot_id, **submit_kwargs(f"ahead-{n}"))
+    if statement is statements.claim_ordinary_after_submit:
+        with connection.cursor() as cursor:  # local to the test's transaction
+            cursor.execute("SELECT set_config(%s, '1 1 f SIS', true)", [SUBMITTED_SETTING])
     plan = explain_generic_claim(rater=ahead, dataset=dataset.name, statement=statement())
     compared = sum(node.get("Rows Removed by Join Filter", 0) for node in nodes(plan["Plan"]))
     probes = [

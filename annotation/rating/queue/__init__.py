@@ -27,6 +27,7 @@ Every service takes ``now`` (default: ``django.utils.timezone.now()``) so tests 
 the clock, and raises a DomainError naming the problem, with nothing written, on bad input.
 
 Modules: ``shapes`` (limits, input error, items and assignments), ``claim``, ``submit``,
+``submit_then_claim`` (the rating page's submit and next claim in one round trip),
 ``slots`` (slot locking, heartbeat, skip, flag), ``upkeep`` (expired leases, counters)
 and ``statements`` (every SQL statement of the hot path).
 
@@ -53,6 +54,7 @@ from annotation.rating.queue.shapes import (
 )
 from annotation.rating.queue.slots import lock_pairs_of, slot_flag, slot_heartbeat, slot_skip
 from annotation.rating.queue.submit import rating_submit, rating_submit_fast
+from annotation.rating.queue.submit_then_claim import HANDED_OVER, rating_submit_then_claim
 from annotation.rating.queue.upkeep import (
     leases_release_expired,
     queue_counters_add,
@@ -61,6 +63,7 @@ from annotation.rating.queue.upkeep import (
 )
 
 __all__ = [
+    "HANDED_OVER",
     "MAX_ADJUSTMENTS",
     "MAX_FLAG_NOTE",
     "MAX_IDEMPOTENCY_KEY",
@@ -82,6 +85,7 @@ __all__ = [
     "rater_tallies_prune",
     "rating_submit",
     "rating_submit_fast",
+    "rating_submit_then_claim",
     "slot_claim",
     "slot_flag",
     "slot_heartbeat",

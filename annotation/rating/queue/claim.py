@@ -151,6 +151,17 @@ _gold_one_in: dict[str, int] = {}
 GOLD_ONE_IN_COLUMN = 18
 
 
+def gold_seen_lately(dataset: str) -> bool:
+    """Whether this process found an active gold pair in ``dataset`` within GOLD_SEEN_SECONDS."""
+    seen = _gold_seen.get(dataset)
+    return seen is not None and time.monotonic() - seen <= GOLD_SEEN_SECONDS
+
+
+def note_gold_seen(dataset: str) -> None:
+    """A claim statement found an active gold pair in ``dataset`` (its row of NULLs)."""
+    _gold_seen[dataset] = time.monotonic()
+
+
 def draws_gold_turn(one_in: int) -> bool:
     """Gold's turn at a rate of one in ``one_in`` items (never at 0)."""
     return one_in > 0 and random.random() * one_in < 1
@@ -170,18 +181,17 @@ def _claim_postgres(
     values = {"dataset": dataset, "rater": rater.pk, "kind": kind, "now": now, "expires": expires, "gold": gold}
     extra, also = (None, {}) if read is None else (read.statement, read.values)
     values = {**also, **values}  # the claim's own values win
-    seen = _gold_seen.get(dataset)
-    if not gold or seen is None or time.monotonic() - seen > GOLD_SEEN_SECONDS:
+    if not gold or not gold_seen_lately(dataset):
         row = _claim_row(statements.claim_ordinary(extra), values)
         if row is None or row[0] is not None:
-            return None if row is None else _claimed(row, now=now, read=read)
-        _gold_seen[dataset] = time.monotonic()  # the row of NULLs: the dataset has an active gold pair
+            return None if row is None else claimed_assignment(row, now=now, read=read)
+        note_gold_seen(dataset)  # the row of NULLs: the dataset has an active gold pair
     one_in = _gold_one_in.get(dataset)
     if one_in is not None and not draws_gold_turn(one_in):
         undrawn = statements.claim_rate_checked if no_gold else statements.claim_held_gold
         row = _claim_row(undrawn(extra), {**values, "one_in": one_in})
         if row is None or row[0] is not None:
-            return None if row is None else _claimed(row, now=now, read=read)
+            return None if row is None else claimed_assignment(row, now=now, read=read)
         # The row of NULLs: the dataset's rate is no longer one_in, and nothing was claimed.
         # The statement with the turn draws it at the new rate (drawn_at NULL): one in
         # one_in of the claims at the old rate came there drawn, and draw again there.
@@ -197,10 +207,10 @@ def _claim_postgres(
         return None
     _gold_one_in[dataset] = row[GOLD_ONE_IN_COLUMN]
     # The row of NULLs: gold's turn (see statements.claim).
-    return GOLD_TURN if row[0] is None else _claimed(row, now=now, read=read)
+    return GOLD_TURN if row[0] is None else claimed_assignment(row, now=now, read=read)
 
 
-def _claimed(row, *, now: datetime, read: ClaimRead | None) -> Assignment:
+def claimed_assignment(row, *, now: datetime, read: ClaimRead | None) -> Assignment:
     """The assignment of a claim statement's row, with when it was leased (``now``, unless
     resumed) and, when the statement ran ``read``, the read's row (its last columns)."""
     read_row = None if read is None else tuple(row[len(row) - read.width :])

@@ -24,7 +24,13 @@ from annotation.models import (
     RatingSlot,
 )
 from annotation.rating.queue.sql_text import SqlTable, render_sql
-from annotation.rating.queue.submit_statements import lock_pair_and_slot, submit, submit_fast
+from annotation.rating.queue.submit_statements import (
+    SUBMITTED_SETTING,
+    lock_pair_and_slot,
+    submit,
+    submit_fast,
+    submit_fast_stashed,
+)
 from annotation.sql import Statement
 
 # A lease need not survive a database crash: losing the last instants of claims only
@@ -69,7 +75,7 @@ WITH ds AS (
       AND NOT EXISTS (
           SELECT 1 FROM {pause} rp
           WHERE rp.{pause.rater} = %(rater)s AND rp.{pause.dataset} = d.{dataset.id} AND rp.{pause.lifted_at} IS NULL
-      )
+      ){after_submit}
 ),
 kinds AS (
     SELECT DISTINCT q.{qualification.kind} FROM {qualification} q
@@ -245,21 +251,36 @@ def _claim_statement(
     no_gold_now: str,
     gold_rows: str,
     extra: str = "",
+    after_submit: bool = False,
 ) -> Statement:
     """A claim statement of the shape ``_CLAIM_SQL``: its gold CTEs, the condition that
     nothing of gold comes now, the rows after the slot's, ``extra`` columns of the slot's;
-    with ``read`` in it (``_with_read``)."""
+    with ``read`` in it (``_with_read``); ``after_submit``: as ``claim_ordinary_after_submit``
+    runs it, after a submit in its transaction."""
     slot_rows = assignment_rows(
         "claimed", lease_model=RatingSlot, pair_field="pair", pair_model=Pair, resumed="c.resumed", extra=extra
     )
     answer = f"{slot_rows}\n{gold_rows}"
+    ctes = ""
     if read is not None:
         # Every row of the claim with the read's row after it (its columns NULL when it
         # has none): a CTE may hold a WITH of its own, whose names shadow the claim's.
-        alongside = f",\nalongside AS (\n{read.sql}\n)\n"
-        answer = f"{alongside}SELECT a.*, r.* FROM (\n{answer}\n) a LEFT JOIN alongside r ON true"
+        ctes = f",\nalongside AS (\n{read.sql}\n)\n"
+        answer = f"SELECT a.*, r.* FROM (\n{answer}\n) a LEFT JOIN alongside r ON true"
+    if after_submit:
+        # One row whatever was claimed: the claim's row (or NULLs) and whether there was
+        # one, then what the submit before it stored.
+        answer = (
+            f"SELECT y.*, current_setting('{SUBMITTED_SETTING}', true) FROM (SELECT 1) one LEFT JOIN (\n"
+            f"SELECT x.*, true AS row_found FROM (\n{answer}\n) x\n) y ON true"
+        )
     sql = render_sql(
-        _CLAIM_SQL, not_touched=render_sql(NOT_TOUCHED_SQL), gold_ctes=gold_ctes, no_gold_now=no_gold_now, answer=answer
+        _CLAIM_SQL,
+        not_touched=render_sql(NOT_TOUCHED_SQL),
+        gold_ctes=gold_ctes,
+        no_gold_now=no_gold_now,
+        answer=ctes + answer,
+        after_submit=_AFTER_SUBMIT_SQL if after_submit else "",
     )
     name, params = _with_read(name, params, read)
     return Statement(name, sql, params)
@@ -372,6 +393,32 @@ def claim_ordinary(read: Statement | None = None) -> Statement:
     )
 
 
+# ``claim_ordinary_after_submit``'s condition on its dataset: the submit before it in its
+# transaction stored the rating (``submit_statements.submit_fast_stashed`` sets the
+# setting only then), so that a submission refused claims nothing.
+_AFTER_SUBMIT_SQL = f"\n      AND current_setting('{SUBMITTED_SETTING}', true) <> ''"
+
+
+@cache
+def claim_ordinary_after_submit(read: Statement | None = None) -> Statement:
+    """``claim_ordinary`` run after ``submit_statements.submit_fast_stashed`` in one
+    transaction and one round trip (``annotation.rating.queue.submit_then_claim``): it
+    claims only when that submit stored its rating, and answers one row whatever it
+    claimed: ``claim_ordinary``'s row (the assignment or the row of NULLs, then the
+    read's columns) or NULLs when it had none, then ``row_found`` (true when it had one),
+    then what the submit stored (``submit_statements.SUBMITTED_SETTING``; empty or NULL
+    when nothing)."""
+    return _claim_statement(
+        "queue_claim_ordinary_after_submit_v1",
+        _CLAIM_PARAMS,
+        read,
+        gold_ctes=render_sql(_GOLD_ON_CTE_SQL),
+        no_gold_now="NOT EXISTS (SELECT 1 FROM gold_on)",
+        gold_rows=f"UNION ALL\n{_NULL_ROW}\nFROM gold_on",
+        after_submit=True,
+    )
+
+
 def all_statements() -> tuple[Statement, ...]:
     """Every statement of the hot path (for checks over all of them)."""
     return (
@@ -379,7 +426,9 @@ def all_statements() -> tuple[Statement, ...]:
         claim_held_gold(),
         claim_rate_checked(),
         claim_ordinary(),
+        claim_ordinary_after_submit(),
         lock_pair_and_slot(),
         submit(),
         submit_fast(),
+        submit_fast_stashed(),
     )

@@ -171,8 +171,11 @@ counter AS (
     WHERE p.complete AND qc.{counter.dataset} = p.{pair.dataset} AND qc.{counter.kind} = p.{pair.kind}
       AND EXISTS (SELECT 1 FROM r)
 )
-SELECT r.{rating.id}, r.{rating.pair}, p.complete AND p.adaptive IS TRUE, p.{pair.kind} FROM r, p
+{answer}
 """
+_SUBMIT_FAST_ANSWER = (
+    "SELECT r.{rating.id}, r.{rating.pair}, p.complete AND p.adaptive IS TRUE, p.{pair.kind} FROM r, p"
+)
 
 
 @cache
@@ -180,6 +183,31 @@ def submit_fast() -> Statement:
     """Lock, check and write a submission at once; returns (rating id, pair id, whether it
     filled an adaptive pair below its maximum, the pair's kind), or no row when the rater does not simply
     hold the slot (then nothing was written)."""
-    sql = render_sql(_SUBMIT_FAST_SQL, insert_rating=render_sql(_INSERT_RATING_SQL, default_floors=default_floors()))
-    params = (("slot", "bigint"), ("dataset_name", "text"), ("rater", "bigint"), *_RATING_PARAMS)
-    return Statement("queue_submit_fast_v6", sql, params)
+    return Statement("queue_submit_fast_v6", _submit_fast_sql(_SUBMIT_FAST_ANSWER), _SUBMIT_FAST_PARAMS)
+
+
+_SUBMIT_FAST_PARAMS = (("slot", "bigint"), ("dataset_name", "text"), ("rater", "bigint"), *_RATING_PARAMS)
+
+
+def _submit_fast_sql(answer: str) -> str:
+    insert_rating = render_sql(_INSERT_RATING_SQL, default_floors=default_floors())
+    return render_sql(_SUBMIT_FAST_SQL, insert_rating=insert_rating, answer=render_sql(answer))
+
+
+# Where ``submit_fast_stashed`` leaves its row for the statement after it in its
+# transaction (a setting local to the transaction: the driver answers only a round
+# trip's last statement).
+SUBMITTED_SETTING = "cxc.submitted"
+
+
+@cache
+def submit_fast_stashed() -> Statement:
+    """``submit_fast`` that leaves its row, when it stored one, in the transaction's
+    setting SUBMITTED_SETTING (rating id, pair id, adaptive pair filled "t" or "f", kind,
+    separated by spaces) instead of answering it: the claim after it in the same round
+    trip (``statements.claim_ordinary_after_submit``) claims only then, and answers it."""
+    answer = (
+        f"SELECT set_config('{SUBMITTED_SETTING}', concat_ws(' ', r.{{rating.id}}, r.{{rating.pair}}, "
+        "p.complete AND p.adaptive IS TRUE, p.{pair.kind}), true) FROM r, p"
+    )
+    return Statement("queue_submit_fast_stashed_v1", _submit_fast_sql(answer), _SUBMIT_FAST_PARAMS)
