@@ -312,32 +312,21 @@ def rating_submit_and_claim_next(
     is left, or when the claim is refused: paused, at the quota, a kind outside the
     study; the page's next claim then says why), so the rating page shows it without
     another round trip. A refused claim never loses the rating: a rater's claim is its
-    own transaction after the rating's; a participant's runs in a savepoint of the
+    own transaction after the rating's (or, in one round trip with it, runs only once the
+    rating is stored: storing.store_then_claim); a participant's runs in a savepoint of the
     rating's transaction, under the same lock of their run, with the quota use the
     submit read (one rated item more, one held less). ``read``: as ``slot_claim``'s."""
     check_kind(next_kind)
     if not _is_participant(rater):
-        # Both in one round trip where the queue can (storing.store_then_claim).
         together = storing.store_then_claim(
             rater=rater, dataset=dataset, slot_id=slot_id, kind=next_kind, read=read, submission=submission
         )
-        if together is None:
+        if together is None:  # not that way: stored, then claimed, each on its own
             result = storing.store(rater=rater, dataset=dataset, slot_id=slot_id, now=None, submission=submission)
-            claimed = queue.HANDED_OVER
-        else:
-            result, claimed = together
-        if claimed is queue.HANDED_OVER:
-            try:
-                claimed = _serve(
-                    rater=rater,
-                    dataset=dataset,
-                    kind=next_kind,
-                    now=None,
-                    read=read,
-                    no_gold_held=_no_gold_held(result, next_kind),
-                )
-            except (RaterPaused, Forbidden):
-                claimed = None
+            return result, _next_of(rater, dataset=dataset, kind=next_kind, read=read, result=result)
+        result, claimed = together
+        if claimed is queue.HANDED_OVER:  # the dataset has gold: claimed the way that serves it
+            claimed = _next_of(rater, dataset=dataset, kind=next_kind, read=read, result=result)
         return result, claimed
     with transaction.atomic():
         participant = _participation_of(rater=rater, dataset=dataset, lock=True)
@@ -362,6 +351,16 @@ def rating_submit_and_claim_next(
         except (RaterPaused, QuotaReached, Forbidden):
             claimed = None
     return result, claimed
+
+
+def _next_of(rater, *, dataset: str, kind: str, read: ClaimRead | None, result: SubmitResult) -> Assignment | None:
+    """A rater's next pair after ``result`` was stored; None when a claim is refused."""
+    try:
+        return _serve(
+            rater=rater, dataset=dataset, kind=kind, now=None, read=read, no_gold_held=_no_gold_held(result, kind)
+        )
+    except (RaterPaused, Forbidden):
+        return None
 
 
 def _no_gold_held(result: SubmitResult, next_kind: str) -> bool:

@@ -40,6 +40,9 @@ def store_then_claim(
         rater=rater, dataset=dataset, slot_id=slot_id, kind=kind, read=read, submission=submission
     )
     if done is not None and done[0].adaptive_full:
+        # After the next lease, not before as in ``store``: the rater cannot be served
+        # this pair again either way; should the decision fail, the answer is an error
+        # and the lease waits for the rater's next claim, which resumes it.
         adaptive.pair_extend_or_close(done[0].pair_id)
     return done
 

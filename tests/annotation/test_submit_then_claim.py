@@ -4,8 +4,11 @@ transaction (autocommit, as production runs): what it stores and claims, and tha
 submission it does not store claims nothing, so every refusal, repeat and conflict is
 answered as the usual way answers it."""
 
+import threading
+import time
 from datetime import timedelta
 
+import psycopg2
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -214,3 +217,79 @@ def test_a_client_that_asks_no_progress_gets_the_next_pair_in_the_same_round_tri
     assert "progress" not in stored.json()
     rater = Rating.objects.get(idempotency_key="no progress").rater
     assert leased_by(rater) == [rater_id_decode("slot", slot)]
+
+
+def test_a_deadlock_with_the_raters_other_tab_is_answered_the_usual_way(settings):
+    """Two tabs of one rater: this one rates its SIS slot and asks for STS while the other
+    holds the rater's STS slot and reaches for the SIS one. The claim waits for the STS
+    slot, the other for the SIS slot this submit holds, and PostgreSQL ends this
+    transaction (40P01): rolled back whole, it is stored and claimed the usual way once
+    the other lets go, instead of answering 500."""
+    settings.SQL_PATHS = "postgres"
+    settings.DB_PREPARED_STATEMENTS = True
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=3, ratings_per_pair=2)
+    queue_pairs(split=split, kind="STS", n_pairs=3, ratings_per_pair=2)
+    client = token_client(UserFactory(roles=["rater"], qualified_for=["SIS", "STS"]))
+    dataset = split.dataset.name
+    sis = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()["slot_id"]
+    sts = client.post(f"/api/rate/{dataset}/claim/", {"kind": "STS"}, format="json").json()["slot_id"]
+    sis_id, sts_id = rater_id_decode("slot", sis), rater_id_decode("slot", sts)
+    with connection.cursor() as cursor:
+        cursor.execute("SET deadlock_timeout = '300ms'")  # this session looks first, and is ended
+    app_backend = connection.connection.get_backend_pid()
+    server = {"dbname": connection.settings_dict["NAME"]} | {
+        key.lower(): connection.settings_dict[key]
+        for key in ("HOST", "PORT", "USER", "PASSWORD")
+        if connection.settings_dict.get(key)
+    }
+    other, watcher = psycopg2.connect(**server), psycopg2.connect(**server)
+    watcher.autocommit = True
+    table = RatingSlot._meta.db_table
+    reached: list[str] = []
+
+    def other_tab():
+        with other.cursor() as cursor:
+            cursor.execute("SET deadlock_timeout = '30s'")
+            cursor.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR UPDATE", [sts_id])
+            reached.append("holds STS")
+            for _ in range(1000):  # until this submit's claim waits for the STS slot
+                with watcher.cursor() as look:
+                    look.execute("SELECT 1 FROM pg_locks WHERE pid = %s AND NOT granted", [app_backend])
+                    if look.fetchone():
+                        break
+                time.sleep(0.01)
+            cursor.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR UPDATE", [sis_id])
+            reached.append("took SIS")
+            time.sleep(0.2)
+        other.rollback()
+
+    tab = threading.Thread(target=other_tab)
+    tab.start()
+    while not reached:
+        time.sleep(0.01)
+    try:
+        stored, statements = submit(client, dataset, sis, "two tabs", claim_next_kind="STS")
+    finally:
+        tab.join(20)
+        other.close()
+        watcher.close()
+    assert reached == ["holds STS", "took SIS"]  # the other tab got the SIS slot: this one was ended
+    assert stored.status_code == 201, stored.content
+    assert statements[0].startswith(CHECK + "queue_submit_fast_stashed+queue_claim_ordinary_after_submit")
+    assert stored.json()["next"]["slot_id"] == sts  # the STS slot, resumed once the other let go
+    assert Rating.objects.filter(idempotency_key="two tabs").count() == 1
+
+
+@pytest.mark.django_db(transaction=False)
+def test_inside_a_callers_transaction_the_two_go_apart(settings, tmp_path):
+    """In a caller's transaction (here the test's) a unique violation of the round trip
+    would spoil it, leaving the usual way nothing to answer with: the two go apart, and a
+    key used before is answered 409 with the transaction still usable."""
+    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=None)
+    first, statements = submit(client, dataset, claim(client, dataset), "used")
+    assert first.status_code == 201, first.content
+    assert TOGETHER not in statements
+    refused, _ = submit(client, dataset, first.json()["next"]["slot_id"], "used")
+    assert refused.status_code == 409, refused.content
+    assert Rating.objects.filter(idempotency_key="used").count() == 1

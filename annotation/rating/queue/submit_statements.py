@@ -202,12 +202,13 @@ SUBMITTED_SETTING = "cxc.submitted"
 
 @cache
 def submit_fast_stashed() -> Statement:
-    """``submit_fast`` that leaves its row, when it stored one, in the transaction's
-    setting SUBMITTED_SETTING (rating id, pair id, adaptive pair filled "t" or "f", kind,
-    separated by spaces) instead of answering it: the claim after it in the same round
+    """``submit_fast`` that leaves its row in the transaction's setting SUBMITTED_SETTING
+    (rating id, pair id, adaptive pair filled "t" or "f", kind, separated by spaces; empty
+    when it stored nothing) instead of answering it: the claim after it in the same round
     trip (``statements.claim_ordinary_after_submit``) claims only then, and answers it."""
+    # Set whatever happened ('' when nothing was stored): no earlier value can stand in.
     answer = (
-        f"SELECT set_config('{SUBMITTED_SETTING}', concat_ws(' ', r.{{rating.id}}, r.{{rating.pair}}, "
-        "p.complete AND p.adaptive IS TRUE, p.{pair.kind}), true) FROM r, p"
+        f"SELECT set_config('{SUBMITTED_SETTING}', COALESCE((SELECT concat_ws(' ', r.{{rating.id}}, "
+        "r.{rating.pair}, p.complete AND p.adaptive IS TRUE, p.{pair.kind}) FROM r, p), ''), true)"
     )
     return Statement("queue_submit_fast_stashed_v1", _submit_fast_sql(answer), _SUBMIT_FAST_PARAMS)

@@ -15,14 +15,14 @@ which this process has met no active gold pair lately) and outside a caller's
 transaction. Whatever the submit does not store (a slot not simply held, a repeat, a
 key used before, a rater paused since the claim) stores nothing and claims nothing, and
 the caller takes the usual way, which says why; so does a unique violation of either
-statement (the transaction is rolled back whole). A dataset found to have an active gold
-pair answers ``HANDED_OVER`` beside the stored rating: the caller claims the way that
-serves gold.
+statement, or a deadlock with the rater's own other tab (the transaction is rolled back
+whole). A dataset found to have an active gold pair answers ``HANDED_OVER`` beside the
+stored rating: the caller claims the way that serves gold.
 """
 
 from __future__ import annotations
 
-from django.db import IntegrityError, connection
+from django.db import IntegrityError, OperationalError, connection
 
 from annotation.rating.queue import statements, submit_statements
 from annotation.rating.queue.claim import claimed_assignment, gold_seen_lately, note_gold_seen
@@ -41,6 +41,10 @@ class HandedOver:
 
 HANDED_OVER = HandedOver()
 
+# SQLSTATEs of a transaction PostgreSQL ended because of another one: a deadlock, a
+# serialization failure.
+ROLLED_BACK_RACES = ("40P01", "40001")
+
 
 def rating_submit_then_claim(
     *, rater, dataset: str, slot_id: int, kind: str, read: ClaimRead | None, submission: dict
@@ -52,7 +56,9 @@ def rating_submit_then_claim(
     submit stored nothing: then nothing was written, and the caller stores the rating
     the usual way. ``submission``: as ``rating_submit``'s values (score, times,
     adjustments, idempotency key); raises QueueInputError for a bad one."""
-    if not use_postgres_sql() or connection.in_atomic_block or gold_seen_lately(dataset):
+    # The round trip must be a transaction of its own: not in a caller's (an atomic block
+    # turns autocommit off), whose transaction a unique violation would spoil.
+    if not use_postgres_sql() or not connection.get_autocommit() or gold_seen_lately(dataset):
         return None
     now = service_now(None)
     rating = submission_values(rater=rater, now=now, **submission)
@@ -78,6 +84,13 @@ def rating_submit_then_claim(
             *claim_row, row_found, stored = cursor.fetchone()
     except IntegrityError:
         return None  # rolled back whole: the usual way names the key used before, or claims again
+    except OperationalError as error:
+        # Two tabs of one rater, each rating one kind and asking for the other's: each
+        # claim waits for the slot the other's submit holds, and PostgreSQL ends one.
+        # Rolled back whole: the usual way stores, commits, then claims.
+        if getattr(error.__cause__, "pgcode", None) not in ROLLED_BACK_RACES:
+            raise
+        return None
     if not stored:
         return None
     rating_id, pair_id, filled, held_kind = stored.split(" ")
