@@ -178,9 +178,7 @@ def _claim_postgres(
     read: ClaimRead | None,
     no_gold: bool,
 ) -> Assignment | GoldTurn | None:
-    values = {"dataset": dataset, "rater": rater.pk, "kind": kind, "now": now, "expires": expires, "gold": gold}
-    extra, also = (None, {}) if read is None else (read.statement, read.values)
-    values = {**also, **values}  # the claim's own values win
+    extra, values = claim_values(rater, dataset, kind, now=now, expires=expires, gold=gold, read=read)
     if not gold or not gold_seen_lately(dataset):
         row = _claim_row(statements.claim_ordinary(extra), values)
         if row is None or row[0] is not None:
@@ -208,6 +206,16 @@ def _claim_postgres(
     _gold_one_in[dataset] = row[GOLD_ONE_IN_COLUMN]
     # The row of NULLs: gold's turn (see statements.claim).
     return GOLD_TURN if row[0] is None else claimed_assignment(row, now=now, read=read)
+
+
+def claim_values(
+    rater, dataset: str, kind: str | None, *, now: datetime, expires: datetime, gold: bool, read: ClaimRead | None
+) -> tuple:
+    """(the read to run in the claim statement or None, the statement's values: the
+    read's, then the claim's own, which win)."""
+    extra, also = (None, {}) if read is None else (read.statement, read.values)
+    own = {"dataset": dataset, "rater": rater.pk, "kind": kind, "now": now, "expires": expires, "gold": gold}
+    return extra, {**also, **own}
 
 
 def claimed_assignment(row, *, now: datetime, read: ClaimRead | None) -> Assignment:

@@ -113,7 +113,7 @@ def rating_submit(
         if try_fast and use_postgres_sql():
             stored = _submit_postgres_fast({**rating, "slot": slot_id, "dataset_name": dataset})
             if stored is not None:
-                return _stored(stored, slot_id=slot_id, now=now)
+                return stored_result(stored, slot_id=slot_id, now=now)
         return _submit_stepwise(
             rater=rater, dataset=dataset, slot_id=slot_id, rating=rating, clock_when_locked=not clock_given
         )
@@ -133,10 +133,12 @@ def rating_submit_fast(*, rater, dataset: str, slot_id: int, now: datetime, **su
         return None  # a key used before: the stepwise path names it
     if stored is None:
         return None
-    return _stored(stored, slot_id=slot_id, now=now)
+    return stored_result(stored, slot_id=slot_id, now=now)
 
 
-def _stored(row: tuple, *, slot_id: int, now: datetime) -> SubmitResult:
+def stored_result(row: tuple, *, slot_id: int, now: datetime) -> SubmitResult:
+    """The result of a rating the common case stored, from its row (rating id, pair id,
+    adaptive pair filled, kind)."""
     rating_id, pair_id, adaptive_full, kind = row
     return SubmitResult(
         rating_id=rating_id,

@@ -173,9 +173,10 @@ counter AS (
 )
 {answer}
 """
-_SUBMIT_FAST_ANSWER = (
-    "SELECT r.{rating.id}, r.{rating.pair}, p.complete AND p.adaptive IS TRUE, p.{pair.kind} FROM r, p"
-)
+# The common case's row: rating id, pair id, whether it filled an adaptive pair below its
+# maximum, the pair's kind (answered, or left in a setting by ``submit_fast_stashed``).
+_SUBMIT_FAST_ROW = "r.{rating.id}, r.{rating.pair}, p.complete AND p.adaptive IS TRUE, p.{pair.kind}"
+_SUBMIT_FAST_ANSWER = f"SELECT {_SUBMIT_FAST_ROW} FROM r, p"
 
 
 @cache
@@ -208,7 +209,7 @@ def submit_fast_stashed() -> Statement:
     trip (``statements.claim_ordinary_after_submit``) claims only then, and answers it."""
     # Set whatever happened ('' when nothing was stored): no earlier value can stand in.
     answer = (
-        f"SELECT set_config('{SUBMITTED_SETTING}', COALESCE((SELECT concat_ws(' ', r.{{rating.id}}, "
-        "r.{rating.pair}, p.complete AND p.adaptive IS TRUE, p.{pair.kind}) FROM r, p), ''), true)"
+        f"SELECT set_config('{SUBMITTED_SETTING}', "
+        f"COALESCE((SELECT concat_ws(' ', {_SUBMIT_FAST_ROW}) FROM r, p), ''), true)"
     )
     return Statement("queue_submit_fast_stashed_v1", _submit_fast_sql(answer), _SUBMIT_FAST_PARAMS)

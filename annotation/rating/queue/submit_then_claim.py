@@ -25,9 +25,9 @@ from __future__ import annotations
 from django.db import IntegrityError, OperationalError, connection
 
 from annotation.rating.queue import statements, submit_statements
-from annotation.rating.queue.claim import claimed_assignment, gold_seen_lately, note_gold_seen
+from annotation.rating.queue.claim import claim_values, claimed_assignment, gold_seen_lately, note_gold_seen
 from annotation.rating.queue.shapes import Assignment, ClaimRead, SubmitResult, lease_ttl, service_now
-from annotation.rating.queue.submit import submission_values
+from annotation.rating.queue.submit import stored_result, submission_values
 from annotation.sql import execute, hot_cursor, use_postgres_sql
 
 
@@ -62,17 +62,9 @@ def rating_submit_then_claim(
         return None
     now = service_now(None)
     rating = submission_values(rater=rater, now=now, **submission)
-    extra, also = (None, {}) if read is None else (read.statement, read.values)
-    values = {
-        **also,
-        **rating,
-        "slot": slot_id,
-        "dataset_name": dataset,
-        "dataset": dataset,
-        "kind": kind,
-        "expires": now + lease_ttl(),
-        "gold": True,
-    }
+    extra, claim = claim_values(rater, dataset, kind, now=now, expires=now + lease_ttl(), gold=True, read=read)
+    # One value per name across the two ("rater" and "now" are the same in both).
+    values = {**claim, **rating, "slot": slot_id, "dataset_name": dataset}
     try:
         with hot_cursor() as cursor:
             execute(
@@ -94,15 +86,7 @@ def rating_submit_then_claim(
     if not stored:
         return None
     rating_id, pair_id, filled, held_kind = stored.split(" ")
-    result = SubmitResult(
-        rating_id=int(rating_id),
-        pair_id=int(pair_id),
-        slot_id=slot_id,
-        created_at=now,
-        replayed=False,
-        adaptive_full=filled == "t",
-        held_kind=held_kind,
-    )
+    result = stored_result((int(rating_id), int(pair_id), filled == "t", held_kind), slot_id=slot_id, now=now)
     if row_found is None:
         return result, None
     if claim_row[0] is None:  # claim_ordinary's row of NULLs: the dataset has an active gold pair
