@@ -293,3 +293,23 @@ def test_inside_a_callers_transaction_the_two_go_apart(settings, tmp_path):
     refused, _ = submit(client, dataset, first.json()["next"]["slot_id"], "used")
     assert refused.status_code == 409, refused.content
     assert Rating.objects.filter(idempotency_key="used").count() == 1
+
+
+def test_the_next_claim_is_of_the_kind_asked(settings):
+    """A rater qualified for two kinds, rating SIS and asking for STS next, is claimed STS
+    each time (the claim in the round trip takes the kind asked, not any kind)."""
+    settings.SQL_PATHS = "postgres"
+    settings.DB_PREPARED_STATEMENTS = True
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=6, ratings_per_pair=2)
+    queue_pairs(split=split, kind="STS", n_pairs=6, ratings_per_pair=2)
+    client = token_client(UserFactory(roles=["rater"], qualified_for=["SIS", "STS"]))
+    dataset = split.dataset.name
+    for number in range(4):
+        sis = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()["slot_id"]
+        stored, statements = submit(client, dataset, sis, f"asked {number}", claim_next_kind="STS")
+        assert stored.status_code == 201, stored.content
+        assert statements[0].startswith(CHECK + "queue_submit_fast_stashed+queue_claim_ordinary_after_submit")
+        following = stored.json()["next"]
+        assert following["kind"] == "STS", following
+        client.post(f"/api/rate/{dataset}/slots/{following['slot_id']}/skip/")
