@@ -118,13 +118,13 @@ def served_command() -> list[str]:
     if found is None:
         raise SystemExit("the Dockerfile has no CMD in its JSON form")
     command = json.loads(found[1])
-    if command[:3] != ["python", "-m", "config.serve"]:
-        raise SystemExit(f"the Dockerfile's CMD is {command}, not python -m config.serve")
+    if command[:3] != ["python", "-m", "web.serve"]:
+        raise SystemExit(f"the Dockerfile's CMD is {command}, not python -m web.serve")
     return [sys.executable, *command[1:]]
 
 
 def start_web_server(env: dict, port: int, log_path: Path, *, port_setting: str = "") -> subprocess.Popen:
-    """The container's web server (``served_command``: granian with config/serve.py's
+    """The container's web server (``served_command``: granian with web/serve.py's
     settings) on 127.0.0.1:``port`` (``env`` is its whole environment), output to
     ``log_path``; returns once it answers HTTP. A port something else already listens on
     stops the benchmark, naming ``port_setting`` (the variable that moves it): that server

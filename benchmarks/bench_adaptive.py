@@ -65,7 +65,7 @@ def log(message: str) -> None:
 
 def fit_at_cxc_scale() -> dict:
     """Run in a child process: generate CxC-sized ratings, fit, report time and peak RSS."""
-    from annotation.rater_effects import fit
+    from annotation.quality.rater_effects import fit
 
     rng = np.random.default_rng(SEED)
     latent = rng.uniform(0, 5, CXC_PAIRS)
@@ -111,8 +111,8 @@ def queue_copy(
     """A dataset ``name`` with one pair per latent score of each task, of that score's
     sampling method in the release; pair id -> (task, latent)."""
     from annotation.models import Caption, Dataset, Image, Pair, Split
-    from annotation.rating.pairs import PairSpec, pairs_create_bulk
-    from annotation.rating.queue import queue_counters_add
+    from annotation.serving import queue_counters_add
+    from annotation.serving.pairs import PairSpec, pairs_create_bulk
     from sampling.models import SamplingBatch
 
     dataset = Dataset.objects.create(name=name, image_url_prefix="https://images.example.org/")
@@ -160,7 +160,7 @@ def queue_copy(
 def simulate(name: str, users, raters: sim.Raters, truth: dict, adaptive: bool, rng) -> dict:
     """Claims and submits in rounds (raters in a random order) until nobody is served."""
     from annotation.models import Dataset
-    from annotation.rater_fits import rater_model_refit
+    from annotation.quality.rater_fits import rater_model_refit
     from annotation.rating import policy
 
     dataset = Dataset.objects.get(name=name)
@@ -194,9 +194,9 @@ def simulate(name: str, users, raters: sim.Raters, truth: dict, adaptive: bool, 
 
 def scores_of(name: str, truth: dict) -> dict[str, dict]:
     """Per task: latent truth, plain means, the model's scores (fitted as the app fits it:
-    annotation.rater_fits.kind_fit) and the ratings used."""
+    annotation.quality.rater_fits.kind_fit) and the ratings used."""
     from annotation.models import Dataset, Rating, RatingStatus
-    from annotation.rater_fits import kind_fit
+    from annotation.quality.rater_fits import kind_fit
 
     dataset = Dataset.objects.get(name=name)
     result = {}

@@ -3,7 +3,7 @@ PostgreSQL's CPU per statement, without HTTP, a load generator or other processe
 
 bench-queue measures the served cycle, but on a shared two-core machine its figures move
 by up to 1.8x between runs minutes apart: the server, the database and the load
-generator compete for the cores. This benchmark drives ``config.served_wsgi.application``
+generator compete for the cores. This benchmark drives ``web.served_wsgi.application``
 directly (the WSGI entry the web server serves) with the page's requests, one rater after
 another over a single database connection, and reads the web CPU from the process
 (``time.process_time``) and the backend's from ``/proc/<pid>/schedstat``. Comparing two
@@ -157,7 +157,7 @@ def run_phase(tokens: list[str]) -> dict:
     """Warm-up, the measured cycles, then the per-statement pass; this process's figures."""
     from django.db import connection
 
-    from config.served_wsgi import application
+    from web.served_wsgi import application
 
     raters = PageRaters(application, tokens, seed=1)
     raters.cycles(WARMUP)

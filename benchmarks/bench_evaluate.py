@@ -191,7 +191,7 @@ def prepare(folder: str, database_url: str) -> None:
     folder = Path(folder)
     rows = generate(folder)
     setup_django(database_url, DATA_DIR=str(folder / "data"))
-    from annotation.services import dataset_import_karpathy, embedding_space_import
+    from annotation.catalog.services import dataset_import_karpathy, embedding_space_import
 
     dataset_import_karpathy(
         path=folder / "dataset_coco.json", name="coco", image_url_prefix="https://images.example.org/"
@@ -216,7 +216,7 @@ def audit_and_rate(folder: Path) -> int:
     from django.db import connection, transaction
 
     from annotation.models import Pair, Rating, RatingSlot
-    from sampling.batch_run import sampling_batch_run
+    from sampling.runs.batch import sampling_batch_run
     from sampling.selectors import split_items
     from sampling.services import sampling_batch_create
 

@@ -84,7 +84,7 @@ def _rate(database_url: str, stop, samples) -> None:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from annotation.rating.queue import rating_submit, slot_claim
+    from annotation.serving import rating_submit, slot_claim
 
     users = list(get_user_model().objects.filter(username__startswith="rater").order_by("id")[10 : 10 + LOAD_RATERS])
     collected: list[tuple[float, float]] = []

@@ -67,7 +67,7 @@ def main() -> None:
         if child.exitcode != 0:
             raise SystemExit("data generation failed")
         setup_django(fresh_database(DATABASE), DATA_DIR=str(Path(folder) / "data"))
-        from annotation.services import dataset_import_karpathy, embedding_space_import
+        from annotation.catalog.services import dataset_import_karpathy, embedding_space_import
 
         phases = {}
         start = time.perf_counter()

@@ -68,7 +68,7 @@ def prepare() -> str:
     """The dataset, its pairs and the link, written through the services; the link token."""
     from annotation.models import Dataset, Image, QualitySettings, Split
     from annotation.people.crowd.links import campaign_link_create
-    from annotation.rating.pairs import PairSpec, pairs_create_bulk
+    from annotation.serving.pairs import PairSpec, pairs_create_bulk
     from sampling.models import SamplingBatch
 
     dataset = Dataset.objects.create(name="bench-join", images_root=tempfile.gettempdir())

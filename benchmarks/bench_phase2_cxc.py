@@ -56,7 +56,7 @@ def log(message: str) -> None:
 
 def upload_pivots(folder: Path) -> dict:
     """Queue each pivot file as an uploaded batch with one rating per pair."""
-    from sampling.batch_run import sampling_batch_run
+    from sampling.runs.batch import sampling_batch_run
     from sampling.services import sampling_batch_create_from_upload
 
     queued = {}
@@ -120,7 +120,7 @@ def rate_pivots(scores: dict[int, float]) -> dict:
 
 
 def sample_intrasim(budget: int, seed: int):
-    from sampling.batch_run import sampling_batch_run
+    from sampling.runs.batch import sampling_batch_run
     from sampling.services import sampling_batch_create
 
     batch = sampling_batch_create(

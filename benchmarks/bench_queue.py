@@ -4,7 +4,7 @@
 Each phase gets a fresh database ``<BENCH_DB_PREFIX>_<phase>`` (dropped first if it
 exists), migrated and filled server-side (``_queue_data.py``: SIS pairs with 5 open
 slots each, raters with tokens) and served by its own web server (``python -m
-config.serve``, the container's command; ports from BENCH_FIRST_PORT on). An asyncio
+web.serve``, the container's command; ports from BENCH_FIRST_PORT on). An asyncio
 load generator (``_load.py``) with raw keep-alive HTTP/1.1 connections then measures the
 phases in alternation, BENCH_ROUNDS rounds of short phases, pooling each phase's
 samples, so that all see the same background load of a shared machine (the split-flow
@@ -66,7 +66,7 @@ without autovacuum's work on a server that runs without it),
 BENCH_FIRST_PORT (default 8121; the phases take the ports from it on), BENCH_DB_PREFIX
 (default cxc_bench_queue), BENCH_KEEP_DATABASES=1 (leave the phases' databases for a look
 afterwards; the next run drops them), WEB_WORKERS / WEB_THREADS (defaults from
-config/serve.py), CONN_MAX_AGE (default here 3600: the connections last the run,
+web/serve.py), CONN_MAX_AGE (default here 3600: the connections last the run,
 see ``start_server``). BENCH_SMOKE=1: 2,000 and 5,000 open slots, 50 gold pairs, one
 round of 2 s, a pool of 100 raters. So two runs can share the machine: give the second
 other ports and another prefix.
@@ -101,7 +101,7 @@ from _cpu import cpu_ms_per_cycle, cpu_reading, cpu_spent, machine_ticks
 from _load import FLOWS, Stats, closed_loop, open_loop, percentile, rater_spread
 from _queue_data import add_gold, analyze, django_env, fill, migrate, server_dsn, stored_check, top_up
 
-from config.serve import ServeSettingError, server_options  # _common puts the repository on the path
+from web.serve import ServeSettingError, server_options  # _common puts the repository on the path
 
 SMOKE = smoke()
 DB_PREFIX = os.environ.get("BENCH_DB_PREFIX") or "cxc_bench_queue"
@@ -306,7 +306,7 @@ def prepare(target: Target, rounds: int, tmp: str) -> None:
 
 def connections_per_server() -> int:
     """PostgreSQL connections one phase's web server holds: a connection per worker
-    thread (config/serve.py's settings; one worker at the smoke size)."""
+    thread (web/serve.py's settings; one worker at the smoke size)."""
     environ = dict(os.environ)
     if SMOKE:
         environ.setdefault("WEB_WORKERS", "1")

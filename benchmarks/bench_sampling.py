@@ -36,9 +36,9 @@ def main() -> None:
     setup_django(fresh_database(DB_NAME))
     from bench_sampling_data import caption_vectors, clustered_vectors
 
+    from annotation.catalog.services import embedding_space_import
     from annotation.models import Caption, Dataset, Image, Split
-    from annotation.services import embedding_space_import
-    from sampling.batch_run import sampling_batch_run
+    from sampling.runs.batch import sampling_batch_run
     from sampling.services import sampling_batch_create
 
     rng = np.random.default_rng(SEED)

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import env_number, peak_rss_mib, print_figures, sized
 from bench_sampling_data import caption_vectors, clustered_vectors
 
-from sampling.index import IndexConfig, exact_neighbours, recall_at_k
-from sampling.strategies import CaptionGroups, SplitArrays, mean_caption_vectors, sample_split
+from sampling.methods.strategies import CaptionGroups, SplitArrays, mean_caption_vectors, sample_split
+from sampling.search.index import IndexConfig, exact_neighbours, recall_at_k
 
 N_IMAGES = sized("BENCH_IMAGES", 1_000_000, 30_000)
 DIM = env_number("BENCH_DIM", 256)

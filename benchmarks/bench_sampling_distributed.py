@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO_DIR, env_database, fresh_database, print_figures, setup_django, sized
 from bench_sampling_data import clustered_vectors
 
-from sampling.index import recall_at_k
+from sampling.search.index import recall_at_k
 
 N_ITEMS = sized("BENCH_ITEMS", 2_000_000, 30_000)
 DIM = sized("BENCH_DIM", 256, 64)
@@ -173,8 +173,7 @@ def copy(cursor, table: str, columns: tuple, lines) -> None:
 
 
 def train_cells(space, vectors) -> float:
-    from sampling.batch_run import index_config
-    from sampling.chord_run import stored_cells
+    from sampling.runs.chord import index_config, stored_cells
 
     started = time.perf_counter()
     _, made = stored_cells(space, np.asarray(vectors), index_config())
@@ -183,8 +182,7 @@ def train_cells(space, vectors) -> float:
 
 
 def train_codebook(space, vectors) -> float:
-    from sampling.batch_run import index_config
-    from sampling.chord_run import stored_cells, stored_codebook
+    from sampling.runs.chord import index_config, stored_cells, stored_codebook
 
     started = time.perf_counter()
     config = index_config()
@@ -197,8 +195,8 @@ def train_codebook(space, vectors) -> float:
 def run_batch(workers: int, database_url: str, env: dict) -> dict:
     from django.db import transaction
 
-    from sampling.chord_run import process_memory_mib
     from sampling.models import SamplingBatch, SamplingShard
+    from sampling.runs.chord import process_memory_mib
     from sampling.services import sampling_batch_create, sampling_batch_start
 
     processes = start_workers(workers, database_url, env)
@@ -293,7 +291,7 @@ def pool_pids(processes) -> list[int]:
 
 def exact_truth(vectors) -> tuple[np.ndarray, np.ndarray]:
     """QUERIES seeded rows and their exact 5 nearest other rows: (queries, truth int64 (q, 5))."""
-    from sampling.index import exact_neighbours
+    from sampling.search.index import exact_neighbours
 
     queries = np.sort(np.random.default_rng(1).choice(N_ITEMS, size=QUERIES, replace=False))
     return queries, exact_neighbours(np.asarray(vectors), queries, 5)
@@ -301,9 +299,9 @@ def exact_truth(vectors) -> tuple[np.ndarray, np.ndarray]:
 
 def run_neighbours(run: dict) -> np.ndarray:
     """The image space's neighbours a batch's chord found (its run folder is kept): int64 (n, 5)."""
-    from sampling.chord_run import space_folder
     from sampling.models import SamplingBatch
-    from sampling.shards import folder_neighbours
+    from sampling.runs.chord import space_folder
+    from sampling.search.shards import folder_neighbours
 
     return folder_neighbours(space_folder(SamplingBatch.objects.get(pk=run["batch"]), "img"))
 

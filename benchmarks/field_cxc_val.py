@@ -73,8 +73,8 @@ def settings_env(var_dir: Path) -> dict[str, str]:
 
 def import_dataset(shared: Path, work: Path) -> dict:
     """Build the Karpathy JSON from the full files and import it in-process."""
+    from annotation.catalog.services import dataset_import_karpathy
     from annotation.models import Caption, Image
-    from annotation.services import dataset_import_karpathy
 
     build = data.karpathy_from_cxc(shared)
     path = work / "karpathy_cxc_val.json"

@@ -8,4 +8,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("cxc_annotate")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+# The task modules are listed in settings.CELERY_IMPORTS (a worker imports them at start).

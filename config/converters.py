@@ -6,7 +6,7 @@ takes any number of digits, and an id beyond PostgreSQL's bigint reached the dat
 404, like any other unknown id.
 
 ``<slot_ref:...>``: a rating slot (or gold lease) as the rater knows it, its opaque id
-(annotation.opaque_ids): the view gets the database id, ``reverse`` writes the opaque
+(annotation.core.opaque_ids): the view gets the database id, ``reverse`` writes the opaque
 one. A number that is no opaque id matches nothing (404).
 
 Importing this module registers both; the URL modules that use them import it.
@@ -15,7 +15,7 @@ Importing this module registers both; the URL modules that use them import it.
 from django.urls import register_converter
 
 from annotation.apis.fields import rater_id_decode, rater_ids
-from annotation.inputs import BIGINT_MAX
+from annotation.core.inputs import BIGINT_MAX
 
 
 class DatabaseIdConverter:

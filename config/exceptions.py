@@ -19,7 +19,7 @@ from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from annotation.errors import DomainError
+from annotation.core.errors import DomainError
 
 
 def api_exception_handler(exc, context):

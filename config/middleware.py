@@ -5,7 +5,7 @@ from django.contrib.messages.middleware import MessageMiddleware
 from django.contrib.messages.storage import default_storage
 from django.utils.functional import SimpleLazyObject, empty
 
-from annotation.inputs import url_control_problem
+from annotation.core.inputs import url_control_problem
 from config.exceptions import error_response
 
 

@@ -97,7 +97,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
-WSGI_APPLICATION = "config.wsgi.application"
+WSGI_APPLICATION = "web.wsgi.application"
 
 TEMPLATES = [
     {
@@ -263,9 +263,9 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
-# The served web process (config/served_wsgi.py) asks the server to close one answer's
+# The served web process (web/served_wsgi.py) asks the server to close one answer's
 # connection in this many, so that keep-alive clients are spread again over the worker
-# processes (see config/keep_alive.py). 0: never.
+# processes (see web/keep_alive.py). 0: never.
 WEB_KEEPALIVE_REQUESTS = _int_at_least("WEB_KEEPALIVE_REQUESTS", 20, minimum=0)
 
 # Rating queue. A claimed slot is leased for LEASE_TTL_SECONDS and renewed by the rating
@@ -289,6 +289,18 @@ ORPHAN_CHECK_SECONDS = env.int("ORPHAN_CHECK_SECONDS", default=60)
 DASHBOARD_REFRESH_SECONDS = _int_at_least("DASHBOARD_REFRESH_SECONDS", 300, minimum=10)
 # The raters' quarter-hour tallies older than two days are read by no progress; pruned this often.
 RATER_TALLY_PRUNE_SECONDS = 6 * 3600
+# The modules that define tasks: a worker imports them at start, and so does every other
+# process when Django starts (annotation.apps), since services queue tasks by name
+# (annotation.core.task_queue) and a name must be registered where it is queued.
+CELERY_IMPORTS = (
+    "annotation.catalog.tasks",
+    "annotation.dashboard.tasks",
+    "annotation.jobs.tasks",
+    "annotation.people.tasks",
+    "annotation.quality.tasks",
+    "annotation.serving.tasks",
+    "sampling.runs.tasks",
+)
 CELERY_BEAT_SCHEDULE: dict = {
     "queue-release-expired-leases": {
         "task": "annotation.tasks.release_expired_leases",
@@ -355,7 +367,7 @@ if not 1 <= UPLOAD_MAX_FILENAME_CHARS <= 255:
     )
 
 # Nearest-neighbour search for sampling, as JSON, e.g. {"kind": "hnsw", "exact_max": 50000}.
-# Keys and defaults: sampling.index.IndexConfig (exact search up to 20,000 items, then IVF).
+# Keys and defaults: sampling.search.index.IndexConfig (exact search up to 20,000 items, then IVF).
 SAMPLING_INDEX = env.json("SAMPLING_INDEX", default={})
 # Keep a chord's run folder (vectors, cells, each shard's neighbours) after its batch
 # ends, to look into what the search found; by default it goes with the batch's end.
@@ -397,7 +409,7 @@ SPECTACULAR_SETTINGS = {
     # <id:...> (config/converters.py): a whole number of at most 64 bits.
     "PATH_CONVERTER_OVERRIDES": {
         "id": {"type": "integer", "format": "int64", "minimum": 0, "maximum": 2**63 - 1},
-        # A rating slot as the rater knows it (config/converters.py, annotation/opaque_ids.py).
+        # A rating slot as the rater knows it (config/converters.py, annotation/core/opaque_ids.py).
         "slot_ref": {"type": "string", "pattern": "^[0-9]{1,19}$", "description": "An opaque id."},
     },
     "ENUM_NAME_OVERRIDES": {

@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
-from annotation.rating.pairs import pairs_retire
+from annotation.serving.pairs import pairs_retire
 from frontend.models import WorkedExample
 from frontend.selectors import worked_example_queued_pair
 

@@ -16,12 +16,12 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from annotation.catalog.selectors import dataset_get
+from annotation.core.errors import NotFound
+from annotation.core.roles import ADMIN, RESEARCHER, has_role
 from annotation.dashboard.selectors import campaign_snapshot_part
 from annotation.dashboard.services import campaign_refresh_request
-from annotation.errors import NotFound
-from annotation.people.roles import ADMIN, RESEARCHER, has_role
 from annotation.quality.flag_settings import flag_thresholds_get
-from annotation.selectors import dataset_get
 from frontend import campaign_pages as pages
 from frontend.selectors import RaterStanding, campaign_dataset_list, pair_items_by_id, rater_standings
 from frontend.vendor import PLOTLY

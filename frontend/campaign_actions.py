@@ -17,9 +17,10 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
+from annotation.catalog.selectors import dataset_get
+from annotation.core.errors import Conflict, DomainError, NotFound
+from annotation.core.roles import ADMIN, has_role
 from annotation.dashboard.selectors import campaign_snapshot_part
-from annotation.errors import Conflict, DomainError, NotFound
-from annotation.people.roles import ADMIN, has_role
 from annotation.quality.exclusion.selectors import exclusion_get
 from annotation.quality.exclusion.services import (
     rating_exclusion_create,
@@ -27,8 +28,8 @@ from annotation.quality.exclusion.services import (
     rating_exclusion_undo,
 )
 from annotation.quality.flag_settings import flag_thresholds_get
-from annotation.quality.pauses import active_pause, rater_pause, rater_pause_lift
-from annotation.selectors import dataset_get
+from annotation.quality.pauses import rater_pause, rater_pause_lift
+from annotation.serving.pauses import active_pause
 from frontend import campaign_pages as pages
 from frontend.selectors import campaign_user_get
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import pairwise
 
-from annotation import spreadsheet_csv
-from annotation.cxc import KINDS
+from annotation.core import spreadsheet_csv
+from annotation.core.cxc import KINDS
 from annotation.quality.flags import FlagThresholds, flagged_first
 from frontend.campaign_model import reliability_table, savings_text
 

@@ -7,7 +7,7 @@ only at its step of their run (``participant_next``); another step sends them on
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotation.errors import DomainError
+from annotation.core.errors import DomainError
 from annotation.models import QuestionPhase
 from annotation.people.crowd.completion import Step, participant_next
 from annotation.people.crowd.questions import AnswersInvalid, answers_save, phase_questions

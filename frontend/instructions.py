@@ -3,8 +3,8 @@
 from dataclasses import dataclass
 
 # The scale's level names and texts are facts of the task that the quiz API tells raters
-# too; they live with the other CxC facts (annotation.cxc) and the pages take them here.
-from annotation.cxc import LEVEL_DETAILS, LEVEL_NAMES, level_name, levels_for  # noqa: F401
+# too; they live with the other CxC facts (annotation.core.cxc) and the pages take them here.
+from annotation.core.cxc import LEVEL_DETAILS, LEVEL_NAMES, level_name, levels_for  # noqa: F401
 
 
 @dataclass(frozen=True)

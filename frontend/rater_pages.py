@@ -9,8 +9,8 @@ from django.db.models import Count, Q
 from django.shortcuts import render
 from django.utils import timezone
 
+from annotation.core.roles import RATER, has_role
 from annotation.models import GoldPair, GoldPurpose, GoldRating, Rating, TaskKind
-from annotation.people.roles import RATER, has_role
 from annotation.quality.quiz import quiz_offered, quiz_results
 from frontend.instructions import INSTRUCTIONS
 

@@ -7,10 +7,10 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.urls import reverse
 
+from annotation.catalog.selectors import dataset_list
+from annotation.core.roles import ADMIN, RESEARCHER, has_role
 from annotation.export import FORMATS
 from annotation.models import EmbeddingSpace, Split
-from annotation.people.roles import ADMIN, RESEARCHER, has_role
-from annotation.selectors import dataset_list
 
 # What each format and each file holds, as annotation/export/writers.py and parquet.py
 # write them (tests/frontend/test_research_page.py checks the files against these notes).

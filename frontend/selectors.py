@@ -6,7 +6,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import OuterRef, QuerySet, Subquery
 
-from annotation.errors import NotFound
+from annotation.catalog.selectors import dataset_list
+from annotation.core.errors import NotFound
+from annotation.core.roles import ADMIN, RATER, RESEARCHER, has_role
 from annotation.models import (
     CampaignSnapshot,
     Caption,
@@ -18,9 +20,9 @@ from annotation.models import (
     RatingExclusion,
     TaskKind,
 )
-from annotation.people.roles import ADMIN, RATER, RESEARCHER, has_role
-from annotation.rating.queue import Item, image_url_of
-from annotation.selectors import dataset_list, qualification_kinds_by_dataset, rater_pairs_left
+from annotation.people.selectors import qualification_kinds_by_dataset
+from annotation.serving import Item, image_url_of
+from annotation.serving.pairs_left import rater_pairs_left
 from config.runtime import describe_mode
 from frontend.instructions import INSTRUCTIONS, level_name
 from frontend.models import WorkedExample
@@ -67,7 +69,7 @@ class RaterWork:
 def rater_work_list(*, rater) -> list[RaterWork]:
     """Every dataset (by name) with every kind the rater is qualified for (in TaskKind
     order); empty for a user without the rater role. The counts are
-    ``annotation.selectors.rater_pairs_left``'s, over every dataset at once."""
+    ``annotation.serving.pairs_left.rater_pairs_left``'s, over every dataset at once."""
     if not has_role(rater, RATER):
         return []
     everywhere, per_dataset = qualification_kinds_by_dataset(rater=rater)

@@ -6,17 +6,18 @@ from django.contrib.auth.forms import SetPasswordForm
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from annotation.errors import Forbidden, NotFound
+from annotation.catalog.selectors import dataset_get
+from annotation.core.errors import Forbidden, NotFound
+from annotation.core.roles import PARTICIPANT, has_role, may_rate
 from annotation.models import QUIZ_ATTEMPTS, FlagReason, QuizAttempt, TaskKind
 from annotation.people.accounts import WeakPassword
 from annotation.people.crowd.completion import Step, participant_next
 from annotation.people.crowd.study import ConsentFirst, QuestionsFirst, StudyEnded
 from annotation.people.onboarding import InvitationInvalid, invitation_accept, invitation_get
-from annotation.people.roles import PARTICIPANT, has_role, may_rate
-from annotation.quality.pauses import active_pause
+from annotation.people.selectors import qualification_kinds
 from annotation.quality.quiz import quiz_attempt_length, quiz_offered
 from annotation.rating import policy
-from annotation.selectors import dataset_get, qualification_kinds
+from annotation.serving.pauses import active_pause
 from frontend.crowd import participant_next_url
 from frontend.instructions import INSTRUCTIONS, levels_for
 from frontend.rater_pages import quiz_offers

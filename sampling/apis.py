@@ -9,15 +9,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.apis.fields import StaleRunField
-from annotation.inputs import BIGINT_MAX
-from annotation.people.roles import IsAdmin
-from annotation.upload_limits import LimitedMultiPartParser
-from annotation.uploads import PAIR_LIST, upload_store
+from annotation.catalog.upload_limits import LimitedMultiPartParser
+from annotation.catalog.uploads import PAIR_LIST, upload_store
+from annotation.core.inputs import BIGINT_MAX
+from annotation.core.roles import IsAdmin
 from config.openapi import error_response
-from sampling import selectors, strategies
-from sampling.batch_run import BATCH_RUNS
+from sampling import selectors
+from sampling.methods import strategies
+from sampling.methods.pairlist import MERGE_REPEATS, REPEATS
 from sampling.models import SamplingBatch
-from sampling.pairlist import MERGE_REPEATS, REPEATS
+from sampling.runs.chord import BATCH_RUNS
 from sampling.services import (
     PRIORITY_LIMIT,
     AdaptiveN,

@@ -8,7 +8,7 @@ class SamplingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from sampling.index import IndexConfig, IndexConfigError
+        from sampling.search.index import IndexConfig, IndexConfigError
 
         # A bad search setting fails at start-up, not in the middle of a batch.
         try:

@@ -1,6 +1,6 @@
 """Audits of models (sampling method ``model_topk``) in a batch: the configuration checked
 when the batch is created, its pairs sampled when it runs, and which model retrieved
-each pair written with the pairs. The numeric part is ``sampling.model_topk``'s."""
+each pair written with the pairs. The numeric part is ``sampling.methods.model_topk``'s."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from annotation.models import EmbeddingSpace
-from annotation.rating.pairs import PairSpec, pair_ids_by_identity
+from annotation.serving.pairs import PairSpec, pair_ids_by_identity
 from sampling.errors import SamplingInputError
-from sampling.model_topk import (
+from sampling.methods.model_topk import (
     C2C,
     DIRECTION_KIND,
     DIRECTION_METHOD,
@@ -23,8 +23,8 @@ from sampling.model_topk import (
     model_topk,
     query_sample,
 )
+from sampling.methods.pair_arrays import BudgetError
 from sampling.models import AuditRetrieval, SamplingBatch
-from sampling.pair_arrays import BudgetError
 from sampling.selectors import SplitItems, space_check_covers, space_vectors, split_items
 
 MODEL_NAME_LENGTH = 100

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annotation.inputs import nul_problem
+from annotation.core.inputs import nul_problem
 
 # Rows processed at a time while validating and normalizing: keeps memory flat for
 # files much larger than RAM would comfortably hold twice.

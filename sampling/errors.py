@@ -1,6 +1,6 @@
 """Sampling's domain errors: the API answers them with 4xx and the message."""
 
-from annotation.errors import Conflict, DomainError
+from annotation.core.errors import Conflict, DomainError
 
 
 class SamplingInputError(DomainError):

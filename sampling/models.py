@@ -124,7 +124,7 @@ class AuditRetrieval(models.Model):
 
 
 class SamplingShard(models.Model):
-    """One shard of a batch's search run as a Celery chord (``sampling.chord_run``): a
+    """One shard of a batch's search run as a Celery chord (``sampling.runs.chord``): a
     range of rows of one searched space, in one stage (IVF, IVF-PQ: assign, then search). Its
     attempts count deliveries, a worker that died included; the batch's progress counts
     the finished ones."""

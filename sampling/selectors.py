@@ -11,13 +11,13 @@ import numpy as np
 from django.db.models import Avg, Count, F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
-from annotation.errors import NotFound
+from annotation.core.errors import NotFound
 from annotation.models import METHOD_KIND, Caption, EmbeddingSpace, Image, Pair, RatingStatus, Split, TaskKind
-from annotation.rating.pairs import PairSpec, gold_pair_identities
+from annotation.serving.pairs import PairSpec, gold_pair_identities
 from frontend.selectors import worked_example_pairs
-from sampling import strategies
 from sampling.embeddings import open_space
 from sampling.errors import SamplingInputError
+from sampling.methods import strategies
 from sampling.models import SamplingBatch
 
 # Keys per query when resolving item keys to ids; stays under SQL parameter limits.

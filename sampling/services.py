@@ -1,5 +1,5 @@
 """Writes for sampling batches: create (every input checked first), start, and change
-their priority. Running a batch is ``sampling.batch_run``'s."""
+their priority. Running a batch is ``sampling.runs.batch``'s."""
 
 from __future__ import annotations
 
@@ -10,19 +10,20 @@ from pathlib import Path
 
 from django.db import transaction
 
-from annotation.errors import DomainError, NotFound
-from annotation.inputs import BIGINT_MAX
+from annotation.catalog.upload_cleanup import run_check_uploads_present
+from annotation.catalog.uploads import upload_discard, upload_paths
+from annotation.core.errors import DomainError, NotFound
+from annotation.core.inputs import BIGINT_MAX
+from annotation.core.task_queue import task_queue_on_commit
 from annotation.models import EmbeddingSpace, JobStatus, Pair, UploadState
-from annotation.rating.pairs import pairs_set_priority
-from annotation.upload_cleanup import run_check_uploads_present
-from annotation.uploads import upload_discard, upload_paths
-from sampling import strategies
+from annotation.serving.pairs import pairs_set_priority
 from sampling.audit import audit_check
-from sampling.batch_run import dataset_writes_lock, sampling_batches_fail_orphaned, upload_specs
 from sampling.errors import BatchConflict, PairListError, SamplingInputError
-from sampling.model_topk import MODEL_TOPK
+from sampling.methods import strategies
+from sampling.methods.model_topk import MODEL_TOPK
+from sampling.methods.pairlist import MERGE_REPEATS, REPEATS
 from sampling.models import SamplingBatch
-from sampling.pairlist import MERGE_REPEATS, REPEATS
+from sampling.runs.batch import dataset_writes_lock, sampling_batches_fail_orphaned, upload_specs
 from sampling.selectors import (
     SplitSummary,
     space_check_covers,
@@ -132,7 +133,7 @@ def sampling_batch_create_from_upload(
     start: bool = False,
 ) -> SamplingBatch:
     """Store a pending batch that queues the pairs of a stored pair list (see
-    ``annotation.uploads``), with ``start`` queued to run once the transaction commits.
+    ``annotation.catalog.uploads``), with ``start`` queued to run once the transaction commits.
 
     Every line is checked now (columns, methods, ids known in the split); pairs already
     queued in the dataset are skipped when the batch runs, and a pair the list names
@@ -182,7 +183,7 @@ def _create_from_upload(
         upload_repeats=repeats,
         created_by=created_by,
     )
-    # A stored upload goes when the batch ends (annotation.upload_cleanup); a file a
+    # A stored upload goes when the batch ends (annotation.catalog.upload_cleanup); a file a
     # caller named in place is left alone.
     batch.upload_state = UploadState.STORED if upload_paths(batch) else UploadState.NONE
     batch.save()
@@ -354,10 +355,7 @@ def sampling_batch_start(*, batch: SamplingBatch, enqueue: bool = True) -> Sampl
         run_check_uploads_present(batch, "batch")
         raise BatchConflict(f"batch #{batch.pk} changed state meanwhile; look at it again")
     if enqueue:
-        from sampling.tasks import run_sampling_batch
-
-        batch_id = batch.pk
-        transaction.on_commit(lambda: run_sampling_batch.delay(batch_id))
+        task_queue_on_commit("sampling.tasks.run_sampling_batch", batch.pk)
     batch.refresh_from_db()
     return batch
 

@@ -83,12 +83,11 @@ def _data_dir(settings, tmp_path):
 @pytest.fixture(autouse=True)
 def _process_caches_reset(monkeypatch):
     """Each test starts with no memory of which datasets serve gold and at what rate (the
-    claim's choice of statement, annotation/rating/queue/claim.py) or of their ids (the
-    progress's, annotation/progress_sql.py), whatever an earlier test's datasets were
+    claim's choice of statement, annotation/serving/claim.py) or of their ids (the
+    progress's, annotation/rating/progress_sql.py), whatever an earlier test's datasets were
     called, nor of the gold leases it served (annotation/rating/storing.py)."""
-    from annotation import progress_sql
-    from annotation.rating import storing
-    from annotation.rating.queue import claim
+    from annotation.rating import progress_sql, storing
+    from annotation.serving import claim
 
     monkeypatch.setattr(claim, "_gold_seen", {})
     monkeypatch.setattr(claim, "_gold_one_in", {})

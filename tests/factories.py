@@ -17,7 +17,7 @@ from annotation.models import (
     Split,
     TaskKind,
 )
-from annotation.rating.pairs import PairSpec, pairs_create_bulk
+from annotation.serving.pairs import PairSpec, pairs_create_bulk
 from sampling.models import SamplingBatch
 
 

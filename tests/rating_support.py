@@ -1,6 +1,6 @@
 """Rating pairs in tests the way raters do: through the rating service, so a pair's
 count, its slots' copies (``pair_done``, ``pair_complete``) and the open-pairs counter
-are exactly what ``annotation.rating.queue.rating_submit`` leaves."""
+are exactly what ``annotation.serving.rating_submit`` leaves."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from annotation.models import Pair, RatingSlot, SlotState
-from annotation.rating.queue import SubmitResult, lease_ttl, rating_submit
+from annotation.serving import SubmitResult, lease_ttl, rating_submit
 
 
 def rate_pair(

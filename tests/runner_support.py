@@ -1,5 +1,5 @@
 """Helpers for tests of locks between database sessions: a second session of the test
-database, another session's runner lock (annotation.runs), and waiting for the server to
+database, another session's runner lock (annotation.runs.lifecycle), and waiting for the server to
 drop a closed session's locks."""
 
 import time

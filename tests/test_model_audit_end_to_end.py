@@ -154,7 +154,7 @@ def test_audit_a_model_rate_it_and_evaluate_it_with_the_audited_positives(settin
     )
     assert response.status_code == 201, response.content
     assert response.json()["audit"]["directions"] == ["c2c", "i2i"]  # unimodal spaces: intramodal only
-    from sampling.batch_run import sampling_batch_run
+    from sampling.runs.batch import sampling_batch_run
 
     batch = sampling_batch_run(batch_id=response.json()["id"])
     assert batch.status == "succeeded", batch.error

@@ -1,8 +1,8 @@
-"""The web server (config/serve.py: granian, settings from the environment), its
-keep-alive spreading (config/keep_alive.py: one answer in WEB_KEEPALIVE_REQUESTS of a
+"""The web server (web/serve.py: granian, settings from the environment), its
+keep-alive spreading (web/keep_alive.py: one answer in WEB_KEEPALIVE_REQUESTS of a
 process closes its connection, so its client reconnects and lands on a process that is
 free to accept, instead of staying bound to one busy process) and the database
-connections of its request threads, closed when a thread ends (config/served_wsgi.py).
+connections of its request threads, closed when a thread ends (web/served_wsgi.py).
 The container serves with it: the served tests start the Dockerfile's CMD."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import time
 import pytest
 from django.db import connection
 
-from config.keep_alive import SpreadKeepAlive
-from config.serve import ServeSettingError, server_options
 from tests.conftest import REPO_DIR
 from tests.web_server import served, served_command
+from web.keep_alive import SpreadKeepAlive
+from web.serve import ServeSettingError, server_options
 
 
 def test_defaults_are_a_process_per_core_plus_one_with_two_threads():
@@ -98,7 +98,7 @@ def test_a_former_gunicorn_setting_stops_the_start_naming_its_replacement():
 
 def test_the_command_exits_with_the_problem_before_serving():
     finished = subprocess.run(
-        [sys.executable, "-m", "config.serve"],
+        [sys.executable, "-m", "web.serve"],
         cwd=REPO_DIR,
         env={"PATH": "/usr/bin:/bin", "WEB_WORKERS": "none"},
         capture_output=True,
@@ -107,7 +107,7 @@ def test_the_command_exits_with_the_problem_before_serving():
         check=False,
     )
     assert finished.returncode != 0
-    assert "config.serve: WEB_WORKERS must be a whole number, got 'none'" in finished.stderr
+    assert "web.serve: WEB_WORKERS must be a whole number, got 'none'" in finished.stderr
 
 
 def answers(spreader: SpreadKeepAlive, count: int, headers=(("Content-Type", "text/plain"),)) -> list[list]:
@@ -180,7 +180,7 @@ def test_the_application_s_headers_are_left_as_they_were():
 
 
 def test_the_container_serves_config_serve_on_every_interface_with_three_workers():
-    assert served_command() == [sys.executable, "-m", "config.serve"]
+    assert served_command() == [sys.executable, "-m", "web.serve"]
     settings = {}
     for line in (REPO_DIR / "Dockerfile").read_text().splitlines():
         if line.startswith("ENV "):
@@ -190,15 +190,15 @@ def test_the_container_serves_config_serve_on_every_interface_with_three_workers
     assert settings["WEB_WORKERS"] == "3"
 
 
-@pytest.mark.django_db(transaction=True)  # importing config.wsgi checks the database
+@pytest.mark.django_db(transaction=True)  # importing web.wsgi checks the database
 def test_the_served_entry_spreads_with_the_configured_count_without_the_process_environment(settings):
-    from config.served_wsgi import CloseConnectionsWithThreads, application
-    from config.wsgi_environ import WithoutProcessEnvironment
+    from web.served_wsgi import CloseConnectionsWithThreads, application
+    from web.wsgi_environ import WithoutProcessEnvironment
 
     assert isinstance(application, CloseConnectionsWithThreads)
     assert isinstance(application.application, SpreadKeepAlive)
     assert application.application.every == settings.WEB_KEEPALIVE_REQUESTS
-    without = application.application.application  # config.wsgi's: runserver serves it too
+    without = application.application.application  # web.wsgi's: runserver serves it too
     assert isinstance(without, WithoutProcessEnvironment)
     assert dict(without.inherited)["PATH"] == os.environ["PATH"]  # the process's environment, taken at start
 

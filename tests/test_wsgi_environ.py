@@ -1,5 +1,5 @@
 """The served application's requests do not carry the server process's environment
-(config/wsgi_environ.py): granian copies it into every WSGI environ, DATABASE_URL with
+(web/wsgi_environ.py): granian copies it into every WSGI environ, DATABASE_URL with
 its password and SECRET_KEY included."""
 
 import http.client
@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from config.wsgi_environ import REQUEST_VARIABLES, WithoutProcessEnvironment
 from tests.conftest import REPO_DIR
 from tests.web_server import free_port, stop_server
+from web.wsgi_environ import REQUEST_VARIABLES, WithoutProcessEnvironment
 
 
 def seen_by(process: dict, environ: dict) -> dict:

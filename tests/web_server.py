@@ -1,5 +1,5 @@
 """The app served as the container serves it, for tests over HTTP: the Dockerfile's CMD
-(``python -m config.serve``, read by ``benchmarks/_common.served_command``) on the test
+(``python -m web.serve``, read by ``benchmarks/_common.served_command``) on the test
 database, on a free port of 8121-8129."""
 
 from __future__ import annotations

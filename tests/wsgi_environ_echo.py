@@ -1,10 +1,10 @@
 """Two WSGI applications answering with their environ's keys and the values of the
 ``CXC_PROBE_*`` ones, one line each: ``raw`` as the server calls it, ``kept`` through
-``config.wsgi_environ`` (tests/test_wsgi_environ.py serves both with granian)."""
+``web.wsgi_environ`` (tests/test_wsgi_environ.py serves both with granian)."""
 
 import os
 
-from config.wsgi_environ import WithoutProcessEnvironment
+from web.wsgi_environ import WithoutProcessEnvironment
 
 
 def raw(environ, start_response):

@@ -8,10 +8,10 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import selectors
-from annotation.errors import DomainError
+from annotation.core.errors import DomainError
+from annotation.core.roles import IsAdmin
+from annotation.people import selectors as people_selectors
 from annotation.people.accounts import InvalidCredentials, token_issue, token_revoke, tokens_revoke_all
-from annotation.people.roles import IsAdmin
 from config.openapi import error_response
 
 
@@ -96,4 +96,4 @@ class UserTokensApi(APIView):
 
     @extend_schema(request=None, responses={200: RevokedSerializer})
     def delete(self, request, username: str):
-        return Response({"revoked": tokens_revoke_all(user=selectors.user_get(username=username))})
+        return Response({"revoked": tokens_revoke_all(user=people_selectors.user_get(username=username))})

@@ -7,11 +7,11 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import selectors
+from annotation.catalog import selectors
+from annotation.core.errors import NotFound
+from annotation.core.roles import IsResearcher
 from annotation.dashboard.selectors import campaign_snapshot_part
 from annotation.dashboard.services import campaign_refresh_request
-from annotation.errors import NotFound
-from annotation.people.roles import IsResearcher
 from annotation.quality.flag_settings import flag_thresholds_get
 from annotation.quality.flags import flagged_first
 from config.openapi import error_response

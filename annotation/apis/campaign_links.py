@@ -8,11 +8,11 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import selectors
-from annotation.errors import NotFound
+from annotation.catalog import selectors
+from annotation.core.errors import NotFound
+from annotation.core.roles import ADMIN, IsAdmin, IsResearcher, has_role
 from annotation.models import CampaignLink, TaskKind
 from annotation.people.crowd.links import campaign_link_close, campaign_link_create, link_stats, study_url
-from annotation.people.roles import ADMIN, IsAdmin, IsResearcher, has_role
 from config.openapi import error_response
 
 # The largest count a PositiveIntegerField column holds on every database.

@@ -5,13 +5,13 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import selectors
 from annotation.apis.jobs import JobSerializer
-from annotation.jobs import import_job_start
+from annotation.catalog import selectors
+from annotation.catalog.upload_limits import LimitedMultiPartParser
+from annotation.catalog.uploads import EMBEDDINGS, KARPATHY, upload_store, upload_store_all
+from annotation.core.roles import IsAdmin, IsTeamMember
+from annotation.jobs.dispatch import import_job_start
 from annotation.models import Job, Modality
-from annotation.people.roles import IsAdmin, IsTeamMember
-from annotation.upload_limits import LimitedMultiPartParser
-from annotation.uploads import EMBEDDINGS, KARPATHY, upload_store, upload_store_all
 
 
 class DatasetSerializer(serializers.Serializer):

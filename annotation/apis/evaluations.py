@@ -11,10 +11,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.apis.fields import StaleRunField
+from annotation.core.roles import IsResearcher
 from annotation.evaluation import jobs as evaluations
-from annotation.jobs import JOB_RUNS
+from annotation.jobs.dispatch import JOB_RUNS, evaluation_job_start
 from annotation.models import Job
-from annotation.people.roles import IsResearcher
 from config.openapi import error_response
 
 
@@ -140,7 +140,7 @@ class EvaluationListApi(APIView):
         data = EvaluationRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        job = evaluations.evaluation_job_start(
+        job = evaluation_job_start(
             dataset_name=values["dataset"],
             split=values["split"],
             models=[evaluations.ModelSpec(**model) for model in values["models"]],

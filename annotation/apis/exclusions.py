@@ -5,9 +5,10 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import selectors
+from annotation.catalog import selectors
+from annotation.core.roles import IsAdmin
 from annotation.models import RatingExclusion
-from annotation.people.roles import IsAdmin
+from annotation.people import selectors as people_selectors
 from annotation.quality.exclusion import selectors as exclusion_selectors
 from annotation.quality.exclusion.services import MAX_REASON, rating_exclusion_create, rating_exclusion_undo
 from config.openapi import error_response
@@ -91,7 +92,7 @@ class ExclusionListApi(APIView):
         values = data.validated_data
         exclusion = rating_exclusion_create(
             dataset=selectors.dataset_get(name=dataset),
-            rater=selectors.user_get(username=values["rater"]),
+            rater=people_selectors.user_get(username=values["rater"]),
             reason=values["reason"],
             window_start=values["window_start"],
             window_end=values["window_end"],

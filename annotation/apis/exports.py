@@ -9,12 +9,13 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import export, selectors
+from annotation import export
 from annotation.apis.fields import StaleRunField
+from annotation.core.roles import IsResearcher
 from annotation.export import FORMATS
-from annotation.jobs import JOB_RUNS
+from annotation.jobs.dispatch import JOB_RUNS, export_job_start
 from annotation.models import Job
-from annotation.people.roles import IsResearcher
+from annotation.runs import selectors as run_selectors
 from config.openapi import error_response
 
 
@@ -114,7 +115,7 @@ class ExportListApi(APIView):
         responses=ExportJobSerializer(many=True),
     )
     def get(self, request):
-        jobs = selectors.export_job_list(dataset_name=request.query_params.get("dataset") or None)
+        jobs = run_selectors.export_job_list(dataset_name=request.query_params.get("dataset") or None)
         return Response(ExportJobSerializer(jobs, many=True, context={"request": request}).data)
 
     @extend_schema(
@@ -125,7 +126,7 @@ class ExportListApi(APIView):
         data = ExportRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        job = export.export_job_start(
+        job = export_job_start(
             dataset_name=values["dataset"], splits=values["splits"], formats=values["formats"], created_by=request.user
         )
         return Response(ExportJobSerializer(job, context={"request": request}).data, status=status.HTTP_202_ACCEPTED)
@@ -136,7 +137,7 @@ class ExportDetailApi(APIView):
 
     @extend_schema(responses=ExportJobSerializer)
     def get(self, request, job_id: int):
-        job = selectors.export_job_get(job_id=job_id)
+        job = run_selectors.export_job_get(job_id=job_id)
         return Response(ExportJobSerializer(job, context={"request": request}).data)
 
 
@@ -145,7 +146,7 @@ class ExportFileListApi(APIView):
 
     @extend_schema(responses=ExportFileSerializer(many=True))
     def get(self, request, job_id: int):
-        job = selectors.export_job_get(job_id=job_id)
+        job = run_selectors.export_job_get(job_id=job_id)
         files = export.export_files(job=job)
         return Response(ExportFileSerializer(files, many=True, context={"request": request, "job_id": job.id}).data)
 
@@ -168,7 +169,7 @@ class ExportFileDownloadApi(APIView):
         }
     )
     def get(self, request, job_id: int, name: str):
-        path = export.export_file_path(job=selectors.export_job_get(job_id=job_id), name=name)
+        path = export.export_file_path(job=run_selectors.export_job_get(job_id=job_id), name=name)
         return FileResponse(path.open("rb"), as_attachment=True, filename=name, content_type=export.media_type(name))
 
 
@@ -190,7 +191,7 @@ class ExportArchiveApi(APIView):
         }
     )
     def get(self, request, job_id: int):
-        name, chunks = export.export_archive(job=selectors.export_job_get(job_id=job_id))
+        name, chunks = export.export_archive(job=run_selectors.export_job_get(job_id=job_id))
         response = StreamingHttpResponse(chunks, content_type="application/zip")
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response

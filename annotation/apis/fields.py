@@ -10,10 +10,10 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from annotation.opaque_ids import ID_LIMIT, OpaqueIds
-from annotation.runs import RunKind, run_is_stale
+from annotation.core.opaque_ids import ID_LIMIT, OpaqueIds
+from annotation.runs.lifecycle import RunKind, run_is_stale
 
-# The ids a rater receives and sends (annotation.opaque_ids): rating slots (gold leases
+# The ids a rater receives and sends (annotation.core.opaque_ids): rating slots (gold leases
 # among them), pairs (gold pairs among them), ratings (gold ratings among them), flags.
 RATER_ID_KINDS = ("slot", "pair", "rating", "flag", "question")
 OPAQUE_ID_PATTERN = r"^[0-9]{1,19}$"
@@ -48,7 +48,7 @@ def datetime_text(value, answer_tz=None) -> str:
 
 @functools.cache
 def _rater_ids(secret_key: str) -> OpaqueIds:
-    key = hashlib.sha256(b"annotation.opaque_ids\0" + secret_key.encode()).digest()
+    key = hashlib.sha256(b"annotation.core.opaque_ids\0" + secret_key.encode()).digest()
     return OpaqueIds(key, RATER_ID_KINDS)
 
 

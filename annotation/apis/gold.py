@@ -7,17 +7,17 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import selectors
+from annotation.catalog import selectors
+from annotation.catalog.upload_limits import LimitedMultiPartParser
+from annotation.catalog.uploads import PAIR_LIST, upload_as_temporary_file
+from annotation.core.roles import IsAdmin
 from annotation.models import (
     DEFAULT_PROMOTE_MAX_SD,
     GoldPair,
     QualitySettings,
     TaskKind,
 )
-from annotation.people.roles import IsAdmin
 from annotation.quality.gold.upload import gold_pairs_promote, gold_pairs_upload
-from annotation.upload_limits import LimitedMultiPartParser
-from annotation.uploads import PAIR_LIST, upload_as_temporary_file
 from config.openapi import error_response
 
 LIST_LIMIT = 1000

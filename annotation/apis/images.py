@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
-from annotation import selectors
+from annotation.catalog import selectors
 
 # What an image file is sent as, by suffix. A dataset may name files of other kinds; they
 # go out as application/octet-stream, which the schema lists too.

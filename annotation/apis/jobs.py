@@ -5,11 +5,11 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import selectors
 from annotation.apis.fields import StaleRunField
-from annotation.jobs import JOB_RUNS
+from annotation.core.roles import IsAdmin
+from annotation.jobs.dispatch import JOB_RUNS
 from annotation.models import Job
-from annotation.people.roles import IsAdmin
+from annotation.runs import selectors as run_selectors
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -41,4 +41,4 @@ class JobDetailApi(APIView):
 
     @extend_schema(responses=JobSerializer)
     def get(self, request, job_id: int):
-        return Response(JobSerializer(selectors.job_get(job_id=job_id)).data)
+        return Response(JobSerializer(run_selectors.job_get(job_id=job_id)).data)

@@ -6,9 +6,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
 
-from annotation.people.roles import IsResearcher
+from annotation.catalog.selectors import dataset_get
+from annotation.core.roles import IsResearcher
 from annotation.quality.participants import campaign_link_of, participants_csv, participants_csv_name
-from annotation.selectors import dataset_get
 from config.openapi import error_response
 
 

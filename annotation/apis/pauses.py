@@ -5,10 +5,11 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import selectors
-from annotation.errors import NotFound
+from annotation.catalog import selectors
+from annotation.core.errors import NotFound
+from annotation.core.roles import IsAdmin
 from annotation.models import RaterPause
-from annotation.people.roles import IsAdmin
+from annotation.people import selectors as people_selectors
 from annotation.quality.pauses import MAX_PAUSE_TEXT, rater_pause, rater_pause_lift
 from config.openapi import error_response
 
@@ -67,7 +68,7 @@ class PauseListApi(APIView):
         data = self.PauseCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         pause = rater_pause(
-            rater=selectors.user_get(username=data.validated_data["rater"]),
+            rater=people_selectors.user_get(username=data.validated_data["rater"]),
             dataset=selectors.dataset_get(name=dataset),
             reason=data.validated_data["reason"],
             created_by=request.user,

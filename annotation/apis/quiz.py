@@ -10,14 +10,15 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import selectors
+from annotation import serving as queue
 from annotation.apis.fields import OpaqueIdField, StrictFloatField, StrictIntegerField
 from annotation.apis.rating import ItemSerializer
-from annotation.errors import NotFound
+from annotation.catalog import selectors
+from annotation.core.errors import NotFound
+from annotation.core.roles import IsAdmin, IsRater
 from annotation.models import MAX_QUIZ_LENGTH, TaskKind
-from annotation.people.roles import IsAdmin, IsRater
 from annotation.quality import quiz
-from annotation.rating import policy, queue
+from annotation.rating import policy
 from config.openapi import error_response
 
 

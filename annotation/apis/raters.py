@@ -11,11 +11,11 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.catalog.upload_limits import LimitedMultiPartParser
+from annotation.catalog.uploads import PAIR_LIST
+from annotation.core.roles import IsAdmin
 from annotation.people.invitation_csv import invitations_csv_take, raters_add_downloadable
 from annotation.people.onboarding import rater_list_read
-from annotation.people.roles import IsAdmin
-from annotation.upload_limits import LimitedMultiPartParser
-from annotation.uploads import PAIR_LIST
 from config.openapi import error_response
 
 

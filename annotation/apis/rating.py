@@ -10,7 +10,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import selectors
+from annotation import serving as queue
 from annotation.apis.fields import (
     OpaqueIdField,
     SharedFieldsMixin,
@@ -21,14 +21,17 @@ from annotation.apis.fields import (
 )
 from annotation.apis.rating_cycle import JsonAnswer, JsonOnlyMixin, claim_input, read_body, submit_input
 from annotation.apis.rating_progress import PROGRESS_TZ_HELP, RaterProgressSerializer, progress_answer, progress_ask
+from annotation.catalog import selectors
+from annotation.core.roles import IsAdmin, IsRater
 from annotation.models import FlagReason, Modality, TaskKind
 from annotation.people import accounts
-from annotation.people.roles import IsAdmin, IsRater
-from annotation.rating import policy, queue
+from annotation.people import selectors as people_selectors
+from annotation.rating import policy
+from annotation.rating import progress as rater_reads
 from config.openapi import error_response
 
 # The slot actions refuse with 409 a slot the rater held until another rater took it, or
-# one they already rated (annotation/rating/queue/slots.py not_held_error).
+# one they already rated (annotation/serving/slots.py not_held_error).
 SLOT_TAKEN = error_response("Your lease expired and another rater took the slot, or you already rated it.")
 
 
@@ -308,7 +311,7 @@ class RaterRatingListApi(APIView):
         params = self.RaterRatingListParamsSerializer(data=request.query_params.dict())
         params.is_valid(raise_exception=True)
         policy.participation(rater=request.user, dataset=dataset)  # who: a participant reads their study only
-        ratings = selectors.rater_rating_list(
+        ratings = rater_reads.rater_rating_list(
             rater=request.user,
             dataset=dataset,
             before_id=params.validated_data.get("before"),
@@ -343,14 +346,14 @@ class RaterQualificationsApi(APIView):
         params = self.RaterQualificationsParamsSerializer(data=request.query_params.dict())
         params.is_valid(raise_exception=True)
         dataset = params.validated_data.get("dataset")
-        kinds = selectors.user_qualification_kinds(username=username, dataset=dataset)
+        kinds = people_selectors.user_qualification_kinds(username=username, dataset=dataset)
         return Response({"kinds": kinds, "dataset": dataset})
 
     @extend_schema(request=RaterQualificationsKindsSerializer, responses={200: RaterQualificationsKindsSerializer})
     def put(self, request, username: str):
         data = self.RaterQualificationsKindsSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        rater = selectors.user_get(username=username)
+        rater = people_selectors.user_get(username=username)
         name = data.validated_data.get("dataset")
         dataset = selectors.dataset_get(name=name) if name is not None else None
         kinds = accounts.qualifications_set(rater=rater, kinds=data.validated_data["kinds"], dataset=dataset)

@@ -23,10 +23,10 @@ from django.http import HttpResponse
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.renderers import JSONRenderer
 
-from annotation.cxc import KINDS, SCORE_MAX, SCORE_MIN
+from annotation.core.cxc import KINDS, SCORE_MAX, SCORE_MIN
+from annotation.core.sql import RefusedAhead, sent_ahead
 from annotation.people.authentication import RoleTokenAuthentication, forget_token
-from annotation.rating.queue import MAX_ADJUSTMENTS, MAX_IDEMPOTENCY_KEY, MAX_TIME_ON_ITEM_MS
-from annotation.sql import RefusedAhead, sent_ahead
+from annotation.serving import MAX_ADJUSTMENTS, MAX_IDEMPOTENCY_KEY, MAX_TIME_ON_ITEM_MS
 from config.exceptions import api_exception_handler
 
 PROGRESS_TZ_MAX = 64
@@ -214,7 +214,7 @@ def token_fast_path(drf_view, direct, answer):
         return drf_view(request, **url_kwargs) if response is None else response
 
     functools.update_wrapper(view, drf_view)  # keeps cls, initkwargs and csrf_exempt (schema, CSRF)
-    view.fast = fast  # config.rating_wsgi calls it ahead of the middleware chain
+    view.fast = fast  # web.rating_wsgi calls it ahead of the middleware chain
     return view
 
 

@@ -1,6 +1,6 @@
 """The rater's progress: the progress URL's answer, and the progress the claim and submit
 answers carry when the rating page asks with ``progress_tz`` (read by the claim statement
-itself when it can: ``selectors.rater_progress_ask``)."""
+itself when it can: ``rater_reads.rater_progress_ask``)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import selectors
 from annotation.apis.fields import OpaqueIdField, datetime_text, rater_ids
-from annotation.people.roles import IsRater
-from annotation.rating import policy, quota
+from annotation.core.roles import IsRater
+from annotation.people.crowd import quota
+from annotation.rating import policy
+from annotation.rating import progress as rater_reads
 
 
 class StudyProgressSerializer(serializers.Serializer):
@@ -70,22 +71,22 @@ def progress_answer(
     *,
     field: str = "tz",
     answer_tz=None,
-    ask: selectors.ProgressAsk | None = None,
+    ask: rater_reads.ProgressAsk | None = None,
     claimed=None,
 ) -> dict:
     """The rater's progress on ``dataset`` as the progress API answers it ("today" in the
     IANA time zone ``tz_name``; ``field`` names it in an error; ``answer_tz`` as in
     ``assignment_answer``; ``ask`` and ``claimed``, the assignment it was handed to, as
-    ``selectors.rater_progress``'s)."""
+    ``rater_reads.rater_progress``'s)."""
     tz = _time_zone(tz_name, field=field)
     # Who: a participant reads their study only.
     participant = policy.participation(rater=rater, dataset=dataset)
-    progress = selectors.rater_progress(rater=rater, dataset=dataset, tz=tz, ask=ask, claimed=claimed)
+    progress = rater_reads.rater_progress(rater=rater, dataset=dataset, tz=tz, ask=ask, claimed=claimed)
     study = None if participant is None else quota.study_progress(participant)
     return progress_data(progress, study, answer_tz)
 
 
-def progress_data(progress: selectors.RaterProgress, study: dict | None, answer_tz=None) -> dict:
+def progress_data(progress: rater_reads.RaterProgress, study: dict | None, answer_tz=None) -> dict:
     """What ``RaterProgressSerializer`` answers, built directly: the rating page asks for
     progress with every claim and submit, and DRF's copies of the serializer's fields
     cost more than the progress statement (tests/annotation/test_shared_fields.py keeps
@@ -104,10 +105,10 @@ def progress_data(progress: selectors.RaterProgress, study: dict | None, answer_
     }
 
 
-def progress_ask(rater, dataset: str, tz_name: str) -> selectors.ProgressAsk:
-    """The progress a claim may read for the page (``selectors.rater_progress_ask``);
+def progress_ask(rater, dataset: str, tz_name: str) -> rater_reads.ProgressAsk:
+    """The progress a claim may read for the page (``rater_reads.rater_progress_ask``);
     raises ValidationError for an unknown time zone."""
-    return selectors.rater_progress_ask(rater=rater, dataset=dataset, tz=_time_zone(tz_name, field="progress_tz"))
+    return rater_reads.rater_progress_ask(rater=rater, dataset=dataset, tz=_time_zone(tz_name, field="progress_tz"))
 
 
 def _time_zone(name: str | None, *, field: str = "tz"):

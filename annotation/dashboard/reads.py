@@ -13,7 +13,7 @@ from django.db import connection
 from django.db.models import BigIntegerField, Case, Count, Exists, F, FloatField, Func, Max, OuterRef, Sum, Value, When
 from django.db.models.functions import Cast
 
-from annotation.cxc import KINDS
+from annotation.core.cxc import KINDS
 from annotation.dashboard.pgcopy import copy_columns
 from annotation.dashboard.snapshot import CampaignInputs
 from annotation.dashboard.tables import PairTable, RatingTable

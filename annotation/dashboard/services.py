@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from annotation.core.task_queue import task_queue_on_commit
 from annotation.dashboard.reads import campaign_inputs, repeatable_read
 from annotation.dashboard.snapshot import campaign_numbers
 from annotation.models import CampaignSnapshot, Dataset, Pair
@@ -53,11 +54,9 @@ def campaign_refresh_request(dataset: Dataset) -> None:
     """Queue a refit of ``dataset``'s rater-effects model and a refresh of its snapshot
     once the current transaction commits (in the embedded mode the tasks run in-process
     then, the refit first, so the snapshot shows it)."""
-    from annotation.tasks import refit_rater_model, refresh_campaign_snapshot  # tasks import this module
-
     requested_at = timezone.now().isoformat()
-    transaction.on_commit(lambda: refit_rater_model.delay(dataset.pk))
-    transaction.on_commit(lambda: refresh_campaign_snapshot.delay(dataset.pk, requested_at))
+    task_queue_on_commit("annotation.tasks.refit_rater_model", dataset.pk)
+    task_queue_on_commit("annotation.tasks.refresh_campaign_snapshot", dataset.pk, requested_at)
 
 
 def campaign_refresh_all() -> list[int]:

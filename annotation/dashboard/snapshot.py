@@ -13,10 +13,11 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from annotation.aggregation import dense_unique, group_medians
-from annotation.cxc import FILE_PREFIX, KINDS
-from annotation.dashboard import pace, stats
+from annotation.core.cxc import FILE_PREFIX, KINDS
+from annotation.dashboard import pace
 from annotation.dashboard.tables import ALL, CompleteAgreement, PairTable, RatingTable, complete_agreement, pair_rows
+from annotation.quality import group_stats as stats
+from annotation.quality.aggregation import dense_unique, group_medians
 
 LARGEST_DIFFERENCES = 10
 

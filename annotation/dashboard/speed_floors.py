@@ -10,7 +10,9 @@ from collections.abc import Callable
 from django.db import transaction
 from django.db.models import QuerySet
 
+from annotation.core.task_queue import task_queue_on_commit
 from annotation.models import GoldPurpose, GoldRating, Rating
+from annotation.serving.submit import speed_floor_seconds  # the submissions' own rule
 
 logger = logging.getLogger(__name__)
 
@@ -21,9 +23,7 @@ REMARK_BATCH = 5_000
 def speed_floor_marks_request(*, dataset_id: int, kind: str) -> None:
     """Queue the re-marking of the dataset's ratings of ``kind`` once the current
     transaction (the one that changed the floor) commits."""
-    from annotation.tasks import remark_speed_floor  # tasks import this module
-
-    transaction.on_commit(lambda: remark_speed_floor.delay(dataset_id, kind))
+    task_queue_on_commit("annotation.tasks.remark_speed_floor", dataset_id, kind)
 
 
 def speed_floor_marks_refresh(*, dataset_id: int, kind: str, batch: int = REMARK_BATCH) -> int:
@@ -31,7 +31,6 @@ def speed_floor_marks_refresh(*, dataset_id: int, kind: str, batch: int = REMARK
     its speed floor, ``batch`` of them (by id) per transaction; the floor is read again for
     every batch, so a floor changed meanwhile wins (its own re-marking follows). Returns how
     many ratings (gold included) are marked now."""
-    from annotation.rating.queue.submit import speed_floor_seconds  # the submissions' own rule
 
     def floor_ms() -> float:
         return 1000 * speed_floor_seconds(dataset_id, kind)

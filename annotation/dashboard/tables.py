@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from annotation.aggregation import RaterAgreement, aggregate_pairs, pad_ragged
-from annotation.cxc import KINDS
-from annotation.dashboard.stats import split_half_reliability
+from annotation.core.cxc import KINDS
 from annotation.export.blocks import ExportAgreement, ExportCounts
+from annotation.quality.aggregation import RaterAgreement, aggregate_pairs, pad_ragged
+from annotation.quality.group_stats import split_half_reliability
 
 # ExportCounts keys its tallies by split; the dashboard counts the whole dataset as one.
 ALL = "all"

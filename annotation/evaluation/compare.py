@@ -11,8 +11,8 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator, Mapping
 
-from annotation import spreadsheet_csv
-from annotation.cxc import KINDS
+from annotation.core import spreadsheet_csv
+from annotation.core.cxc import KINDS
 from annotation.evaluation.ranks import RECALL_AT
 
 RANKED = (*(f"R@{k}" for k in RECALL_AT), "R-Precision", "mAP@R")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annotation.cxc import (
+from annotation.core.cxc import (
     FILE_PREFIX,
     ITEM_COLUMNS,
     KINDS,

@@ -18,21 +18,15 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
-from annotation.errors import Conflict, DomainError, NotFound
+from annotation.catalog.selectors import dataset_get, embedding_space_get, split_get, split_item_keys, split_rated_pairs
+from annotation.core.errors import Conflict, DomainError, NotFound
+from annotation.core.progress import Progress
 from annotation.evaluation.compare import comparison_csv, comparison_rows
 from annotation.evaluation.inputs import EvaluationError, RatedPairs, SplitItems, load_space, read_ratings_folder
 from annotation.evaluation.report import evaluate
 from annotation.models import Dataset, Job, JobStatus, Modality
-from annotation.runs import Progress
-from annotation.selectors import (
-    dataset_get,
-    embedding_space_get,
-    export_job_get,
-    split_get,
-    split_item_keys,
-    split_rated_pairs,
-)
-from annotation.services import job_create
+from annotation.runs.jobs import job_create
+from annotation.runs.selectors import export_job_get
 
 REPORT = "report.json"
 COMPARISON = "comparison.csv"
@@ -94,7 +88,7 @@ def _ratings_dir(dataset: Dataset, export_id: int | None) -> str | None:
     return export.result["out"]
 
 
-def evaluation_job_start(
+def evaluation_job_create(
     *,
     dataset_name: str,
     split: str,
@@ -103,11 +97,10 @@ def evaluation_job_start(
     audited: bool = True,
     created_by=None,
 ) -> Job:
-    """Check the request, create a pending evaluation job and queue it once the row is
-    committed. Raises NotFound / EvaluationRequestError / Conflict naming a bad request
-    before any row is written."""
-    from annotation.jobs import jobs_fail_orphaned  # the job runner imports this module
-    from annotation.tasks import run_evaluation_job
+    """Check the request and create a pending evaluation job writing to its own folder
+    under ``EXPORT_DIR``; ``annotation.jobs.dispatch.evaluation_job_start`` also queues it.
+    Raises NotFound / EvaluationRequestError / Conflict naming a bad request before any row
+    is written."""
 
     dataset = dataset_get(name=dataset_name)
     split_get(dataset=dataset, name=split)
@@ -125,12 +118,10 @@ def evaluation_job_start(
         "ratings_dir": _ratings_dir(dataset, ratings_export),
         "audited": bool(audited),
     }
-    jobs_fail_orphaned()
     with transaction.atomic():
         job = job_create(kind=Job.Kind.EVALUATE, params=params, created_by=created_by)
         job.params["out"] = str(Path(settings.EXPORT_DIR).resolve() / f"evaluation-{job.id}")
         job.save(update_fields=["params"])
-        transaction.on_commit(lambda: run_evaluation_job.delay(job.id))
     return job
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from annotation.cxc import POSITIVE_THRESHOLDS, SIS, SITS, STS
+from annotation.core.cxc import POSITIVE_THRESHOLDS, SIS, SITS, STS
 from annotation.evaluation.calibration import global_calibration
 from annotation.evaluation.correlation import pair_cosines
 from annotation.evaluation.inputs import MODALITIES
@@ -28,7 +28,7 @@ from annotation.evaluation.ranks import Positives
 from annotation.evaluation.retrieval import Intervals, coco_1k
 from annotation.evaluation.rows import IndexedRows, SplitRows, pair_means
 from annotation.evaluation.topk import topk_precision
-from sampling.topk import exact_top_k
+from sampling.search.topk import exact_top_k
 
 COCO_5K, COCO_1K, CXC, AUDITED = "coco5k", "coco1k", "cxc", "audited"
 CORRELATION, CALIBRATION, TOP_K = "correlation", "calibration", "topk"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from annotation.evaluation.ranks import RECALL_AT, Positives
-from sampling.topk import heap_top, score_blocks, ties_by_column
+from sampling.search.topk import heap_top, score_blocks, ties_by_column
 
 # Bytes of candidate scores compared against positives at a time.
 COMPARE_BYTES = 64 * 1024 * 1024

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from annotation.cxc import KINDS, POSITIVE_THRESHOLDS, SIS, SITS, STS
+from annotation.core.cxc import KINDS, POSITIVE_THRESHOLDS, SIS, SITS, STS
 from annotation.evaluation.correlation import (
     BOOTSTRAP_SAMPLES,
     BOTH_ITEMS,

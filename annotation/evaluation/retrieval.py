@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation.cxc import POSITIVE_THRESHOLDS, SITS
+from annotation.core.cxc import POSITIVE_THRESHOLDS, SITS
 from annotation.evaluation.intervals import bootstrap_intervals
 from annotation.evaluation.ranked import QueryFigures, positive_ranks, query_figures
 from annotation.evaluation.ranks import Positives, retrieval_summary

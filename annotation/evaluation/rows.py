@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotation.cxc import FILE_PREFIX
+from annotation.core.cxc import FILE_PREFIX
 from annotation.evaluation.inputs import IMAGE, MODALITIES, EvaluationError, RatedPairs, Space, SplitItems, show_keys
 
 

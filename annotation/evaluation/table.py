@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from annotation.cxc import KINDS, POSITIVE_THRESHOLDS, SIS, SITS, STS
+from annotation.core.cxc import KINDS, POSITIVE_THRESHOLDS, SIS, SITS, STS
 from annotation.evaluation.compare import comparison_rows, format_comparison
 from annotation.evaluation.correlation import BOTH_ITEMS, FIRST_COLUMN
 from annotation.evaluation.ranks import RECALL_AT

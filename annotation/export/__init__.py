@@ -11,7 +11,8 @@ counts the incomplete ones left out. The package's rooms:
 - :mod:`~annotation.export.manifest`: ``manifest.json``, ``agreement.json``, checksums.
 - :mod:`~annotation.export.formats`, :mod:`~annotation.export.writers`,
   :mod:`~annotation.export.parquet`: file names and the writers (pure, no Django).
-- :mod:`~annotation.export.jobs`: export jobs (start, run, files, the zip of them all).
+- :mod:`~annotation.export.jobs`: export jobs (the checked row, the run, files, the zip of them all;
+  ``annotation.jobs.dispatch`` starts them).
 - :mod:`~annotation.export.archive`: a zip made while it is sent (pure, no Django).
 """
 
@@ -24,7 +25,7 @@ _HOMES = {
                 "MEDIA_TYPES", "file_names", "file_stem", "media_type", "parse_formats"),
     "archive": ("zip_chunks",),
     "jobs": ("export_archive", "export_archive_name", "export_file_path", "export_files", "export_job_create",
-             "export_job_start", "run_export_params"),
+             "run_export_params"),
     "manifest": ("code_version", "sha256_file"),
     "plan": ("ExportPlan", "export_plan"),
     "run": ("BLOCK_RATINGS", "ExportSummary", "dataset_export"),

@@ -4,7 +4,7 @@ counts and agreement accumulated over blocks. Pure numpy, no Django.
 A rating row is the tuple ``(pair id, ratings required, batch id, sampling method,
 item1 key, item2 key, rater id, score, time on item ms)``; rows arrive ordered by pair,
 a pair's rows together. :func:`cut_blocks` cuts them into blocks that never split a
-pair, :func:`block_build` aggregates one block (:mod:`annotation.aggregation`), and
+pair, :func:`block_build` aggregates one block (:mod:`annotation.quality.aggregation`), and
 :class:`ExportCounts` / :class:`ExportAgreement` gather what the manifest and
 ``agreement.json`` report.
 """
@@ -17,7 +17,8 @@ from itertools import islice
 
 import numpy as np
 
-from annotation.aggregation import (
+from annotation.export.formats import ExportBlock, ExportError
+from annotation.quality.aggregation import (
     IntervalAlpha,
     PairAggregates,
     RaterAgreement,
@@ -27,7 +28,6 @@ from annotation.aggregation import (
     pad_ragged,
     ragged_positions,
 )
-from annotation.export.formats import ExportBlock, ExportError
 
 
 def cut_blocks(rows: Iterator[tuple], size: int) -> Iterator[list[tuple]]:

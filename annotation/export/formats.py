@@ -17,10 +17,10 @@ from typing import Protocol
 
 import numpy as np
 
-from annotation.aggregation import PairAggregates
-from annotation.cxc import FILE_PREFIX, ITEM_COLUMNS, KINDS
-from annotation.errors import DomainError
-from annotation.rater_effects import PairModelScores
+from annotation.core.cxc import FILE_PREFIX, ITEM_COLUMNS, KINDS
+from annotation.core.errors import DomainError
+from annotation.quality.aggregation import PairAggregates
+from annotation.quality.rater_effects import PairModelScores
 
 TASKS = KINDS
 FORMATS = ("cxc", "jsonl", "parquet")

@@ -9,14 +9,14 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from annotation.errors import Conflict, NotFound
+from annotation.core.errors import Conflict, NotFound
+from annotation.core.progress import Progress
 from annotation.export.archive import zip_chunks
 from annotation.export.formats import FORMATS
 from annotation.export.plan import export_plan
 from annotation.export.run import dataset_export
 from annotation.models import Job, JobStatus
-from annotation.runs import Progress
-from annotation.services import job_create
+from annotation.runs.jobs import job_create
 
 
 def export_job_create(
@@ -24,7 +24,7 @@ def export_job_create(
 ) -> Job:
     """Check the request and create a pending export job writing to its own folder
     under ``EXPORT_DIR``. The caller queues it once the transaction commits (see
-    :func:`export_job_start`, which does both)."""
+    ``annotation.jobs.dispatch.export_job_start``, which does both)."""
     plan = export_plan(dataset_name=dataset_name, splits=splits, formats=formats)
     with transaction.atomic():
         job = job_create(
@@ -38,27 +38,6 @@ def export_job_create(
         )
         job.params["out"] = str(Path(settings.EXPORT_DIR).resolve() / f"export-{job.id}")
         job.save(update_fields=["params"])
-    return job
-
-
-def export_job_start(
-    *,
-    dataset_name: str,
-    splits: Sequence[str] | None = None,
-    formats: Sequence[str] | str = FORMATS,
-    created_by=None,
-) -> Job:
-    """Check the request, create a pending export job (as :func:`export_job_create`) and
-    queue it for a worker once the row is committed: nothing is queued if the
-    surrounding transaction rolls back. Raises NotFound / ExportError naming a bad
-    request, before any row is written."""
-    from annotation.jobs import jobs_fail_orphaned  # the job runner imports this module
-    from annotation.tasks import run_export_job
-
-    jobs_fail_orphaned()  # a start tidies dead runs, so no list shows them running
-    with transaction.atomic():
-        job = export_job_create(dataset_name=dataset_name, splits=splits, formats=formats, created_by=created_by)
-        transaction.on_commit(lambda: run_export_job.delay(job.id))
     return job
 
 

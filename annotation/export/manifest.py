@@ -15,11 +15,11 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
-from annotation.aggregation import CONFIDENCE, POSITIVE_THRESHOLDS
 from annotation.export.blocks import ExportAgreement, ExportCounts
 from annotation.export.formats import TASKS
 from annotation.export.plan import ExportPlan, incomplete_counts, retired_counts, sampling_batches
 from annotation.models import RatingExclusion
+from annotation.quality.aggregation import CONFIDENCE, POSITIVE_THRESHOLDS
 
 FORMAT_NAME = "cxc-annotate export"
 FORMAT_VERSION = 1

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from annotation.cxc import ITEM_COLUMNS, METHOD_COLUMN, SCORE_COLUMN
+from annotation.core.cxc import ITEM_COLUMNS, METHOD_COLUMN, SCORE_COLUMN
 from annotation.export.formats import ExportBlock, file_stem
 
 # Rows per Parquet row group (at least; a block is never split).

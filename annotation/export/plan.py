@@ -10,10 +10,10 @@ from pathlib import Path
 
 from django.db.models import Case, Count, F, Q, QuerySet, Sum, When
 
-from annotation.errors import NotFound
+from annotation.catalog.selectors import PAIR_ITEM_KEYS
+from annotation.core.errors import NotFound
 from annotation.export.formats import FORMATS, MANIFEST, ExportError, ExportFormatError, file_stem, parse_formats
 from annotation.models import Dataset, Pair, Rating, RatingStatus, Split
-from annotation.selectors import PAIR_ITEM_KEYS
 from sampling.models import SamplingBatch
 
 # Rows fetched per round trip from the server-side cursor.

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from annotation.export.blocks import RatedBlock
-from annotation.rater_effects import DEFAULT_SETTINGS, MODEL_NAME, pair_posterior
-from annotation.rater_fits import KindFit, kind_fit
+from annotation.quality.rater_effects import DEFAULT_SETTINGS, MODEL_NAME, pair_posterior
+from annotation.quality.rater_fits import KindFit, kind_fit
 
 RATER_MODEL_FILE = "rater_model.json"
 

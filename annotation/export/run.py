@@ -19,6 +19,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
+from annotation.core.progress import Progress
 from annotation.export.blocks import ExportAgreement, ExportCounts, block_build, cut_blocks
 from annotation.export.formats import AGREEMENT, FORMATS, MANIFEST, TASKS, ExportError
 from annotation.export.gold import write_gold_file
@@ -36,7 +37,6 @@ from annotation.export.staging import publish, staging_create
 from annotation.export.study import write_study_answers
 from annotation.export.writers import open_writers
 from annotation.models import Split
-from annotation.runs import Progress
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annotation.cxc import ITEM_COLUMNS, METHOD_COLUMN, SCORE_COLUMN
+from annotation.core.cxc import ITEM_COLUMNS, METHOD_COLUMN, SCORE_COLUMN
 from annotation.export.formats import (
     RAW_COLUMNS,
     BlockWriter,

@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.db import migrations, models
 
-from annotation.uploads import upload_is_stored
+from annotation.catalog.uploads import upload_is_stored
 
 # The params of the job kinds that read input files (annotation.models.runs.JOB_UPLOAD_PARAMS).
 UPLOAD_PARAMS = {"import_karpathy": ("path",), "import_embeddings": ("vectors_path", "ids_path")}

@@ -4,7 +4,7 @@ from django.db import migrations
 # same round trip (annotation.people.authentication.token_check) calls this when the
 # token no longer stands as remembered: the error aborts the round trip's implicit
 # transaction, so the statement behind it never runs. Its own SQLSTATE tells it from any
-# other error (annotation.sql.AHEAD_REFUSED).
+# other error (annotation.core.sql.AHEAD_REFUSED).
 CREATE = """
 CREATE FUNCTION annotation_refuse_ahead() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
 BEGIN

@@ -4,7 +4,7 @@ sampling methods pairs are made of."""
 from django.db import models
 from django.db.models import Q
 
-from annotation import cxc
+from annotation.core import cxc
 
 
 class TaskKind(models.TextChoices):

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from annotation import cxc
+from annotation.core import cxc
 from annotation.models.items import Caption, Dataset, Image, SamplingMethod, Split, TaskKind
 
 

@@ -4,7 +4,7 @@ rater pauses, and exclusions of a rater's ratings.
 Gold pairs are served inside the normal queue and must look like any other pair in the
 page and the API, ids included: a gold pair's id is drawn from the pairs' id sequence, a
 gold lease's from the slots' and a gold rating's from the ratings' (see
-``annotation.quality.gold.ids``), so no id range tells a rater which items are gold. Their ratings
+``annotation.serving.gold_ids``), so no id range tells a rater which items are gold. Their ratings
 live here, never in ``Rating``: they never count toward a pair's N and are exported only in
 the audit file ``gold_<split>.csv``.
 """
@@ -14,7 +14,7 @@ from django.db import models
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 
-from annotation import cxc
+from annotation.core import cxc
 from annotation.models.items import Caption, Dataset, Image, Split, TaskKind
 from annotation.models.pairs import Pair, items_match_kind
 from annotation.models.queue import FlagReason

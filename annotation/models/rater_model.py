@@ -1,4 +1,4 @@
-"""The rater-effects model's fits (annotation/rater_effects.py): per dataset and task kind
+"""The rater-effects model's fits (annotation/quality/rater_effects.py): per dataset and task kind
 the latest fit, its settings and, per rater, bias and noise with their intervals. The
 adaptive rule weighs a pair's ratings by them; the dashboard and exports read them."""
 

@@ -1,6 +1,6 @@
 """Background runs: the status row every long job keeps (import/export jobs here,
 sampling batches in ``sampling.models``). Claimed, advanced and failed only through
-``annotation.runs``."""
+``annotation.runs.lifecycle``."""
 
 from django.conf import settings
 from django.db import models
@@ -36,8 +36,8 @@ class BackgroundRun(models.Model):
     """Status, progress, message and runner of one background run: the admin pages, the
     API and the CLI all read a run's progress from its row.
 
-    A run may read files uploaded for it (``annotation.uploads.upload_paths``): they are removed when it
-    succeeds, or UPLOAD_KEEP_FAILED_DAYS after it failed (``annotation.upload_cleanup``).
+    A run may read files uploaded for it (``annotation.catalog.uploads.upload_paths``): they are removed when it
+    succeeds, or UPLOAD_KEEP_FAILED_DAYS after it failed (``annotation.catalog.upload_cleanup``).
     """
 
     status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.PENDING)
@@ -47,7 +47,7 @@ class BackgroundRun(models.Model):
     runner = models.CharField(
         max_length=255,
         blank=True,
-        help_text="host:pid of the process running (or last running) it; see annotation.runs.",
+        help_text="host:pid of the process running (or last running) it; see annotation.runs.lifecycle.",
     )
     error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -68,7 +68,7 @@ class BackgroundRun(models.Model):
 
     def input_paths(self) -> list[str]:
         """The files this run reads, as its parameters name them: stored uploads or files a
-        CLI user named (``annotation.uploads.upload_paths`` keeps the uploads)."""
+        CLI user named (``annotation.catalog.uploads.upload_paths`` keeps the uploads)."""
         raise NotImplementedError(f"{type(self).__name__} must say which uploaded files it reads")
 
 

@@ -15,11 +15,11 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 from knox.models import AuthToken
 
-from annotation.errors import DomainError
+from annotation.core.errors import DomainError
+from annotation.core.roles import RATER, has_role, user_roles
 from annotation.models import Qualification, TaskKind
 from annotation.people.lockout import is_locked_out, lockout_remaining, whole_minutes
-from annotation.people.roles import RATER, has_role, user_roles
-from annotation.rating.queue.shapes import QueueInputError
+from annotation.serving.shapes import QueueInputError
 
 
 class InvalidCredentials(DomainError):
@@ -51,7 +51,7 @@ class WeakPassword(DomainError):
 @dataclass(frozen=True)
 class IssuedToken:
     """A new API token (the only time its key is known: the database keeps its digest)
-    and who it signs in: ``roles`` as ``annotation.people.roles.user_roles``."""
+    and who it signs in: ``roles`` as ``annotation.core.roles.user_roles``."""
 
     key: str
     username: str

@@ -37,8 +37,8 @@ from knox.settings import CONSTANTS
 from rest_framework import HTTP_HEADER_ENCODING
 from rest_framework.exceptions import AuthenticationFailed
 
-from annotation.people.roles import ROLES, remember_roles
-from annotation.sql import Statement, default_vendor, execute, hot_cursor
+from annotation.core.roles import ROLES, remember_roles
+from annotation.core.sql import Statement, default_vendor, execute, hot_cursor
 
 _TOKEN_FIELDS = ["digest", "token_key", "user_id", "created", "expiry"]
 
@@ -208,7 +208,7 @@ class RoleTokenAuthentication(TokenAuthentication):
 
     def remembered_credentials(self, request):
         """(user, token, check) for the request's token when this process remembers it
-        (PostgreSQL only), where ``check`` is what ``annotation.sql.sent_ahead`` must send
+        (PostgreSQL only), where ``check`` is what ``annotation.core.sql.sent_ahead`` must send
         ahead of the request's first statement (``token_check``); None when the token
         must be looked up (``authenticate``): none, another scheme, a malformed header, a
         token not remembered."""
@@ -236,7 +236,7 @@ def _credentials(digest: str, prefix: str, entry: Remembered):
 
 
 def token_check(digest: str, entry: Remembered) -> tuple[Statement, dict]:
-    """The check of a remembered token, as ``annotation.sql.sent_ahead`` takes it."""
+    """The check of a remembered token, as ``annotation.core.sql.sent_ahead`` takes it."""
     values = {
         "auth_digest": digest,
         "auth_now": connection.ops.adapt_datetimefield_value(timezone.now()),

@@ -5,7 +5,7 @@ server. Instead the bulk add draws a download token and derives every new rater'
 invitation token from it (HMAC-SHA256 of the user id, as long as a random token); only the
 download token's digest is stored. Whoever holds the download link can make the file
 again, once, within ``INVITATION_DOWNLOAD_TTL_MINUTES``; later tries are told it is gone
-(410). Cells are escaped for spreadsheets (annotation.spreadsheet_csv)."""
+(410). Cells are escaped for spreadsheets (annotation.core.spreadsheet_csv)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from annotation import spreadsheet_csv
-from annotation.errors import DomainError, NotFound
+from annotation.core import spreadsheet_csv
+from annotation.core.errors import DomainError, NotFound
 from annotation.models import Invitation, InvitationDownload, Qualification
 from annotation.people.onboarding import Invited, RaterRow, raters_add, token_digest
 

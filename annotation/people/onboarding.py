@@ -27,11 +27,11 @@ from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from annotation.errors import DomainError
-from annotation.inputs import nul_problem
+from annotation.core.errors import DomainError
+from annotation.core.inputs import nul_problem
+from annotation.core.roles import RATER
 from annotation.models import Invitation, Qualification, TaskKind
 from annotation.people.accounts import password_check, username_taken_message
-from annotation.people.roles import RATER
 
 COLUMNS = ("username", "email", "kinds")
 MAX_ROWS = 10_000

@@ -17,10 +17,8 @@ from datetime import datetime
 
 import numpy as np
 
-from annotation import spreadsheet_csv
-from annotation.aggregation import group_medians
-from annotation.dashboard import stats
-from annotation.errors import NotFound
+from annotation.core import spreadsheet_csv
+from annotation.core.errors import NotFound
 from annotation.models import (
     CampaignLink,
     CampaignSnapshot,
@@ -32,6 +30,8 @@ from annotation.models import (
     ParticipantOutcome,
     Rating,
 )
+from annotation.quality import group_stats as stats
+from annotation.quality.aggregation import group_medians
 from annotation.quality.flag_settings import flag_thresholds_get
 from annotation.quality.flags import FlagThresholds, RaterFigures, flag_reasons
 

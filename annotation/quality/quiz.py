@@ -29,8 +29,8 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 
-from annotation import cxc
-from annotation.errors import Conflict, DomainError, NotFound
+from annotation.core import cxc
+from annotation.core.errors import Conflict, DomainError, NotFound
 from annotation.models import (
     DEFAULT_QUIZ_LENGTH,
     DEFAULT_QUIZ_MAX_ERROR,
@@ -44,9 +44,9 @@ from annotation.models import (
     QuizAttempt,
     Rating,
 )
-from annotation.quality.gold.ids import ids_reserve
-from annotation.quality.gold.serving import gold_pair_assignment
-from annotation.rating.queue.shapes import Item, QueueInputError, check_kind, service_now
+from annotation.serving.gold import gold_pair_assignment
+from annotation.serving.gold_ids import ids_reserve
+from annotation.serving.shapes import Item, QueueInputError, check_kind, service_now
 
 
 class QuizOver(DomainError):

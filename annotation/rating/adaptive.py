@@ -1,5 +1,5 @@
 """Adaptive N: after the rating that fills the last slot of an adaptive pair, the pair
-closes when its 95% interval is narrow enough (annotation.rater_effects.adaptive_closes)
+closes when its 95% interval is narrow enough (annotation.quality.rater_effects.adaptive_closes)
 or gets one more open slot, up to its maximum.
 
 The pair row is locked first, FOR NO KEY UPDATE, the lock order of every submission and
@@ -30,7 +30,7 @@ from annotation.models import (
     RatingStatus,
     SlotState,
 )
-from annotation.rater_effects import PairRatings, adaptive_closes
+from annotation.quality.rater_effects import PairRatings, adaptive_closes
 
 
 def pair_extend_or_close(pair_id: int) -> bool:

@@ -9,11 +9,11 @@ quiz and the join flow, passes here, in this order:
    checked inside the claim statement itself, so a plain rater's claim costs no extra
    round trip); for a participant, the quiz first (no kind is claimed or opened while a
    quiz of another of the link's kinds is still owed: offered, not passed, attempts
-   left), the quota (``annotation.rating.quota``: ratings, queue gold ratings and leases
+   left), the quota (``annotation.people.crowd.quota``: ratings, queue gold ratings and leases
    held, over the link's kinds since joining) and no claim once the completion code was
    shown.
-3. WHAT: a gold pair now and then (``annotation.quality.gold.serving.gold_claim``), else the
-   queue's next slot (``annotation.rating.queue.slot_claim``).
+3. WHAT: a gold pair now and then (``annotation.serving.gold.gold_claim``), else the
+   queue's next slot (``annotation.serving.slot_claim``).
 
 A submit re-checks what can change since the claim: the pause (folded into the submit
 statement; the queue's stepwise path raises RaterPaused), and for a participant the quota
@@ -31,7 +31,10 @@ from datetime import datetime
 
 from django.db import transaction
 
-from annotation.errors import Forbidden, NotFound
+from annotation import serving as queue
+from annotation.core.errors import Forbidden, NotFound
+from annotation.core.roles import PARTICIPANT, has_role, may_rate
+from annotation.core.sql import use_postgres_sql
 from annotation.models import (
     Flag,
     GoldLease,
@@ -43,14 +46,14 @@ from annotation.models import (
     SlotState,
 )
 from annotation.people.crowd.completion import participant_end
+from annotation.people.crowd.quota import QuotaReached, QuotaUse, quota_reached_error, quota_use
 from annotation.people.crowd.study import study_gate, with_study_facts
-from annotation.people.roles import PARTICIPANT, has_role, may_rate
-from annotation.quality.gold import serving as gold
-from annotation.quality.pauses import RaterPaused
 from annotation.quality.quiz import quiz_offered
-from annotation.rating import queue, storing
-from annotation.rating.queue.claim import qualified_kinds
-from annotation.rating.queue.shapes import (
+from annotation.rating import storing
+from annotation.serving import gold
+from annotation.serving.claim import qualified_kinds
+from annotation.serving.pauses import RaterPaused
+from annotation.serving.shapes import (
     GOLD_TURN,
     Assignment,
     ClaimRead,
@@ -59,8 +62,6 @@ from annotation.rating.queue.shapes import (
     lease_ttl,
     service_now,
 )
-from annotation.rating.quota import QuotaReached, QuotaUse, quota_reached_error, quota_use
-from annotation.sql import use_postgres_sql
 
 __all__ = [
     "QuizFirst",
@@ -272,7 +273,7 @@ def _serve(
 
 def rating_submit(*, rater, dataset: str, slot_id: int, now: datetime | None = None, **submission) -> SubmitResult:
     """Store the rater's rating of the slot (or gold lease) they hold; see
-    ``annotation.rating.queue.rating_submit`` for the submission's values and answers. Raises
+    ``annotation.serving.rating_submit`` for the submission's values and answers. Raises
     RaterPaused for a rater paused since the claim and, for a participant, QuotaReached
     when this rating would pass the quota, Forbidden for an item outside their study;
     nothing is stored then."""
@@ -404,7 +405,7 @@ def participant_leave(*, rater, dataset: str, now: datetime | None = None) -> Pa
 
 
 def slot_heartbeat(*, rater, dataset: str, slot_id: int, now: datetime | None = None) -> datetime:
-    """Extend the lease on a held slot or gold lease; see ``annotation.rating.queue.slot_heartbeat``."""
+    """Extend the lease on a held slot or gold lease; see ``annotation.serving.slot_heartbeat``."""
     participation(rater=rater, dataset=dataset)
     try:
         return queue.slot_heartbeat(rater=rater, dataset=dataset, slot_id=slot_id, now=now)
@@ -417,7 +418,7 @@ def slot_heartbeat(*, rater, dataset: str, slot_id: int, now: datetime | None = 
 
 
 def slot_skip(*, rater, dataset: str, slot_id: int, now: datetime | None = None) -> int:
-    """Pass on a held slot or gold lease; see ``annotation.rating.queue.slot_skip``."""
+    """Pass on a held slot or gold lease; see ``annotation.serving.slot_skip``."""
     participation(rater=rater, dataset=dataset)
     try:
         return queue.slot_skip(rater=rater, dataset=dataset, slot_id=slot_id, now=now)
@@ -429,7 +430,7 @@ def slot_skip(*, rater, dataset: str, slot_id: int, now: datetime | None = None)
 
 
 def slot_flag(*, rater, dataset: str, slot_id: int, reason: str, note: str = "", now: datetime | None = None) -> Flag:
-    """Report the pair of a held or rated slot or gold lease; see ``annotation.rating.queue.slot_flag``."""
+    """Report the pair of a held or rated slot or gold lease; see ``annotation.serving.slot_flag``."""
     participation(rater=rater, dataset=dataset)
     try:
         return queue.slot_flag(rater=rater, dataset=dataset, slot_id=slot_id, reason=reason, note=note, now=now)

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from annotation.errors import NotFound
-from annotation.quality.gold import serving as gold
-from annotation.quality.pauses import is_paused_in, paused_error
-from annotation.rating import adaptive, queue
-from annotation.rating.queue.shapes import Assignment, SubmitResult, service_now
-from annotation.rating.queue.submit import submission_values
-from annotation.rating.queue.submit_then_claim import HandedOver
-from annotation.sql import use_postgres_sql
+from annotation import serving as queue
+from annotation.core.errors import NotFound
+from annotation.core.sql import use_postgres_sql
+from annotation.rating import adaptive
+from annotation.serving import gold
+from annotation.serving.pauses import is_paused_in, paused_error
+from annotation.serving.shapes import Assignment, SubmitResult, service_now
+from annotation.serving.submit import submission_values
+from annotation.serving.submit_then_claim import HandedOver
 
 
 def store(*, rater, dataset: str, slot_id: int, now: datetime | None, submission: dict) -> SubmitResult:

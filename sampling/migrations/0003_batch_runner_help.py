@@ -14,7 +14,7 @@ class Migration(migrations.Migration):
             name="runner",
             field=models.CharField(
                 blank=True,
-                help_text="host:pid of the process running (or last running) it; see annotation.runs.",
+                help_text="host:pid of the process running (or last running) it; see annotation.runs.lifecycle.",
                 max_length=255,
             ),
         ),

@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.db import migrations, models
 
-from annotation.uploads import upload_is_stored
+from annotation.catalog.uploads import upload_is_stored
 
 
 def mark_stored_uploads(apps, schema_editor):

@@ -1,6 +1,6 @@
 """Record in each earlier finished c2i_intrasim batch the rule its pairs were made by: two pairs per
 pivot, both directions, the pivot's own caption for caption pivots. Their pairs stay as
-they are; new batches make one pair per pivot (sampling.intrasim.INTRASIM_RULE)."""
+they are; new batches make one pair per pivot (sampling.methods.intrasim.INTRASIM_RULE)."""
 
 from django.db import migrations
 

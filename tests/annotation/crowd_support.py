@@ -8,7 +8,7 @@ import itertools
 
 from django.test import Client
 
-from annotation.cxc import ITEM_COLUMNS
+from annotation.core.cxc import ITEM_COLUMNS
 from annotation.models import GoldPurpose, GoldRating, QualitySettings, Rating, TaskKind
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.quiz import quiz_set

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import F, Q
 
-from annotation.errors import Conflict, DomainError
+from annotation.core.errors import Conflict, DomainError
 from annotation.models import ExclusionState, Pair, Rating, RatingExclusion, RatingStatus, TaskKind
 from annotation.quality.exclusion.chunks import rating_scope
 from annotation.quality.exclusion.services import (
@@ -23,7 +23,7 @@ from annotation.quality.exclusion.services import (
     rating_exclusion_undo,
 )
 from annotation.rating import policy
-from annotation.rating.queue import rating_submit, slot_claim
+from annotation.serving import rating_submit, slot_claim
 from tests.annotation.exclusion_support import pair_problems
 from tests.annotation.queue_support import queue_pairs, submit_kwargs
 from tests.factories import SplitFactory, UserFactory

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from annotation.catalog.services import dataset_import_karpathy
 from annotation.models import Caption, Image, Pair, SamplingMethod, TaskKind
-from annotation.rating.pairs import PairSpec, pairs_create_bulk
-from annotation.services import dataset_import_karpathy
+from annotation.serving.pairs import PairSpec, pairs_create_bulk
 from tests.factories import SamplingBatchFactory, SplitFactory, UserFactory, make_items
 from tests.rating_support import rate_pair
 

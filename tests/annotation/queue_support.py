@@ -13,10 +13,10 @@ import pytest
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-import annotation.rating.queue.submit as queue_submit
+import annotation.serving.submit as queue_submit
 from annotation.models import SamplingMethod, TaskKind
-from annotation.rating.pairs import PairSpec, pairs_create_bulk
 from annotation.rating.policy import rating_submit, slot_claim
+from annotation.serving.pairs import PairSpec, pairs_create_bulk
 from tests.factories import CaptionFactory, ImageFactory, SamplingBatchFactory, SplitFactory, UserFactory
 
 # The lease length the queue tests run with (settings.LEASE_TTL_SECONDS via the clock fixture).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.people.accounts import qualifications_set
-from annotation.rating.queue import QueueInputError
+from annotation.serving import QueueInputError
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -20,7 +20,7 @@ from annotation.models import (
     TaskKind,
 )
 from annotation.rating import adaptive
-from annotation.rating.queue import rating_submit as queue_submit
+from annotation.serving import rating_submit as queue_submit
 from tests.annotation.exclusion_race import race
 from tests.annotation.exclusion_support import exclude, pair_problems, undo
 from tests.annotation.queue_support import claim, client_for, queue_pairs, rate_url, rater, submit, submit_kwargs

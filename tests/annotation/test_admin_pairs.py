@@ -7,9 +7,9 @@ import pytest
 
 from annotation.export import dataset_export
 from annotation.models import Flag, FlagReason, Pair, QueueCounter, Rating, RatingSlot, SlotState, TaskKind
-from annotation.rating.pairs import pairs_retire
-from annotation.rating.queue import queue_counters_rebuild, rating_submit, slot_claim, slot_flag
-from annotation.selectors import rater_progress
+from annotation.rating.progress import rater_progress
+from annotation.serving import queue_counters_rebuild, rating_submit, slot_claim, slot_flag
+from annotation.serving.pairs import pairs_retire
 from sampling.selectors import pivots, split_items
 from tests.annotation.queue_support import queue_pairs, submit_kwargs
 from tests.factories import UserFactory

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from annotation.aggregation import (
+from annotation.quality.aggregation import (
     AggregationError,
     IntervalAlpha,
     RaterAgreement,

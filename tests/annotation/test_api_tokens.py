@@ -16,7 +16,7 @@ from django.utils.dateparse import parse_datetime
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-from annotation.tasks import prune_expired_tokens
+from annotation.people.tasks import prune_expired_tokens
 from tests.annotation import queue_support
 from tests.annotation.queue_support import api_claim, client_for
 from tests.factories import UserFactory

@@ -1,6 +1,6 @@
 """The CxC facts module agrees with the models built on it. No database."""
 
-from annotation import cxc
+from annotation.core import cxc
 from annotation.models import TaskKind
 
 

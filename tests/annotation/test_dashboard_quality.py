@@ -4,9 +4,9 @@ ratings, pauses, and numbers built from valid ratings only."""
 import numpy as np
 import pytest
 
-from annotation.dashboard import stats
 from annotation.dashboard.services import campaign_snapshot_refresh
 from annotation.models import GoldPair, QualitySettings
+from annotation.quality import group_stats as stats
 from annotation.quality.flags import FlagThresholds
 from annotation.quality.pauses import rater_pause
 from frontend.campaign_pages import rater_table

@@ -12,11 +12,11 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation.dashboard.selectors import campaign_snapshot_get
 from annotation.dashboard.services import SNAPSHOTS_KEPT, campaign_refresh_all, campaign_snapshot_refresh
+from annotation.dashboard.tasks import refresh_campaign_snapshot
 from annotation.export import dataset_export
 from annotation.models import CampaignSnapshot, FlagReason, RatingSlot, SlotState, SpeedFloor
-from annotation.rating.pairs import pairs_retire
-from annotation.rating.queue import lease_ttl, slot_flag, slot_skip
-from annotation.tasks import refresh_campaign_snapshot
+from annotation.serving import lease_ttl, slot_flag, slot_skip
+from annotation.serving.pairs import pairs_retire
 from tests.annotation import dashboard_data as hand
 from tests.annotation.queue_support import Clock
 from tests.factories import DatasetFactory, PairFactory, SamplingBatchFactory, SplitFactory, UserFactory

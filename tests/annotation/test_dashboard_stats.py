@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from annotation.aggregation import dense_unique, group_medians, group_order
-from annotation.dashboard import stats
+from annotation.quality import group_stats as stats
+from annotation.quality.aggregation import dense_unique, group_medians, group_order
 
 NAN = np.nan
 

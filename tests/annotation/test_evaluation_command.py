@@ -12,8 +12,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from scipy import stats
 
+from annotation.catalog.services import dataset_import_karpathy, embedding_space_import
 from annotation.models import Caption
-from annotation.services import dataset_import_karpathy, embedding_space_import
 from tests.annotation.evaluation_data import (
     CAPTION_KEYS,
     EXPECTED,

@@ -9,7 +9,7 @@ from annotation.evaluation.intervals import bootstrap_intervals
 from annotation.evaluation.ranked import first_correct_ranks, positive_ranks, query_figures
 from annotation.evaluation.ranks import Positives
 from annotation.evaluation.topk import topk_precision
-from sampling.topk import exact_top_k
+from sampling.search.topk import exact_top_k
 
 
 def scores_as_vectors(scores):

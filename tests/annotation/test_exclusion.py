@@ -2,7 +2,7 @@
 
 import pytest
 
-from annotation.errors import Conflict
+from annotation.core.errors import Conflict
 from annotation.models import (
     ExclusionState,
     Pair,
@@ -16,8 +16,8 @@ from annotation.models import (
 )
 from annotation.quality.exclusion import services
 from annotation.quality.exclusion.services import ExclusionInputError, rating_exclusion_create, rating_exclusion_run
-from annotation.quality.pauses import RaterPaused
-from annotation.rating.pairs import pairs_retire
+from annotation.serving.pairs import pairs_retire
+from annotation.serving.pauses import RaterPaused
 from tests.annotation.exclusion_support import exclude, pair_problems, undo
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from annotation.errors import NotFound
+from annotation.core.errors import NotFound
 from annotation.models import ExclusionPause, ExclusionState, RaterPause, Rating, RatingExclusion, RatingStatus
 from annotation.quality.exclusion import services
 from annotation.quality.exclusion.chunks import rating_scope

@@ -9,10 +9,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation.errors import Conflict
+from annotation.core.errors import Conflict
 from annotation.models import Pair, QueueCounter, Rating, RatingStatus, TaskKind
 from annotation.quality.exclusion.services import rating_exclusion_create, rating_exclusion_undo
-from annotation.rating.pairs import pairs_retire
+from annotation.serving.pairs import pairs_retire
 from tests.annotation.exclusion_support import exclude, pair_problems, rate_all, undo
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory

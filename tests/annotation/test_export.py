@@ -12,11 +12,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from annotation.aggregation import krippendorff_alpha_interval, pad_ragged
-from annotation.errors import NotFound
+from annotation.core.errors import NotFound
 from annotation.export import ExportError, dataset_export, export_plan, sha256_file
 from annotation.export.plan import rating_rows
 from annotation.models import Job, JobStatus, Pair, Rating, Split
+from annotation.quality.aggregation import krippendorff_alpha_interval, pad_ragged
 from tests.annotation.export_data import rated_coco_mini, rated_factory_dataset
 from tests.factories import SplitFactory
 

@@ -10,12 +10,11 @@ import pytest
 from django.db import transaction
 from rest_framework.test import APIClient
 
-from annotation import tasks
-from annotation.errors import NotFound
-from annotation.export import export_job_start
+from annotation.core.errors import NotFound
+from annotation.jobs.dispatch import export_job_start
+from annotation.jobs.tasks import run_export_job
 from annotation.models import Job, JobStatus
-from annotation.services import job_create
-from annotation.tasks import run_export_job
+from annotation.runs.jobs import job_create
 from tests.annotation.export_data import rated_factory_dataset
 from tests.factories import UserFactory
 
@@ -183,7 +182,8 @@ def test_a_failing_export_job_records_the_reason(django_capture_on_commit_callba
 def test_export_job_start_queues_the_job_once_committed(django_capture_on_commit_callbacks, monkeypatch, settings):
     rated = rated_factory_dataset(n_images=4)
     queued = []
-    monkeypatch.setattr(tasks.run_export_job, "delay", queued.append)
+    # Queued by name: the registered task's apply_async is what the signature calls.
+    monkeypatch.setattr(run_export_job, "apply_async", lambda args=(), kwargs=None, **options: queued.append(args[0]))
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         job = export_job_start(dataset_name=rated.dataset.name, formats="jsonl,cxc")
         assert queued == []

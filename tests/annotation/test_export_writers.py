@@ -8,7 +8,6 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.aggregation import aggregate_pairs, pad_ragged
 from annotation.export import (
     ExportBlock,
     ExportFormatError,
@@ -19,6 +18,7 @@ from annotation.export import (
     parse_formats,
     sha256_file,
 )
+from annotation.quality.aggregation import aggregate_pairs, pad_ragged
 
 
 def make_block(task="STS", item1=None):

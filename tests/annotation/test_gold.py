@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from annotation.errors import Conflict, Forbidden
+from annotation.core.errors import Conflict, Forbidden
 from annotation.models import (
     GoldLease,
     GoldPair,
@@ -18,8 +18,8 @@ from annotation.models import (
     TaskKind,
 )
 from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote, gold_pairs_upload
-from annotation.quality.pauses import RaterPaused
 from annotation.rating.policy import slot_flag, slot_heartbeat, slot_skip
+from annotation.serving.pauses import RaterPaused
 from tests.annotation import queue_support
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import ImageFactory, SplitFactory

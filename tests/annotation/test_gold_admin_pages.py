@@ -7,10 +7,10 @@ import re
 import pytest
 from django.test import Client
 
+from annotation.catalog.uploads import uploads_root
 from annotation.models import GoldPair, QualitySettings
 from annotation.quality.gold.upload import gold_pairs_upload
-from annotation.rating.queue import image_url_of
-from annotation.uploads import uploads_root
+from annotation.serving import image_url_of
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory, UserFactory
 

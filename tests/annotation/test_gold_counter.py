@@ -14,8 +14,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import GoldCounter, GoldPair, TaskKind
-from annotation.progress_sql import progress_row
 from annotation.quality.quiz import quiz_set
+from annotation.rating.progress_sql import progress_row
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import CaptionFactory, UserFactory
 

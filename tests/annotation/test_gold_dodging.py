@@ -13,7 +13,7 @@ import pytest
 
 from annotation.models import GoldLease, GoldPair, Pair, PairSkip, QualitySettings, QuizAttempt, RaterPause, Rating
 from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote, gold_pairs_upload
-from annotation.selectors import rater_pairs_left
+from annotation.serving.pairs_left import rater_pairs_left
 from tests.annotation import queue_support
 from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import TTL, client_for, queue_pairs, rate_url, rater, submit_kwargs

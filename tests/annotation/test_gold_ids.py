@@ -1,9 +1,9 @@
-"""Gold rows take ids from the sequences of the rows they stand in for (annotation.quality.gold.ids)."""
+"""Gold rows take ids from the sequences of the rows they stand in for (annotation.serving.gold_ids)."""
 
 import pytest
 
 from annotation.models import Rating, RatingSlot
-from annotation.quality.gold.ids import ids_reserve
+from annotation.serving.gold_ids import ids_reserve
 from tests.factories import PairFactory
 
 

@@ -1,4 +1,4 @@
-"""The gold claim's pick (annotation/quality/gold/serving_sql.py): a pair at a random rank
+"""The gold claim's pick (annotation/serving/gold_sql.py): a pair at a random rank
 first, the shuffle when the rater met it. Every gold pair the rater has not met must come
 as often as any other, the met ones never, and a pool whose first try missed must still
 serve one."""
@@ -10,8 +10,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.models import GoldCounter, GoldLease, GoldLeaseState, GoldPair, RatingSlot
-from annotation.quality.gold import serving, serving_sql
-from annotation.rating.queue import lease_ttl
+from annotation.serving import gold as serving
+from annotation.serving import gold_sql as serving_sql
+from annotation.serving import lease_ttl
 from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory

@@ -1,5 +1,5 @@
 """Flags and resent ratings on gold items, the details `make mutation` found untested
-(annotation.quality.gold.serving: gold_flag, _replayed): a gold item answers them exactly
+(annotation.serving.gold: gold_flag, _replayed): a gold item answers them exactly
 as an ordinary slot would, so a rater cannot tell gold apart, and a rater cannot replay
 another rater's gold rating."""
 
@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from annotation.errors import Conflict, Forbidden, NotFound
+from annotation.core.errors import Conflict, Forbidden, NotFound
 from annotation.models import (
     Dataset,
     GoldLease,
@@ -25,11 +25,11 @@ from annotation.models import (
     SlotState,
     SpeedFloor,
 )
-from annotation.quality.gold.ids import ids_reserve
-from annotation.quality.gold.serving import gold_met_in_quiz
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.rating.policy import slot_flag
-from annotation.rating.queue.shapes import image_url_of
+from annotation.serving.gold import gold_met_in_quiz
+from annotation.serving.gold_ids import ids_reserve
+from annotation.serving.shapes import image_url_of
 from tests.annotation import queue_support
 from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit

@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from annotation.models import GoldPair, Image
 from annotation.quality.gold.gold_file import GoldInputError
 from annotation.quality.gold.staging import SALT, gold_upload_cancel, gold_upload_preview, gold_upload_save
-from annotation.rating.queue import image_url_of
+from annotation.serving import image_url_of
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

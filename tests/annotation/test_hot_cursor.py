@@ -1,4 +1,4 @@
-"""The rating cycle's cursor (annotation.sql.hot_cursor): the driver's own cursor when
+"""The rating cycle's cursor (annotation.core.sql.hot_cursor): the driver's own cursor when
 nothing watches the queries, and still Django's health check, errors, transaction
 checks and time zones; Django's cursor while a query capture or an execute wrapper
 watches."""
@@ -11,8 +11,8 @@ from django.db.backends.utils import CursorWrapper
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
-from annotation import sql
-from annotation.sql import default_vendor, hot_cursor, use_postgres_sql
+from annotation.core import sql
+from annotation.core.sql import default_vendor, hot_cursor, use_postgres_sql
 
 pytestmark = pytest.mark.django_db
 

@@ -8,11 +8,12 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from annotation import serving as queue
 from annotation.apis.fields import rater_id_decode
 from annotation.models import GoldLease, GoldPair, GoldRating, Participant, QualitySettings, RatingSlot, SlotState
 from annotation.people.crowd.links import campaign_link_create
-from annotation.rating import queue, storing
-from annotation.rating.queue import claim as claim_module
+from annotation.rating import storing
+from annotation.serving import claim as claim_module
 from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, gold_upload
 from tests.annotation.queue_support import queue_pairs
 from tests.annotation.test_policy_queries import token_client

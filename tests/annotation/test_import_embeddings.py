@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.errors import DatasetImportError, NotFound
+from annotation.catalog.services import embedding_space_import
+from annotation.core.errors import DatasetImportError, NotFound
 from annotation.models import EmbeddingSpace
-from annotation.services import embedding_space_import
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory
 
 pytestmark = pytest.mark.django_db

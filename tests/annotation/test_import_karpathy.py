@@ -5,9 +5,9 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.errors import DatasetImportError
+from annotation.catalog.services import dataset_import_karpathy
+from annotation.core.errors import DatasetImportError
 from annotation.models import Caption, Dataset, Image, Job, JobStatus, Split
-from annotation.services import dataset_import_karpathy
 from tests.annotation.test_karpathy import image_entry
 
 pytestmark = pytest.mark.django_db

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from annotation.jobs import import_job_start, job_run, jobs_fail_orphaned
+from annotation.jobs.dispatch import import_job_start, job_run, jobs_fail_orphaned
+from annotation.jobs.tasks import fail_orphaned_jobs, run_import_job
 from annotation.models import Dataset, Job, JobStatus
-from annotation.runs import JOB_LOCKS
-from annotation.services import job_create
-from annotation.tasks import fail_orphaned_jobs, run_import_job
+from annotation.runs.jobs import job_create
+from annotation.runs.lifecycle import JOB_LOCKS
 from tests.annotation.export_data import rated_factory_dataset
 from tests.annotation.test_karpathy import image_entry
 from tests.factories import UserFactory
@@ -115,7 +115,7 @@ def test_a_job_whose_runner_holds_its_lock_is_left_running(tmp_path):
 def test_pages_and_the_api_show_a_dead_runners_job_as_stale_without_writing(admin_client, tmp_path, monkeypatch):
     job = karpathy_job(tmp_path)
     as_left_by_a_dead_worker(job)
-    monkeypatch.setattr("annotation.runs.runner_alive", lambda lock_class, object_id, runner: False)
+    monkeypatch.setattr("annotation.runs.lifecycle.runner_alive", lambda lock_class, object_id, runner: False)
     page = admin_client.get("/admin/annotation/job/")
     assert page.status_code == 200
     assert "running <strong" in page.content.decode() and "(stale: its process is gone)" in page.content.decode()
@@ -129,7 +129,7 @@ def test_pages_and_the_api_show_a_dead_runners_job_as_stale_without_writing(admi
 def test_starting_a_job_marks_dead_runners_jobs_failed(tmp_path, monkeypatch):
     job = karpathy_job(tmp_path)
     as_left_by_a_dead_worker(job)
-    monkeypatch.setattr("annotation.runs.runner_alive", lambda lock_class, object_id, runner: False)
+    monkeypatch.setattr("annotation.runs.lifecycle.runner_alive", lambda lock_class, object_id, runner: False)
     import_job_start(kind=Job.Kind.IMPORT_KARPATHY, params={"path": "missing.json", "name": "other"})
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from annotation.karpathy import FieldLimits, KarpathyError, parse_karpathy
+from annotation.catalog.karpathy import FieldLimits, KarpathyError, parse_karpathy
 
 
 def image_entry(cocoid=32001, split="val", sentids=(190268, 315773), filename=None, filepath="val2014"):

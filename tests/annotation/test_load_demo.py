@@ -5,9 +5,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
+from annotation.core.roles import ADMIN, RATER, RESEARCHER, has_role
 from annotation.management.commands.load_demo import DEMO_ACCOUNTS, DEMO_DIR
 from annotation.models import Caption, Dataset, EmbeddingSpace, Image, Qualification
-from annotation.people.roles import ADMIN, RATER, RESEARCHER, has_role
 from frontend.models import WorkedExample
 from sampling.encoders import cocaption_retrieval_rate
 

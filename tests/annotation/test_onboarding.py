@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from annotation.core.roles import RATER, has_role
 from annotation.models import Invitation, Qualification
 from annotation.people.accounts import WeakPassword
 from annotation.people.onboarding import (
@@ -17,7 +18,6 @@ from annotation.people.onboarding import (
     rater_list_read,
     raters_add,
 )
-from annotation.people.roles import RATER, has_role
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""The opaque ids raters see (annotation.opaque_ids): pure, no database."""
+"""The opaque ids raters see (annotation.core.opaque_ids): pure, no database."""
 
 import hashlib
 import hmac
@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-import annotation.opaque_ids as opaque_ids
-from annotation.opaque_ids import ID_LIMIT, MEMO_LIMIT, OpaqueIds, _round_key, _round_value
+import annotation.core.opaque_ids as opaque_ids
+from annotation.core.opaque_ids import ID_LIMIT, MEMO_LIMIT, OpaqueIds, _round_key, _round_value
 
 KINDS = ("slot", "pair", "rating", "flag")
 

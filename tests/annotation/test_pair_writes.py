@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from annotation.rating.pairs import _array_literal
+from annotation.serving.pairs import _array_literal
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

@@ -8,9 +8,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.management.base import CommandError
 
+from annotation.core.roles import RATER
 from annotation.management.commands import load_demo
 from annotation.people.accounts import WeakPassword, password_check
-from annotation.people.roles import RATER
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -7,15 +7,15 @@ from datetime import UTC, datetime
 import pytest
 from django.test import Client
 
-from annotation.errors import Conflict, NotFound
+from annotation.core.errors import Conflict, NotFound
 from annotation.quality.pauses import (
     MAX_PAUSE_TEXT,
     PauseInputError,
-    active_pause,
     rater_pause,
     rater_pause_lift,
     rater_pause_unless_paused,
 )
+from annotation.serving.pauses import active_pause
 from tests.annotation.queue_support import client_for, queue_pairs, rater
 from tests.factories import SplitFactory, UserFactory
 

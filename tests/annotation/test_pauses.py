@@ -3,10 +3,11 @@ rating they were giving is refused until then (nothing stored); the API and its 
 
 import pytest
 
-from annotation.errors import Conflict
+from annotation.core.errors import Conflict
 from annotation.models import RaterPause, Rating
-from annotation.quality.pauses import RaterPaused, rater_pause, rater_pause_lift
+from annotation.quality.pauses import rater_pause, rater_pause_lift
 from annotation.rating.policy import rating_submit_and_claim_next
+from annotation.serving.pauses import RaterPaused
 from tests.annotation import queue_support
 from tests.annotation.queue_support import claim, client_for, queue_pairs, rater, submit, submit_kwargs
 from tests.factories import SplitFactory, UserFactory

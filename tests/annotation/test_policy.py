@@ -187,7 +187,7 @@ def test_a_participant_at_quota_with_a_held_lease_cannot_submit_beyond_it(engine
     rate_n(browser, dataset, "STS", 1)
     first = claim(browser, dataset, "SIS").json()["slot_id"]
     # The lease expires and the tidy-up returns the slot to the queue: a submit of it is
-    # still accepted while nobody takes it (annotation.rating.queue.slots.holds).
+    # still accepted while nobody takes it (annotation.serving.slots.holds).
     RatingSlot.objects.filter(pk=db_id("slot", first)).update(
         state=SlotState.OPEN, rater=None, previous_rater=user, leased_at=None, lease_expires_at=None
     )

@@ -12,7 +12,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotation.errors import Forbidden
+from annotation.core.errors import Forbidden
 from annotation.models import (
     CampaignLink,
     FlagReason,
@@ -25,10 +25,11 @@ from annotation.models import (
     SlotState,
 )
 from annotation.people.crowd.links import campaign_link_create
-from annotation.quality.pauses import RaterPaused, rater_pause, rater_pause_lift
+from annotation.quality.pauses import rater_pause, rater_pause_lift
 from annotation.quality.quiz import quiz_answer, quiz_state
 from annotation.rating import policy
-from annotation.rating.queue import QueueInputError
+from annotation.serving import QueueInputError
+from annotation.serving.pauses import RaterPaused
 from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, sts_quiz
 from tests.annotation.queue_support import rater, submit_kwargs
 from tests.annotation.test_policy import claim, gold_sis_pairs, join, rate_n, submit, two_kind_dataset

@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 # transaction of its own came first); in the test's transaction the claim's own
 # transaction is a savepoint, counted. As production counts them: test_hot_path_statements.
 # Both then grew by two: the token's read is the check of the remembered token, which in
-# a transaction runs on its own in a savepoint (annotation.sql.sent_ahead), counted.
+# a transaction runs on its own in a savepoint (annotation.core.sql.sent_ahead), counted.
 CLAIM_QUERIES = 6
 SUBMIT_QUERIES = 6
 

@@ -1,11 +1,11 @@
-"""The hot path's prepared statements (annotation/sql.py): planned once per connection."""
+"""The hot path's prepared statements (annotation/core/sql.py): planned once per connection."""
 
 import uuid
 
 import pytest
 from django.db import connection
 
-from annotation.sql import Statement, execute
+from annotation.core.sql import Statement, execute
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

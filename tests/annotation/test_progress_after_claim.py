@@ -5,7 +5,7 @@ are the orders the walk cannot reach (a lease without a time, clocks apart)."""
 
 from datetime import UTC, datetime, timedelta
 
-from annotation.progress_sql import progress_after_claim
+from annotation.rating.progress_sql import progress_after_claim
 
 AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 UNTIL = AT + timedelta(minutes=10)

@@ -1,4 +1,4 @@
-"""The rater's progress in one PostgreSQL statement (annotation/progress_sql.py) against
+"""The rater's progress in one PostgreSQL statement (annotation/rating/progress_sql.py) against
 the ORM path it replaces on PostgreSQL (the embedded mode's, SQL_PATHS=portable): a
 seeded walk of raters claiming, rating and skipping ordinary and gold pairs, over
 midnight in three time zones, with grants global and per dataset, quiz attempts and
@@ -17,7 +17,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from annotation.errors import DomainError, NotFound
+from annotation.core.errors import DomainError, NotFound
 from annotation.models import (
     GoldLease,
     GoldPair,
@@ -31,7 +31,7 @@ from annotation.models import (
 )
 from annotation.quality.gold.upload import gold_pairs_promote
 from annotation.rating.policy import rating_submit, slot_claim, slot_skip
-from annotation.selectors import rater_progress, rater_progress_ask
+from annotation.rating.progress import rater_progress, rater_progress_ask
 from tests.annotation.crowd_support import crowd_dataset
 from tests.annotation.queue_support import submit_kwargs
 from tests.factories import UserFactory
@@ -213,8 +213,8 @@ def test_an_unknown_dataset_is_not_found_on_both_paths(settings):
 
 
 def test_a_dataset_renamed_or_named_anew_is_read_by_its_name_not_a_remembered_id():
-    from annotation import progress_sql
     from annotation.models import Dataset
+    from annotation.rating import progress_sql
     from tests.annotation.queue_support import claim, queue_pairs, rater
     from tests.factories import SplitFactory
 

@@ -9,9 +9,9 @@ from django.http import HttpRequest
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
+from annotation.core.roles import has_role
 from annotation.models import RatingSlot, SlotState
 from annotation.people.authentication import RoleTokenAuthentication
-from annotation.people.roles import has_role
 from tests.annotation import queue_support
 from tests.annotation.queue_support import api_claim, client_for, rate_url, rater_client
 from tests.factories import UserFactory
@@ -61,7 +61,7 @@ def test_token_lists_the_roles_staff_and_superusers_have_as_admins(split):
 def test_token_authentication_knows_the_roles_without_another_query(split, django_assert_num_queries):
     user = UserFactory(roles=["rater", "researcher"], qualified_for=["SIS"])
     token, key = AuthToken.objects.create(user=user)
-    # The connection's first lookup also prepares the statement (annotation.sql).
+    # The connection's first lookup also prepares the statement (annotation.core.sql).
     RoleTokenAuthentication().authenticate_credentials(key.encode())
     with django_assert_num_queries(1):
         authenticated, auth = RoleTokenAuthentication().authenticate_credentials(key.encode())

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from django.db import IntegrityError, transaction
 
-from annotation.errors import Forbidden, NotFound
+from annotation.core.errors import Forbidden, NotFound
 from annotation.models import Pair, RatingSlot, SlotState, TaskKind
-from annotation.rating.queue import QueueInputError, slot_claim, slot_skip
+from annotation.serving import QueueInputError, slot_claim, slot_skip
 from tests.annotation import queue_support
 from tests.annotation.queue_support import TTL, claim, queue_pairs, rater, submit
 from tests.factories import DatasetFactory, SplitFactory, UserFactory

@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from annotation.errors import Conflict, Forbidden
+from annotation.core.errors import Conflict, Forbidden
 from annotation.models import Rating, RatingSlot, SlotState
-from annotation.rating.queue import leases_release_expired, slot_heartbeat
+from annotation.serving import leases_release_expired, slot_heartbeat
 from tests.annotation import queue_support
 from tests.annotation.queue_support import TTL, claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory

@@ -11,10 +11,10 @@ import json
 import pytest
 from django.db import connection, transaction
 
+from annotation import serving as queue
 from annotation.models import DEFAULT_GOLD_ONE_IN, PairSkip, RatingSlot
-from annotation.rating import queue
-from annotation.rating.queue import rating_submit, slot_claim, statements
-from annotation.rating.queue.submit_statements import SUBMITTED_SETTING
+from annotation.serving import rating_submit, slot_claim, statements
+from annotation.serving.submit_statements import SUBMITTED_SETTING
 from tests.annotation.queue_support import bulk_sis_pairs, submit_kwargs
 from tests.factories import SamplingBatchFactory, SplitFactory, UserFactory
 
@@ -218,7 +218,7 @@ def test_a_raters_slots_are_read_by_rater_under_statistics_of_an_unrated_queue(s
     index that leads with the pair was read whole for them, every rated slot's entry."""
     from django.utils import timezone
 
-    from annotation.progress_sql import progress_by_id_statement, progress_statement
+    from annotation.rating.progress_sql import progress_by_id_statement, progress_statement
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     split = SplitFactory()
@@ -281,7 +281,7 @@ def test_the_gold_claim_asks_for_work_at_the_queue_head_not_over_the_rated_slots
     from django.utils import timezone
 
     from annotation.models import GoldLease, QualitySettings
-    from annotation.quality.gold.serving_sql import gold_claim
+    from annotation.serving.gold_sql import gold_claim
     from tests.annotation.crowd_support import gold_upload
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -335,7 +335,7 @@ def test_the_progress_counts_a_veterans_unfinished_pairs_without_reading_their_h
     each rating. It counts from slot_rater_active_idx alone, which holds only those slots."""
     from django.utils import timezone
 
-    from annotation.progress_sql import progress_by_id_statement, progress_statement
+    from annotation.rating.progress_sql import progress_by_id_statement, progress_statement
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     split = SplitFactory()

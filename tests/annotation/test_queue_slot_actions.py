@@ -7,10 +7,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from annotation.errors import Forbidden
+from annotation.core.errors import Forbidden
 from annotation.models import Flag, FlagReason, PairSkip, Rating, RatingSlot, SlotState, TaskKind
-from annotation.rating.queue import QueueInputError, slot_flag, slot_skip
-from annotation.selectors import rater_progress
+from annotation.rating.progress import rater_progress
+from annotation.serving import QueueInputError, slot_flag, slot_skip
 from tests.annotation import queue_support
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory

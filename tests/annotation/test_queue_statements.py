@@ -9,7 +9,7 @@ import re
 import pytest
 from django.db import connection
 
-from annotation.rating.queue import sql_text, statements
+from annotation.serving import sql_text, statements
 
 QUOTED = re.compile(r'"([^"]+)"')
 PARAMETER = re.compile(r"%\((\w+)\)s")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
-from annotation.errors import Conflict, Forbidden, NotFound
+from annotation.core.errors import Conflict, Forbidden, NotFound
 from annotation.models import QueueCounter, Rating, RatingSlot, SlotState
-from annotation.rating.queue import QueueInputError, rating_submit
+from annotation.serving import QueueInputError, rating_submit
 from tests.annotation import queue_support
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit, submit_kwargs
 from tests.factories import SplitFactory

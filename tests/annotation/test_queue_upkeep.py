@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from annotation.models import QueueCounter, RatingSlot, SlotState
-from annotation.rating.queue import leases_release_expired, queue_counters_rebuild, slot_heartbeat
+from annotation.serving import leases_release_expired, queue_counters_rebuild, slot_heartbeat
 from tests.annotation import queue_support
 from tests.annotation.queue_support import TTL, claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory
@@ -52,7 +52,7 @@ def test_counters_follow_completion_and_rebuild_repairs_drift(engine, clock):
 
 
 def test_beat_schedule_runs_the_tidy_up_tasks(clock, settings):
-    from annotation.tasks import recount_open_pairs, release_expired_leases
+    from annotation.serving.tasks import recount_open_pairs, release_expired_leases
     from config.celery import app
 
     app.loader.import_default_modules()  # what a worker does at start: autodiscover the tasks

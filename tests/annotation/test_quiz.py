@@ -8,8 +8,8 @@ import random
 import pytest
 from rest_framework.test import APIClient
 
-from annotation import cxc
-from annotation.errors import Conflict, NotFound
+from annotation.core import cxc
+from annotation.core.errors import Conflict, NotFound
 from annotation.models import GoldPair, GoldPurpose, GoldRating, Qualification, QualitySettings, QuizAttempt, Rating
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.quiz import QuizOver, attempt_length, quiz_answer, quiz_offered, quiz_set, quiz_state

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from rest_framework.test import APIClient
 
-from annotation.errors import NotFound
+from annotation.core.errors import NotFound
 from annotation.models import GoldPair, Qualification, QualitySettings, QuizAttempt
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.quiz import (
@@ -22,7 +22,7 @@ from annotation.quality.quiz import (
     quiz_set,
     quiz_state,
 )
-from annotation.rating.queue.shapes import QueueInputError
+from annotation.serving.shapes import QueueInputError
 from tests.annotation.queue_support import queue_pairs
 from tests.annotation.test_quiz import LENGTH, REFERENCES, api_attempt, make_quiz
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory, UserFactory

@@ -1,4 +1,4 @@
-"""What `make mutation` found the quota's tests let pass (annotation/rating/quota.py): the
+"""What `make mutation` found the quota's tests let pass (annotation/people/crowd/quota.py): the
 items a participant did and holds are their own ratings and leases, ordinary and gold, in
 their link's dataset and kinds (ratings: since joining; gold: served in the queue, not the
 quiz), and no one else's."""
@@ -11,8 +11,8 @@ from django.utils import timezone
 from annotation.models import GoldLease, GoldPurpose, GoldRating, QualitySettings, Rating, RatingSlot, SlotState
 from annotation.people.crowd.join import participant_join
 from annotation.people.crowd.links import campaign_link_create
+from annotation.people.crowd.quota import participant_items_done, quota_use
 from annotation.rating import policy
-from annotation.rating.quota import participant_items_done, quota_use
 from tests.annotation.crowd_support import crowd_dataset
 from tests.annotation.queue_support import rater, submit_kwargs
 

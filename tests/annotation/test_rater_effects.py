@@ -1,4 +1,4 @@
-"""The rater-effects model (annotation/rater_effects.py) on generated ratings: it finds
+"""The rater-effects model (annotation/quality/rater_effects.py) on generated ratings: it finds
 the biases and noise it was given, is never worse than the plain mean, its intervals
 cover, it agrees with Netflix's sureal (MLE, content-oblivious) where both apply, and it
 refuses input it cannot fit. No database."""
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from annotation import rater_effects
-from annotation.rater_effects import (
+from annotation.quality import rater_effects
+from annotation.quality.rater_effects import (
     PairRatings,
     RaterModelError,
     RaterModelSettings,

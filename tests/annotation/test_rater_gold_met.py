@@ -17,8 +17,8 @@ from django.db import connection
 from django.utils import timezone
 
 from annotation.models import GoldLease, GoldPair, QualitySettings, QuizAttempt, RaterGoldMet, TaskKind
-from annotation.progress_sql import progress_row
 from annotation.quality.quiz import quiz_set
+from annotation.rating.progress_sql import progress_row
 from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import CaptionFactory, UserFactory
 from tests.runner_support import another_session

@@ -1,5 +1,5 @@
 """Fitting the rater-effects model to a dataset's ratings and storing it
-(annotation/rater_fits.py): per kind, valid ratings only, replacing the last
+(annotation/quality/rater_fits.py): per kind, valid ratings only, replacing the last
 fit; by the beat with the dashboard snapshot and by the rater_model_fit command."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from annotation.dashboard.services import campaign_refresh_all
 from annotation.models import RaterEstimate, RaterModelFit, Rating, RatingStatus, TaskKind
-from annotation.rater_fits import rater_model_refit
+from annotation.quality.rater_fits import rater_model_refit
 from tests.annotation.exclusion_support import exclude
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
@@ -102,7 +102,7 @@ def test_an_export_carries_the_models_scores_and_the_raters_effects(rated, tmp_p
     import pyarrow.parquet as pq
 
     from annotation.export import dataset_export
-    from annotation.rater_effects import fit
+    from annotation.quality.rater_effects import fit
 
     dataset, raters = rated
     dataset_export(dataset_name=dataset.name, out_dir=tmp_path, formats="cxc,jsonl,parquet")

@@ -15,7 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from annotation.models import GoldPair, GoldPurpose, GoldRating, RaterTally, Rating, TaskKind
-from annotation.progress_sql import QUARTER, QUARTER_ORIGIN, first_quarter, progress_row
+from annotation.rating.progress_sql import QUARTER, QUARTER_ORIGIN, first_quarter, progress_row
 from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
@@ -170,7 +170,7 @@ def test_rated_today_is_exact_from_any_start_of_the_day(two_datasets, day_start)
 
 
 def test_the_beat_prunes_tallies_no_day_reads_and_keeps_the_rest(two_datasets, settings):
-    from annotation.tasks import prune_rater_tallies
+    from annotation.serving.tasks import prune_rater_tallies
 
     (_, _), (pairs_a, _) = two_datasets
     rate_pair(pairs_a[0], [1.0, 2.0, 3.0])

@@ -11,7 +11,7 @@ from knox.models import AuthToken
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
-from annotation.errors import DomainError
+from annotation.core.errors import DomainError
 from annotation.rating import policy
 from tests.annotation import queue_support
 from tests.annotation.queue_support import api_claim, rate_url, submit_kwargs

@@ -1,4 +1,4 @@
-"""The rating cycle's direct way past the middleware chain (config/rating_wsgi.py).
+"""The rating cycle's direct way past the middleware chain (web/rating_wsgi.py).
 
 Every request here goes through WSGI twice from the same database state (a savepoint
 rolled back in between), once through Django's application whole and once through the
@@ -19,10 +19,10 @@ from django.test import RequestFactory
 from knox.models import AuthToken
 
 from annotation.rating import policy
-from config.rating_wsgi import REVIEWED_MIDDLEWARE, RatingCycleApplication
 from tests.annotation import queue_support
 from tests.annotation.queue_support import rate_url, submit_kwargs
 from tests.factories import UserFactory
+from web.rating_wsgi import REVIEWED_MIDDLEWARE, RatingCycleApplication
 
 pytestmark = pytest.mark.django_db
 
@@ -260,9 +260,9 @@ def test_another_middleware_list_stops_the_server_from_starting(settings):
 
 
 def test_the_served_application_is_the_wrapper():
-    from config.wsgi import application
-    from config.wsgi_environ import WithoutProcessEnvironment
+    from web.wsgi import application
+    from web.wsgi_environ import WithoutProcessEnvironment
 
-    # Under the process environment's filter (config/wsgi_environ.py), which comes first.
+    # Under the process environment's filter (web/wsgi_environ.py), which comes first.
     assert isinstance(application, WithoutProcessEnvironment)
     assert isinstance(application.application, RatingCycleApplication)

@@ -1,4 +1,4 @@
-"""The reliability curve of the campaign page (annotation/dashboard/stats.py
+"""The reliability curve of the campaign page (annotation/quality/group_stats.py
 split_half_reliability) and the noise flag (annotation/quality/flags.py). No database."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from annotation.aggregation import pad_ragged
-from annotation.dashboard.stats import RELIABILITY_UP_TO, split_half_reliability
+from annotation.quality.aggregation import pad_ragged
 from annotation.quality.flags import MIN_RATINGS, FlagThresholds, RaterFigures, flag_reasons
+from annotation.quality.group_stats import RELIABILITY_UP_TO, split_half_reliability
 
 
 def ratings(n_pairs: int, per_pair: int, noise_sd: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

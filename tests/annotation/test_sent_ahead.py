@@ -1,4 +1,4 @@
-"""annotation.sql.sent_ahead: a statement run ahead of the next one on the connection, in
+"""annotation.core.sql.sent_ahead: a statement run ahead of the next one on the connection, in
 its round trip when that one is ``execute``'s, on its own before an ORM query, and on
 leaving when nothing ran; when it refuses, nothing behind it is done."""
 
@@ -8,7 +8,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django.test.utils import CaptureQueriesContext
 
-from annotation.sql import RefusedAhead, Statement, execute, hot_cursor, sent_ahead
+from annotation.core.sql import RefusedAhead, Statement, execute, hot_cursor, sent_ahead
 from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

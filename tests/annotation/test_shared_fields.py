@@ -22,8 +22,8 @@ from annotation.apis.rating import (
     submit_answer,
 )
 from annotation.apis.rating_progress import RaterProgressSerializer, progress_data
-from annotation.rating.queue.shapes import SubmitResult, assignment_of
-from annotation.selectors import RaterProgress
+from annotation.rating.progress import RaterProgress
+from annotation.serving.shapes import SubmitResult, assignment_of
 
 SUBMIT_INPUT = RatingSubmitApi.RatingSubmitInputSerializer
 GOOD = {"score": 2.5, "time_on_item_ms": 4000, "time_to_first_move_ms": None, "adjustments": 1, "idempotency_key": "k"}

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 from annotation.models import RatingSlot, SlotState
-from annotation.rating.queue import leases_release_expired, slot_flag, slot_skip
+from annotation.serving import leases_release_expired, slot_flag, slot_skip
 from tests.annotation import queue_support
 from tests.annotation.queue_support import TTL, claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory

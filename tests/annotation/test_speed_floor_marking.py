@@ -8,10 +8,10 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation.dashboard.speed_floors import speed_floor_marks_refresh
 from annotation.models import GoldPair, GoldPurpose, GoldRating, QualitySettings, Rating, SpeedFloor, TaskKind
-from annotation.quality.gold.ids import ids_reserve
 from annotation.rating.policy import rating_submit as policy_submit
 from annotation.rating.policy import slot_claim
-from annotation.rating.queue import rating_submit
+from annotation.serving import rating_submit
+from annotation.serving.gold_ids import ids_reserve
 from tests.annotation import queue_support
 from tests.annotation.crowd_support import gold_upload
 from tests.annotation.queue_support import claim, queue_pairs, rater

@@ -1,5 +1,5 @@
 """The rating page's submit and its next claim in one round trip and one transaction
-(annotation/rating/queue/submit_then_claim.py), through the HTTP API, outside any test
+(annotation/serving/submit_then_claim.py), through the HTTP API, outside any test
 transaction (autocommit, as production runs): what it stores and claims, and that a
 submission it does not store claims nothing, so every refusal, repeat and conflict is
 answered as the usual way answers it."""
@@ -17,7 +17,7 @@ from django.utils import timezone
 from annotation.apis.fields import rater_id_decode
 from annotation.models import Pair, Rating, RatingSlot, SlotState
 from annotation.quality.pauses import rater_pause
-from annotation.rating.queue import claim as claim_module
+from annotation.serving import claim as claim_module
 from tests.annotation.queue_support import queue_pairs
 from tests.annotation.test_hot_path_statements import BODY, CHECK, PAGE, rated_dataset, statement_names
 from tests.annotation.test_policy_queries import token_client

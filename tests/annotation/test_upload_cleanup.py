@@ -14,11 +14,11 @@ from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from annotation.catalog.tasks import prune_uploads
+from annotation.catalog.upload_cleanup import uploads_prune
+from annotation.catalog.uploads import KARPATHY, upload_store, uploads_root
 from annotation.models import Job, JobStatus, UploadState
-from annotation.services import job_create
-from annotation.tasks import prune_uploads
-from annotation.upload_cleanup import uploads_prune
-from annotation.uploads import KARPATHY, upload_store, uploads_root
+from annotation.runs.jobs import job_create
 from tests.annotation.test_karpathy import image_entry
 
 pytestmark = pytest.mark.django_db

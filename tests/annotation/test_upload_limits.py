@@ -12,9 +12,9 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from rest_framework.test import APIClient
 
-from annotation.errors import UploadTooLarge
+from annotation.catalog.uploads import KARPATHY, upload_store, uploads_root
+from annotation.core.errors import UploadTooLarge
 from annotation.models import Job
-from annotation.uploads import KARPATHY, upload_store, uploads_root
 from tests.annotation.test_karpathy import image_entry
 from tests.factories import UserFactory
 

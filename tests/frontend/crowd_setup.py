@@ -7,7 +7,7 @@ import itertools
 import tempfile
 from pathlib import Path
 
-from annotation.cxc import ITEM_COLUMNS, level_name
+from annotation.core.cxc import ITEM_COLUMNS, level_name
 from annotation.models import (
     CampaignLink,
     Caption,
@@ -20,9 +20,9 @@ from annotation.models import (
     TaskKind,
 )
 from annotation.people.crowd.links import campaign_link_create
-from annotation.quality.gold.ids import ids_reserve
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.quiz import quiz_set
+from annotation.serving.gold_ids import ids_reserve
 
 QUIZ_REFERENCES = (0.0, 2.5, 5.0, 1.0, 4.0, 3.0)
 # One claim in GOLD_ONE_IN serves a gold pair while the rater has gold pairs left.

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from annotation.models import Caption, Dataset, Image, TaskKind
-from annotation.rating.pairs import PairSpec, pairs_create_bulk
+from annotation.serving.pairs import PairSpec, pairs_create_bulk
 from sampling.models import SamplingBatch
 
 

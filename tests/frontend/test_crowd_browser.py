@@ -10,9 +10,9 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation import cxc
+from annotation.core import cxc
 from annotation.models import GoldPair, GoldPurpose, GoldRating, Participant, QuizAttempt, Rating
-from annotation.rating.pairs import pairs_retire
+from annotation.serving.pairs import pairs_retire
 from tests.frontend.crowd_setup import crowd_link, sis_quiz
 from tests.frontend.test_rating_page import track_point
 from tests.rating_support import db_id

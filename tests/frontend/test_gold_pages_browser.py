@@ -8,8 +8,8 @@ import pytest
 
 from annotation.models import Caption, Dataset, GoldPair, Image, Pair, QualitySettings
 from annotation.quality.gold.upload import gold_pairs_upload
-from annotation.rating.pairs import pairs_retire
-from annotation.rating.queue import rating_submit, slot_claim
+from annotation.serving import rating_submit, slot_claim
+from annotation.serving.pairs import pairs_retire
 from tests.frontend.rating_setup import demo_with_pairs, rater
 from tests.frontend.test_rating_page import session_for
 

@@ -114,7 +114,7 @@ def test_server_error_with_debug_off_shows_no_traceback(client_all_roles, settin
 
 def test_api_server_error_with_debug_off_is_json_without_traceback(client_all_roles, settings, monkeypatch):
     settings.DEBUG = False
-    _explode_at(monkeypatch, "annotation.selectors.dataset_list")
+    _explode_at(monkeypatch, "annotation.catalog.selectors.dataset_list")
     response = client_all_roles.get("/api/datasets/")
     assert response.status_code == 500
     assert response["Content-Type"].startswith("application/json")

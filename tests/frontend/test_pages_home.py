@@ -5,9 +5,9 @@ import pytest
 from django.conf import settings as django_settings
 from django.test import Client
 
+from annotation import serving as queue
 from annotation.models import TaskKind
-from annotation.rating import queue
-from annotation.selectors import rater_progress
+from annotation.rating.progress import rater_progress
 from config.runtime import describe_mode
 from frontend.selectors import rater_work_list
 from tests.annotation.queue_support import queue_pairs, submit_kwargs

@@ -5,7 +5,7 @@ the flag note, the level mark reset per pair, per-kind progress, and the layout 
 import pytest
 
 from annotation.models import Flag, Pair, QueueCounter, Rating
-from annotation.selectors import rater_progress
+from annotation.rating.progress import rater_progress
 from tests.frontend.rating_setup import rater
 from tests.frontend.test_rating_page import held_slot, open_kind, session_for, shown, track_point
 

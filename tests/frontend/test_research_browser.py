@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 
 from annotation.export import export_job_create
+from annotation.jobs.tasks import run_export_job
 from annotation.models import Job
-from annotation.tasks import run_export_job
 from tests.frontend.campaign_setup import rate_campaign
 from tests.frontend.rating_setup import rater
 from tests.frontend.test_campaign_browser import log_in, watch_errors

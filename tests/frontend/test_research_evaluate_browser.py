@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from annotation.export import export_job_create
+from annotation.jobs.tasks import run_export_job
 from annotation.models import Job
-from annotation.tasks import run_export_job
 from tests.frontend.test_campaign_browser import log_in, watch_errors
 from tests.frontend.test_research_browser import exports_dir, rated  # noqa: F401  (fixtures)
 

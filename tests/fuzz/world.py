@@ -12,9 +12,9 @@ from django.core.management import call_command
 from django.db import transaction
 
 from annotation import export
+from annotation.jobs.tasks import run_export_job
 from annotation.management.commands.load_demo import DEMO_ACCOUNTS
 from annotation.models import Dataset, Job, Pair, RatingSlot
-from annotation.tasks import run_export_job
 from sampling.models import SamplingBatch
 from tests.frontend.rating_setup import rater
 from tests.rating_support import api_id, rate_pair

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from annotation.catalog.services import embedding_space_import
 from annotation.models import Caption, Dataset, Image, Pair, Split
-from annotation.services import embedding_space_import
 from tests.factories import DatasetFactory, SplitFactory
 
 

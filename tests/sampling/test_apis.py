@@ -166,7 +166,7 @@ def test_reads_show_a_dead_runners_batch_as_stale_and_a_start_fails_then_reruns_
         format="json",
     ).json()
     SamplingBatch.objects.filter(pk=body["id"]).update(status="running", runner="worker-host:4242")
-    monkeypatch.setattr("annotation.runs.runner_alive", lambda lock_class, object_id, runner: False)
+    monkeypatch.setattr("annotation.runs.lifecycle.runner_alive", lambda lock_class, object_id, runner: False)
 
     detail = admin_api.get(f"/api/sampling/batches/{body['id']}/").json()
     assert (detail["status"], detail["stale"]) == ("running", True)

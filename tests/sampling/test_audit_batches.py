@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from annotation.models import Pair
-from sampling.batch_run import sampling_batch_run
 from sampling.errors import SamplingInputError
 from sampling.models import AuditRetrieval, SamplingBatch
+from sampling.runs.batch import sampling_batch_run
 from sampling.services import sampling_batch_create
 from tests.sampling.conftest import random_unit
 

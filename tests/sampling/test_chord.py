@@ -19,9 +19,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Pair
-from sampling.batch_run import sampling_batch_run, sampling_batches_fail_orphaned
-from sampling.chord_run import run_folder
 from sampling.models import SamplingBatch, SamplingShard
+from sampling.runs.batch import sampling_batch_run, sampling_batches_fail_orphaned
+from sampling.runs.chord import run_folder
 from sampling.services import sampling_batch_create, sampling_batch_start
 from tests.runner_support import poll
 from tests.sampling.conftest import pair_keys, random_unit
@@ -266,8 +266,8 @@ def test_a_chord_with_no_shard_moving_for_longer_than_the_stall_limit_fails(make
 
 
 def test_late_tasks_of_an_earlier_run_leave_a_restarted_batch_alone(make_split):
-    from sampling.batch_run import sampling_batch_merge
-    from sampling.chord_run import run_token, shard_work, stage_next
+    from sampling.runs.batch import sampling_batch_merge
+    from sampling.runs.chord import run_token, shard_work, stage_next
 
     batch = create(build(make_split))
     earlier = timezone.now() - timedelta(minutes=10)

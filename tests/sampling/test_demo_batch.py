@@ -5,7 +5,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Pair, RatingSlot
-from annotation.rating.pairs import PairSpec, pairs_create_bulk
+from annotation.serving.pairs import PairSpec, pairs_create_bulk
 from sampling.errors import SamplingInputError
 from sampling.models import SamplingBatch
 from tests.factories import UserFactory

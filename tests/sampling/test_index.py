@@ -3,14 +3,8 @@
 import numpy as np
 import pytest
 
-from sampling.index import (
-    IndexConfig,
-    IndexConfigError,
-    exact_neighbours,
-    ivf_cells,
-    nearest_neighbours,
-    recall_at_k,
-)
+from sampling.search.index import IndexConfig, IndexConfigError, exact_neighbours, ivf_cells, recall_at_k
+from sampling.search.neighbours import nearest_neighbours
 
 
 def unit_circle(degrees):

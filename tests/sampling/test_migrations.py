@@ -28,7 +28,7 @@ def test_existing_batches_keep_all_cocaption_pairs_and_refused_repeats():
 def test_jobs_and_batches_made_before_upload_states_count_their_stored_uploads(tmp_path):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from annotation.uploads import KARPATHY, PAIR_LIST, upload_store
+    from annotation.catalog.uploads import KARPATHY, PAIR_LIST, upload_store
 
     before = [
         ("annotation", "0007_pair_order_and_retirement"),

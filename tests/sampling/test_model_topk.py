@@ -4,8 +4,8 @@ several models pooled, queued pairs left out, the budget keeping the best ranks.
 import numpy as np
 import pytest
 
-from sampling.model_topk import AuditedModel, model_topk, query_sample
-from sampling.pair_arrays import BudgetError
+from sampling.methods.model_topk import AuditedModel, model_topk, query_sample
+from sampling.methods.pair_arrays import BudgetError
 
 
 def unit(rows):
@@ -99,7 +99,7 @@ def test_a_model_without_the_needed_vectors_and_unknown_directions_are_refused()
 
 
 def test_items_beyond_the_pair_key_space_are_refused(monkeypatch):
-    import sampling.model_topk as module
+    import sampling.methods.model_topk as module
 
     monkeypatch.setattr(module, "KEY_SPAN", 4)
     with pytest.raises(ValueError, match="4 rows; an audit takes fewer than 4"):

@@ -1,10 +1,11 @@
-"""IVF-PQ: codes, codebook, refine and settings (sampling.pq). No database."""
+"""IVF-PQ: codes, codebook, refine and settings (sampling.search.pq). No database."""
 
 import numpy as np
 import pytest
 
-from sampling.index import IndexConfig, IndexConfigError, exact_neighbours, ivf_cells, nearest_neighbours, recall_at_k
-from sampling.pq import (
+from sampling.search.index import IndexConfig, IndexConfigError, exact_neighbours, ivf_cells, recall_at_k
+from sampling.search.neighbours import nearest_neighbours
+from sampling.search.pq import (
     PqTrainingError,
     pq_codebook,
     pq_codebook_rows,
@@ -61,7 +62,7 @@ def test_the_refine_block_size_does_not_change_the_neighbours(monkeypatch):
     config = IndexConfig(**{**PQ.as_dict(), "ivfpq_refine": 3})
     ids, sims = nearest_neighbours(x, 5, config)
     # One query per block (the budget below one query's candidates).
-    monkeypatch.setattr("sampling.pq.REFINE_BLOCK_BYTES", 1)
+    monkeypatch.setattr("sampling.search.pq.REFINE_BLOCK_BYTES", 1)
     one_by_one, one_by_one_sims = nearest_neighbours(x, 5, config)
     np.testing.assert_array_equal(one_by_one, ids)
     np.testing.assert_array_equal(one_by_one_sims, sims)

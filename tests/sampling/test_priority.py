@@ -5,13 +5,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from annotation.errors import NotFound
+from annotation.core.errors import NotFound
 from annotation.models import Pair, RatingSlot
-from annotation.rating.queue import slot_claim
+from annotation.serving import slot_claim
 from sampling import services as sampling_services
-from sampling.batch_run import sampling_batch_run
 from sampling.errors import SamplingInputError
 from sampling.models import SamplingBatch
+from sampling.runs.batch import sampling_batch_run
 from sampling.services import sampling_batch_create, sampling_batch_set_priority
 from tests.factories import UserFactory
 

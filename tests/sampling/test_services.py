@@ -5,12 +5,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from annotation.errors import NotFound
+from annotation.core.errors import NotFound
 from annotation.models import Pair, RatingSlot, SlotState
-from annotation.runs import SAMPLING_BATCH_LOCKS, run_fail
-from sampling.batch_run import BATCH_RUNS, sampling_batch_run, sampling_batches_fail_orphaned
+from annotation.runs.lifecycle import SAMPLING_BATCH_LOCKS, run_fail
 from sampling.errors import BatchConflict, SamplingInputError
 from sampling.models import SamplingBatch
+from sampling.runs.batch import sampling_batch_run, sampling_batches_fail_orphaned
+from sampling.runs.chord import BATCH_RUNS
 from sampling.selectors import split_summary
 from sampling.services import sampling_batch_create, sampling_batch_create_from_upload, sampling_batch_start
 from tests.rating_support import rate_pair

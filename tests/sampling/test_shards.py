@@ -3,17 +3,11 @@
 import numpy as np
 import pytest
 
-from sampling import shards
-from sampling.index import (
-    IndexConfig,
-    exact_neighbours,
-    ivf_cells,
-    nearest_neighbours,
-    recall_at_k,
-    search_plan,
-)
-from sampling.pq import pq_codebook
-from sampling.shards import (
+from sampling.search import shards
+from sampling.search.index import IndexConfig, exact_neighbours, ivf_cells, recall_at_k
+from sampling.search.neighbours import nearest_neighbours, search_plan
+from sampling.search.pq import pq_codebook
+from sampling.search.shards import (
     ASSIGN,
     SEARCH,
     SearchPlan,

@@ -3,10 +3,9 @@
 import numpy as np
 import pytest
 
-from sampling import strategies
-from sampling.index import IndexConfig, nearest_neighbours
-from sampling.pair_arrays import BudgetError, CaptionGroups
-from sampling.strategies import (
+from sampling.methods import strategies
+from sampling.methods.pair_arrays import BudgetError, CaptionGroups
+from sampling.methods.strategies import (
     Pivots,
     SplitArrays,
     c2c_cocaption,
@@ -17,6 +16,8 @@ from sampling.strategies import (
     mean_caption_vectors,
     sample_split,
 )
+from sampling.search.index import IndexConfig
+from sampling.search.neighbours import nearest_neighbours
 
 EXACT = IndexConfig(kind="exact")
 
@@ -368,7 +369,7 @@ def test_sample_split_needs_a_space_of_the_searched_modality():
 
 def test_method_names_are_the_released_ones():
     from annotation.models import METHOD_KIND
-    from sampling.model_topk import DIRECTION_METHOD
+    from sampling.methods.model_topk import DIRECTION_METHOD
 
     # The CxC release's five names, and the audit's one per direction.
     assert set(strategies.METHODS) | set(DIRECTION_METHOD.values()) == {str(method) for method in METHOD_KIND}

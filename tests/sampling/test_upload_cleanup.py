@@ -11,10 +11,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from annotation.catalog.upload_cleanup import uploads_prune
+from annotation.catalog.uploads import KARPATHY, upload_store
 from annotation.models import Job, JobStatus, UploadState
-from annotation.services import job_create
-from annotation.upload_cleanup import uploads_prune
-from annotation.uploads import KARPATHY, upload_store
+from annotation.runs.jobs import job_create
 from sampling.models import SamplingBatch
 from sampling.services import sampling_batch_start
 from tests.annotation.test_upload_cleanup import stored_names

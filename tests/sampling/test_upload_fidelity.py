@@ -11,9 +11,9 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from annotation.models import Pair
-from sampling.batch_run import sampling_batch_run
+from sampling.methods.pairlist import read_pair_list
 from sampling.models import SamplingBatch
-from sampling.pairlist import read_pair_list
+from sampling.runs.batch import sampling_batch_run
 from sampling.services import sampling_batch_create_from_upload
 from tests.factories import UserFactory
 

@@ -2,12 +2,12 @@
 
 import pytest
 
+from annotation.catalog.services import dataset_import_karpathy
 from annotation.models import Pair, RatingSlot
-from annotation.services import dataset_import_karpathy
-from sampling.batch_run import sampling_batch_run
 from sampling.errors import PairListError
+from sampling.methods.pairlist import PairListFormatError, read_pair_list
 from sampling.models import SamplingBatch
-from sampling.pairlist import PairListFormatError, read_pair_list
+from sampling.runs.batch import sampling_batch_run
 from sampling.services import sampling_batch_create_from_upload
 from tests.sampling.conftest import pair_keys
 

@@ -11,8 +11,8 @@ import pytest
 from django.db import transaction
 
 from annotation.models import Pair, RatingSlot
-from sampling.batch_run import sampling_batch_run, sampling_batches_fail_orphaned
 from sampling.models import SamplingBatch
+from sampling.runs.batch import sampling_batch_run, sampling_batches_fail_orphaned
 from sampling.services import sampling_batch_create, sampling_batch_start
 from tests.sampling.conftest import pair_keys, random_unit
 from tests.sampling.worker_support import start_worker, worker_env

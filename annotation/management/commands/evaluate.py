@@ -6,7 +6,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.errors import DomainError
+from annotation.catalog.selectors import dataset_get, embedding_space_get, split_get, split_item_keys
+from annotation.core.errors import DomainError
 from annotation.evaluation import (
     BOOTSTRAP_SAMPLES,
     BOTH_ITEMS,
@@ -24,7 +25,6 @@ from annotation.evaluation.jobs import split_audited
 from annotation.evaluation.protocols import PROTOCOLS
 from annotation.evaluation.report import check_protocols
 from annotation.models import Modality
-from annotation.selectors import dataset_get, embedding_space_get, split_get, split_item_keys
 
 SPACE_PARTS = ("vectors", "ids", "space")
 # Keys of a --model NAME:key=value,... spec.

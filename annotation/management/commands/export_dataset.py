@@ -3,10 +3,10 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.export import FORMATS
-from annotation.jobs import job_run
+from annotation.jobs.dispatch import job_run
 from annotation.management.commands._progress import print_progress
 from annotation.models import Job, JobStatus
-from annotation.services import job_create
+from annotation.runs.jobs import job_create
 
 
 class Command(BaseCommand):

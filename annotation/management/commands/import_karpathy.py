@@ -1,11 +1,11 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.errors import DomainError
-from annotation.jobs import job_run
+from annotation.catalog.uploads import KARPATHY, upload_check_path
+from annotation.core.errors import DomainError
+from annotation.jobs.dispatch import job_run
 from annotation.management.commands._progress import print_progress
 from annotation.models import Job, JobStatus
-from annotation.services import job_create
-from annotation.uploads import KARPATHY, upload_check_path
+from annotation.runs.jobs import job_create
 
 
 class Command(BaseCommand):

@@ -8,12 +8,12 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from annotation.catalog.services import dataset_import_karpathy, embedding_space_import
+from annotation.core.roles import ADMIN, RATER, RESEARCHER
 from annotation.models import Dataset, Qualification, TaskKind
 from annotation.people.accounts import WeakPassword, password_check
-from annotation.people.roles import ADMIN, RATER, RESEARCHER
-from annotation.services import dataset_import_karpathy, embedding_space_import
 from frontend.models import WorkedExample
-from sampling.batch_run import sampling_batch_run
+from sampling.runs.batch import sampling_batch_run
 from sampling.services import sampling_batch_create
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"

@@ -4,7 +4,7 @@ with the dashboard snapshot)."""
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Dataset
-from annotation.rater_fits import rater_model_refit
+from annotation.quality.rater_fits import rater_model_refit
 
 
 class Command(BaseCommand):

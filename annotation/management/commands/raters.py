@@ -3,7 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.urls import reverse
 
-from annotation.errors import DomainError
+from annotation.core.errors import DomainError
 from annotation.people.onboarding import rater_list_read, raters_add
 
 

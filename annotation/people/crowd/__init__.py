@@ -13,7 +13,7 @@ two codes for one piece of work. A participant rates up to the link's quota of i
 then is shown the completion code; one whose pairs run out first sees how many they
 rated and, if earned, the link's partial code (``completion_outcome``). The rating policy
 (``annotation.rating.policy``) refuses a claim or a submit past the quota or the end page
-(QuotaReached, counted by ``annotation.rating.quota``), so neither a second tab nor a
+(QuotaReached, counted by ``annotation.people.crowd.quota``), so neither a second tab nor a
 script gets more items than the quota.
 
 Modules: ``links`` (check and create a link, its study URL and numbers), ``join`` (a

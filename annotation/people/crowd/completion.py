@@ -20,11 +20,13 @@ from annotation.models import (
     Qualification,
     QuestionPhase,
 )
-from annotation.people.crowd.study import ENDED_BY_PARTICIPANT, consent_owed, questions_owed
 
 # QuotaReached is re-exported: the crowd's callers meet it when a participant is done.
-from annotation.rating.quota import QuotaReached as QuotaReached
-from annotation.rating.quota import participant_items_done
+from annotation.people.crowd.quota import QuotaReached as QuotaReached
+from annotation.people.crowd.quota import participant_items_done
+from annotation.people.crowd.study import ENDED_BY_PARTICIPANT, consent_owed, questions_owed
+from annotation.quality.quiz import quiz_offered
+from annotation.serving.pairs_left import rater_kinds_with_pairs_left
 
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"
 # Where a Prolific participant who leaves goes when the link names no page of its own:
@@ -63,8 +65,6 @@ def participant_next(participant: Participant) -> tuple[str, str | None]:
 
 
 def _rating_step(participant: Participant) -> tuple[str, str | None]:
-    from annotation.quality.quiz import quiz_offered
-    from annotation.selectors import rater_kinds_with_pairs_left
 
     link = participant.link
     qualified = set(

@@ -14,9 +14,9 @@ from django.contrib.auth.models import Group
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from annotation.errors import DomainError
+from annotation.core.errors import DomainError
+from annotation.core.roles import PARTICIPANT
 from annotation.models import CampaignLink, GoldPair, Participant, Qualification
-from annotation.people.roles import PARTICIPANT
 
 EXTERNAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SIDE_PARAMS = {"study_id": "STUDY_ID", "session_id": "SESSION_ID"}
@@ -105,7 +105,7 @@ def _participant_new(link: CampaignLink, external_id: str, params: Mapping[str, 
     return participant
 
 
-# First key of the crowd's advisory locks (``annotation.runs`` keys its own by two
+# First key of the crowd's advisory locks (``annotation.runs.lifecycle`` keys its own by two
 # 32-bit numbers; PostgreSQL keeps one-key and two-key locks apart).
 _PLATFORM_ID_LOCK = "participant-join"
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.errors import DomainError
+from annotation.core.errors import DomainError
 from annotation.models import CampaignLink, GoldPurpose, GoldRating, Rating, TaskKind
 
 CODE = re.compile(r"[A-Za-z0-9_-]{1,100}")

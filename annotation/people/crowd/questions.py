@@ -11,7 +11,7 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotation.errors import DomainError
+from annotation.core.errors import DomainError
 from annotation.models import AnswerType, Participant, ParticipantAnswer, QuestionPhase, StudyQuestion
 from annotation.people.crowd.completion import Step, participant_next
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
-from annotation.errors import DomainError, Forbidden
+from annotation.core.errors import DomainError, Forbidden
 from annotation.models import Participant, ParticipantOutcome, QuestionPhase, StudyQuestion
 
 # Runs ended by the participant: no code, no further claim.

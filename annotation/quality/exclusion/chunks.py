@@ -1,7 +1,7 @@
 """The writes of one chunk of pairs of an exclusion or its undo, in one transaction.
 
 Every chunk locks its pair rows first, in id order, FOR NO KEY UPDATE: the lock a
-submission takes before any slot row of its pair (annotation.rating.queue). A submission racing
+submission takes before any slot row of its pair (annotation.serving). A submission racing
 on one of these pairs therefore lands wholly before the chunk (its rating counted, then
 excluded if in scope) or wholly after it (filling a slot the chunk left open), and the
 invariant of a non-retired pair holds at every commit:
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.db.models import F, Max, Q
 
+from annotation.core.sql import execute, use_postgres_sql
 from annotation.models import (
     Pair,
     QueueCounter,
@@ -31,8 +32,7 @@ from annotation.models import (
     SlotState,
 )
 from annotation.quality.exclusion import statements
-from annotation.rating.queue.sql_text import render_sql
-from annotation.sql import execute, use_postgres_sql
+from annotation.serving.sql_text import render_sql
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, QuerySet
 
-from annotation.errors import NotFound
+from annotation.core.errors import NotFound
 from annotation.models import Dataset, Rating, RatingExclusion, RatingStatus
 from annotation.quality.exclusion.chunks import rating_scope
 

@@ -14,7 +14,8 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from annotation.errors import Conflict, DomainError, NotFound
+from annotation.core.errors import Conflict, DomainError, NotFound
+from annotation.core.task_queue import task_queue
 from annotation.models import Dataset, ExclusionPause, ExclusionState, Rating, RatingExclusion, RatingStatus
 from annotation.quality.exclusion.chunks import (
     ChunkResult,
@@ -26,12 +27,14 @@ from annotation.quality.exclusion.chunks import (
 )
 from annotation.quality.exclusion.selectors import ExclusionReach, exclusion_reach
 from annotation.quality.pauses import pause_refusal, rater_pause_unless_paused
-from annotation.rating.queue.shapes import service_now
+from annotation.serving.shapes import service_now
 
 # Pairs per transaction: long enough to be fast, short enough that a submission on one
 # of the pairs waits only milliseconds for the chunk's pair locks.
 CHUNK_PAIRS = 500
 MAX_REASON = 2000
+# The task that applies or undoes an exclusion (annotation.quality.tasks), queued by name.
+RUN_RATING_EXCLUSION = "annotation.tasks.run_rating_exclusion"
 # A pass that finds pairs and changes none of them happens when a second run of the same
 # exclusion handled them first (the next pass then finds none); passes like that in a row
 # mean a chunk that cannot do its work, which would otherwise loop for ever.
@@ -66,8 +69,6 @@ def rating_exclusion_create(
     future, no valid rating in scope or an admin to pause; Conflict naming the exclusion
     of the same rater, dataset and window that is not undone (also when it is made at
     the same moment by another request)."""
-    from annotation.tasks import run_rating_exclusion  # tasks import this module
-
     now = service_now(now)
     with transaction.atomic():
         exclusion = rating_exclusion_check(
@@ -98,7 +99,7 @@ def rating_exclusion_create(
             if not paused_now:
                 exclusion.pause = ExclusionPause.ALREADY_PAUSED
                 exclusion.save(update_fields=["pause"])
-        transaction.on_commit(lambda: run_rating_exclusion.delay(exclusion.id))
+        transaction.on_commit(lambda: task_queue(RUN_RATING_EXCLUSION, exclusion.id))
     return exclusion
 
 
@@ -183,8 +184,6 @@ def rating_exclusion_undo(
 ) -> RatingExclusion:
     """Mark an applied exclusion for undoing and queue it. Raises NotFound or Conflict
     (still applying, already undone or undoing)."""
-    from annotation.tasks import run_rating_exclusion  # tasks import this module
-
     now = service_now(now)
     with transaction.atomic():
         exclusion = RatingExclusion.objects.select_for_update().filter(pk=exclusion_id).first()
@@ -195,7 +194,7 @@ def rating_exclusion_undo(
         RatingExclusion.objects.filter(pk=exclusion_id).update(
             state=ExclusionState.UNDOING, undone_by=undone_by, undone_at=now, undo_reason=(reason or "").strip()
         )
-        transaction.on_commit(lambda: run_rating_exclusion.delay(exclusion_id))
+        transaction.on_commit(lambda: task_queue(RUN_RATING_EXCLUSION, exclusion_id))
     exclusion.refresh_from_db()
     return exclusion
 
@@ -223,15 +222,13 @@ def rating_exclusion_run(*, exclusion_id: int) -> RatingExclusion | None:
 def exclusions_resume() -> list[int]:
     """Queue every exclusion still applying or undoing (beat; a run that died is
     continued, a live one only shares its work). Returns their ids."""
-    from annotation.tasks import run_rating_exclusion  # tasks import this module
-
     ids = list(
         RatingExclusion.objects.filter(state__in=[ExclusionState.APPLYING, ExclusionState.UNDOING]).values_list(
             "id", flat=True
         )
     )
     for exclusion_id in ids:
-        run_rating_exclusion.delay(exclusion_id)
+        task_queue(RUN_RATING_EXCLUSION, exclusion_id)
     return ids
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from functools import cache
 
+from annotation.core.sql import Statement
 from annotation.models import Pair, QueueCounter, Rating, RatingSlot, SlotState
-from annotation.rating.queue.sql_text import SqlTable
-from annotation.sql import Statement
+from annotation.serving.sql_text import SqlTable
 
 # ``locked`` takes the pair rows in id order before anything else reads or writes them
 # (every other CTE reads it), the lock order of submissions. Locked rows come back in

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from django.db.models import Q
 
-from annotation.cxc import ITEM_COLUMNS, METHOD_COLUMN, SCORE_COLUMN, SCORE_MAX, SCORE_MIN, SITS
-from annotation.errors import DomainError
-from annotation.inputs import nul_problem
+from annotation.core.cxc import ITEM_COLUMNS, METHOD_COLUMN, SCORE_COLUMN, SCORE_MAX, SCORE_MIN, SITS
+from annotation.core.errors import DomainError
+from annotation.core.inputs import nul_problem
 from annotation.models import Caption, Dataset, GoldPair, GoldSource, Image
-from annotation.rating.pairs import PairSpec, pair_ids_by_identity
+from annotation.serving.pairs import PairSpec, pair_ids_by_identity
 
 SCORE = "gold_score"
 EXPLANATION = "explanation"

@@ -1,5 +1,5 @@
 """A gold CSV uploaded for a preview, saved or dropped a step later (the admin's "Upload
-gold CSV"). The file waits in the upload area (``annotation.uploads``), never in memory;
+gold CSV"). The file waits in the upload area (``annotation.catalog.uploads``), never in memory;
 the preview hands the browser a signed token naming it, the dataset and the admin, and
 saving or cancelling removes it. A preview left alone expires after STAGE_MAX_AGE, and its
 folder goes with the upload prune's unreferenced folders (a day after it was made)."""
@@ -12,10 +12,10 @@ from pathlib import Path
 
 from django.core import signing
 
+from annotation.catalog.uploads import FOLDER_NAME, PAIR_LIST, upload_discard, upload_store, uploads_root
 from annotation.models import Dataset
 from annotation.quality.gold.gold_file import GoldFile, GoldInputError, gold_file_check, gold_rows_items
 from annotation.quality.gold.upload import gold_pairs_upload
-from annotation.uploads import FOLDER_NAME, PAIR_LIST, upload_discard, upload_store, uploads_root
 
 SALT = "annotation.gold-upload"
 # Shorter than the prune's grace for unreferenced folders, so a token that still holds

@@ -11,7 +11,7 @@ import numpy as np
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from annotation.cxc import SCORE_MAX
+from annotation.core.cxc import SCORE_MAX
 from annotation.models import (
     DEFAULT_PROMOTE_MAX_SD,
     Dataset,
@@ -29,7 +29,7 @@ from annotation.quality.gold.gold_file import (
     gold_file_check,
     identity,
 )
-from annotation.quality.gold.ids import ids_reserve
+from annotation.serving.gold_ids import ids_reserve
 
 __all__ = [
     "EXPLANATION",

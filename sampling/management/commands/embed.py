@@ -2,9 +2,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.catalog.selectors import dataset_get
+from annotation.catalog.services import embedding_space_import
 from annotation.models import Caption, Image
-from annotation.selectors import dataset_get
-from annotation.services import embedding_space_import
 from sampling.embeddings import write_ids, write_normalized
 from sampling.encoders import ENCODERS, EncoderUnavailable, caption_encoder, cocaption_retrieval_rate, image_encoder
 

@@ -1,15 +1,16 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.errors import DomainError
+from annotation.catalog.uploads import PAIR_LIST, upload_store_path
+from annotation.core.errors import DomainError
 from annotation.management.commands._progress import print_progress
 from annotation.models import JobStatus
-from annotation.uploads import PAIR_LIST, upload_store_path
-from sampling import selectors, strategies
-from sampling.batch_run import sampling_batch_is_stale, sampling_batch_run
-from sampling.chord_run import shards_lines
-from sampling.model_topk import MODEL_TOPK
+from sampling import selectors
+from sampling.methods import strategies
+from sampling.methods.model_topk import MODEL_TOPK
+from sampling.methods.pairlist import MERGE_REPEATS, REPEATS
 from sampling.models import SamplingBatch
-from sampling.pairlist import MERGE_REPEATS, REPEATS
+from sampling.runs.batch import sampling_batch_is_stale, sampling_batch_run
+from sampling.runs.chord import shards_lines
 from sampling.services import sampling_batch_create, sampling_batch_create_from_upload, sampling_batch_start
 
 

@@ -1,0 +1,294 @@
+"""The gold claim as one PostgreSQL statement (see ``annotation.serving.gold``)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from annotation.core.sql import Statement
+from annotation.models import (
+    DEFAULT_GOLD_ONE_IN,
+    Caption,
+    Dataset,
+    GoldCounter,
+    GoldLease,
+    GoldPair,
+    GoldPurpose,
+    GoldRating,
+    Image,
+    PairSkip,
+    Qualification,
+    QualitySettings,
+    QuizAttempt,
+    RaterPause,
+    Rating,
+    RatingSlot,
+    SpeedFloor,
+)
+from annotation.serving.sql_text import SqlTable
+from annotation.serving.statements import NOT_TOUCHED_SQL, assignment_rows
+from annotation.serving.submit_statements import default_floors
+
+# ``held``: the rater's gold lease of an active gold pair (resumed, renewed). Otherwise,
+# when the rater holds no ordinary slot of these kinds either (``busy``: that one is
+# resumed first), with probability 1 / gold_one_in (``due``), and only while the ordinary
+# claim could serve them a slot of these kinds now (``work``: gold follows the ordinary
+# pace, so an empty queue never answers with gold; asked as the claim walks the open
+# queue, from the head of ``slot_claim_idx`` per kind: an unordered EXISTS was planned as
+# a scan of the slots table, which passed every rated slot stored before the first open
+# one, 1,767 rows 30,000 slots into a run), a random active gold pair of a kind
+# they may rate is leased to them: one they never met in the queue or in any quiz attempt
+# (its questions, answered or not, also after the pair left the quiz), not one of the
+# quiz's, and not the source of a promoted gold pair they rated or skipped. No row: serve
+# an ordinary pair. ``work`` is a subquery of ``due`` after the cheap random() test, so
+# the claims that serve no gold do not pay for it (PostgreSQL evaluates subplans last).
+# ``pick`` tries first the serveable pair at a random rank among them (their number is
+# ``GoldCounter``'s, kept by triggers: the scan stops at that rank, half the pool on
+# average, where the shuffle read and sorted all of it, 1.2 of a gold claim's 1.5 ms at
+# 2,000 gold pairs). Should the rater have met it, the candidate pairs are shuffled and
+# tested row by row until one passes, so a due claim costs one shuffle at most, not those
+# tests for every gold pair. Each pair the rater has not met is served with the same
+# chance either way: 1/n at the first try, and the same share of the shuffle's. That
+# needs the counter at no less than the pool (a pair past its count would come from the
+# shuffle alone); the triggers keep it exact, and a lost row sends every pick to the
+# shuffle. The tests
+# are one NOT (EXISTS ... OR ...) on purpose: PostgreSQL turns separate NOT EXISTS into anti
+# joins, and a merge or hash anti join may lose the shuffled order (always the lowest id);
+# an OR of sublinks stays a filter over the shuffled rows.
+_GOLD_CLAIM_SQL = """
+WITH ds AS (
+    SELECT d.{dataset.id}, COALESCE(q.{settings.gold_one_in}, {default_one_in}) AS one_in
+    FROM {dataset} d LEFT JOIN {settings} q ON q.{settings.dataset} = d.{dataset.id}
+    WHERE d.{dataset.name} = %(dataset)s
+      AND NOT EXISTS (
+          SELECT 1 FROM {pause} rp
+          WHERE rp.{pause.rater} = %(rater)s AND rp.{pause.dataset} = d.{dataset.id} AND rp.{pause.lifted_at} IS NULL
+      )
+),
+kinds AS (
+    SELECT DISTINCT q.{qualification.kind} FROM {qualification} q
+    WHERE q.{qualification.rater} = %(rater)s
+      AND (q.{qualification.dataset} IS NULL OR q.{qualification.dataset} IN (SELECT {dataset.id} FROM ds))
+      AND (%(kind)s::varchar IS NULL OR q.{qualification.kind} = %(kind)s::varchar)
+),
+held AS (
+    SELECT g.{lease.id} FROM {lease} g JOIN ds ON g.{lease.dataset} = ds.{dataset.id}
+    JOIN {gold} hp ON hp.{gold.id} = g.{lease.gold_pair} AND hp.{gold.active}
+    WHERE g.{lease.rater} = %(rater)s AND g.{lease.state} = 'leased'
+      AND g.{lease.kind} IN (SELECT {qualification.kind} FROM kinds)
+    ORDER BY g.{lease.leased_at} LIMIT 1
+    FOR UPDATE OF g
+),
+busy AS (
+    SELECT 1 FROM {slot} s JOIN ds ON s.{slot.dataset} = ds.{dataset.id}
+    WHERE s.{slot.rater} = %(rater)s AND s.{slot.state} = 'leased'
+      AND s.{slot.kind} IN (SELECT {qualification.kind} FROM kinds)
+    LIMIT 1
+),
+due AS (
+    SELECT ds.{dataset.id} FROM ds
+    WHERE ds.one_in > 0 AND (%(drawn)s OR random() * ds.one_in < 1)
+      AND NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM busy)
+      AND (
+          EXISTS (
+              SELECT 1 FROM kinds k CROSS JOIN LATERAL (
+                  SELECT 1 FROM {slot} s
+                  WHERE s.{slot.dataset} = ds.{dataset.id} AND s.{slot.kind} = k.{qualification.kind}
+                    AND s.{slot.state} = 'open' AND {not_touched}
+                  ORDER BY s.{slot.priority} DESC, s.{slot.pair_done} DESC, s.{slot.pair}, s.{slot.index}
+                  LIMIT 1
+              ) head
+          )
+          OR EXISTS (
+              SELECT 1 FROM {slot} s
+              WHERE s.{slot.dataset} = ds.{dataset.id} AND s.{slot.state} = 'leased'
+                AND s.{slot.lease_expires_at} < %(now)s
+                AND s.{slot.kind} IN (SELECT {qualification.kind} FROM kinds) AND {not_touched}
+          )
+      )
+),
+serveable AS (
+    SELECT g.{gold.id}, g.{gold.kind}, g.{gold.dataset}, g.{gold.source_pair}
+    FROM {gold} g JOIN due ON g.{gold.dataset} = due.{dataset.id}
+    WHERE g.{gold.active} AND NOT g.{gold.in_quiz} AND g.{gold.kind} IN (SELECT {qualification.kind} FROM kinds)
+),
+pick AS (
+    SELECT gp.{gold.id}, gp.{gold.kind}, gp.{gold.dataset}
+    FROM (
+        (
+            SELECT * FROM serveable
+            OFFSET COALESCE((
+                SELECT floor(random() * sum(c.{gold_counter.pairs_serveable}))::bigint
+                FROM {gold_counter} c JOIN due ON c.{gold_counter.dataset} = due.{dataset.id}
+                WHERE c.{gold_counter.kind} IN (SELECT {qualification.kind} FROM kinds)
+            ), {past_any_row})
+            LIMIT 1
+        )
+        UNION ALL
+        (SELECT * FROM serveable ORDER BY random())
+    ) gp
+    WHERE NOT (
+        EXISTS (SELECT 1 FROM {lease} l WHERE l.{lease.gold_pair} = gp.{gold.id} AND l.{lease.rater} = %(rater)s)
+        OR EXISTS (
+            SELECT 1 FROM {gold_rating} r
+            WHERE r.{gold_rating.gold_pair} = gp.{gold.id} AND r.{gold_rating.rater} = %(rater)s
+              AND r.{gold_rating.purpose} = {quiz_purpose}
+        )
+        OR EXISTS (
+            SELECT 1 FROM {attempt} a
+            WHERE a.{attempt.rater} = %(rater)s AND a.{attempt.dataset} = gp.{gold.dataset}
+              AND a.{attempt.kind} = gp.{gold.kind} AND a.{attempt.order} @> to_jsonb(gp.{gold.id})
+        )
+        OR gp.{gold.source_pair} IS NOT NULL AND (
+            EXISTS (SELECT 1 FROM {slot} m WHERE m.{slot.pair} = gp.{gold.source_pair} AND m.{slot.rater} = %(rater)s)
+            OR EXISTS (
+                SELECT 1 FROM {skip} x WHERE x.{skip.pair} = gp.{gold.source_pair} AND x.{skip.rater} = %(rater)s
+            )
+        )
+    )
+    LIMIT 1
+),
+fresh AS (
+    INSERT INTO {lease} ({lease.id}, {lease.gold_pair}, {lease.rater}, {lease.dataset}, {lease.kind}, {lease.state},
+                         {lease.leased_at}, {lease.lease_expires_at}, {lease.flag_reason}, {lease.flag_note})
+    SELECT nextval(pg_get_serial_sequence(%(slot_table)s, %(slot_pk)s)), pick.{gold.id}, %(rater)s,
+           pick.{gold.dataset}, pick.{gold.kind}, 'leased', %(now)s, %(expires)s, '', ''
+    FROM pick
+    ON CONFLICT DO NOTHING
+    RETURNING {lease.id}, {lease.gold_pair}, {lease.lease_expires_at}, false AS resumed
+),
+renewed AS (
+    UPDATE {lease} g SET {lease.lease_expires_at} = %(expires)s FROM held WHERE g.{lease.id} = held.{lease.id}
+    RETURNING g.{lease.id}, g.{lease.gold_pair}, g.{lease.lease_expires_at}, true AS resumed
+),
+chosen AS (SELECT * FROM renewed UNION ALL SELECT * FROM fresh)
+{assignment_rows}
+"""
+
+
+@cache
+def gold_claim() -> Statement:
+    """One row (the assignment's columns, as the ordinary claim's) or none."""
+    models = {
+        "dataset": Dataset,
+        "settings": QualitySettings,
+        "pause": RaterPause,
+        "qualification": Qualification,
+        "lease": GoldLease,
+        "gold": GoldPair,
+        "slot": RatingSlot,
+        "caption": Caption,
+        "image": Image,
+        "skip": PairSkip,
+        "gold_rating": GoldRating,
+        "attempt": QuizAttempt,
+        "gold_counter": GoldCounter,
+    }
+    tables = {name: SqlTable(model) for name, model in models.items()}
+    # As the ordinary claim's (annotation.serving.statements.NOT_TOUCHED_SQL): a pair the
+    # rater rated, holds or skipped is no work for them.
+    not_touched = NOT_TOUCHED_SQL.format(**tables)
+    sql = _GOLD_CLAIM_SQL.format(
+        **tables,
+        default_one_in=DEFAULT_GOLD_ONE_IN,
+        not_touched=not_touched,
+        assignment_rows=assignment_rows(
+            "chosen", lease_model=GoldLease, pair_field="gold_pair", pair_model=GoldPair, resumed="c.resumed"
+        ),
+        quiz_purpose=f"'{GoldPurpose.QUIZ.value}'",
+        past_any_row=2**63 - 1,
+    )
+    params = (
+        ("dataset", "text"),
+        ("rater", "bigint"),
+        ("kind", "varchar"),
+        ("now", "timestamptz"),
+        ("expires", "timestamptz"),
+        ("slot_table", "text"),
+        ("slot_pk", "text"),
+        ("drawn", "boolean"),
+    )
+    return Statement("gold_claim_v8", sql, params)
+
+
+# The common gold submit in one statement: the rater holds the lease of the named dataset,
+# is not paused there, and has not used the key on an ordinary rating (one key space; a
+# key of a gold rating is caught by ON CONFLICT). Then the gold rating is stored (its id
+# from the ratings' sequence, marked against the kind's speed floor) and the lease is
+# done; the row back says whether the dataset pauses raters on gold error. No row: not the
+# common case, nothing written; the stepwise path says why.
+_GOLD_SUBMIT_SQL = """
+WITH l AS MATERIALIZED (
+    SELECT g.{lease.id}, g.{lease.gold_pair}, g.{lease.dataset}, gp.{gold.kind}, gp.{gold.gold_score}
+    FROM {lease} g JOIN {gold} gp ON gp.{gold.id} = g.{lease.gold_pair}
+    WHERE g.{lease.id} = %(lease)s AND g.{lease.rater} = %(rater)s AND g.{lease.state} = 'leased'
+      AND g.{lease.dataset} = (SELECT {dataset.id} FROM {dataset} WHERE {dataset.name} = %(dataset_name)s)
+      AND NOT EXISTS (
+          SELECT 1 FROM {pause} rp
+          WHERE rp.{pause.rater} = %(rater)s AND rp.{pause.dataset} = g.{lease.dataset} AND rp.{pause.lifted_at} IS NULL
+      )
+      AND NOT EXISTS (
+          SELECT 1 FROM {rating} r WHERE r.{rating.rater} = %(rater)s AND r.{rating.idempotency_key} = %(key)s
+      )
+    FOR UPDATE OF g
+),
+r AS (
+    INSERT INTO {gold_rating} (
+        {gold_rating.id}, {gold_rating.gold_pair}, {gold_rating.lease}, {gold_rating.rater}, {gold_rating.dataset},
+        {gold_rating.purpose}, {gold_rating.attempt}, {gold_rating.score}, {gold_rating.gold_score},
+        {gold_rating.time_on_item_ms}, {gold_rating.time_to_first_move_ms}, {gold_rating.adjustments},
+        {gold_rating.idempotency_key}, {gold_rating.below_speed_floor}, {gold_rating.created_at}
+    )
+    SELECT nextval(pg_get_serial_sequence(%(rating_table)s, %(rating_pk)s)), l.{lease.gold_pair}, l.{lease.id},
+           %(rater)s, l.{lease.dataset}, {queue_purpose}, 1, %(score)s, l.{gold.gold_score}, %(time_on_item_ms)s,
+           %(time_to_first_move_ms)s, %(adjustments)s, %(key)s,
+           %(time_on_item_ms)s < 1000 * COALESCE(
+               (SELECT f.{floor.seconds} FROM {floor} f
+                WHERE f.{floor.dataset} = l.{lease.dataset} AND f.{floor.kind} = l.{gold.kind}),
+               CASE l.{gold.kind} {default_floors} END
+           ),
+           %(now)s
+    FROM l
+    ON CONFLICT DO NOTHING
+    RETURNING {gold_rating.id}, {gold_rating.gold_pair}, {gold_rating.dataset}
+),
+done AS (
+    UPDATE {lease} g SET {lease.state} = 'done' FROM r WHERE g.{lease.id} = %(lease)s
+)
+SELECT r.{gold_rating.id}, r.{gold_rating.gold_pair}, r.{gold_rating.dataset},
+       COALESCE((SELECT q.{settings.auto_pause} FROM {settings} q WHERE q.{settings.dataset} = r.{gold_rating.dataset}),
+                false)
+FROM r
+"""
+
+
+@cache
+def gold_submit() -> Statement:
+    """(gold rating id, gold pair id, dataset id, auto pause) or no row (nothing written)."""
+    models = {
+        "dataset": Dataset,
+        "settings": QualitySettings,
+        "pause": RaterPause,
+        "lease": GoldLease,
+        "gold": GoldPair,
+        "gold_rating": GoldRating,
+        "rating": Rating,
+        "floor": SpeedFloor,
+    }
+    tables = {name: SqlTable(model) for name, model in models.items()}
+    sql = _GOLD_SUBMIT_SQL.format(
+        **tables, queue_purpose=f"'{GoldPurpose.QUEUE.value}'", default_floors=default_floors()
+    )
+    params = (
+        ("lease", "bigint"),
+        ("dataset_name", "text"),
+        ("rater", "bigint"),
+        ("score", "double precision"),
+        ("time_on_item_ms", "integer"),
+        ("time_to_first_move_ms", "integer"),
+        ("adjustments", "integer"),
+        ("key", "varchar"),
+        ("now", "timestamptz"),
+        ("rating_table", "text"),
+        ("rating_pk", "text"),
+    )
+    return Statement("gold_submit_v1", sql, params)
