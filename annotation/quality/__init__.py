@@ -1,4 +1,12 @@
-"""Quality control: gold pairs and their serving (``gold``), rater pauses (``pauses``),
-the exclusion of a rater's ratings (``exclusion``) and the qualification quiz (``quiz``).
-Gold serving and the exclusion are mechanisms: they import nothing of the rating policy,
-the crowd, the quiz or onboarding (pyproject.toml [tool.importlinter])."""
+"""Quality control.
+
+``gold`` (gold files, their checks and uploads), ``quiz`` (the qualification quiz),
+``pauses`` (an admin's pause and lift), ``exclusion`` (excluding a rater's ratings with
+top-up to N, and undoing it), ``flags`` and ``flag_settings`` (rater flags),
+``participants`` (the crowd's quality table), ``aggregation``, ``group_stats`` (pure numpy),
+``rater_effects`` (the rater-effects model, pure numpy), ``rater_fits`` (fitting it to a
+dataset) and ``tasks``.
+
+Imports: ``annotation.serving`` and below; never the rating policy or people
+(pyproject.toml [tool.importlinter]).
+"""
