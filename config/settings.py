@@ -281,6 +281,11 @@ DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=True)
 SQL_PATHS = env.str("SQL_PATHS", default="postgres")
 if SQL_PATHS not in ("postgres", "portable"):
     raise ImproperlyConfigured(f"SQL_PATHS must be 'postgres' or 'portable', got {SQL_PATHS!r}")
+# Serving's per-process memories (a dataset's gold seen lately and its gold rate, the gold
+# leases this process served, in annotation.serving.claim and annotation.rating.storing)
+# only spare statements: off, every claim and submit asks the database, and every answer
+# is the same (the serving tests run a pass with them off to prove it).
+SERVING_PROCESS_MEMORY = env.bool("SERVING_PROCESS_MEMORY", default=True)
 QUEUE_TIDY_SECONDS = env.int("QUEUE_TIDY_SECONDS", default=60)
 QUEUE_RECOUNT_SECONDS = env.int("QUEUE_RECOUNT_SECONDS", default=3600)
 ORPHAN_CHECK_SECONDS = env.int("ORPHAN_CHECK_SECONDS", default=60)

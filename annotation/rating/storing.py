@@ -12,6 +12,7 @@ from annotation.core.errors import NotFound
 from annotation.core.sql import use_postgres_sql
 from annotation.rating import adaptive
 from annotation.serving import gold
+from annotation.serving.claim import process_memory
 from annotation.serving.pauses import is_paused_in, paused_error
 from annotation.serving.shapes import Assignment, SubmitResult, service_now
 from annotation.serving.submit import submission_values
@@ -94,7 +95,7 @@ GOLD_SERVED_LIMIT = 10_000
 
 
 def remember_gold(assignment: Assignment | None) -> Assignment | None:
-    if assignment is not None:
+    if assignment is not None and process_memory():
         if len(_gold_served) >= GOLD_SERVED_LIMIT:
             _gold_served.clear()
         _gold_served[assignment.slot_id] = True

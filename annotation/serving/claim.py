@@ -9,6 +9,7 @@ import random
 import time
 from datetime import datetime
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef, Q
 
@@ -151,6 +152,12 @@ _gold_one_in: dict[str, int] = {}
 GOLD_ONE_IN_COLUMN = 18
 
 
+def process_memory() -> bool:
+    """Whether serving's per-process memories are on (settings.SERVING_PROCESS_MEMORY):
+    off, they remember nothing and every claim and submit asks the database."""
+    return settings.SERVING_PROCESS_MEMORY
+
+
 def gold_seen_lately(dataset: str) -> bool:
     """Whether this process found an active gold pair in ``dataset`` within GOLD_SEEN_SECONDS."""
     seen = _gold_seen.get(dataset)
@@ -159,7 +166,14 @@ def gold_seen_lately(dataset: str) -> bool:
 
 def note_gold_seen(dataset: str) -> None:
     """A claim statement found an active gold pair in ``dataset`` (its row of NULLs)."""
-    _gold_seen[dataset] = time.monotonic()
+    if process_memory():
+        _gold_seen[dataset] = time.monotonic()
+
+
+def _note_gold_one_in(dataset: str, one_in: int) -> None:
+    """The gold rate a claim statement answered for ``dataset``."""
+    if process_memory():
+        _gold_one_in[dataset] = one_in
 
 
 def draws_gold_turn(one_in: int) -> bool:
@@ -193,7 +207,7 @@ def _claim_postgres(
         # The row of NULLs: the dataset's rate is no longer one_in, and nothing was claimed.
         # The statement with the turn draws it at the new rate (drawn_at NULL): one in
         # one_in of the claims at the old rate came there drawn, and draw again there.
-        _gold_one_in[dataset] = row[GOLD_ONE_IN_COLUMN]
+        _note_gold_one_in(dataset, row[GOLD_ONE_IN_COLUMN])
         one_in = None
     if one_in is not None:
         # Gold's turn, drawn: the statement nearly always takes it and leases nothing (it
@@ -203,7 +217,7 @@ def _claim_postgres(
     row = _claim_row(statements.claim(extra), {**values, "drawn_at": one_in})
     if row is None:
         return None
-    _gold_one_in[dataset] = row[GOLD_ONE_IN_COLUMN]
+    _note_gold_one_in(dataset, row[GOLD_ONE_IN_COLUMN])
     # The row of NULLs: gold's turn (see statements.claim).
     return GOLD_TURN if row[0] is None else claimed_assignment(row, now=now, read=read)
 
