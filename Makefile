@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-cycle bench-ui bench-sampling bench-sampling-1m bench-sampling-distributed bench-field-cxc bench-phase2-cxc bench-adaptive bench-dashboard bench-exclusion bench-join bench-peer bench-smoke mutation
+.PHONY: run test lint format venv docs docs-serve fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-cycle bench-ui bench-sampling bench-sampling-1m bench-sampling-distributed bench-field-cxc bench-phase2-cxc bench-adaptive bench-dashboard bench-exclusion bench-join bench-peer bench-smoke mutation
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,14 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .
+
+# The documentation site (mkdocs.yml, docs/): built into site/ (git-ignored), or served
+# with live reload on 127.0.0.1:8001 (the app takes 8000).
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict
+
+docs-serve: $(STAMP)
+	$(PY) -m mkdocs serve --strict -a 127.0.0.1:8001
 
 # Recompute the demo embeddings with the offline encoders (a separate, heavier venv).
 EMBED_VENV := .venv-embed
@@ -100,7 +108,7 @@ bench-peer: $(STAMP)
 bench-ui: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_ui.py
 
-# Sampling benchmarks: each prints one JSON object on its last line (see the README).
+# Sampling benchmarks: each prints one JSON object on its last line (see docs/benchmarks.md).
 bench-sampling: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_sampling.py
 
