@@ -21,11 +21,11 @@ from annotation.models import (
 )
 from annotation.rating import adaptive
 from annotation.serving import rating_submit as queue_submit
-from tests.annotation.exclusion_race import race
-from tests.annotation.exclusion_support import exclude, pair_problems, undo
-from tests.annotation.queue_support import claim, client_for, queue_pairs, rate_url, rater, submit, submit_kwargs
 from tests.factories import SplitFactory, UserFactory
-from tests.rating_support import db_id
+from tests.support.exclusion_race import race
+from tests.support.exclusion_support import exclude, pair_problems, undo
+from tests.support.queue_support import claim, client_for, queue_pairs, rate_url, rater, submit, submit_kwargs
+from tests.support.rating_support import db_id
 
 pytestmark = pytest.mark.django_db
 
@@ -153,7 +153,7 @@ def test_a_rater_the_fit_does_not_know_weighs_as_its_pooled_noise():
 
 def test_the_rule_runs_after_a_submit_through_the_api_both_ways():
     for way in ("token", "forced"):
-        from tests.annotation import queue_support
+        from tests.support import queue_support
 
         queue_support._AUTH_WAY["way"] = way
         try:

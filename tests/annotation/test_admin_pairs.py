@@ -11,9 +11,9 @@ from annotation.rating.progress import rater_progress
 from annotation.serving import queue_counters_rebuild, rating_submit, slot_claim, slot_flag
 from annotation.serving.pairs import pairs_retire
 from sampling.selectors import pivots, split_items
-from tests.annotation.queue_support import queue_pairs, submit_kwargs
 from tests.factories import UserFactory
-from tests.rating_support import rate_pair
+from tests.support.queue_support import queue_pairs, submit_kwargs
+from tests.support.rating_support import rate_pair
 
 pytestmark = pytest.mark.django_db
 

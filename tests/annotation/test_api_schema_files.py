@@ -3,8 +3,8 @@ docs page's "Try it out" offers a file chooser (issue #26: they said ``format: u
 
 import pytest
 
-from tests.annotation.queue_support import client_for
 from tests.factories import UserFactory
+from tests.support.queue_support import client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -17,9 +17,9 @@ from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from annotation.people.tasks import prune_expired_tokens
-from tests.annotation import queue_support
-from tests.annotation.queue_support import api_claim, client_for
 from tests.factories import UserFactory
+from tests.support import queue_support
+from tests.support.queue_support import api_claim, client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,8 @@ from annotation.models import GoldPair, GoldPurpose, GoldRating, QualitySettings
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.pauses import rater_pause, rater_pause_lift
 from annotation.serving.pauses import is_paused, pause_if_gold_error_high
-from tests.annotation.queue_support import rater
 from tests.factories import ImageFactory, SplitFactory, UserFactory
+from tests.support.queue_support import rater
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,8 @@ from rest_framework.test import APIClient
 
 from annotation.models import CampaignLink
 from annotation.people.crowd.join import participant_join
-from tests.annotation.crowd_support import crowd_dataset
 from tests.factories import UserFactory
+from tests.support.crowd_support import crowd_dataset
 
 pytestmark = pytest.mark.django_db
 

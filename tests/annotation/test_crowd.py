@@ -15,8 +15,8 @@ from annotation.people.crowd.completion import QuotaReached, Step, participant_n
 from annotation.people.crowd.join import JoinRefused, participant_join
 from annotation.people.crowd.links import CampaignLinkError, campaign_link_create, link_stats, study_url
 from annotation.rating.policy import rating_submit_and_claim_next, slot_claim
-from tests.annotation.crowd_support import SIS_PAIRS, crowd_dataset, items_rated
 from tests.factories import UserFactory
+from tests.support.crowd_support import SIS_PAIRS, crowd_dataset, items_rated
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from annotation import serving as queue
 from annotation.models import Participant, Qualification, Rating
 from annotation.people.crowd.links import campaign_link_create
-from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, items_rated, sts_quiz
+from tests.support.crowd_support import ParticipantClient, crowd_dataset, items_rated, sts_quiz
 
 pytestmark = pytest.mark.django_db
 

@@ -13,9 +13,9 @@ from rest_framework.test import APIClient
 from annotation.models import CampaignLink, Participant, ParticipantOutcome
 from annotation.people.crowd.completion import completion_url
 from annotation.people.crowd.links import CampaignLinkError, campaign_link_create, link_stats, study_url
-from tests.annotation.crowd_support import SIS_PAIRS, ParticipantClient, crowd_dataset, items_rated, sts_quiz
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import UserFactory
+from tests.support.crowd_support import SIS_PAIRS, ParticipantClient, crowd_dataset, items_rated, sts_quiz
+from tests.support.queue_support import claim, queue_pairs, rater, submit
 
 pytestmark = pytest.mark.django_db
 

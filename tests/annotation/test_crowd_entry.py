@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from annotation.models import Participant
 from annotation.people.crowd.links import campaign_link_create
-from tests.annotation.crowd_support import ParticipantClient, crowd_dataset
 from tests.factories import UserFactory
+from tests.support.crowd_support import ParticipantClient, crowd_dataset
 
 pytestmark = pytest.mark.django_db
 

@@ -35,7 +35,8 @@ from annotation.people.crowd.completion import (
 from annotation.people.crowd.join import JoinRefused, participant_join
 from annotation.people.crowd.links import CampaignLinkError, campaign_link_create, link_stats, study_url
 from annotation.quality.quiz import quiz_answer, quiz_set, quiz_state
-from tests.annotation.crowd_support import (
+from tests.factories import SplitFactory, UserFactory
+from tests.support.crowd_support import (
     GOLD_PER_KIND,
     SIS_PAIRS,
     ParticipantClient,
@@ -44,8 +45,7 @@ from tests.annotation.crowd_support import (
     items_rated,
     sts_quiz,
 )
-from tests.annotation.queue_support import queue_pairs
-from tests.factories import SplitFactory, UserFactory
+from tests.support.queue_support import queue_pairs
 
 pytestmark = pytest.mark.django_db
 

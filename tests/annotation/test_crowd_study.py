@@ -29,9 +29,9 @@ from annotation.people.crowd.questions import (
     question_check,
     study_question_add,
 )
-from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, items_rated
-from tests.annotation.queue_support import api_claim, client_for, queue_pairs
 from tests.factories import SplitFactory, UserFactory
+from tests.support.crowd_support import ParticipantClient, crowd_dataset, items_rated
+from tests.support.queue_support import api_claim, client_for, queue_pairs
 
 pytestmark = pytest.mark.django_db
 
@@ -390,7 +390,7 @@ def test_the_answers_are_exported_beside_the_ratings_under_the_rating_files_pseu
 
     from annotation.export import dataset_export
     from annotation.export.study import STUDY_ANSWERS
-    from tests.annotation.export_data import rated_factory_dataset
+    from tests.support.export_data import rated_factory_dataset
 
     rated = rated_factory_dataset(n_images=6)
     link = make_link(rated.dataset)
@@ -420,7 +420,7 @@ def test_the_answers_are_exported_beside_the_ratings_under_the_rating_files_pseu
 def test_a_dataset_without_answers_gets_no_answers_file(tmp_path):
     from annotation.export import dataset_export
     from annotation.export.study import STUDY_ANSWERS
-    from tests.annotation.export_data import rated_factory_dataset
+    from tests.support.export_data import rated_factory_dataset
 
     rated = rated_factory_dataset(n_images=6)
     dataset_export(dataset_name=rated.dataset.name, out_dir=tmp_path / "out", formats="cxc")

@@ -33,8 +33,8 @@ from annotation.people.crowd.study import (
     study_gate,
     with_study_facts,
 )
-from tests.annotation.crowd_support import ParticipantClient
 from tests.factories import SplitFactory
+from tests.support.crowd_support import ParticipantClient
 
 pytestmark = pytest.mark.django_db
 

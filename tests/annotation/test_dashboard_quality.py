@@ -10,9 +10,9 @@ from annotation.quality import group_stats as stats
 from annotation.quality.flags import FlagThresholds
 from annotation.quality.pauses import rater_pause
 from frontend.campaign_pages import rater_table
-from tests.annotation.exclusion_support import exclude
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import ImageFactory, SplitFactory, UserFactory
+from tests.support.exclusion_support import exclude
+from tests.support.queue_support import claim, queue_pairs, rater, submit
 
 
 def test_gold_errors_by_hand():

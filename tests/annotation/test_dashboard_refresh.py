@@ -1,5 +1,5 @@
 """The campaign snapshot on PostgreSQL: the hand-computed campaign of
-tests/annotation/dashboard_data.py rated through the real services, against the hand's
+tests/support/dashboard_data.py rated through the real services, against the hand's
 numbers and against the export's agreement.json of the same data; the refresh task,
 the beat fan-out, the speed floors and the snapshots kept."""
 
@@ -17,10 +17,10 @@ from annotation.export import dataset_export
 from annotation.models import CampaignSnapshot, FlagReason, RatingSlot, SlotState, SpeedFloor
 from annotation.serving import lease_ttl, slot_flag, slot_skip
 from annotation.serving.pairs import pairs_retire
-from tests.annotation import dashboard_data as hand
-from tests.annotation.queue_support import Clock
 from tests.factories import DatasetFactory, PairFactory, SamplingBatchFactory, SplitFactory, UserFactory
-from tests.rating_support import rate_pair
+from tests.support import dashboard_data as hand
+from tests.support.queue_support import Clock
+from tests.support.rating_support import rate_pair
 
 pytestmark = pytest.mark.django_db  # both engines: the COPY path on PostgreSQL, the portable one on SQLite
 

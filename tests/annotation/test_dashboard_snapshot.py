@@ -1,4 +1,4 @@
-"""The dashboard snapshot of a hand-computed campaign (tests/annotation/dashboard_data.py),
+"""The dashboard snapshot of a hand-computed campaign (tests/support/dashboard_data.py),
 from columns built here: pure numpy, no database."""
 
 import json
@@ -10,7 +10,7 @@ import pytest
 
 from annotation.dashboard.snapshot import CampaignInputs, campaign_numbers
 from annotation.dashboard.tables import PairTable, RatingTable
-from tests.annotation import dashboard_data as hand
+from tests.support import dashboard_data as hand
 
 RATERS = {"A": 11, "B": 12, "C": 13}
 METHODS = ["c2c_cocaption", "c2c_isim"]

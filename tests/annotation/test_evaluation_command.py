@@ -14,7 +14,7 @@ from scipy import stats
 
 from annotation.catalog.services import dataset_import_karpathy, embedding_space_import
 from annotation.models import Caption
-from tests.annotation.evaluation_data import (
+from tests.support.evaluation_data import (
     CAPTION_KEYS,
     EXPECTED,
     assert_retrieval_matches,

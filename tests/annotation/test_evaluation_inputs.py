@@ -13,7 +13,7 @@ from annotation.evaluation.inputs import (
     read_ratings_folder,
 )
 from annotation.evaluation.report import evaluate
-from tests.annotation.evaluation_data import (
+from tests.support.evaluation_data import (
     CAPTION_KEYS,
     CAPTION_VECTORS,
     EXPECTED,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.annotation.evaluation_data import EXPECTED, assert_retrieval_matches
+from tests.support.evaluation_data import EXPECTED, assert_retrieval_matches
 
 pytestmark = pytest.mark.django_db
 

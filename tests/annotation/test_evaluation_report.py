@@ -10,7 +10,7 @@ from annotation.evaluation import BOTH_ITEMS, FIRST_COLUMN
 from annotation.evaluation.correlation import bootstrap_spearman
 from annotation.evaluation.inputs import RatedPairs, Space, SplitItems
 from annotation.evaluation.report import evaluate
-from tests.annotation.evaluation_data import (
+from tests.support.evaluation_data import (
     EXPECTED,
     IMAGE_KEYS,
     SITS_ROWS,

@@ -2,7 +2,7 @@
 
 from annotation.evaluation.report import evaluate
 from annotation.evaluation.table import format_report
-from tests.annotation.evaluation_data import hand_items, hand_ratings, hand_spaces
+from tests.support.evaluation_data import hand_items, hand_ratings, hand_spaces
 
 
 def test_the_table_has_the_papers_shape():

@@ -18,9 +18,9 @@ from annotation.quality.exclusion import services
 from annotation.quality.exclusion.services import ExclusionInputError, rating_exclusion_create, rating_exclusion_run
 from annotation.serving.pairs import pairs_retire
 from annotation.serving.pauses import RaterPaused
-from tests.annotation.exclusion_support import exclude, pair_problems, undo
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory
+from tests.support.exclusion_support import exclude, pair_problems, undo
+from tests.support.queue_support import claim, queue_pairs, rater, submit
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sql_paths]
 

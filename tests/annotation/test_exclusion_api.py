@@ -3,9 +3,9 @@
 import pytest
 
 from annotation.models import ExclusionState, Rating, RatingStatus
-from tests.annotation.exclusion_support import pair_problems
-from tests.annotation.queue_support import claim, client_for, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory
+from tests.support.exclusion_support import pair_problems
+from tests.support.queue_support import claim, client_for, queue_pairs, rater, submit
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sql_paths]
 

@@ -19,9 +19,9 @@ from annotation.quality.exclusion.services import (
     rating_exclusion_run,
     rating_exclusion_undo,
 )
-from tests.annotation.exclusion_support import exclude, pair_problems, undo
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory
+from tests.support.exclusion_support import exclude, pair_problems, undo
+from tests.support.queue_support import claim, queue_pairs, rater, submit
 
 pytestmark = pytest.mark.django_db
 

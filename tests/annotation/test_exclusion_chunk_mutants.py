@@ -9,9 +9,9 @@ from annotation.models import Rating, RatingExclusion, RatingSlot, RatingStatus,
 from annotation.quality.exclusion import services
 from annotation.quality.exclusion.chunks import ChunkResult, exclude_chunk, restore_chunk
 from annotation.quality.exclusion.services import rating_exclusion_create
-from tests.annotation.exclusion_support import exclude, pair_problems, rate_all, undo
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory
+from tests.support.exclusion_support import exclude, pair_problems, rate_all, undo
+from tests.support.queue_support import claim, queue_pairs, rater, submit
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sql_paths]
 

@@ -20,9 +20,9 @@ from annotation.core.sql import use_postgres_sql
 from annotation.models import ExclusionState, Rating, RatingExclusion, RatingStatus
 from annotation.quality.exclusion.chunks import rating_scope
 from annotation.quality.exclusion.services import rating_exclusion_run
-from tests.annotation.exclusion_support import pair_problems
-from tests.annotation.queue_support import api_claim, client_for, queue_pairs, rate_url, rater, submit_kwargs
 from tests.factories import SplitFactory
+from tests.support.exclusion_support import pair_problems
+from tests.support.queue_support import api_claim, client_for, queue_pairs, rate_url, rater, submit_kwargs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.sql_paths, pytest.mark.django_db(transaction=True)]
 

@@ -13,9 +13,9 @@ from annotation.core.errors import Conflict
 from annotation.models import Pair, QueueCounter, Rating, RatingStatus, TaskKind
 from annotation.quality.exclusion.services import rating_exclusion_create, rating_exclusion_undo
 from annotation.serving.pairs import pairs_retire
-from tests.annotation.exclusion_support import exclude, pair_problems, rate_all, undo
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory
+from tests.support.exclusion_support import exclude, pair_problems, rate_all, undo
+from tests.support.queue_support import claim, queue_pairs, rater, submit
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sql_paths]
 

@@ -9,8 +9,8 @@ import pytest
 from django.db import connection
 
 from annotation.models import ExclusionPause, RaterPause, RatingExclusion
-from tests.annotation.queue_support import claim, client_for, queue_pairs, rater, submit
 from tests.factories import SplitFactory, UserFactory
+from tests.support.queue_support import claim, client_for, queue_pairs, rater, submit
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from tests.annotation.exclusion_race import race
+from tests.support.exclusion_race import race
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,8 +47,7 @@ def test_the_same_race_on_the_embedded_sqlite_mode(tmp_path):
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "--no-input", "-v", "0"], cwd=REPO, env=env, check=True)
     script = (
-        "from tests.annotation.exclusion_race import race_json; "
-        "print(race_json(raters=6, pairs=12, per_pair=3, rounds=8))"
+        "from tests.support.exclusion_race import race_json; print(race_json(raters=6, pairs=12, per_pair=3, rounds=8))"
     )
     done = subprocess.run(
         [*manage, "shell", "-v", "0", "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=300

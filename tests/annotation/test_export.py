@@ -17,8 +17,8 @@ from annotation.export import ExportError, dataset_export, export_plan, sha256_f
 from annotation.export.plan import rating_rows
 from annotation.models import Job, JobStatus, Pair, Rating, Split
 from annotation.quality.aggregation import krippendorff_alpha_interval, pad_ragged
-from tests.annotation.export_data import rated_coco_mini, rated_factory_dataset
 from tests.factories import SplitFactory
+from tests.support.export_data import rated_coco_mini, rated_factory_dataset
 
 pytestmark = pytest.mark.django_db
 

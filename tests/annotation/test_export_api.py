@@ -15,8 +15,8 @@ from annotation.jobs.dispatch import export_job_start
 from annotation.jobs.tasks import run_export_job
 from annotation.models import Job, JobStatus
 from annotation.runs.jobs import job_create
-from tests.annotation.export_data import rated_factory_dataset
 from tests.factories import UserFactory
+from tests.support.export_data import rated_factory_dataset
 
 pytestmark = pytest.mark.django_db
 

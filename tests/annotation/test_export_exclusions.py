@@ -8,10 +8,10 @@ import pytest
 from annotation.export import dataset_export
 from annotation.models import Pair, Rating, RatingStatus
 from sampling.selectors import pivots, split_items
-from tests.annotation.exclusion_support import exclude, undo
-from tests.annotation.export_data import rated_factory_dataset
-from tests.annotation.queue_support import claim, rater, submit
 from tests.factories import UserFactory
+from tests.support.exclusion_support import exclude, undo
+from tests.support.export_data import rated_factory_dataset
+from tests.support.queue_support import claim, rater, submit
 
 pytestmark = pytest.mark.django_db
 

@@ -20,10 +20,10 @@ from annotation.models import (
 from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote, gold_pairs_upload
 from annotation.rating.policy import slot_flag, slot_heartbeat, slot_skip
 from annotation.serving.pauses import RaterPaused
-from tests.annotation import queue_support
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import ImageFactory, SplitFactory
-from tests.rating_support import db_id
+from tests.support import queue_support
+from tests.support.queue_support import claim, queue_pairs, rater, submit
+from tests.support.rating_support import db_id
 
 pytestmark = pytest.mark.django_db
 engine = queue_support.engine
@@ -230,7 +230,7 @@ def test_gold_ratings_are_exported_only_in_the_audit_file(clock, campaign, tmp_p
 
 
 def test_the_raters_own_list_and_progress_count_gold_like_any_rating(clock, campaign):
-    from tests.annotation.queue_support import client_for
+    from tests.support.queue_support import client_for
 
     set_rate(campaign, 2)
     user = rater(["SIS"])

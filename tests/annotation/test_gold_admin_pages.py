@@ -11,8 +11,8 @@ from annotation.catalog.uploads import uploads_root
 from annotation.models import GoldPair, QualitySettings
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.serving import image_url_of
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory, UserFactory
+from tests.support.queue_support import claim, queue_pairs, rater, submit
 
 pytestmark = pytest.mark.django_db
 

@@ -4,8 +4,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation.models import GoldPair, QualitySettings
-from tests.annotation.queue_support import client_for
 from tests.factories import ImageFactory, SplitFactory, UserFactory
+from tests.support.queue_support import client_for
 
 pytestmark = pytest.mark.django_db
 

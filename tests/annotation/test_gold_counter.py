@@ -16,8 +16,8 @@ from django.utils import timezone
 from annotation.models import GoldCounter, GoldPair, TaskKind
 from annotation.quality.quiz import quiz_set
 from annotation.rating.progress_sql import progress_row
-from tests.annotation.queue_support import queue_pairs
 from tests.factories import CaptionFactory, UserFactory
+from tests.support.queue_support import queue_pairs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

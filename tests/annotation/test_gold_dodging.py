@@ -14,11 +14,11 @@ import pytest
 from annotation.models import GoldLease, GoldPair, Pair, PairSkip, QualitySettings, QuizAttempt, RaterPause, Rating
 from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote, gold_pairs_upload
 from annotation.serving.pairs_left import rater_pairs_left
-from tests.annotation import queue_support
-from tests.annotation.crowd_support import gold_upload
-from tests.annotation.queue_support import TTL, client_for, queue_pairs, rate_url, rater, submit_kwargs
 from tests.factories import ImageFactory, SplitFactory, UserFactory
-from tests.rating_support import db_id, rate_pair
+from tests.support import queue_support
+from tests.support.crowd_support import gold_upload
+from tests.support.queue_support import TTL, client_for, queue_pairs, rate_url, rater, submit_kwargs
+from tests.support.rating_support import db_id, rate_pair
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("auth_way")]
 

@@ -7,10 +7,10 @@ import pytest
 from django.db import connection
 
 from annotation.models import GoldLease, GoldRating, QualitySettings, TaskKind
-from tests.annotation.crowd_support import gold_upload
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory
-from tests.runner_support import another_session
+from tests.support.crowd_support import gold_upload
+from tests.support.queue_support import claim, queue_pairs, rater, submit
+from tests.support.runner_support import another_session
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

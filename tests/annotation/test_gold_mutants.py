@@ -14,9 +14,9 @@ from annotation.quality.gold.gold_file import MAX_EXPLANATION, gold_file_check
 from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote, gold_promote_candidates
 from annotation.rating.policy import slot_skip
 from annotation.serving.pairs import PairSpec, pairs_create_bulk, pairs_retire
-from tests.annotation.exclusion_support import exclude
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import CaptionFactory, ImageFactory, SamplingBatchFactory, SplitFactory, UserFactory
+from tests.support.exclusion_support import exclude
+from tests.support.queue_support import claim, queue_pairs, rater, submit
 
 PROMOTE = "/admin/annotation/goldpair/promote/"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.annotation import queue_support
-from tests.annotation.crowd_support import crowd_dataset
-from tests.annotation.queue_support import client_for, rate_url, rater, submit_kwargs
 from tests.annotation.test_gold_dodging import campaign, is_gold, set_rate
-from tests.rating_support import db_id
+from tests.support import queue_support
+from tests.support.crowd_support import crowd_dataset
+from tests.support.queue_support import client_for, rate_url, rater, submit_kwargs
+from tests.support.rating_support import db_id
 
 pytestmark = pytest.mark.django_db
 engine = queue_support.engine

@@ -13,9 +13,9 @@ from annotation.models import GoldCounter, GoldLease, GoldLeaseState, GoldPair, 
 from annotation.serving import gold as serving
 from annotation.serving import gold_sql as serving_sql
 from annotation.serving import lease_ttl
-from tests.annotation.crowd_support import gold_upload
-from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
+from tests.support.crowd_support import gold_upload
+from tests.support.queue_support import queue_pairs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

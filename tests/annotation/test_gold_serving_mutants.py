@@ -30,10 +30,10 @@ from annotation.rating.policy import slot_flag
 from annotation.serving.gold import gold_met_in_quiz
 from annotation.serving.gold_ids import ids_reserve
 from annotation.serving.shapes import image_url_of
-from tests.annotation import queue_support
-from tests.annotation.crowd_support import gold_upload
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import ImageFactory, SplitFactory
+from tests.support import queue_support
+from tests.support.crowd_support import gold_upload
+from tests.support.queue_support import claim, queue_pairs, rater, submit
 
 pytestmark = pytest.mark.django_db
 engine = queue_support.engine

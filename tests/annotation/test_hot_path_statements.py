@@ -14,10 +14,10 @@ from annotation.models import GoldLease, GoldPair, GoldRating, Participant, Qual
 from annotation.people.crowd.links import campaign_link_create
 from annotation.rating import storing
 from annotation.serving import claim as claim_module
-from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, gold_upload
-from tests.annotation.queue_support import queue_pairs
 from tests.annotation.test_policy_queries import token_client
 from tests.factories import SplitFactory, UserFactory
+from tests.support.crowd_support import ParticipantClient, crowd_dataset, gold_upload
+from tests.support.queue_support import queue_pairs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -13,8 +13,8 @@ from rest_framework.test import APIClient
 from annotation.models import GoldLease, GoldPurpose, GoldRating, QualitySettings, Rating, TaskKind
 from annotation.people.crowd.links import campaign_link_create
 from annotation.quality.flags import MIN_GOLD_MET
-from tests.annotation.crowd_support import ParticipantClient, crowd_dataset
 from tests.factories import UserFactory
+from tests.support.crowd_support import ParticipantClient, crowd_dataset
 
 pytestmark = pytest.mark.django_db
 

@@ -16,8 +16,8 @@ from annotation.quality.pauses import (
     rater_pause_unless_paused,
 )
 from annotation.serving.pauses import active_pause
-from tests.annotation.queue_support import client_for, queue_pairs, rater
 from tests.factories import SplitFactory, UserFactory
+from tests.support.queue_support import client_for, queue_pairs, rater
 
 pytestmark = pytest.mark.django_db
 

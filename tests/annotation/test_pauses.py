@@ -8,9 +8,9 @@ from annotation.models import RaterPause, Rating
 from annotation.quality.pauses import rater_pause, rater_pause_lift
 from annotation.rating.policy import rating_submit_and_claim_next
 from annotation.serving.pauses import RaterPaused
-from tests.annotation import queue_support
-from tests.annotation.queue_support import claim, client_for, queue_pairs, rater, submit, submit_kwargs
 from tests.factories import SplitFactory, UserFactory
+from tests.support import queue_support
+from tests.support.queue_support import claim, client_for, queue_pairs, rater, submit, submit_kwargs
 
 pytestmark = pytest.mark.django_db
 engine = queue_support.engine

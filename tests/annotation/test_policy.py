@@ -14,10 +14,10 @@ from annotation.models import GoldLease, GoldRating, Qualification, QualitySetti
 from annotation.people.crowd.links import campaign_link_create
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.pauses import rater_pause
-from tests.annotation import queue_support
-from tests.annotation.queue_support import client_for, queue_pairs, rater
 from tests.factories import ImageFactory, SplitFactory, UserFactory
-from tests.rating_support import api_id, db_id
+from tests.support import queue_support
+from tests.support.queue_support import client_for, queue_pairs, rater
+from tests.support.rating_support import api_id, db_id
 
 pytestmark = pytest.mark.django_db
 engine = queue_support.engine

@@ -8,7 +8,7 @@ from N distinct raters; no rating a paused or excluded rater gave counts; no par
 exceeds the quota or acts outside the link's dataset and kinds; no rater meets a gold
 pair twice or a quiz pair as gold.
 
-The world (tests/annotation/policy_world.py) is built once (about 4 s); each example runs
+The world (tests/support/policy_world.py) is built once (about 4 s); each example runs
 in a savepoint on it that is rolled back in milliseconds, where a flush and a rebuild per
 example would cost the 4 s every time. The run is deterministic and bounded (derandomize,
 no example database, SQL random() seeded per example): EXAMPLES examples of at most STEPS
@@ -39,9 +39,9 @@ from hypothesis.stateful import (
 
 from annotation.models import Pair, RaterPause, RatingSlot, SlotState
 from annotation.quality.quiz import quiz_set
-from tests.annotation import policy_world
-from tests.annotation.policy_world import ACTORS, KINDS, LINK_KINDS, PARTICIPANTS, World
-from tests.annotation.queue_support import TTL
+from tests.support import policy_world
+from tests.support.policy_world import ACTORS, KINDS, LINK_KINDS, PARTICIPANTS, World
+from tests.support.queue_support import TTL
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres, pytest.mark.slow]
 

@@ -13,9 +13,9 @@ from annotation.models import GoldLease, QualitySettings
 from annotation.people.crowd.join import participant_join
 from annotation.people.crowd.links import campaign_link_create
 from annotation.rating.policy import slot_claim
-from tests.annotation.crowd_support import ParticipantClient, crowd_dataset, gold_upload
-from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
+from tests.support.crowd_support import ParticipantClient, crowd_dataset, gold_upload
+from tests.support.queue_support import queue_pairs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

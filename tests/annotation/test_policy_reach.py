@@ -22,7 +22,7 @@ def test_a_participant_reads_their_study_only():
 
 
 def test_raters_still_list_the_datasets(admin_api):
-    from tests.annotation.queue_support import client_for, rater
+    from tests.support.queue_support import client_for, rater
 
     dataset = two_kind_dataset()
     listed = client_for(rater()).get("/api/datasets/")

@@ -32,10 +32,10 @@ from annotation.models import (
 from annotation.quality.gold.upload import gold_pairs_promote
 from annotation.rating.policy import rating_submit, slot_claim, slot_skip
 from annotation.rating.progress import rater_progress, rater_progress_ask
-from tests.annotation.crowd_support import crowd_dataset
-from tests.annotation.queue_support import submit_kwargs
 from tests.factories import UserFactory
-from tests.rating_support import rate_pair
+from tests.support.crowd_support import crowd_dataset
+from tests.support.queue_support import submit_kwargs
+from tests.support.rating_support import rate_pair
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
@@ -215,8 +215,8 @@ def test_an_unknown_dataset_is_not_found_on_both_paths(settings):
 def test_a_dataset_renamed_or_named_anew_is_read_by_its_name_not_a_remembered_id():
     from annotation.models import Dataset
     from annotation.rating import progress_sql
-    from tests.annotation.queue_support import claim, queue_pairs, rater
     from tests.factories import SplitFactory
+    from tests.support.queue_support import claim, queue_pairs, rater
 
     first = SplitFactory()
     queue_pairs(split=first, n_pairs=3)

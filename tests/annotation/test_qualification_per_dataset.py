@@ -11,10 +11,10 @@ from annotation.models import GoldPair, Qualification, QualitySettings
 from annotation.people.crowd.links import campaign_link_create
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.quiz import quiz_set
-from tests.annotation.queue_support import client_for, queue_pairs
 from tests.factories import ImageFactory, SplitFactory, UserFactory
-from tests.migration_support import migrate_to, migrate_to_latest
-from tests.rating_support import db_id
+from tests.support.migration_support import migrate_to, migrate_to_latest
+from tests.support.queue_support import client_for, queue_pairs
+from tests.support.rating_support import db_id
 
 pytestmark = pytest.mark.django_db
 

@@ -4,8 +4,8 @@ import pytest
 
 from annotation.models import GoldLease, GoldPair, RaterPause
 from annotation.quality.gold.upload import gold_pairs_upload
-from tests.annotation.queue_support import rater
 from tests.factories import ImageFactory, SplitFactory, UserFactory
+from tests.support.queue_support import rater
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,9 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Flag, PairSkip, Rating, RatingSlot, SlotState
-from tests.annotation import queue_support
-from tests.annotation.queue_support import (
+from tests.factories import DatasetFactory, SplitFactory, UserFactory
+from tests.support import queue_support
+from tests.support.queue_support import (
     TTL,
     api_claim,
     client_for,
@@ -21,8 +22,7 @@ from tests.annotation.queue_support import (
     rater_client,
     submit_kwargs,
 )
-from tests.factories import DatasetFactory, SplitFactory, UserFactory
-from tests.rating_support import api_id, db_id
+from tests.support.rating_support import api_id, db_id
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("auth_way")]
 
@@ -329,7 +329,7 @@ EMBEDDED_SCRIPT = """
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 from annotation.models import Rating
-from tests.annotation.queue_support import queue_pairs, submit_kwargs
+from tests.support.queue_support import queue_pairs, submit_kwargs
 from tests.factories import SplitFactory, UserFactory
 
 split = SplitFactory()

@@ -12,9 +12,9 @@ from rest_framework.test import APIClient
 from annotation.core.roles import has_role
 from annotation.models import RatingSlot, SlotState
 from annotation.people.authentication import RoleTokenAuthentication
-from tests.annotation import queue_support
-from tests.annotation.queue_support import api_claim, client_for, rate_url, rater_client
 from tests.factories import UserFactory
+from tests.support import queue_support
+from tests.support.queue_support import api_claim, client_for, rate_url, rater_client
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from PIL import Image as PILImage
 from rest_framework.test import APIClient
 
 from annotation.models import TaskKind
-from tests.annotation.queue_support import TTL, api_claim, client_for, queue_pairs, rater_client
 from tests.factories import DatasetFactory, ImageFactory, SplitFactory, UserFactory
+from tests.support.queue_support import TTL, api_claim, client_for, queue_pairs, rater_client
 
 pytestmark = pytest.mark.django_db
 

@@ -12,9 +12,9 @@ from django.db import IntegrityError, transaction
 from annotation.core.errors import Forbidden, NotFound
 from annotation.models import Pair, RatingSlot, SlotState, TaskKind
 from annotation.serving import QueueInputError, slot_claim, slot_skip
-from tests.annotation import queue_support
-from tests.annotation.queue_support import TTL, claim, queue_pairs, rater, submit
 from tests.factories import DatasetFactory, SplitFactory, UserFactory
+from tests.support import queue_support
+from tests.support.queue_support import TTL, claim, queue_pairs, rater, submit
 
 pytestmark = pytest.mark.django_db
 

@@ -18,10 +18,10 @@ import pytest
 from knox.models import AuthToken
 
 from annotation.models import Pair, QueueCounter, Rating, RatingSlot, SlotState
-from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
-from tests.rating_support import db_id
-from tests.web_server import served
+from tests.support.queue_support import queue_pairs
+from tests.support.rating_support import db_id
+from tests.support.web_server import served
 
 N_PAIRS = 1000
 RATINGS_PER_PAIR = 5
@@ -142,7 +142,7 @@ def fast_passwords(settings):
 
 @pytest.fixture
 def server(tmp_path):
-    """The container's web server on the test database (``tests.web_server.served``):
+    """The container's web server on the test database (``tests.support.web_server.served``):
     3 processes x 4 threads, leases of LEASE_TTL seconds."""
     settings = {"WEB_WORKERS": "3", "WEB_THREADS": "4", "LEASE_TTL_SECONDS": str(LEASE_TTL)}
     with served(tmp_path / "web.log", **settings) as running:

@@ -11,9 +11,9 @@ import pytest
 from annotation.core.errors import Conflict, Forbidden
 from annotation.models import Rating, RatingSlot, SlotState
 from annotation.serving import leases_release_expired, slot_heartbeat
-from tests.annotation import queue_support
-from tests.annotation.queue_support import TTL, claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory
+from tests.support import queue_support
+from tests.support.queue_support import TTL, claim, queue_pairs, rater, submit
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,8 @@ from annotation import serving as queue
 from annotation.models import DEFAULT_GOLD_ONE_IN, PairSkip, RatingSlot
 from annotation.serving import rating_submit, slot_claim, statements
 from annotation.serving.submit_statements import SUBMITTED_SETTING
-from tests.annotation.queue_support import bulk_sis_pairs, submit_kwargs
 from tests.factories import SamplingBatchFactory, SplitFactory, UserFactory
+from tests.support.queue_support import bulk_sis_pairs, submit_kwargs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
@@ -282,7 +282,7 @@ def test_the_gold_claim_asks_for_work_at_the_queue_head_not_over_the_rated_slots
 
     from annotation.models import GoldLease, QualitySettings
     from annotation.serving.gold_sql import gold_claim
-    from tests.annotation.crowd_support import gold_upload
+    from tests.support.crowd_support import gold_upload
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     split = SplitFactory()

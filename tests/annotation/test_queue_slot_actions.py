@@ -11,9 +11,9 @@ from annotation.core.errors import Forbidden
 from annotation.models import Flag, FlagReason, PairSkip, Rating, RatingSlot, SlotState, TaskKind
 from annotation.rating.progress import rater_progress
 from annotation.serving import QueueInputError, slot_flag, slot_skip
-from tests.annotation import queue_support
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import SplitFactory
+from tests.support import queue_support
+from tests.support.queue_support import claim, queue_pairs, rater, submit
 
 pytestmark = pytest.mark.django_db
 

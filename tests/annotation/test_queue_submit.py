@@ -10,9 +10,9 @@ from django.db import IntegrityError, transaction
 from annotation.core.errors import Conflict, Forbidden, NotFound
 from annotation.models import QueueCounter, Rating, RatingSlot, SlotState
 from annotation.serving import QueueInputError, rating_submit
-from tests.annotation import queue_support
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit, submit_kwargs
 from tests.factories import SplitFactory
+from tests.support import queue_support
+from tests.support.queue_support import claim, queue_pairs, rater, submit, submit_kwargs
 
 pytestmark = pytest.mark.django_db
 

@@ -14,9 +14,9 @@ from annotation.models import GoldPair, GoldPurpose, GoldRating, Qualification, 
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.quiz import QuizOver, attempt_length, quiz_answer, quiz_offered, quiz_set, quiz_state
 from annotation.rating.policy import slot_claim
-from tests.annotation.queue_support import queue_pairs
 from tests.factories import ImageFactory, SplitFactory, UserFactory
-from tests.rating_support import api_id, db_id
+from tests.support.queue_support import queue_pairs
+from tests.support.rating_support import api_id, db_id
 
 pytestmark = pytest.mark.django_db
 

@@ -23,9 +23,9 @@ from annotation.quality.quiz import (
     quiz_state,
 )
 from annotation.serving.shapes import QueueInputError
-from tests.annotation.queue_support import queue_pairs
 from tests.annotation.test_quiz import LENGTH, REFERENCES, api_attempt, make_quiz
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory, UserFactory
+from tests.support.queue_support import queue_pairs
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from annotation.people.crowd.join import participant_join
 from annotation.people.crowd.links import campaign_link_create
 from annotation.people.crowd.quota import participant_items_done, quota_use
 from annotation.rating import policy
-from tests.annotation.crowd_support import crowd_dataset
-from tests.annotation.queue_support import rater, submit_kwargs
+from tests.support.crowd_support import crowd_dataset
+from tests.support.queue_support import rater, submit_kwargs
 
 pytestmark = pytest.mark.django_db
 

@@ -19,9 +19,9 @@ from django.utils import timezone
 from annotation.models import GoldLease, GoldPair, QualitySettings, QuizAttempt, RaterGoldMet, TaskKind
 from annotation.quality.quiz import quiz_set
 from annotation.rating.progress_sql import progress_row
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import CaptionFactory, UserFactory
-from tests.runner_support import another_session
+from tests.support.queue_support import claim, queue_pairs, rater, submit
+from tests.support.runner_support import another_session
 
 pytestmark = [pytest.mark.postgres]
 

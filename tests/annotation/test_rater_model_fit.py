@@ -12,10 +12,10 @@ from django.core.management import CommandError, call_command
 from annotation.dashboard.services import campaign_refresh_all
 from annotation.models import RaterEstimate, RaterModelFit, Rating, RatingStatus, TaskKind
 from annotation.quality.rater_fits import rater_model_refit
-from tests.annotation.exclusion_support import exclude
-from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
-from tests.rating_support import rate_pair
+from tests.support.exclusion_support import exclude
+from tests.support.queue_support import queue_pairs
+from tests.support.rating_support import rate_pair
 
 pytestmark = pytest.mark.django_db
 

@@ -16,10 +16,10 @@ from django.utils import timezone
 
 from annotation.models import GoldPair, GoldPurpose, GoldRating, RaterTally, Rating, TaskKind
 from annotation.rating.progress_sql import QUARTER, QUARTER_ORIGIN, first_quarter, progress_row
-from tests.annotation.crowd_support import gold_upload
-from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
-from tests.rating_support import rate_pair
+from tests.support.crowd_support import gold_upload
+from tests.support.queue_support import queue_pairs
+from tests.support.rating_support import rate_pair
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 

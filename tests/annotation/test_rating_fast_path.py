@@ -13,9 +13,9 @@ from rest_framework.views import APIView
 
 from annotation.core.errors import DomainError
 from annotation.rating import policy
-from tests.annotation import queue_support
-from tests.annotation.queue_support import api_claim, rate_url, submit_kwargs
 from tests.factories import UserFactory
+from tests.support import queue_support
+from tests.support.queue_support import api_claim, rate_url, submit_kwargs
 
 pytestmark = pytest.mark.django_db
 

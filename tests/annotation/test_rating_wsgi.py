@@ -19,9 +19,9 @@ from django.test import RequestFactory
 from knox.models import AuthToken
 
 from annotation.rating import policy
-from tests.annotation import queue_support
-from tests.annotation.queue_support import rate_url, submit_kwargs
 from tests.factories import UserFactory
+from tests.support import queue_support
+from tests.support.queue_support import rate_url, submit_kwargs
 from web.rating_wsgi import REVIEWED_MIDDLEWARE, RatingCycleApplication
 
 pytestmark = pytest.mark.django_db

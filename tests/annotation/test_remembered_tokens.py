@@ -20,8 +20,8 @@ from annotation.models import Rating, RatingSlot, SlotState
 from annotation.people import authentication
 from annotation.people.crowd.join import participant_join
 from annotation.people.crowd.links import campaign_link_create
-from tests.annotation.queue_support import queue_pairs
 from tests.factories import SplitFactory, UserFactory
+from tests.support.queue_support import queue_pairs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

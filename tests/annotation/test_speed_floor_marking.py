@@ -12,10 +12,10 @@ from annotation.rating.policy import rating_submit as policy_submit
 from annotation.rating.policy import slot_claim
 from annotation.serving import rating_submit
 from annotation.serving.gold_ids import ids_reserve
-from tests.annotation import queue_support
-from tests.annotation.crowd_support import gold_upload
-from tests.annotation.queue_support import claim, queue_pairs, rater
 from tests.factories import SplitFactory, UserFactory
+from tests.support import queue_support
+from tests.support.crowd_support import gold_upload
+from tests.support.queue_support import claim, queue_pairs, rater
 
 pytestmark = pytest.mark.django_db
 engine = queue_support.engine

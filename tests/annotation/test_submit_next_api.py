@@ -4,10 +4,10 @@ shows it without a second round trip."""
 import pytest
 
 from annotation.models import Rating, RatingSlot, SlotState
-from tests.annotation import queue_support
-from tests.annotation.queue_support import client_for, queue_pairs, submit_kwargs
 from tests.factories import SplitFactory, UserFactory
-from tests.rating_support import db_id
+from tests.support import queue_support
+from tests.support.queue_support import client_for, queue_pairs, submit_kwargs
+from tests.support.rating_support import db_id
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("auth_way")]
 

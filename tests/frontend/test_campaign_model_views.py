@@ -12,8 +12,8 @@ from django.test import Client
 from annotation.dashboard.services import campaign_snapshot_refresh
 from annotation.models import Pair
 from annotation.quality.rater_fits import rater_model_refit
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import DatasetFactory, SplitFactory, UserFactory
+from tests.support.queue_support import claim, queue_pairs, rater, submit
 
 pytestmark = pytest.mark.django_db
 

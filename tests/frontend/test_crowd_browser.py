@@ -15,7 +15,7 @@ from annotation.models import GoldPair, GoldPurpose, GoldRating, Participant, Qu
 from annotation.serving.pairs import pairs_retire
 from tests.frontend.crowd_setup import crowd_link, sis_quiz
 from tests.frontend.test_rating_page import track_point
-from tests.rating_support import db_id
+from tests.support.rating_support import db_id
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 

@@ -7,8 +7,8 @@ not-found.png, server-error.png, api-docs.png).
 import pytest
 
 from annotation.models import TaskKind
-from tests.annotation.queue_support import queue_pairs
 from tests.factories import DatasetFactory, SplitFactory, UserFactory
+from tests.support.queue_support import queue_pairs
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -12,7 +12,7 @@ from annotation.quality.quiz import quiz_answer, quiz_state
 from frontend.instructions import INSTRUCTIONS
 from tests.frontend.crowd_setup import sis_quiz
 from tests.frontend.rating_setup import rater
-from tests.rating_support import rate_pair
+from tests.support.rating_support import rate_pair
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo_allowed")]
 

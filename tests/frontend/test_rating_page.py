@@ -12,7 +12,7 @@ from django.test import Client
 
 from annotation.models import Qualification, Rating, RatingSlot, SlotState
 from tests.frontend.rating_setup import rater
-from tests.rating_support import api_id
+from tests.support.rating_support import api_id
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 

@@ -6,8 +6,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from annotation.models import Pair
 from sampling.models import SamplingBatch
 from tests.factories import UserFactory
-from tests.rating_support import rate_pair
 from tests.sampling.conftest import pair_keys
+from tests.support.rating_support import rate_pair
 
 pytestmark = pytest.mark.django_db
 

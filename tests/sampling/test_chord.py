@@ -23,10 +23,10 @@ from sampling.models import SamplingBatch, SamplingShard
 from sampling.runs.batch import sampling_batch_run, sampling_batches_fail_orphaned
 from sampling.runs.chord import run_folder
 from sampling.services import sampling_batch_create, sampling_batch_start
-from tests.runner_support import poll
 from tests.sampling.conftest import pair_keys, random_unit
 from tests.sampling.test_worker import watch
 from tests.sampling.worker_support import start_worker, worker_env
+from tests.support.runner_support import poll
 
 pytestmark = [
     pytest.mark.postgres,

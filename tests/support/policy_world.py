@@ -35,9 +35,9 @@ from annotation.models import (
 from annotation.people.crowd.join import participant_join
 from annotation.people.crowd.links import campaign_link_create
 from annotation.quality.quiz import quiz_set
-from tests.annotation.queue_support import client_for, queue_pairs
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory, UserFactory
-from tests.rating_support import db_id
+from tests.support.queue_support import client_for, queue_pairs
+from tests.support.rating_support import db_id
 
 N = 3
 QUOTA = 3

@@ -11,7 +11,7 @@ from annotation.catalog.services import dataset_import_karpathy
 from annotation.models import Caption, Image, Pair, SamplingMethod, TaskKind
 from annotation.serving.pairs import PairSpec, pairs_create_bulk
 from tests.factories import SamplingBatchFactory, SplitFactory, UserFactory, make_items
-from tests.rating_support import rate_pair
+from tests.support.rating_support import rate_pair
 
 
 @dataclass

@@ -12,8 +12,8 @@ from annotation.core.cxc import ITEM_COLUMNS
 from annotation.models import GoldPurpose, GoldRating, QualitySettings, Rating, TaskKind
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.quiz import quiz_set
-from tests.annotation.queue_support import queue_pairs
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory
+from tests.support.queue_support import queue_pairs
 
 SIS_PAIRS, STS_PAIRS, GOLD_PER_KIND = 8, 6, 4
 

@@ -7,7 +7,7 @@ from collections import Counter
 
 from annotation.models import Pair, QueueCounter, Rating, RatingSlot, RatingStatus, SlotState
 from annotation.quality.exclusion.services import rating_exclusion_create, rating_exclusion_undo
-from tests.annotation.queue_support import claim, submit
+from tests.support.queue_support import claim, submit
 
 
 def pair_problems(dataset_id: int) -> list[str]:

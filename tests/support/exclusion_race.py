@@ -24,9 +24,9 @@ from annotation.quality.exclusion.services import (
 )
 from annotation.rating import policy
 from annotation.serving import rating_submit, slot_claim
-from tests.annotation.exclusion_support import pair_problems
-from tests.annotation.queue_support import queue_pairs, submit_kwargs
 from tests.factories import SplitFactory, UserFactory
+from tests.support.exclusion_support import pair_problems
+from tests.support.queue_support import queue_pairs, submit_kwargs
 
 
 class _Race:
