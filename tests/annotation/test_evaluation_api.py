@@ -12,8 +12,8 @@ from rest_framework.test import APIClient
 from annotation.catalog.services import embedding_space_import
 from annotation.models import Job, JobStatus
 from annotation.runs.jobs import job_create
-from tests.annotation.test_export_api import client_for
 from tests.support.evaluation_data import EXPECTED, assert_retrieval_matches
+from tests.support.export_data import client_for
 
 pytestmark = pytest.mark.django_db
 

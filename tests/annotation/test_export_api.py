@@ -15,21 +15,9 @@ from annotation.jobs.dispatch import export_job_start
 from annotation.jobs.tasks import run_export_job
 from annotation.models import Job, JobStatus
 from annotation.runs.jobs import job_create
-from tests.factories import UserFactory
-from tests.support.export_data import rated_factory_dataset
+from tests.support.export_data import client_for, rated_factory_dataset, start_export
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(*roles):
-    client = APIClient()
-    client.force_authenticate(UserFactory(roles=list(roles), password=None))
-    return client
-
-
-def start_export(client, payload, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True):
-        return client.post("/api/exports/", payload, format="json")
 
 
 def test_researcher_exports_polls_lists_and_downloads(django_capture_on_commit_callbacks, settings):

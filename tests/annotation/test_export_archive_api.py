@@ -9,8 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotation.models import Job
-from tests.annotation.test_export_api import client_for, start_export
-from tests.support.export_data import rated_factory_dataset
+from tests.support.export_data import client_for, rated_factory_dataset, start_export
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.annotation.test_gold_dodging import campaign, is_gold, set_rate
 from tests.support import queue_support
 from tests.support.crowd_support import crowd_dataset
+from tests.support.gold_serving import campaign, is_gold, set_rate
 from tests.support.queue_support import client_for, rate_url, rater, submit_kwargs
 from tests.support.rating_support import db_id
 

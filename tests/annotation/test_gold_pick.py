@@ -72,7 +72,7 @@ def test_every_gold_pair_the_rater_has_not_met_comes_as_often_and_the_met_never(
 def test_a_rater_who_met_no_gold_pair_is_served_by_the_first_try_without_the_shuffle(settings, tmp_path):
     """The shuffle reads and sorts the whole pool; the first try at a random rank is what
     spares it, so it must serve whenever the pair at that rank is new to the rater."""
-    from tests.annotation.test_queue_plan import generic_plan, nodes
+    from tests.support.query_plans import generic_plan, nodes
 
     settings.SQL_PATHS = "postgres"
     split = SplitFactory()

@@ -10,8 +10,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from annotation.models import Caption, Dataset, EmbeddingSpace, Job, JobStatus
-from tests.annotation.test_karpathy import image_entry
 from tests.factories import DatasetFactory, ImageFactory, SplitFactory, UserFactory
+from tests.support.karpathy import image_entry
 
 pytestmark = pytest.mark.django_db
 

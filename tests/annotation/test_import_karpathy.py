@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from annotation.catalog.services import dataset_import_karpathy
 from annotation.core.errors import DatasetImportError
 from annotation.models import Caption, Dataset, Image, Job, JobStatus, Split
-from tests.annotation.test_karpathy import image_entry
+from tests.support.karpathy import image_entry
 
 pytestmark = pytest.mark.django_db
 

@@ -11,9 +11,9 @@ from annotation.jobs.tasks import fail_orphaned_jobs, run_import_job
 from annotation.models import Dataset, Job, JobStatus
 from annotation.runs.jobs import job_create
 from annotation.runs.lifecycle import JOB_LOCKS
-from tests.annotation.test_karpathy import image_entry
 from tests.factories import UserFactory
 from tests.support.export_data import rated_factory_dataset
+from tests.support.karpathy import image_entry
 from tests.support.runner_support import poll, runner_lock_held_elsewhere
 
 pytestmark = pytest.mark.django_db

@@ -5,18 +5,7 @@ import json
 import pytest
 
 from annotation.catalog.karpathy import FieldLimits, KarpathyError, parse_karpathy
-
-
-def image_entry(cocoid=32001, split="val", sentids=(190268, 315773), filename=None, filepath="val2014"):
-    filename = filename or f"COCO_val2014_{cocoid:012d}.jpg"
-    return {
-        "filepath": filepath,
-        "filename": filename,
-        "split": split,
-        "cocoid": cocoid,
-        "sentids": list(sentids),
-        "sentences": [{"raw": f"caption {s}", "tokens": ["caption"], "sentid": s} for s in sentids],
-    }
+from tests.support.karpathy import image_entry
 
 
 def write(tmp_path, payload, name="dataset_coco.json"):

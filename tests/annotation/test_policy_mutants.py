@@ -30,9 +30,9 @@ from annotation.quality.quiz import quiz_answer, quiz_state
 from annotation.rating import policy
 from annotation.serving import QueueInputError
 from annotation.serving.pauses import RaterPaused
-from tests.annotation.test_policy import claim, gold_sis_pairs, join, rate_n, submit, two_kind_dataset
 from tests.factories import UserFactory
 from tests.support.crowd_support import ParticipantClient, crowd_dataset, sts_quiz
+from tests.support.policy_actions import claim, gold_sis_pairs, join, rate_n, submit, two_kind_dataset
 from tests.support.queue_support import rater, submit_kwargs
 from tests.support.rating_support import api_id
 

@@ -6,8 +6,6 @@ A participant's checks cost a fixed handful of queries, whatever their history."
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from knox.models import AuthToken
-from rest_framework.test import APIClient
 
 from annotation.models import GoldLease, QualitySettings
 from annotation.people.crowd.join import participant_join
@@ -15,6 +13,7 @@ from annotation.people.crowd.links import campaign_link_create
 from annotation.rating.policy import slot_claim
 from tests.factories import SplitFactory, UserFactory
 from tests.support.crowd_support import ParticipantClient, crowd_dataset, gold_upload
+from tests.support.hot_path import token_client
 from tests.support.queue_support import queue_pairs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
@@ -27,13 +26,6 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 # a transaction runs on its own in a savepoint (annotation.core.sql.sent_ahead), counted.
 CLAIM_QUERIES = 6
 SUBMIT_QUERIES = 6
-
-
-def token_client(user) -> APIClient:
-    _, key = AuthToken.objects.create(user=user)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
-    return client
 
 
 def claim_and_submit(client, dataset, key: str) -> tuple[int, int]:

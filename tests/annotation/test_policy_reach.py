@@ -3,7 +3,7 @@ dataset's, never the lab's dataset list; and the quiz's errors name no database 
 
 import pytest
 
-from tests.annotation.test_policy import claim, join, submit, two_kind_dataset
+from tests.support.policy_actions import claim, join, submit, two_kind_dataset
 
 pytestmark = pytest.mark.django_db
 

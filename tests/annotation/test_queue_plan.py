@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 
 from annotation import serving as queue
 from annotation.models import DEFAULT_GOLD_ONE_IN, PairSkip, RatingSlot
 from annotation.serving import rating_submit, slot_claim, statements
 from annotation.serving.submit_statements import SUBMITTED_SETTING
 from tests.factories import SamplingBatchFactory, SplitFactory, UserFactory
+from tests.support.query_plans import generic_plan, nodes
 from tests.support.queue_support import bulk_sis_pairs, submit_kwargs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
@@ -52,12 +53,6 @@ def explain_claim(*, rater, dataset: str, statement=statements.claim) -> dict:
         )
         (plan,) = cursor.fetchone()
     return (json.loads(plan) if isinstance(plan, str) else plan)[0]
-
-
-def nodes(plan: dict):
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from nodes(child)
 
 
 def pages(plan: dict) -> int:
@@ -132,25 +127,6 @@ def plans_stay_at_the_head(small: dict, large: dict) -> None:
     # the tables were vacuumed first).
     assert head_scan_pages(large) <= 2 * head_scan_pages(small), (head_scan_pages(small), head_scan_pages(large))
     assert pages(large) <= 3 * pages(small), (pages(small), pages(large))
-
-
-def generic_plan(statement, values: dict) -> dict:
-    """EXPLAIN (ANALYZE, BUFFERS) of ``statement`` run once through its generic plan (the
-    setting lasts the transaction: the session's stays as the app's statements set it)."""
-    types = ", ".join(sql_type for _, sql_type in statement.params)
-    placeholders = ", ".join(["%s"] * len(statement.params))
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        cursor.execute(f"PREPARE plan_of_{statement.name} ({types}) AS {statement.positional()}")
-        try:
-            cursor.execute(
-                f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE plan_of_{statement.name} ({placeholders})",
-                [values[name] for name, _ in statement.params],
-            )
-            (plan,) = cursor.fetchone()
-        finally:
-            cursor.execute(f"DEALLOCATE plan_of_{statement.name}")
-    return (json.loads(plan) if isinstance(plan, str) else plan)[0]
 
 
 def slot_reads(plan: dict) -> list[tuple]:

@@ -11,35 +11,14 @@ from rest_framework.test import APIClient
 from annotation.core import cxc
 from annotation.core.errors import Conflict, NotFound
 from annotation.models import GoldPair, GoldPurpose, GoldRating, Qualification, QualitySettings, QuizAttempt, Rating
-from annotation.quality.gold.upload import gold_pairs_upload
-from annotation.quality.quiz import QuizOver, attempt_length, quiz_answer, quiz_offered, quiz_set, quiz_state
+from annotation.quality.quiz import QuizOver, attempt_length, quiz_answer, quiz_offered, quiz_state
 from annotation.rating.policy import slot_claim
-from tests.factories import ImageFactory, SplitFactory, UserFactory
+from tests.factories import SplitFactory, UserFactory
 from tests.support.queue_support import queue_pairs
+from tests.support.quiz import LENGTH, REFERENCES, api_attempt, make_quiz
 from tests.support.rating_support import api_id, db_id
 
 pytestmark = pytest.mark.django_db
-
-# Eight SIS questions; attempts of three (quiz_length 3), so attempt 2 draws 3 of the 5
-# questions attempt 1 left. Explanations carry no number, so any number in an answer's
-# JSON would come from the API itself.
-REFERENCES = [0.0, 0.5, 1.5, 2.0, 3.0, 3.5, 4.5, 5.0]
-LENGTH = 3
-
-
-def make_quiz(dataset, references, tmp_path) -> list[GoldPair]:
-    images = [ImageFactory(split=dataset.splits.first(), dataset=dataset) for _ in range(2 * len(references))]
-    lines = ["image1,image2,gold_score,explanation"]
-    lines += [
-        f"{images[2 * i].key},{images[2 * i + 1].key},{ref},the scenes share what question {'abcdefgh'[i]} shows"
-        for i, ref in enumerate(references)
-    ]
-    path = tmp_path / "quiz.csv"
-    path.write_text("\n".join(lines) + "\n")
-    gold_pairs_upload(dataset=dataset, path=path)
-    ids = list(GoldPair.objects.filter(dataset=dataset).values_list("pk", flat=True))
-    assert quiz_set(dataset_id=dataset.pk, gold_pair_ids=ids, in_quiz=True) == len(references)
-    return list(GoldPair.objects.filter(pk__in=ids))
 
 
 @pytest.fixture
@@ -90,32 +69,6 @@ def answer_all(rater, dataset, *, distance: float, seed: int = 0):
         feedbacks.append(feedback)
         state = feedback.state
     return feedbacks, order
-
-
-def api_attempt(client, dataset, *, score_for, start=False, tag="a"):
-    """Take a whole attempt through the HTTP API as a rater's browser would; ``score_for``
-    picks the score for a question's database id. Returns [(question id, answer JSON)]."""
-    base = f"/api/rate/{dataset.name}/quiz/sis/"
-    answer = client.post(base, {"start": start}, format="json")
-    assert answer.status_code == 200, answer.content
-    state = answer.json()
-    asked = []
-    while state["result"] is None:
-        # The API names questions by opaque ids; the tests compare database ids.
-        question = db_id("question", state["gold_pair_id"])
-        body = {
-            "gold_pair_id": state["gold_pair_id"],
-            "score": score_for(question),
-            "time_on_item_ms": 3000,
-            "time_to_first_move_ms": 500,
-            "adjustments": 1,
-            "idempotency_key": f"{tag}-{len(asked)}",
-        }
-        stored = client.post(f"{base}answer/", body, format="json")
-        assert stored.status_code == 201, stored.content
-        asked.append((question, stored.json()))
-        state = stored.json()["state"]
-    return asked
 
 
 def far_answers():

@@ -11,10 +11,9 @@ from annotation.core.errors import Conflict
 from annotation.models import GoldPair, GoldPurpose, GoldRating, Qualification, QualitySettings, QuizAttempt
 from annotation.quality.quiz import QuizTooSmall, quiz_answer, quiz_set, quiz_state
 from annotation.serving.shapes import QueueInputError
-from tests.annotation.test_quiz import LENGTH, REFERENCES, make_quiz
-from tests.annotation.test_quiz_mutants import make_sts_quiz, second_dataset
 from tests.factories import SplitFactory, UserFactory
 from tests.support.queue_support import claim, queue_pairs, rater, submit
+from tests.support.quiz import LENGTH, REFERENCES, make_quiz, make_sts_quiz, second_dataset
 
 pytestmark = pytest.mark.django_db
 

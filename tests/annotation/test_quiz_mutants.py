@@ -11,7 +11,6 @@ from rest_framework.test import APIClient
 
 from annotation.core.errors import NotFound
 from annotation.models import GoldPair, Qualification, QualitySettings, QuizAttempt
-from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.quiz import (
     QuizPool,
     quiz_answer,
@@ -23,9 +22,9 @@ from annotation.quality.quiz import (
     quiz_state,
 )
 from annotation.serving.shapes import QueueInputError
-from tests.annotation.test_quiz import LENGTH, REFERENCES, api_attempt, make_quiz
-from tests.factories import CaptionFactory, ImageFactory, SplitFactory, UserFactory
+from tests.factories import SplitFactory, UserFactory
 from tests.support.queue_support import queue_pairs
+from tests.support.quiz import LENGTH, REFERENCES, api_attempt, make_quiz, make_sts_quiz, second_dataset
 
 pytestmark = pytest.mark.django_db
 
@@ -138,28 +137,6 @@ def test_the_pools_are_the_datasets_active_quiz_pairs_per_kind(dataset, tmp_path
 )
 def test_a_pool_describes_itself(size, text):
     assert QuizPool(kind="SIS", size=size, quiz_length=5).describe() == text
-
-
-def make_sts_quiz(dataset, references, tmp_path) -> list[GoldPair]:
-    """An STS quiz of caption pairs in ``dataset``, one pair per reference."""
-    image = ImageFactory(split=dataset.splits.first(), dataset=dataset)
-    captions = [CaptionFactory(image=image) for _ in range(2 * len(references))]
-    lines = ["caption1,caption2,gold_score,explanation"]
-    lines += [f"{captions[2 * i].key},{captions[2 * i + 1].key},{ref},sts {i}" for i, ref in enumerate(references)]
-    path = tmp_path / "sts-quiz.csv"
-    path.write_text("\n".join(lines) + "\n")
-    gold_pairs_upload(dataset=dataset, path=path)
-    ids = list(GoldPair.objects.filter(dataset=dataset, kind="STS").values_list("pk", flat=True))
-    quiz_set(dataset_id=dataset.pk, gold_pair_ids=ids, in_quiz=True)
-    return list(GoldPair.objects.filter(pk__in=ids))
-
-
-def second_dataset(tmp_path, references=(1.0, 4.0)):
-    """Another dataset with a SIS quiz of its own (default length: attempts of one question)."""
-    split = SplitFactory()
-    (tmp_path / "second").mkdir()
-    make_quiz(split.dataset, list(references), tmp_path / "second")
-    return split.dataset
 
 
 def fail_first_attempt(rater, dataset, kind="SIS"):

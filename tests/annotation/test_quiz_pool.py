@@ -8,9 +8,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotation.models import GoldPair, QualitySettings, QuizAttempt
-from tests.annotation.test_quiz import api_attempt, make_quiz
 from tests.factories import SplitFactory, UserFactory
 from tests.support.queue_support import queue_pairs
+from tests.support.quiz import api_attempt, make_quiz
 
 pytestmark = pytest.mark.django_db
 

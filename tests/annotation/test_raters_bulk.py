@@ -5,21 +5,17 @@ import json
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from rest_framework.test import APIClient
 
 from annotation.models import Invitation, Qualification
 from annotation.people.onboarding import invitation_get
 from tests.factories import UserFactory
+from tests.support.csv_files import csv
 
 pytestmark = pytest.mark.django_db
 
 GOOD = b"username,email,kinds\nana,ana@example.org,STS SIS\nbo,,SITS\n"
-
-
-def csv(content: bytes, name: str = "raters.csv") -> SimpleUploadedFile:
-    return SimpleUploadedFile(name, content, content_type="text/csv")
 
 
 @pytest.fixture

@@ -18,9 +18,8 @@ from annotation.apis.fields import rater_id_decode
 from annotation.models import Pair, Rating, RatingSlot, SlotState
 from annotation.quality.pauses import rater_pause
 from annotation.serving import claim as claim_module
-from tests.annotation.test_hot_path_statements import BODY, CHECK, PAGE, rated_dataset, statement_names
-from tests.annotation.test_policy_queries import token_client
 from tests.factories import SplitFactory, UserFactory
+from tests.support.hot_path import BODY, CHECK, PAGE, rated_dataset, statement_names, token_client
 from tests.support.queue_support import queue_pairs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

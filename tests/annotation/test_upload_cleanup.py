@@ -19,15 +19,10 @@ from annotation.catalog.upload_cleanup import uploads_prune
 from annotation.catalog.uploads import KARPATHY, upload_store, uploads_root
 from annotation.models import Job, JobStatus, UploadState
 from annotation.runs.jobs import job_create
-from tests.annotation.test_karpathy import image_entry
+from tests.support.karpathy import image_entry
+from tests.support.uploads import stored_names
 
 pytestmark = pytest.mark.django_db
-
-
-def stored_names() -> list[str]:
-    """The files under DATA_DIR/uploads, by name."""
-    root = uploads_root()
-    return sorted(p.name for p in root.rglob("*") if p.is_file()) if root.exists() else []
 
 
 def import_karpathy(api, name: str, content: bytes, file_name: str) -> int:

@@ -15,8 +15,8 @@ from rest_framework.test import APIClient
 from annotation.catalog.uploads import KARPATHY, upload_store, uploads_root
 from annotation.core.errors import UploadTooLarge
 from annotation.models import Job
-from tests.annotation.test_karpathy import image_entry
 from tests.factories import UserFactory
+from tests.support.karpathy import image_entry
 
 pytestmark = pytest.mark.django_db
 

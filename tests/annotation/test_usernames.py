@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
 
-from tests.annotation.test_raters_bulk import csv
 from tests.factories import UserFactory
+from tests.support.csv_files import csv
 
 pytestmark = pytest.mark.django_db
 

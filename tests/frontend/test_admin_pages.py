@@ -7,7 +7,7 @@ import pytest
 from annotation.models import Flag, FlagReason, Pair
 from sampling.models import SamplingBatch
 from tests.frontend.rating_setup import demo_with_pairs, rater
-from tests.frontend.test_rating_page import session_for
+from tests.support.browser import session_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 

@@ -89,7 +89,7 @@ def test_the_pages_show_the_savings_the_curve_and_the_model_columns(adaptive_cam
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_the_savings_and_the_curve_as_a_person_sees_them(adaptive_campaign, page, live_server, screenshot_dir):
-    from tests.frontend.test_rating_page import session_for
+    from tests.support.browser import session_for
 
     UserFactory(username="lab-researcher", roles=["researcher"])
     session_for(page, live_server, username="lab-researcher")

@@ -58,7 +58,7 @@ def test_counts_today_and_in_total_and_quiz_results(demo):
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_the_page_as_a_rater_sees_it(page, live_server, demo, screenshot_dir):
-    from tests.frontend.test_rating_page import session_for
+    from tests.support.browser import session_for
 
     someone = rater("rater1")
     for pair in demo.pairs.filter(kind="SIS").order_by("id")[:2]:

@@ -8,10 +8,10 @@ from sampling.models import SamplingBatch
 from tests.factories import UserFactory
 from tests.sampling.conftest import pair_keys
 from tests.support.rating_support import rate_pair
+from tests.support.sampling_admin import CREATE_URL, form_data
 
 pytestmark = pytest.mark.django_db
 
-CREATE_URL = "/admin/sampling/samplingbatch/create/"
 UPLOAD_URL = "/admin/sampling/samplingbatch/upload/"
 LIST_URL = "/admin/sampling/samplingbatch/"
 
@@ -20,12 +20,6 @@ LIST_URL = "/admin/sampling/samplingbatch/"
 def admin_client(client):
     client.force_login(UserFactory(is_staff=True, is_superuser=True))
     return client
-
-
-def form_data(split, **extra):
-    data = {"split": split.pk, "k": 1, "ratings_per_pair": 5, "seed": 0, "priority": 0, "start": "on"}
-    data.update(extra)
-    return data
 
 
 def test_the_create_page_lists_splits_with_their_spaces_and_ready_pivots(admin_client, small):

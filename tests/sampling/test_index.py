@@ -5,18 +5,12 @@ import pytest
 
 from sampling.search.index import IndexConfig, IndexConfigError, exact_neighbours, ivf_cells, recall_at_k
 from sampling.search.neighbours import nearest_neighbours
+from tests.support.vectors import clustered
 
 
 def unit_circle(degrees):
     radians = np.deg2rad(np.asarray(degrees, dtype=np.float64))
     return np.stack([np.cos(radians), np.sin(radians)], axis=1).astype(np.float32)
-
-
-def clustered(n, d, clusters, seed):
-    rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((clusters, d))
-    x = centres[rng.integers(0, clusters, n)] + 0.3 * rng.standard_normal((n, d))
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
 def test_exact_search_finds_the_nearest_other_rows_best_first():

@@ -7,7 +7,7 @@ from django.contrib.messages import middleware as django_messages_middleware
 
 from config import middleware
 from tests.factories import UserFactory
-from tests.sampling.test_admin import CREATE_URL, form_data
+from tests.support.sampling_admin import CREATE_URL, form_data
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from sampling.search.pq import (
     pq_train,
     search_pq_rows,
 )
-from tests.sampling.test_index import clustered
+from tests.support.vectors import clustered
 
 PQ = IndexConfig(kind="ivfpq", ivf_nlist=24, ivf_nprobe=3, seed=5)
 

@@ -19,7 +19,7 @@ from sampling.search.shards import (
     shard_ranges,
     shard_run,
 )
-from tests.sampling.test_index import clustered
+from tests.support.vectors import clustered
 
 IVF = IndexConfig(kind="ivf", ivf_nlist=24, ivf_nprobe=3, seed=5)
 

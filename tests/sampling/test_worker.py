@@ -16,6 +16,7 @@ from sampling.runs.batch import sampling_batch_run, sampling_batches_fail_orphan
 from sampling.services import sampling_batch_create, sampling_batch_start
 from tests.sampling.conftest import pair_keys, random_unit
 from tests.sampling.worker_support import start_worker, worker_env
+from tests.support.sampling_worker import watch
 
 pytestmark = [
     pytest.mark.postgres,
@@ -74,24 +75,6 @@ def start(built) -> SamplingBatch:
         )
         sampling_batch_start(batch=batch)
     return batch
-
-
-def watch(batch: SamplingBatch, until, timeout: float = 240) -> list[tuple]:
-    """Poll the batch row; return every distinct (status, done, total, message) seen."""
-    seen: list[tuple] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        state = tuple(
-            SamplingBatch.objects.filter(pk=batch.pk)
-            .values_list("status", "progress_done", "progress_total", "progress_message")
-            .get()
-        )
-        if not seen or seen[-1] != state:
-            seen.append(state)
-        if until(state):
-            return seen
-        time.sleep(0.02)
-    pytest.fail(f"batch #{batch.pk} did not get there in {timeout} s; seen: {seen}")
 
 
 def test_a_worker_runs_a_batch_to_completion_with_progress_updates(make_split, worker):

@@ -19,6 +19,12 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
+import numpy as np
+
+from annotation.dashboard.snapshot import CampaignInputs
+from annotation.dashboard.tables import PairTable, RatingTable
+from tests.support import dashboard_data as hand
+
 SCORES = {"P1": (1.0, 2.0, 3.0), "P2": (2.0, 2.0, 5.0), "P3": (4.0, 3.0, 5.0)}
 # Time on item (ms) of A, B, C per pair: A is fast (floor STS 3 s), C slow.
 TIMES_MS = {"P1": (1_000, 5_000, 10_000), "P2": (2_000, 5_000, 20_000), "P3": (4_000, 2_999, 30_000)}
@@ -69,3 +75,56 @@ MEAN_BINS = {8: 1, 12: 1, 16: 1}
 SD_BINS = {4: 2, 6: 1}
 # STS positives reach 3: P2 and P3 of the three.
 POSITIVES = 2
+
+
+RATERS = {"A": 11, "B": 12, "C": 13}
+
+
+METHODS = ["c2c_cocaption", "c2c_isim"]
+
+
+def hand_inputs() -> CampaignInputs:
+    ids = np.arange(1, 8)
+    done = np.array([3, 3, 3, 1, 0, 0, 0])
+    pairs = PairTable(
+        id=ids,
+        kind=np.zeros(7, dtype=np.int64),  # STS
+        batch=np.full(7, 5, dtype=np.int64),
+        method=np.zeros(7, dtype=np.int64),
+        done=done,
+        required=np.full(7, 3, dtype=np.int64),
+        retired=ids == 6,
+        methods=METHODS,
+    )
+    pair, rater, score, time_ms, at = [], [], [], [], []
+    for number, name in enumerate(("P1", "P2", "P3"), start=1):
+        for who, value, spent, when in zip(
+            "ABC", hand.SCORES[name], hand.TIMES_MS[name], hand.RATED_AT[name], strict=True
+        ):
+            pair.append(number)
+            rater.append(RATERS[who])
+            score.append(value)
+            time_ms.append(spent)
+            at.append(when.timestamp())
+    pair.append(4)
+    rater.append(RATERS["A"])
+    score.append(hand.P4_SCORE)
+    time_ms.append(hand.P4_TIME_MS)
+    at.append(hand.RATED_AT["P4"][0].timestamp())
+    ratings = RatingTable(
+        pair=np.array(pair), rater=np.array(rater), score=np.array(score), time_ms=np.array(time_ms), at=np.array(at)
+    )
+    return CampaignInputs(
+        pairs=pairs,
+        ratings=ratings,
+        held_pairs=np.array([5]),
+        flagged_pairs=np.array([7, 7]),
+        leases_held=1,
+        batch_names={5: "#5 val (sampled)"},
+        usernames={11: "a", 12: "b", 13: "c", 14: "d"},
+        skips={14: 2},
+        flags={14: 1},
+        last_passed={14: hand.DAY1.timestamp() + 3600},
+        speed_floors={"STS": 3.0, "SIS": 1.5, "SITS": 1.5},
+        now_s=hand.NOW.timestamp(),
+    )

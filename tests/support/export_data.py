@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from rest_framework.test import APIClient
 
 from annotation.catalog.services import dataset_import_karpathy
 from annotation.models import Caption, Image, Pair, SamplingMethod, TaskKind
@@ -109,3 +110,14 @@ def rated_coco_mini(coco_mini, *, n_images: int = 40, seed: int = 0) -> RatedDat
     )
     images = list(Image.objects.filter(dataset_id=summary.dataset_id).order_by("id")[:n_images])
     return build_rated(dataset=images[0].dataset, split=images[0].split, images=images, seed=seed)
+
+
+def client_for(*roles):
+    client = APIClient()
+    client.force_authenticate(UserFactory(roles=list(roles), password=None))
+    return client
+
+
+def start_export(client, payload, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        return client.post("/api/exports/", payload, format="json")
