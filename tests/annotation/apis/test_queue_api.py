@@ -361,7 +361,7 @@ def test_embedded_sqlite_mode_claims_and_submits(tmp_path):
     import sys
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "RUN_MODE")}
     env |= {
         "RUN_MODE": "embedded",

@@ -12,7 +12,7 @@ from django.db import connection
 
 from tests.support.exclusion_race import race
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def assert_clean(report: dict, *, pairs: int) -> None:

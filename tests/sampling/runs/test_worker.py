@@ -15,8 +15,8 @@ from sampling.models import SamplingBatch
 from sampling.runs.batch import sampling_batch_run, sampling_batches_fail_orphaned
 from sampling.services import sampling_batch_create, sampling_batch_start
 from tests.sampling.conftest import pair_keys, random_unit
-from tests.sampling.worker_support import start_worker, worker_env
 from tests.support.sampling_worker import watch
+from tests.support.worker_support import start_worker, worker_env
 
 pytestmark = [
     pytest.mark.postgres,
