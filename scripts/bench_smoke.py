@@ -33,7 +33,7 @@ TARGET = re.compile(r"^(bench-[a-z0-9-]+)\s*:", re.MULTILINE)
 LEFT_OUT = {"bench-smoke", "bench-peer"}
 # Settings a benchmark takes beside BENCH_SMOKE=1, unless the caller's environment sets
 # them. bench-queue's phases take ports from 8121 on, where the tests' web server looks for
-# one (tests/web_server.py: 8121-8129): the smoke run, which may
+# one (tests/support/web_server.py: 8121-8129): the smoke run, which may
 # share the machine with the tests, moves them away.
 EXTRA_ENV = {"bench-queue": {"BENCH_FIRST_PORT": "8161"}}
 TAIL_LINES = 25

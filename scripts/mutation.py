@@ -5,7 +5,7 @@ required: the modules' statements are PostgreSQL's). mutmut (configured under
 [tool.mutmut] in pyproject.toml) copies the sources into mutants/, runs the selected tests
 once to learn which tests reach which function, then runs each mutant against only those
 tests, --workers at a time. Each worker's pytest session uses its own clone of one migrated
-template database (tests/mutation_db.py), so no session creates or migrates a database.
+template database (tests/support/mutation_mode.py), so no session creates or migrates a database.
 
 The survivors are listed in mutants/survivors.txt (`.venv/bin/mutmut show NAME` prints a
 mutant's diff). The last line printed is one JSON object:

@@ -10,8 +10,8 @@ SHARED_DIR = Path(os.environ.get("SHARED_DIR", REPO_DIR.parent / "shared"))
 
 if os.environ.get("MUTATION_TEST_DATABASE"):
     # `make mutation`: prepared databases, one per mutmut worker, and tests marked sql_paths
-    # on both SQL paths (see tests/mutation_mode.py).
-    from tests.mutation_mode import (  # noqa: F401
+    # on both SQL paths (see tests/support/mutation_mode.py).
+    from tests.support.mutation_mode import (  # noqa: F401
         _sql_path_switch,
         django_db_setup,
         order_for_the_mutant,

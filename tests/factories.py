@@ -169,7 +169,7 @@ class RatingSlotFactory(factory.Factory):
 
     Slots are made with their pair by ``pairs_create_bulk`` and change state only
     through the rating service, so this looks one up; lease or rate it with
-    ``tests.rating_support.rate_pair`` or the queue services. Create only.
+    ``tests.support.rating_support.rate_pair`` or the queue services. Create only.
     """
 
     class Meta:
@@ -187,7 +187,7 @@ class RatingSlotFactory(factory.Factory):
         if unexpected:
             raise TypeError(
                 f"RatingSlotFactory takes only pair and index, not {sorted(unexpected)}: "
-                "a slot's state changes through the rating service (tests.rating_support.rate_pair)"
+                "a slot's state changes through the rating service (tests.support.rating_support.rate_pair)"
             )
         slot = model_class.objects.filter(pair=pair, index=index).first()
         if slot is None:
@@ -214,7 +214,7 @@ class RatingFactory(factory.Factory):
 
     @classmethod
     def _create(cls, model_class, *, pair, rater, score, time_on_item_ms):
-        from tests.rating_support import rate_pair  # it uses UserFactory from here
+        from tests.support.rating_support import rate_pair  # it uses UserFactory from here
 
         (result,) = rate_pair(pair, [score], raters=[rater], times_ms=[time_on_item_ms])
         return model_class.objects.get(pk=result.rating_id)

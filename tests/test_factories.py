@@ -12,7 +12,7 @@ from tests.factories import (
     SplitFactory,
     UserFactory,
 )
-from tests.rating_support import rate_pair
+from tests.support.rating_support import rate_pair
 
 pytestmark = pytest.mark.django_db
 

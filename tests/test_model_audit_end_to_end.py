@@ -15,9 +15,9 @@ from annotation.management.commands.load_demo import DEMO_DIR
 from annotation.models import Caption, Image, Pair, Rating
 from frontend.models import WorkedExample
 from sampling.models import AuditRetrieval
-from tests.annotation.queue_support import submit_kwargs
 from tests.factories import UserFactory
-from tests.rating_support import db_id
+from tests.support.queue_support import submit_kwargs
+from tests.support.rating_support import db_id
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

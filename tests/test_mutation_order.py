@@ -1,4 +1,4 @@
-"""The order of a mutant's tests under `make mutation` (tests/mutation_mode.py): the
+"""The order of a mutant's tests under `make mutation` (tests/support/mutation_mode.py): the
 function's recent killers first, then the rest by their whole time in the clean run."""
 
 import json
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests import mutation_mode
+from tests.support import mutation_mode
 
 FUNCTION = "annotation.quality.quiz.x_quiz_answer"
 

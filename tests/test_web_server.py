@@ -19,7 +19,7 @@ import pytest
 from django.db import connection
 
 from tests.conftest import REPO_DIR
-from tests.web_server import served, served_command
+from tests.support.web_server import served, served_command
 from web.keep_alive import SpreadKeepAlive
 from web.serve import ServeSettingError, server_options
 

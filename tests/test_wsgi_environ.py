@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.conftest import REPO_DIR
-from tests.web_server import free_port, stop_server
+from tests.support.web_server import free_port, stop_server
 from web.wsgi_environ import REQUEST_VARIABLES, WithoutProcessEnvironment
 
 
@@ -55,7 +55,7 @@ def test_the_server_s_request_variables_stay_whatever_the_process_holds():
 
 
 def served_keys(app: str, port: int, probe: str) -> set[str]:
-    """The lines ``tests/wsgi_environ_echo.<app>`` answers, served by granian with
+    """The lines ``tests/support/wsgi_environ_echo.<app>`` answers, served by granian with
     CXC_PROBE_SECRET=probe in its environment, to a request with a Cxc-Probe-Header."""
     env = {**os.environ, "CXC_PROBE_SECRET": probe, "PYTHONPATH": str(REPO_DIR)}
     server = subprocess.Popen(
@@ -73,7 +73,7 @@ def served_keys(app: str, port: int, probe: str) -> set[str]:
             "1",
             "--log-level",
             "error",
-            f"tests.wsgi_environ_echo:{app}",
+            f"tests.support.wsgi_environ_echo:{app}",
         ],
         cwd=REPO_DIR,
         env=env,

@@ -29,7 +29,7 @@ reads the session, the messages or the session's user, the views are CSRF-exempt
 never ask for a CSRF token, and a token refusal is no login failure (django-axes). So
 that a middleware added later is not skipped unseen, the wrapper refuses to start unless
 ``MIDDLEWARE`` is the list it was written for (``REVIEWED_MIDDLEWARE``, a copy of
-settings' on purpose). tests/annotation/test_rating_wsgi.py holds both ways to the same
+settings' on purpose). tests/annotation/apis/test_rating_wsgi.py holds both ways to the same
 status, headers and body.
 """
 

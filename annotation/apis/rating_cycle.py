@@ -178,7 +178,7 @@ def token_fast_path(drf_view, direct, answer):
     a refused token or permission) goes to ``drf_view`` untouched, which answers it as
     before. What this skips is DRF's Request wrapper, its parser and negotiation
     machinery and its per-request class instances: a third of the web CPU of a rating
-    cycle. tests/annotation/test_rating_fast_path.py holds both ways to the same answers.
+    cycle. tests/annotation/apis/test_rating_fast_path.py holds both ways to the same answers.
     """
     view_class = drf_view.cls
     if view_class.authentication_classes[0] is not RoleTokenAuthentication:

@@ -89,7 +89,7 @@ def progress_answer(
 def progress_data(progress: rater_reads.RaterProgress, study: dict | None, answer_tz=None) -> dict:
     """What ``RaterProgressSerializer`` answers, built directly: the rating page asks for
     progress with every claim and submit, and DRF's copies of the serializer's fields
-    cost more than the progress statement (tests/annotation/test_shared_fields.py keeps
+    cost more than the progress statement (tests/annotation/apis/test_shared_fields.py keeps
     both equal)."""
     held = progress.held_slot_id
     return {

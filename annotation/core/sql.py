@@ -30,7 +30,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 # session setting: a transaction that aborts undoes it, and until the next PREPARE the
 # statements then plan as before: slower, never wrong). It touches the session's cached
 # plans only: these statements' and the tally triggers' (PL/pgSQL, key lookups); the
-# ORM's statements are planned each time (tests/annotation/test_prepared_statements.py).
+# ORM's statements are planned each time (tests/annotation/core/test_prepared_statements.py).
 GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan; "
 
 

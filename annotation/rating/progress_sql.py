@@ -5,7 +5,7 @@ rating cycle's: read through the ORM it took a dozen statements whose building c
 web process more CPU than the claim and the submit together (bench-queue's page phases:
 16 ms per rated item against 4). The statement states the selector's rules (the ORM
 path, kept off PostgreSQL and with ``SQL_PATHS=portable``) and answers one row, or none
-for an unknown dataset; tests/annotation/test_progress_sql.py holds both paths to the
+for an unknown dataset; tests/annotation/rating/test_progress_sql.py holds both paths to the
 same figures.
 """
 

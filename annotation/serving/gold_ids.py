@@ -37,7 +37,7 @@ def ids_reserve(model, count: int) -> list[int]:
 
 
 # The embedded mode's path. Mutation testing runs on PostgreSQL, where no test can reach it;
-# tests/annotation/test_gold_ids.py runs it when the tests run on SQLite.
+# tests/annotation/serving/test_gold_ids.py runs it when the tests run on SQLite.
 def _reserve_sqlite(*, table: str, column: str, count: int) -> list[int]:  # pragma: no mutate block
     quoted_table = connection.ops.quote_name(table)
     quoted_column = connection.ops.quote_name(column)

@@ -1,9 +1,9 @@
 import pytest
 
 from annotation.models import TaskKind
-from tests.annotation.crowd_support import gold_upload
-from tests.annotation.queue_support import TTL, Clock
 from tests.factories import SplitFactory
+from tests.support.crowd_support import gold_upload
+from tests.support.queue_support import TTL, Clock
 
 
 @pytest.fixture
@@ -15,12 +15,12 @@ def clock(monkeypatch, settings):
     return clock
 
 
-# The hand-built evaluation split (tests/annotation/evaluation_data.py) in the database, and
+# The hand-built evaluation split (tests/support/evaluation_data.py) in the database, and
 # its vectors and ratings as files.
 @pytest.fixture
 def hand_dataset():
-    from tests.annotation.evaluation_data import CAPTION_KEYS, CAPTION_OF, IMAGE_KEYS
     from tests.factories import CaptionFactory, ImageFactory, SplitFactory
+    from tests.support.evaluation_data import CAPTION_KEYS, CAPTION_OF, IMAGE_KEYS
 
     split = SplitFactory(name="val")
     images = [ImageFactory(split=split, key=key, cocoid=n + 1) for n, key in enumerate(IMAGE_KEYS)]
@@ -31,7 +31,7 @@ def hand_dataset():
 
 @pytest.fixture
 def hand_files(tmp_path):
-    from tests.annotation.evaluation_data import write_hand_files
+    from tests.support.evaluation_data import write_hand_files
 
     return write_hand_files(tmp_path / "input")
 

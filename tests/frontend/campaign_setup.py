@@ -1,5 +1,5 @@
 """A rated campaign for the campaign page tests: the pairs of a dataset rated by a few
-raters through the rating service (tests/rating_support.py), spread over the last days,
+raters through the rating service (tests/support/rating_support.py), spread over the last days,
 then a real snapshot refresh."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from annotation.dashboard.services import campaign_snapshot_refresh
 from annotation.models import CampaignSnapshot, Dataset, Pair, Rating
-from tests.rating_support import rate_pair
+from tests.support.rating_support import rate_pair
 
 # How far back the ratings of the i-th pair go (days), so the per-day chart has bars.
 DAYS_BACK = (4, 3, 3, 2, 1, 1, 0)

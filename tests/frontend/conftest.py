@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from annotation.models import TaskKind
 from tests.conftest import REPO_DIR
+from tests.factories import DatasetFactory, PairFactory, SamplingBatchFactory, SplitFactory, UserFactory
+from tests.frontend.campaign_setup import rate_campaign
+from tests.frontend.rating_setup import rater
+from tests.support.campaign_views import RATER_NAMES
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 SCREENSHOT_DIR = Path(os.environ.get("SCREENSHOT_DIR", REPO_DIR / "test-artifacts" / "screenshots"))
@@ -82,3 +87,28 @@ def demo(demo_allowed):
     from tests.frontend.rating_setup import demo_with_pairs
 
     return demo_with_pairs(per_kind=6)
+
+
+@pytest.fixture
+def campaign():
+    """Dataset "coco": 4 STS, 3 SIS and 3 SITS pairs rated by five raters (two pairs
+    partly), with a fresh snapshot."""
+    batch = SamplingBatchFactory(split=SplitFactory(dataset=DatasetFactory(name="coco")))
+    for kind, n in ((TaskKind.STS, 4), (TaskKind.SIS, 3), (TaskKind.SITS, 3)):
+        for _ in range(n):
+            PairFactory(batch=batch, kind=kind)
+    raters = [UserFactory(username=name, roles=["rater"]) for name in RATER_NAMES]
+    return rate_campaign(batch.dataset, raters)
+
+
+@pytest.fixture
+def rated(demo):
+    """The demo's pairs rated by its five raters (most of them complete)."""
+    rate_campaign(demo, [rater(f"rater{i}") for i in range(1, 6)])
+    return demo
+
+
+@pytest.fixture
+def exports_dir(settings, tmp_path):
+    settings.EXPORT_DIR = str(tmp_path / "exports")
+    return Path(settings.EXPORT_DIR)

@@ -7,7 +7,7 @@ import pytest
 from annotation.models import Flag, FlagReason, Pair
 from sampling.models import SamplingBatch
 from tests.frontend.rating_setup import demo_with_pairs, rater
-from tests.frontend.test_rating_page import session_for
+from tests.support.browser import session_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
@@ -61,7 +61,7 @@ def test_raters_added_from_a_csv_in_the_admin_see_their_links(page, live_server,
 def test_a_phase_two_batch_page_shows_the_rule_and_skips_it_recorded(page, live_server, screenshot_dir):
     from sampling.runs.batch import sampling_batch_run
     from sampling.services import sampling_batch_create
-    from tests.rating_support import rate_pair
+    from tests.support.rating_support import rate_pair
 
     dataset = demo_with_pairs(per_kind=4, ratings_per_pair=1)
     for number, pivot in enumerate(Pair.objects.filter(dataset=dataset, kind__in=["SIS", "STS"]).order_by("id")):

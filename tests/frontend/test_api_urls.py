@@ -4,7 +4,7 @@
 from django.urls import reverse
 
 from frontend.views import rate_api_base
-from tests.rating_support import api_id
+from tests.support.rating_support import api_id
 
 
 def test_rate_api_base_plus_the_client_paths_are_the_api_urls():

@@ -17,7 +17,7 @@ from annotation.models import (
     RatingStatus,
 )
 from tests.factories import UserFactory
-from tests.frontend.test_campaign_views import RATER_NAMES, campaign, client_for  # noqa: F401  (fixture)
+from tests.support.campaign_views import RATER_NAMES, client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +25,7 @@ BAD = "eve"
 
 
 @pytest.fixture
-def flagged(campaign):  # noqa: F811  (the fixture imported above)
+def flagged(campaign):
     """The campaign with eve's snapshot row made the bad rater of the real-data run."""
     for row in campaign.data["raters"]:
         if row["username"] == BAD:

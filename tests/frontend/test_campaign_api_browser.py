@@ -9,7 +9,7 @@ import pytest
 from django.contrib import admin
 
 from tests.frontend.rating_setup import demo_with_pairs
-from tests.frontend.test_rating_page import session_for
+from tests.support.browser import session_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 

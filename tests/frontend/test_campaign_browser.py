@@ -5,35 +5,18 @@ be fetched from another host, and each page is photographed at 1280 px and at a 
 
 import pytest
 
-from annotation.management.commands.load_demo import DEMO_ACCOUNTS
 from tests.frontend.campaign_setup import rate_campaign
 from tests.frontend.rating_setup import rater
-from tests.frontend.test_pages_browser import only_the_live_server
+from tests.support.browser import log_in, only_the_live_server, watch_errors
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PASSWORDS = {username: password for username, password, _ in DEMO_ACCOUNTS}
 TABLET = {"width": 820, "height": 1180}
 
 
 @pytest.fixture
 def rated_demo(demo):
     return rate_campaign(demo, [rater(f"rater{i}") for i in range(1, 6)])
-
-
-def log_in(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", PASSWORDS[username])
-    page.click("button[type=submit]")
-    page.wait_for_load_state()
-
-
-def watch_errors(page) -> list[str]:
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    return errors
 
 
 def charts_drawn(page, *, marks: bool = True) -> int:

@@ -12,8 +12,8 @@ from django.test import Client
 from annotation.dashboard.services import campaign_snapshot_refresh
 from annotation.models import Pair
 from annotation.quality.rater_fits import rater_model_refit
-from tests.annotation.queue_support import claim, queue_pairs, rater, submit
 from tests.factories import DatasetFactory, SplitFactory, UserFactory
+from tests.support.queue_support import claim, queue_pairs, rater, submit
 
 pytestmark = pytest.mark.django_db
 
@@ -89,7 +89,7 @@ def test_the_pages_show_the_savings_the_curve_and_the_model_columns(adaptive_cam
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_the_savings_and_the_curve_as_a_person_sees_them(adaptive_campaign, page, live_server, screenshot_dir):
-    from tests.frontend.test_rating_page import session_for
+    from tests.support.browser import session_for
 
     UserFactory(username="lab-researcher", roles=["researcher"])
     session_for(page, live_server, username="lab-researcher")

@@ -1,5 +1,5 @@
 """What the campaign pages make of a snapshot's numbers (frontend/campaign_pages.py): pure,
-no database. The numbers are d1's hand-worked campaign (tests/annotation/dashboard_data.py)
+no database. The numbers are d1's hand-worked campaign (tests/support/dashboard_data.py)
 run through the real snapshot code."""
 
 import csv
@@ -12,8 +12,8 @@ import pytest
 from annotation.dashboard.snapshot import campaign_numbers
 from annotation.quality.flags import FlagThresholds
 from frontend import campaign_pages as pages
-from tests.annotation import dashboard_data as hand
-from tests.annotation.test_dashboard_snapshot import hand_inputs
+from tests.support import dashboard_data as hand
+from tests.support.dashboard_data import hand_inputs
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 OFF = FlagThresholds()

@@ -18,28 +18,9 @@ from annotation.models import CampaignSnapshot, RaterModelFit, TaskKind
 from frontend.vendor import PLOTLY
 from tests.factories import DatasetFactory, PairFactory, SamplingBatchFactory, SplitFactory, UserFactory
 from tests.frontend.campaign_setup import rate_campaign
+from tests.support.campaign_views import RATER_NAMES, client_for
 
 pytestmark = pytest.mark.django_db
-
-RATER_NAMES = ["ann", "ben", "cat", "dan", "eve"]
-
-
-@pytest.fixture
-def campaign():
-    """Dataset "coco": 4 STS, 3 SIS and 3 SITS pairs rated by five raters (two pairs
-    partly), with a fresh snapshot."""
-    batch = SamplingBatchFactory(split=SplitFactory(dataset=DatasetFactory(name="coco")))
-    for kind, n in ((TaskKind.STS, 4), (TaskKind.SIS, 3), (TaskKind.SITS, 3)):
-        for _ in range(n):
-            PairFactory(batch=batch, kind=kind)
-    raters = [UserFactory(username=name, roles=["rater"]) for name in RATER_NAMES]
-    return rate_campaign(batch.dataset, raters)
-
-
-def client_for(*roles, staff=False) -> Client:
-    client = Client()
-    client.force_login(UserFactory(roles=list(roles), is_staff=staff))
-    return client
 
 
 def pages_of(snapshot) -> list[str]:

@@ -5,53 +5,18 @@ questions), pairs up to the quota, the completion code and the way back; a run w
 pairs ran out first, over both kinds, to the partial code; and a link whose id names
 another account, refused with nobody signed in."""
 
-import re
-
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotation.core import cxc
-from annotation.models import GoldPair, GoldPurpose, GoldRating, Participant, QuizAttempt, Rating
+from annotation.models import GoldRating, Participant, QuizAttempt, Rating
 from annotation.serving.pairs import pairs_retire
 from tests.frontend.crowd_setup import crowd_link, sis_quiz
-from tests.frontend.test_rating_page import track_point
-from tests.rating_support import db_id
+from tests.support.browser import track_point
+from tests.support.crowd_browser import END_PAGE, answer_quiz, items_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
 PID = "5f0c8e2a9b1d4c3e2f1a0b9c"
-END_PAGE = "[data-testid^=crowd-]"
-
-
-def answer_quiz(page, *, near: bool) -> list[int]:
-    """Answer every question of the open attempt, at the reference (near) or at the far
-    end of the scale; returns the gold pair ids in the order they were asked."""
-    asked = []
-    while True:
-        page.wait_for_selector("#pair[data-ready]:visible, #quiz-result:visible")
-        if page.locator("#quiz-result").is_visible():
-            return asked
-        # The page names the question by its opaque id; the test reads its gold pair.
-        gold_id = db_id("question", page.locator("#pair").get_attribute("data-ready"))
-        asked.append(gold_id)
-        reference = GoldPair.objects.get(pk=gold_id).gold_score
-        # The very ends of the track are its edge pixels: stay a little inside.
-        fraction = min(0.99, max(0.01, reference / 5)) if near else (0.01 if reference >= 2.5 else 0.99)
-        page.locator("#submit").scroll_into_view_if_needed()  # below the pictures on a phone
-        page.mouse.click(*track_point(page, fraction))
-        page.click("#submit")
-        feedback = page.locator("#quiz-feedback")
-        feedback.wait_for(state="visible")
-        level = cxc.nearest_level(reference)
-        shown = feedback.locator(".reference").inner_text()
-        assert shown == f"Reference: {cxc.LEVEL_NAMES[level]}: {cxc.LEVEL_DETAILS['SIS'][level]}"
-        assert f"Reference explained: {cxc.LEVEL_NAMES[level]}" in feedback.inner_text()
-        assert feedback.locator(".yours").inner_text().removeprefix("Your answer: ") in cxc.LEVEL_NAMES
-        # The rater never sees a number: no digit in the feedback at all.
-        assert not re.search(r"\d", feedback.inner_text()), feedback.inner_text()
-        if len(asked) == 2 and not near:
-            page.screenshot(path=str(page.screenshot_dir / "crowd-quiz-feedback.png"), full_page=True)
-        page.click("#quiz-next")
 
 
 def rate_until_the_end_page(page, *, limit: int = 40) -> list[str]:
@@ -72,11 +37,6 @@ def rate_until_the_end_page(page, *, limit: int = 40) -> list[str]:
         )
         paths.append(path)
     raise AssertionError(f"no end page after {limit} items")
-
-
-def items_of(user) -> int:
-    gold = GoldRating.objects.filter(rater=user, purpose=GoldPurpose.QUEUE).count()
-    return Rating.objects.filter(rater=user).count() + gold
 
 
 def test_a_participant_goes_from_the_link_through_the_quiz_and_quota_to_the_code(

@@ -9,8 +9,8 @@ import pytest
 from annotation.models import GoldPurpose, GoldRating, Participant, ParticipantAnswer, QualitySettings, RatingSlot
 from annotation.people.crowd.questions import study_question_add
 from tests.frontend.crowd_setup import crowd_link, sis_quiz
-from tests.frontend.test_crowd_browser import END_PAGE, answer_quiz, items_of
-from tests.frontend.test_rating_page import track_point
+from tests.support.browser import track_point
+from tests.support.crowd_browser import END_PAGE, answer_quiz, items_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 

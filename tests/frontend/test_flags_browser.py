@@ -10,7 +10,7 @@ import pytest
 from annotation.models import ExclusionState, RaterPause, Rating, RatingExclusion, RatingStatus
 from tests.frontend.campaign_setup import rate_campaign
 from tests.frontend.rating_setup import rater
-from tests.frontend.test_campaign_browser import log_in, watch_errors
+from tests.support.browser import log_in, watch_errors
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

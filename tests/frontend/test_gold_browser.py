@@ -8,8 +8,8 @@ import pytest
 
 from annotation.models import Dataset, GoldLease, GoldRating, Image, Pair, QualitySettings, Rating
 from annotation.quality.gold.upload import gold_pairs_upload
-from tests.frontend.test_rating_page import session_for, track_point
-from tests.rating_support import db_id
+from tests.support.browser import session_for, track_point
+from tests.support.rating_support import db_id
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 

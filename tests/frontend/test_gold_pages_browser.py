@@ -11,7 +11,7 @@ from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.serving import rating_submit, slot_claim
 from annotation.serving.pairs import pairs_retire
 from tests.frontend.rating_setup import demo_with_pairs, rater
-from tests.frontend.test_rating_page import session_for
+from tests.support.browser import session_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 

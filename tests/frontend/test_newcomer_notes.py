@@ -1,6 +1,6 @@
 """The newcomer's smaller notes of issue #26, as page text: "Exports" once on the home
 page, the admin home leading with campaign work, the Paused card saying no. (The
-sampling batch-create message is tested in tests/sampling/test_admin.py.)"""
+sampling batch-create message is tested in tests/sampling/admin/test_admin.py.)"""
 
 import re
 

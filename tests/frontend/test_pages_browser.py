@@ -7,8 +7,9 @@ not-found.png, server-error.png, api-docs.png).
 import pytest
 
 from annotation.models import TaskKind
-from tests.annotation.queue_support import queue_pairs
 from tests.factories import DatasetFactory, SplitFactory, UserFactory
+from tests.support.browser import only_the_live_server
+from tests.support.queue_support import queue_pairs
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -19,23 +20,6 @@ def log_in(page, live_server, username: str) -> None:
     page.fill("input[name=password]", "pw-for-tests")
     page.click("button[type=submit]")
     page.wait_for_load_state()
-
-
-def only_the_live_server(page, live_server) -> list[str]:
-    """Abort every request that does not go to the live server, as if offline. Returns
-    the list the aborted URLs are appended to."""
-    left_the_server: list[str] = []
-
-    def route(request_route):
-        url = request_route.request.url
-        if url.startswith(live_server.url + "/"):
-            request_route.continue_()
-        else:
-            left_the_server.append(url)
-            request_route.abort()
-
-    page.route("**/*", route)
-    return left_the_server
 
 
 def test_rater_logs_in_and_lands_on_their_work(page, live_server, screenshot_dir):

@@ -10,8 +10,8 @@ from annotation.models import TaskKind
 from annotation.rating.progress import rater_progress
 from config.runtime import describe_mode
 from frontend.selectors import rater_work_list
-from tests.annotation.queue_support import queue_pairs, submit_kwargs
 from tests.factories import DatasetFactory, SplitFactory, UserFactory
+from tests.support.queue_support import queue_pairs, submit_kwargs
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 
 from annotation.models import Dataset, Rating
 from annotation.quality.pauses import rater_pause, rater_pause_lift
-from tests.frontend.test_rating_page import session_for, track_point
+from tests.support.browser import session_for, track_point
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 

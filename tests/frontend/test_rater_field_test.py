@@ -7,7 +7,7 @@ import pytest
 from annotation.models import Flag, Pair, QueueCounter, Rating
 from annotation.rating.progress import rater_progress
 from tests.frontend.rating_setup import rater
-from tests.frontend.test_rating_page import held_slot, open_kind, session_for, shown, track_point
+from tests.support.browser import held_slot, open_kind, session_for, shown, track_point
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 

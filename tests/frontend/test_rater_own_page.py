@@ -12,7 +12,7 @@ from annotation.quality.quiz import quiz_answer, quiz_state
 from frontend.instructions import INSTRUCTIONS
 from tests.frontend.crowd_setup import sis_quiz
 from tests.frontend.rating_setup import rater
-from tests.rating_support import rate_pair
+from tests.support.rating_support import rate_pair
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo_allowed")]
 
@@ -58,7 +58,7 @@ def test_counts_today_and_in_total_and_quiz_results(demo):
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_the_page_as_a_rater_sees_it(page, live_server, demo, screenshot_dir):
-    from tests.frontend.test_rating_page import session_for
+    from tests.support.browser import session_for
 
     someone = rater("rater1")
     for pair in demo.pairs.filter(kind="SIS").order_by("id")[:2]:

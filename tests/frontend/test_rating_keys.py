@@ -10,7 +10,7 @@ import pytest
 from annotation.models import Flag, GoldRating, PairSkip, Rating, RatingSlot, SlotState
 from tests.frontend.crowd_setup import sis_quiz
 from tests.frontend.rating_setup import rater
-from tests.frontend.test_rating_page import held_slot, open_kind, session_for, shown
+from tests.support.browser import held_slot, open_kind, session_for, shown
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 

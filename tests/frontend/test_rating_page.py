@@ -6,21 +6,12 @@ Screenshots of each task kind go to test-artifacts/screenshots/ (README: "Rater 
 import re
 
 import pytest
-from django.conf import settings as django_settings
-from django.contrib.auth import get_user_model
-from django.test import Client
 
 from annotation.models import Qualification, Rating, RatingSlot, SlotState
 from tests.frontend.rating_setup import rater
-from tests.rating_support import api_id
+from tests.support.browser import held_slot, open_kind, session_for, shown, track_point
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
-
-KIND_NAMES = {
-    "sts": "Compare two sentences",
-    "sis": "Compare two pictures",
-    "sits": "Compare a sentence with a picture",
-}
 
 
 def log_in(page, live_server, username="rater1", password="rater-demo-pass", next_path="/rate/"):
@@ -28,34 +19,6 @@ def log_in(page, live_server, username="rater1", password="rater-demo-pass", nex
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", password)
     page.click("button[type=submit]")
-
-
-def session_for(page, live_server, username="rater1"):
-    """Sign the browser in without the form (the form is covered by its own test)."""
-    client = Client()
-    client.force_login(get_user_model().objects.get(username=username))
-    cookie = client.cookies[django_settings.SESSION_COOKIE_NAME]
-    page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": live_server.url}])
-
-
-def open_kind(page, live_server, kind):
-    page.goto(f"{live_server.url}/rate/demo/{kind}/")
-    page.wait_for_selector("#pair[data-ready]")
-    assert KIND_NAMES[kind] in page.locator(".status-line").inner_text()
-
-
-def track_point(page, fraction):
-    box = page.locator(".scale-track").bounding_box()
-    return box["x"] + box["width"] * fraction, box["y"] + box["height"] / 2
-
-
-def held_slot(username="rater1"):
-    return RatingSlot.objects.get(rater=rater(username), state=SlotState.LEASED)
-
-
-def shown(slot) -> str:
-    """The slot's id as the page knows it (its opaque id, ``#pair[data-ready]``)."""
-    return api_id("slot", slot.id)
 
 
 def test_log_in_read_instructions_drag_keyboard_submit_and_store(page, live_server, demo, screenshot_dir):

@@ -11,24 +11,10 @@ from django.test import Client
 from annotation.export import export_job_create
 from annotation.jobs.tasks import run_export_job
 from annotation.models import Job
-from tests.frontend.campaign_setup import rate_campaign
 from tests.frontend.rating_setup import rater
-from tests.frontend.test_campaign_browser import log_in, watch_errors
+from tests.support.browser import log_in, watch_errors
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
-
-
-@pytest.fixture
-def rated(demo):
-    """The demo's pairs rated by its five raters (most of them complete)."""
-    rate_campaign(demo, [rater(f"rater{i}") for i in range(1, 6)])
-    return demo
-
-
-@pytest.fixture
-def exports_dir(settings, tmp_path):
-    settings.EXPORT_DIR = str(tmp_path / "exports")
-    return Path(settings.EXPORT_DIR)
 
 
 def test_start_an_export_and_download_its_files(page, live_server, rated, exports_dir, screenshot_dir):

@@ -10,14 +10,13 @@ import pytest
 from annotation.export import export_job_create
 from annotation.jobs.tasks import run_export_job
 from annotation.models import Job
-from tests.frontend.test_campaign_browser import log_in, watch_errors
-from tests.frontend.test_research_browser import exports_dir, rated  # noqa: F401  (fixtures)
+from tests.support.browser import log_in, watch_errors
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
 
 @pytest.mark.parametrize(("width", "height"), [(390, 844), (1280, 800)])
-def test_start_an_evaluation_and_read_its_report(page, live_server, rated, exports_dir, screenshot_dir, width, height):  # noqa: F811
+def test_start_an_evaluation_and_read_its_report(page, live_server, rated, exports_dir, screenshot_dir, width, height):
     errors = watch_errors(page)
     page.set_viewport_size({"width": width, "height": height})
     export = export_job_create(dataset_name="demo", splits=None, formats=["cxc"], created_by=None)
@@ -52,7 +51,7 @@ def test_start_an_evaluation_and_read_its_report(page, live_server, rated, expor
     assert errors == []
 
 
-def test_a_bad_choice_is_said_beside_the_form(page, live_server, rated, exports_dir):  # noqa: F811
+def test_a_bad_choice_is_said_beside_the_form(page, live_server, rated, exports_dir):
     log_in(page, live_server, "researcher")
     page.goto(f"{live_server.url}/research/")
     page.wait_for_selector("#evaluate-image option[value=efficientnet_lite0]", state="attached")

@@ -15,9 +15,8 @@ from annotation.models import Job, Participant
 from annotation.people.crowd.links import campaign_link_create
 from annotation.people.crowd.questions import answers_save, study_question_add
 from frontend.research import FILE_NOTES, FORMAT_NOTES, file_note
-from tests.annotation.export_data import rated_factory_dataset
-from tests.annotation.test_export_api import client_for, start_export
 from tests.factories import DatasetFactory, UserFactory
+from tests.support.export_data import client_for, rated_factory_dataset, start_export
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from annotation.management.commands.load_demo import DEMO_ACCOUNTS
 from annotation.models import Dataset, Job, Pair, RatingSlot
 from sampling.models import SamplingBatch
 from tests.frontend.rating_setup import rater
-from tests.rating_support import api_id, rate_pair
+from tests.support.rating_support import api_id, rate_pair
 
 # The demo accounts (annotation/management/commands/load_demo.py), one per role.
 _DEMO_PASSWORDS = {username: password for username, password, _ in DEMO_ACCOUNTS}

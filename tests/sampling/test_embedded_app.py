@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import requests
 
-from tests.web_server import free_port
+from tests.support.web_server import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import pytest
 
 from annotation.models import GoldPair, Pair, TaskKind
 from annotation.quality.gold.upload import gold_pairs_upload
-from tests.annotation import queue_support
+from tests.support import queue_support
 
 pytestmark = pytest.mark.django_db
 engine = queue_support.engine

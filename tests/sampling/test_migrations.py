@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.migration_support import migrate_to, migrate_to_latest
+from tests.support.migration_support import migrate_to, migrate_to_latest
 
 BEFORE = [("sampling", "0003_batch_runner_help")]
 AFTER = [("sampling", "0004_batch_upload_repeats_and_cocaption_pairs")]

@@ -14,9 +14,9 @@ from sampling.runs.batch import sampling_batch_run, sampling_batches_fail_orphan
 from sampling.runs.chord import BATCH_RUNS
 from sampling.selectors import split_summary
 from sampling.services import sampling_batch_create, sampling_batch_create_from_upload, sampling_batch_start
-from tests.rating_support import rate_pair
-from tests.runner_support import poll, runner_lock_held_elsewhere
 from tests.sampling.conftest import pair_keys, random_unit
+from tests.support.rating_support import rate_pair
+from tests.support.runner_support import poll, runner_lock_held_elsewhere
 
 pytestmark = pytest.mark.django_db
 

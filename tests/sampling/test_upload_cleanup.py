@@ -17,8 +17,8 @@ from annotation.models import Job, JobStatus, UploadState
 from annotation.runs.jobs import job_create
 from sampling.models import SamplingBatch
 from sampling.services import sampling_batch_start
-from tests.annotation.test_upload_cleanup import stored_names
 from tests.factories import UserFactory
+from tests.support.uploads import stored_names
 
 pytestmark = pytest.mark.django_db
 

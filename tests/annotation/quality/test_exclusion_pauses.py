@@ -1,0 +1,127 @@
+"""Finding 6 of issue #25: excluding a rater stops them. The exclusion pauses the rater in
+the dataset (unless keep_active), so their next claim is refused; the answer says which
+happened. And one exclusion per rater, dataset and window: twins are refused, also when
+sent at the same moment."""
+
+import threading
+
+import pytest
+from django.db import connection
+
+from annotation.models import ExclusionPause, RaterPause, RatingExclusion
+from tests.factories import SplitFactory, UserFactory
+from tests.support.queue_support import claim, client_for, queue_pairs, rater, submit
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def rated():
+    """A rater who rated 3 of 6 pairs: the other 3 are still theirs to claim."""
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=6, ratings_per_pair=2)
+    bad = rater()
+    for number in range(3):
+        submit(bad, split.dataset, claim(bad, split.dataset).slot_id, f"k{number}")
+    return split.dataset, bad
+
+
+def url(dataset):
+    return f"/api/datasets/{dataset.name}/exclusions/"
+
+
+def claim_answer(user, dataset):
+    return client_for(user).post(f"/api/rate/{dataset.name}/claim/", {}, format="json")
+
+
+def test_an_excluded_rater_is_paused_and_claims_nothing_more(admin_api, rated, django_capture_on_commit_callbacks):
+    dataset, bad = rated
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = admin_api.post(url(dataset), {"rater": bad.username, "reason": "clicked through"}, format="json")
+    assert answer.status_code == 202, answer.json()
+    assert answer.json()["pause"] == "paused"
+    refused = claim_answer(bad, dataset)
+    assert refused.status_code == 403, refused.json()
+    assert refused.json()["code"] == "rater_paused"
+    pause = RaterPause.objects.get(rater=bad, dataset=dataset, lifted_at__isnull=True)
+    assert pause.reason == f"excluded (exclusion #{answer.json()['id']}): clicked through"
+
+
+def test_keep_active_leaves_the_rater_claiming(admin_api, rated, django_capture_on_commit_callbacks):
+    dataset, bad = rated
+    body = {"rater": bad.username, "reason": "one bad afternoon", "keep_active": True}
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = admin_api.post(url(dataset), body, format="json")
+    assert answer.status_code == 202, answer.json()
+    assert answer.json()["pause"] == "kept_active"
+    assert claim_answer(bad, dataset).status_code == 200
+    assert not RaterPause.objects.filter(rater=bad).exists()
+
+
+def test_a_rater_paused_already_stays_under_that_pause(admin_api, rated):
+    dataset, bad = rated
+    paused = admin_api.post(
+        f"/api/datasets/{dataset.name}/pauses/", {"rater": bad.username, "reason": "review"}, format="json"
+    )
+    assert paused.status_code == 201
+    answer = admin_api.post(url(dataset), {"rater": bad.username, "reason": "confirmed"}, format="json")
+    assert answer.status_code == 202 and answer.json()["pause"] == "already_paused"
+    assert list(RaterPause.objects.filter(rater=bad).values_list("id", flat=True)) == [paused.json()["id"]]
+
+
+def test_excluding_an_admin_needs_keep_active(admin_api, django_capture_on_commit_callbacks):
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=2)
+    boss = UserFactory(roles=["rater", "admin"], qualified_for=["SIS"])
+    submit(boss, split.dataset, claim(boss, split.dataset).slot_id, "b")
+    refused = admin_api.post(url(split.dataset), {"rater": boss.username, "reason": "test run"}, format="json")
+    assert refused.status_code == 400
+    assert "is an admin (or staff or superuser) and cannot be paused" in refused.json()["detail"]
+    assert "keep_active" in refused.json()["detail"]
+    assert not RatingExclusion.objects.exists()
+    body = {"rater": boss.username, "reason": "test run", "keep_active": True}
+    assert admin_api.post(url(split.dataset), body, format="json").status_code == 202
+
+
+def test_the_same_exclusion_twice_is_refused_naming_the_first(admin_api, rated):
+    dataset, bad = rated
+    body = {"rater": bad.username, "reason": "spam", "keep_active": True}
+    first = admin_api.post(url(dataset), body, format="json").json()
+    again = admin_api.post(url(dataset), body, format="json")
+    assert again.status_code == 409, again.json()
+    assert f"already excluded by exclusion #{first['id']} (applying)" in again.json()["detail"]
+    windowed = {**body, "window_start": "2001-01-01T00:00:00Z"}
+    assert admin_api.post(url(dataset), windowed, format="json").status_code == 202
+    assert RatingExclusion.objects.count() == 2
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_three_identical_exclusions_at_once_make_one(rated):
+    """Three admins' requests released together: one exclusion, two 409s naming it."""
+    assert connection.vendor == "postgresql"
+    dataset, bad = rated
+    admins = [UserFactory(roles=["admin"]) for _ in range(3)]
+    gate = threading.Barrier(len(admins))
+    answers = []
+
+    def send(admin):
+        try:
+            gate.wait()
+            answer = client_for(admin).post(url(dataset), {"rater": bad.username, "reason": "spam"}, format="json")
+            answers.append((answer.status_code, answer.json()))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(admin,)) for admin in admins]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(status for status, _ in answers) == [202, 409, 409], answers
+    made = RatingExclusion.objects.get()
+    for status, body in answers:
+        if status == 409:
+            assert f"exclusion #{made.id}" in body["detail"], body
+    assert made.pause == ExclusionPause.PAUSED
+    assert RaterPause.objects.filter(rater=bad, lifted_at__isnull=True).count() == 1

@@ -1,0 +1,1 @@
+"""Helpers shared by the tests: builders, clients and data by topic (no tests here)."""

@@ -1,0 +1,80 @@
+"""Headless Chromium helpers: logging in, opening the rating page, reading the held slot,
+moving the track, watching page errors, pinning the live server."""
+
+from django.conf import settings as django_settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from annotation.management.commands.load_demo import DEMO_ACCOUNTS
+from annotation.models import RatingSlot, SlotState
+from tests.frontend.rating_setup import rater
+from tests.support.rating_support import api_id
+
+KIND_NAMES = {
+    "sts": "Compare two sentences",
+    "sis": "Compare two pictures",
+    "sits": "Compare a sentence with a picture",
+}
+
+
+def session_for(page, live_server, username="rater1"):
+    """Sign the browser in without the form (the form is covered by its own test)."""
+    client = Client()
+    client.force_login(get_user_model().objects.get(username=username))
+    cookie = client.cookies[django_settings.SESSION_COOKIE_NAME]
+    page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": live_server.url}])
+
+
+def open_kind(page, live_server, kind):
+    page.goto(f"{live_server.url}/rate/demo/{kind}/")
+    page.wait_for_selector("#pair[data-ready]")
+    assert KIND_NAMES[kind] in page.locator(".status-line").inner_text()
+
+
+def track_point(page, fraction):
+    box = page.locator(".scale-track").bounding_box()
+    return box["x"] + box["width"] * fraction, box["y"] + box["height"] / 2
+
+
+def held_slot(username="rater1"):
+    return RatingSlot.objects.get(rater=rater(username), state=SlotState.LEASED)
+
+
+def shown(slot) -> str:
+    """The slot's id as the page knows it (its opaque id, ``#pair[data-ready]``)."""
+    return api_id("slot", slot.id)
+
+
+def only_the_live_server(page, live_server) -> list[str]:
+    """Abort every request that does not go to the live server, as if offline. Returns
+    the list the aborted URLs are appended to."""
+    left_the_server: list[str] = []
+
+    def route(request_route):
+        url = request_route.request.url
+        if url.startswith(live_server.url + "/"):
+            request_route.continue_()
+        else:
+            left_the_server.append(url)
+            request_route.abort()
+
+    page.route("**/*", route)
+    return left_the_server
+
+
+PASSWORDS = {username: password for username, password, _ in DEMO_ACCOUNTS}
+
+
+def log_in(page, live_server, username: str) -> None:
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", PASSWORDS[username])
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+
+
+def watch_errors(page) -> list[str]:
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    return errors

@@ -1,0 +1,116 @@
+"""Helpers of the crowd tests: a dataset with SIS and STS pairs queued and gold pairs of
+both kinds uploaded, served at one in ``gold_one_in`` (gold on, as in a real study), and a
+participant's HTTP client driving the rating API as a browser or a script would."""
+
+from __future__ import annotations
+
+import itertools
+
+from django.test import Client
+
+from annotation.core.cxc import ITEM_COLUMNS
+from annotation.models import GoldPurpose, GoldRating, QualitySettings, Rating, TaskKind
+from annotation.quality.gold.upload import gold_pairs_upload
+from annotation.quality.quiz import quiz_set
+from tests.factories import CaptionFactory, ImageFactory, SplitFactory
+from tests.support.queue_support import queue_pairs
+
+SIS_PAIRS, STS_PAIRS, GOLD_PER_KIND = 8, 6, 4
+
+
+def crowd_dataset(tmp_path, *, gold_one_in: int = 2):
+    """A dataset with SIS_PAIRS SIS and STS_PAIRS STS pairs (3 ratings each) and
+    GOLD_PER_KIND uploaded gold pairs of each kind on items of their own."""
+    split = SplitFactory()
+    queue_pairs(split=split, kind=TaskKind.SIS, n_pairs=SIS_PAIRS, ratings_per_pair=3)
+    queue_pairs(split=split, kind=TaskKind.STS, n_pairs=STS_PAIRS, ratings_per_pair=3)
+    for kind in (TaskKind.SIS, TaskKind.STS):
+        gold_upload(split, kind, GOLD_PER_KIND, tmp_path)
+    QualitySettings.objects.update_or_create(dataset=split.dataset, defaults={"gold_one_in": gold_one_in})
+    return split.dataset
+
+
+def gold_upload(split, kind: str, n: int, tmp_path) -> None:
+    """``n`` gold pairs of ``kind`` (SIS or STS) through the upload service."""
+    if kind == TaskKind.SIS:
+        images = [ImageFactory(split=split, dataset=split.dataset) for _ in range(n + 1)]
+        keys = [image.key for image in images]
+    else:
+        image = ImageFactory(split=split, dataset=split.dataset)
+        keys = [CaptionFactory(image=image).key for _ in range(n + 1)]
+    lines = [",".join((*ITEM_COLUMNS[kind], "gold_score", "explanation"))]
+    lines += [f"{a},{b},{index * 1.2:.1f},level {index}" for index, (a, b) in enumerate(itertools.pairwise(keys))]
+    path = tmp_path / f"gold-{kind.lower()}.csv"
+    path.write_text("\n".join(lines) + "\n")
+    assert gold_pairs_upload(dataset=split.dataset, path=path) == n
+
+
+def sts_quiz(dataset) -> list[int]:
+    """Make the dataset's STS gold pairs its STS quiz: STS is then quiz-gated."""
+    ids = list(dataset.gold_pairs.filter(kind=TaskKind.STS).values_list("id", flat=True))
+    quiz_set(dataset_id=dataset.pk, gold_pair_ids=ids, in_quiz=True)
+    return ids
+
+
+def items_rated(user, dataset) -> int:
+    """Ratings and queue gold ratings of ``user`` in ``dataset``: a participant's items."""
+    gold = GoldRating.objects.filter(rater=user, dataset=dataset, purpose=GoldPurpose.QUEUE).count()
+    return Rating.objects.filter(rater=user, pair__dataset=dataset).count() + gold
+
+
+class ParticipantClient:
+    """A browser (or script) of one participant: joins through the link, then claims,
+    rates and skips through the rating API with the session the link gave it."""
+
+    def __init__(self, link, external_id: str):
+        self.link, self.external_id = link, external_id
+        self.http = Client()
+        self.dataset = link.dataset.name
+        self.keys = itertools.count()
+
+    def join(self, **query):
+        query = {self.link.id_param: self.external_id, **query}
+        text = "&".join(f"{name}={value}" for name, value in query.items())
+        return self.http.get(f"/join/{self.link.token}/?{text}")
+
+    def claim(self, kind: str) -> dict | None:
+        response = self._post("claim/", {"kind": kind})
+        assert response.status_code in (200, 204), response.content
+        return response.json() if response.status_code == 200 else None
+
+    def submit(self, slot: dict, score: float = 2.5):
+        body = {
+            "score": score,
+            "time_on_item_ms": 4000,
+            "time_to_first_move_ms": 600,
+            "adjustments": 2,
+            "idempotency_key": f"{self.external_id}-{next(self.keys)}",
+        }
+        return self._post(f"slots/{slot['slot_id']}/submit/", body)
+
+    def skip(self, slot: dict):
+        return self._post(f"slots/{slot['slot_id']}/skip/", None)
+
+    def rate_all(self, kind: str, *, limit: int = 100) -> int:
+        """Claim and rate ``kind`` until nothing is served (or ``limit``); returns the
+        number rated."""
+        for done in range(limit):
+            slot = self.claim(kind)
+            if slot is None:
+                return done
+            assert self.submit(slot).status_code == 201
+        return limit
+
+    def skip_all(self, kind: str, *, limit: int = 100) -> int:
+        for done in range(limit):
+            slot = self.claim(kind)
+            if slot is None:
+                return done
+            assert self.skip(slot).status_code == 200
+        return limit
+
+    def done_page(self):
+        return self.http.get(f"/join/{self.link.token}/done/")
+
+    def _post(self, path: str, body):
+        return self.http.post(f"/api/rate/{self.dataset}/{path}", body, content_type="application/json")

@@ -1,0 +1,78 @@
+"""Quizzes built from gold pairs and an attempt through the API, for the quiz tests."""
+
+from annotation.models import GoldPair
+from annotation.quality.gold.upload import gold_pairs_upload
+from annotation.quality.quiz import quiz_set
+from tests.factories import CaptionFactory, ImageFactory, SplitFactory
+from tests.support.rating_support import db_id
+
+# Eight SIS questions; attempts of three (quiz_length 3), so attempt 2 draws 3 of the 5
+# questions attempt 1 left. Explanations carry no number, so any number in an answer's
+# JSON would come from the API itself.
+REFERENCES = [0.0, 0.5, 1.5, 2.0, 3.0, 3.5, 4.5, 5.0]
+
+
+LENGTH = 3
+
+
+def make_quiz(dataset, references, tmp_path) -> list[GoldPair]:
+    images = [ImageFactory(split=dataset.splits.first(), dataset=dataset) for _ in range(2 * len(references))]
+    lines = ["image1,image2,gold_score,explanation"]
+    lines += [
+        f"{images[2 * i].key},{images[2 * i + 1].key},{ref},the scenes share what question {'abcdefgh'[i]} shows"
+        for i, ref in enumerate(references)
+    ]
+    path = tmp_path / "quiz.csv"
+    path.write_text("\n".join(lines) + "\n")
+    gold_pairs_upload(dataset=dataset, path=path)
+    ids = list(GoldPair.objects.filter(dataset=dataset).values_list("pk", flat=True))
+    assert quiz_set(dataset_id=dataset.pk, gold_pair_ids=ids, in_quiz=True) == len(references)
+    return list(GoldPair.objects.filter(pk__in=ids))
+
+
+def api_attempt(client, dataset, *, score_for, start=False, tag="a"):
+    """Take a whole attempt through the HTTP API as a rater's browser would; ``score_for``
+    picks the score for a question's database id. Returns [(question id, answer JSON)]."""
+    base = f"/api/rate/{dataset.name}/quiz/sis/"
+    answer = client.post(base, {"start": start}, format="json")
+    assert answer.status_code == 200, answer.content
+    state = answer.json()
+    asked = []
+    while state["result"] is None:
+        # The API names questions by opaque ids; the tests compare database ids.
+        question = db_id("question", state["gold_pair_id"])
+        body = {
+            "gold_pair_id": state["gold_pair_id"],
+            "score": score_for(question),
+            "time_on_item_ms": 3000,
+            "time_to_first_move_ms": 500,
+            "adjustments": 1,
+            "idempotency_key": f"{tag}-{len(asked)}",
+        }
+        stored = client.post(f"{base}answer/", body, format="json")
+        assert stored.status_code == 201, stored.content
+        asked.append((question, stored.json()))
+        state = stored.json()["state"]
+    return asked
+
+
+def make_sts_quiz(dataset, references, tmp_path) -> list[GoldPair]:
+    """An STS quiz of caption pairs in ``dataset``, one pair per reference."""
+    image = ImageFactory(split=dataset.splits.first(), dataset=dataset)
+    captions = [CaptionFactory(image=image) for _ in range(2 * len(references))]
+    lines = ["caption1,caption2,gold_score,explanation"]
+    lines += [f"{captions[2 * i].key},{captions[2 * i + 1].key},{ref},sts {i}" for i, ref in enumerate(references)]
+    path = tmp_path / "sts-quiz.csv"
+    path.write_text("\n".join(lines) + "\n")
+    gold_pairs_upload(dataset=dataset, path=path)
+    ids = list(GoldPair.objects.filter(dataset=dataset, kind="STS").values_list("pk", flat=True))
+    quiz_set(dataset_id=dataset.pk, gold_pair_ids=ids, in_quiz=True)
+    return list(GoldPair.objects.filter(pk__in=ids))
+
+
+def second_dataset(tmp_path, references=(1.0, 4.0)):
+    """Another dataset with a SIS quiz of its own (default length: attempts of one question)."""
+    split = SplitFactory()
+    (tmp_path / "second").mkdir()
+    make_quiz(split.dataset, list(references), tmp_path / "second")
+    return split.dataset
