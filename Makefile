@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv docs docs-serve fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-cycle bench-ui bench-sampling bench-sampling-1m bench-sampling-distributed bench-field-cxc bench-phase2-cxc bench-adaptive bench-dashboard bench-exclusion bench-join bench-peer bench-smoke mutation
+.PHONY: run test lint format venv docs docs-serve fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-cycle bench-ui bench-sampling bench-sampling-1m bench-sampling-distributed bench-field-cxc bench-phase2-cxc bench-adaptive bench-dashboard bench-exclusion bench-join bench-peer bench-shortcuts bench-smoke mutation
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -103,6 +103,13 @@ bench-join: $(STAMP)
 # Not in CI: it installs the peers, and make bench-smoke (which CI runs) leaves it out by name.
 bench-peer: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && PEER=$(PEER) $(PY) benchmarks/bench_peer.py
+
+# The rating cycle's framework shortcuts, each against the framework's way: bench-queue runs
+# with every shortcut on, then each off in turn (RATING_SHORTCUTS_OFF), then all on again;
+# the server's CPU per cycle saved by each, API and page flows at U=8 and U=32 (see the
+# script's docstring; BENCH_SHORTCUTS, BENCH_SHORTCUT_PHASES, BENCH_SECONDS, BENCH_ROUNDS).
+bench-shortcuts: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_shortcuts.py
 
 # 50 submissions in headless Chromium against the web server + PostgreSQL: submit -> next pair ready.
 bench-ui: $(STAMP)

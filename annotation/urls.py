@@ -26,7 +26,12 @@ urlpatterns = [
     # and these take nearly all requests.
     path(
         "rate/<slug:dataset>/claim/",
-        token_fast_path(rating.RatingClaimApi.as_view(), claim_input, rating.claim_answer),
+        token_fast_path(
+            rating.RatingClaimApi.as_view(),
+            claim_input,
+            rating.claim_answer,
+            rating.RatingClaimApi.RatingClaimInputSerializer,
+        ),
         name="rate-claim",
     ),
     path(
@@ -36,7 +41,12 @@ urlpatterns = [
     ),
     path(
         "rate/<slug:dataset>/slots/<slot_ref:slot_id>/submit/",
-        token_fast_path(rating.RatingSubmitApi.as_view(), submit_input, rating.submit_answer_for),
+        token_fast_path(
+            rating.RatingSubmitApi.as_view(),
+            submit_input,
+            rating.submit_answer_for,
+            rating.RatingSubmitApi.RatingSubmitInputSerializer,
+        ),
         name="rate-submit",
     ),
     path("auth/token/", accounts.TokenApi.as_view(), name="auth-token"),

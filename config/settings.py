@@ -285,6 +285,20 @@ if SQL_PATHS not in ("postgres", "portable"):
 # leases this process served, in annotation.serving.claim and annotation.rating.storing)
 # only spare statements: off, every claim and submit asks the database, and every answer
 # is the same (the serving tests run a pass with them off to prove it).
+# The rating cycle's shortcuts past Django and DRF (docs/architecture.md, "Framework
+# shortcuts"), each of which answers as the framework's way does: "wsgi" (the WSGI entry
+# past the middleware chain; it needs "token_view"), "token_view" (a token POST answered
+# past DRF's view), "input" (plain bodies read without the serializer), "answer" (answers
+# built without the output serializers), "remembered_token" (a token checked ahead of the
+# request's first statement instead of looked up). Listed here, a shortcut is off: the
+# framework's way answers (make bench-shortcuts measures each against it).
+RATING_SHORTCUTS = ("wsgi", "token_view", "input", "answer", "remembered_token")
+RATING_SHORTCUTS_OFF = frozenset(env.list("RATING_SHORTCUTS_OFF", default=[]))
+if not set(RATING_SHORTCUTS) >= RATING_SHORTCUTS_OFF:
+    raise ImproperlyConfigured(
+        f"RATING_SHORTCUTS_OFF: unknown {sorted(RATING_SHORTCUTS_OFF - set(RATING_SHORTCUTS))}; "
+        f"use names of {list(RATING_SHORTCUTS)}"
+    )
 SERVING_PROCESS_MEMORY = env.bool("SERVING_PROCESS_MEMORY", default=True)
 QUEUE_TIDY_SECONDS = env.int("QUEUE_TIDY_SECONDS", default=60)
 QUEUE_RECOUNT_SECONDS = env.int("QUEUE_RECOUNT_SECONDS", default=3600)

@@ -35,7 +35,7 @@ LEFT_OUT = {"bench-smoke", "bench-peer"}
 # them. bench-queue's phases take ports from 8121 on, where the tests' web server looks for
 # one (tests/support/web_server.py: 8121-8129): the smoke run, which may
 # share the machine with the tests, moves them away.
-EXTRA_ENV = {"bench-queue": {"BENCH_FIRST_PORT": "8161"}}
+EXTRA_ENV = {"bench-queue": {"BENCH_FIRST_PORT": "8161"}, "bench-shortcuts": {"BENCH_FIRST_PORT": "8171"}}
 TAIL_LINES = 25
 
 

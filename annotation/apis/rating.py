@@ -71,7 +71,10 @@ def assignment_answer(assignment, answer_tz=None) -> dict:
     """What ``AssignmentSerializer`` answers for ``assignment``, built directly: the claim
     and the submit's next pair are the rating cycle, and walking DRF's fields cost more
     than the claim's own query (tests/annotation/apis/test_shared_fields.py keeps both equal).
-    ``answer_tz``: the current time zone when the caller looked it up (``datetime_text``)."""
+    ``answer_tz``: the current time zone when the caller looked it up (``datetime_text``).
+    With the "answer" shortcut off (RATING_SHORTCUTS_OFF) the serializer answers."""
+    if "answer" in settings.RATING_SHORTCUTS_OFF:
+        return dict(AssignmentSerializer(assignment).data)
     ids = rater_ids()
     ttl = settings.LEASE_TTL_SECONDS
     return {
@@ -93,6 +96,8 @@ def assignment_answer(assignment, answer_tz=None) -> dict:
 def submit_answer(result, answer_tz=None) -> dict:
     """What ``RatingSubmitApi.RatingSubmitOutputSerializer`` answers for a stored rating,
     built directly, as ``assignment_answer`` (tests/annotation/apis/test_shared_fields.py)."""
+    if "answer" in settings.RATING_SHORTCUTS_OFF:
+        return dict(RatingSubmitApi.RatingSubmitOutputSerializer(result).data)
     ids = rater_ids()
     return {
         "rating_id": str(ids.encode("rating", result.rating_id)),

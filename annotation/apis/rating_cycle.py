@@ -66,7 +66,7 @@ class JsonAnswer(HttpResponse):
 def read_body(direct, serializer_class, data) -> dict:
     """The body's values: ``direct(data)`` when it reads them, else the serializer's
     (which raises ValidationError naming every problem)."""
-    values = direct(data)
+    values = direct(data) if "input" not in settings.RATING_SHORTCUTS_OFF else None
     if values is None:
         serializer = serializer_class(data=data)
         serializer.is_valid(raise_exception=True)
@@ -166,7 +166,7 @@ def _json_body(request):
         return None
 
 
-def token_fast_path(drf_view, direct, answer):
+def token_fast_path(drf_view, direct, answer, serializer_class):
     """``drf_view`` (a DRF APIView's ``as_view()``) with a shorter way for the requests a
     rating client sends nearly always: a POST with ``Authorization: Token ...`` and a
     plain JSON body that ``direct`` reads. Those are authenticated by the same
@@ -179,7 +179,14 @@ def token_fast_path(drf_view, direct, answer):
     before. What this skips is DRF's Request wrapper, its parser and negotiation
     machinery and its per-request class instances: a third of the web CPU of a rating
     cycle. tests/annotation/apis/test_rating_fast_path.py holds both ways to the same answers.
+    With the "input" shortcut off (RATING_SHORTCUTS_OFF), ``serializer_class`` (the view's
+    input serializer) reads the body instead of ``direct``; with "token_view" off, the view
+    is ``drf_view`` alone.
     """
+    if "token_view" in settings.RATING_SHORTCUTS_OFF:
+        return drf_view
+    if "input" in settings.RATING_SHORTCUTS_OFF:
+        direct = _serializer_reader(serializer_class)
     view_class = drf_view.cls
     if view_class.authentication_classes[0] is not RoleTokenAuthentication:
         raise ImproperlyConfigured(f"{view_class.__name__}: the fast path authenticates tokens first, as DRF does")
@@ -216,6 +223,17 @@ def token_fast_path(drf_view, direct, answer):
     functools.update_wrapper(view, drf_view)  # keeps cls, initkwargs and csrf_exempt (schema, CSRF)
     view.fast = fast  # web.rating_wsgi calls it ahead of the middleware chain
     return view
+
+
+def _serializer_reader(serializer_class):
+    """A body reader as ``claim_input``'s, by ``serializer_class``: its validated values, or
+    None when they are not valid (DRF's view then answers the errors)."""
+
+    def read(data) -> dict | None:
+        serializer = serializer_class(data=data)
+        return dict(serializer.validated_data) if serializer.is_valid() else None
+
+    return read
 
 
 def _fast_request(request, authentication, permissions, direct) -> tuple[dict, tuple | None] | None:

@@ -4,8 +4,10 @@ itself when it can: ``rater_reads.rater_progress_ask``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import zoneinfo
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -90,7 +92,9 @@ def progress_data(progress: rater_reads.RaterProgress, study: dict | None, answe
     """What ``RaterProgressSerializer`` answers, built directly: the rating page asks for
     progress with every claim and submit, and DRF's copies of the serializer's fields
     cost more than the progress statement (tests/annotation/apis/test_shared_fields.py keeps
-    both equal)."""
+    both equal). With the "answer" shortcut off (RATING_SHORTCUTS_OFF) the serializer answers."""
+    if "answer" in settings.RATING_SHORTCUTS_OFF:
+        return dict(RaterProgressSerializer({**dataclasses.asdict(progress), "study": study}).data)
     held = progress.held_slot_id
     return {
         "dataset": progress.dataset,

@@ -88,20 +88,17 @@ def _ratings_dir(dataset: Dataset, export_id: int | None) -> str | None:
     return export.result["out"]
 
 
-def evaluation_job_create(
+def evaluation_job_params(
     *,
     dataset_name: str,
     split: str,
     models: Sequence[ModelSpec],
     ratings_export: int | None = None,
     audited: bool = True,
-    created_by=None,
-) -> Job:
-    """Check the request and create a pending evaluation job writing to its own folder
-    under ``EXPORT_DIR``; ``annotation.jobs.dispatch.evaluation_job_start`` also queues it.
-    Raises NotFound / EvaluationRequestError / Conflict naming a bad request before any row
-    is written."""
-
+) -> dict:
+    """The checked parameters of an evaluation job. Raises NotFound /
+    EvaluationRequestError / Conflict naming a bad request (an export still running among
+    them), before anything is written or tidied."""
     dataset = dataset_get(name=dataset_name)
     split_get(dataset=dataset, name=split)
     if not models:
@@ -110,7 +107,7 @@ def evaluation_job_create(
     names = [model["name"] for model in checked]
     if len(set(names)) != len(names):
         raise EvaluationRequestError(f"give each model a name of its own (got {', '.join(names)})")
-    params = {
+    return {
         "dataset": dataset.name,
         "split": split,
         "models": checked,
@@ -118,6 +115,12 @@ def evaluation_job_create(
         "ratings_dir": _ratings_dir(dataset, ratings_export),
         "audited": bool(audited),
     }
+
+
+def evaluation_job_create(*, params: dict, created_by=None) -> Job:
+    """A pending evaluation job of checked ``params`` (``evaluation_job_params``) writing to
+    its own folder under ``EXPORT_DIR``; ``annotation.jobs.dispatch.evaluation_job_start``
+    also queues it."""
     with transaction.atomic():
         job = job_create(kind=Job.Kind.EVALUATE, params=params, created_by=created_by)
         job.params["out"] = str(Path(settings.EXPORT_DIR).resolve() / f"evaluation-{job.id}")

@@ -10,7 +10,7 @@ from django.db import transaction
 from annotation.catalog.services import dataset_import_karpathy, embedding_space_import
 from annotation.core.progress import Progress
 from annotation.core.task_queue import task_queue_on_commit
-from annotation.evaluation.jobs import ModelSpec, evaluation_job_create, run_evaluation_params
+from annotation.evaluation.jobs import ModelSpec, evaluation_job_create, evaluation_job_params, run_evaluation_params
 from annotation.export.formats import FORMATS
 from annotation.export.jobs import export_job_create, run_export_params
 from annotation.export.staging import export_staging_remove
@@ -142,18 +142,15 @@ def evaluation_job_start(
     audited: bool = True,
     created_by=None,
 ) -> Job:
-    """Check the request, create a pending evaluation job (as ``evaluation_job_create``)
-    and queue it once the row is committed. Raises NotFound / EvaluationRequestError /
-    Conflict naming a bad request before any row is written."""
+    """Check the request (``evaluation_job_params``), create a pending evaluation job and
+    queue it once the row is committed. Raises NotFound / EvaluationRequestError /
+    Conflict naming a bad request before any row is written or any dead job tidied (a
+    running export the request names is refused as running, not failed first)."""
+    params = evaluation_job_params(
+        dataset_name=dataset_name, split=split, models=models, ratings_export=ratings_export, audited=audited
+    )
     jobs_fail_orphaned()  # a start tidies dead runs, so no list shows them running
     with transaction.atomic():
-        job = evaluation_job_create(
-            dataset_name=dataset_name,
-            split=split,
-            models=models,
-            ratings_export=ratings_export,
-            audited=audited,
-            created_by=created_by,
-        )
+        job = evaluation_job_create(params=params, created_by=created_by)
         task_queue_on_commit("annotation.tasks.run_evaluation_job", job.id)
     return job

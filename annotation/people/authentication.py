@@ -23,6 +23,7 @@ from functools import cache
 from hmac import compare_digest
 from typing import NamedTuple
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import connection
@@ -211,7 +212,9 @@ class RoleTokenAuthentication(TokenAuthentication):
         (PostgreSQL only), where ``check`` is what ``annotation.core.sql.sent_ahead`` must send
         ahead of the request's first statement (``token_check``); None when the token
         must be looked up (``authenticate``): none, another scheme, a malformed header, a
-        token not remembered."""
+        token not remembered, or the "remembered_token" shortcut off (RATING_SHORTCUTS_OFF)."""
+        if "remembered_token" in settings.RATING_SHORTCUTS_OFF:
+            return None
         parts = self._header_parts(request)
         if len(parts) != 2 or not parts[1].isascii():
             return None  # authenticate answers it

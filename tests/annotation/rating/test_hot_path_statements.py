@@ -19,7 +19,7 @@ from tests.support.crowd_support import ParticipantClient, crowd_dataset, gold_u
 from tests.support.hot_path import BODY, CHECK, PAGE, cycle, rated_dataset, statement_names, token_client
 from tests.support.queue_support import queue_pairs
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.postgres, pytest.mark.statement_count, pytest.mark.django_db(transaction=True)]
 
 CLAIM = [CHECK + "queue_claim_ordinary"]
 GOLD_ON_CLAIM = [CHECK + "queue_claim_held_gold"]

@@ -149,6 +149,7 @@ GOLD_CLAIM_QUERIES = 7
 GOLD_SUBMIT_QUERIES = 6
 
 
+@pytest.mark.statement_count
 def test_a_gold_items_claim_and_submit_cost_a_fixed_number_of_queries(settings, tmp_path):
     settings.SQL_PATHS = "postgres"
     split = SplitFactory()

@@ -164,6 +164,7 @@ def test_a_rating_that_fills_an_adaptive_pair_has_its_decision(settings):
     assert RatingSlot.objects.filter(pair=pair).count() == 2
 
 
+@pytest.mark.statement_count
 def test_a_dataset_with_active_gold_hands_the_claim_over_with_the_rating_stored_once(settings, tmp_path, monkeypatch):
     dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1_000_000)
     slot = claim(client, dataset)
