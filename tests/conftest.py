@@ -81,6 +81,14 @@ def _data_dir(settings, tmp_path):
 
 
 @pytest.fixture(autouse=True)
+def _statement_counts_with_memory(request):
+    """A test that counts the statements serving's per-process memories spare (marker
+    statement_count) runs with them on, whatever SERVING_PROCESS_MEMORY the pass sets."""
+    if request.node.get_closest_marker("statement_count"):
+        request.getfixturevalue("settings").SERVING_PROCESS_MEMORY = True
+
+
+@pytest.fixture(autouse=True)
 def _process_caches_reset(monkeypatch):
     """Each test starts with no memory of which datasets serve gold and at what rate (the
     claim's choice of statement, annotation/serving/claim.py) or of their ids (the
