@@ -189,7 +189,7 @@ REST_KNOX = {
     "AUTO_REFRESH": False,
 }
 
-# HTTPS (see "Production" in the README). The defaults keep local http working; behind
+# HTTPS (docs/operator-guide.md, "HTTPS behind a reverse proxy"). The defaults keep local http working; behind
 # a TLS-terminating proxy set SECURE_PROXY_SSL_HEADER to the header it sets, e.g.
 # HTTP_X_FORWARDED_PROTO (the value "https" marks a secure request).
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
@@ -281,10 +281,6 @@ DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=True)
 SQL_PATHS = env.str("SQL_PATHS", default="postgres")
 if SQL_PATHS not in ("postgres", "portable"):
     raise ImproperlyConfigured(f"SQL_PATHS must be 'postgres' or 'portable', got {SQL_PATHS!r}")
-# Serving's per-process memories (a dataset's gold seen lately and its gold rate, the gold
-# leases this process served, in annotation.serving.claim and annotation.rating.storing)
-# only spare statements: off, every claim and submit asks the database, and every answer
-# is the same (the serving tests run a pass with them off to prove it).
 # The rating cycle's shortcuts past Django and DRF (docs/architecture.md, "Framework
 # shortcuts"), each of which answers as the framework's way does: "wsgi" (the WSGI entry
 # past the middleware chain; it needs "token_view"), "token_view" (a token POST answered
@@ -299,6 +295,10 @@ if not set(RATING_SHORTCUTS) >= RATING_SHORTCUTS_OFF:
         f"RATING_SHORTCUTS_OFF: unknown {sorted(RATING_SHORTCUTS_OFF - set(RATING_SHORTCUTS))}; "
         f"use names of {list(RATING_SHORTCUTS)}"
     )
+# Serving's per-process memories (a dataset's gold seen lately and its gold rate, the gold
+# leases this process served, in annotation.serving.claim and annotation.rating.storing)
+# only spare statements: off, every claim and submit asks the database, and every answer
+# is the same (the serving tests run a pass with them off to prove it).
 SERVING_PROCESS_MEMORY = env.bool("SERVING_PROCESS_MEMORY", default=True)
 QUEUE_TIDY_SECONDS = env.int("QUEUE_TIDY_SECONDS", default=60)
 QUEUE_RECOUNT_SECONDS = env.int("QUEUE_RECOUNT_SECONDS", default=3600)

@@ -36,8 +36,8 @@ overlap one request's database wait with another's work: at 3 x 2 the rating cyc
 three rounds taking turns with other settings), each statement cheaper for PostgreSQL
 with fewer requests in its hands at once (1.52-1.59 ms per cycle against 1.77-1.89), at a
 lower p95; 2 x 3, 4 x 2 and 6 x 1 fell between. Image files and downloads take these
-threads too: behind the reverse proxy that production runs behind (README, "Production:
-HTTPS"), which buffers answers, a slow client does not hold one; served without such a
+threads too: behind the reverse proxy that production runs behind (docs/operator-guide.md,
+"HTTPS behind a reverse proxy"), which buffers answers, a slow client does not hold one; served without such a
 proxy, raise WEB_THREADS.
 """
 

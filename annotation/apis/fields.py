@@ -48,7 +48,9 @@ def datetime_text(value, answer_tz=None) -> str:
 
 @functools.cache
 def _rater_ids(secret_key: str) -> OpaqueIds:
-    key = hashlib.sha256(b"annotation.core.opaque_ids\0" + secret_key.encode()).digest()
+    # A salt, not a module path: changing it changes every id raters hold (open pages,
+    # API clients' slot ids, cursors), so it stays as it was when the ids were first made.
+    key = hashlib.sha256(b"annotation.opaque_ids\0" + secret_key.encode()).digest()
     return OpaqueIds(key, RATER_ID_KINDS)
 
 

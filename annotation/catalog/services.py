@@ -1,4 +1,5 @@
-"""Writes for datasets, items, embedding spaces and pairs (and the job row they run in).
+"""Writes for datasets, items and embedding spaces (their imports; the job row they run in
+is ``annotation.runs.jobs``').
 
 Every service is keyword-only and atomic: on bad input it raises a DomainError naming
 the problem and leaves the database (and the data folder) as it was.

@@ -1,5 +1,6 @@
-"""A campaign snapshot's numbers (``CampaignSnapshot.data``, the shape in the README and
-in the dashboard contract) from the columns of one dataset. Pure numpy, no Django.
+"""A campaign snapshot's numbers (``CampaignSnapshot.data``, the shape in
+docs/admin-guide.md, "Campaign dashboard", and in the dashboard contract) from the
+columns of one dataset. Pure numpy, no Django.
 
 Kinds are written lowercase (``sts``, ``sis``, ``sits``: cxc.FILE_PREFIX), times as ISO
 8601 UTC strings, a statistic that does not exist (no shared pairs, no variation) as None.

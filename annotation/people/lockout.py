@@ -1,6 +1,7 @@
 """Login lockouts (django-axes): how long one still lasts, for the API's Retry-After and
 the lockout page. Attempts live in axes' AccessAttempt table; admins lift a lockout
-there or with ``manage.py axes_reset_username`` (README, "Accounts and security")."""
+there or with ``manage.py axes_reset_username`` (docs/admin-guide.md,
+"Accounts and security")."""
 
 from __future__ import annotations
 

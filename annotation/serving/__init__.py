@@ -28,12 +28,17 @@ the clock, and raises a DomainError naming the problem, with nothing written, on
 
 Modules: ``shapes`` (limits, input error, items and assignments), ``claim``, ``submit``,
 ``submit_then_claim`` (the rating page's submit and next claim in one round trip),
-``slots`` (slot locking, heartbeat, skip, flag), ``upkeep`` (expired leases, counters)
-and ``statements`` (every SQL statement of the hot path).
+``slots`` (slot locking, heartbeat, skip, flag), ``upkeep`` (expired leases, counters),
+``statements``, ``submit_statements`` and ``sql_text`` (every SQL statement of the hot
+path), ``gold``, ``gold_sql`` and ``gold_ids`` (gold pairs served inside the queue),
+``pauses`` (the pause state a claim and a submit check, the automatic pause after too
+large a gold error), ``pairs`` (pair writes), ``pairs_left`` (how many pairs are left
+for a rater) and ``tasks`` (the beat's upkeep).
 
-This package is a mechanism: it knows slots and leases, not crowds, quizzes or gold.
-Every entry point goes through ``annotation.rating.policy``, which decides who may claim
-or submit and routes between gold serving and this queue.
+This package is a mechanism: it knows slots, leases and gold pairs, not crowds, quizzes or
+the rating policy (the import contract's layers). Every entry point goes through
+``annotation.rating.policy``, which decides who may claim or submit and routes between
+gold serving and the queue's slots.
 """
 
 from annotation.core.cxc import SCORE_MAX, SCORE_MIN

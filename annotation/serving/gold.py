@@ -8,7 +8,8 @@ The rating policy (``annotation.rating.policy``) calls ``gold_claim`` when the q
 statement drew gold's turn (before it on the portable paths), ``gold_submit_fast`` when the
 queue's submit statement stored nothing for the id, and the other ``gold_*`` actions when
 the queue finds no slot of the id it was given.
-This module imports the queue's shapes; the queue imports nothing of it.
+This module imports the queue's shapes; of the queue's own modules only ``pairs_left``
+(the pairs left for a rater, gold owed among them) imports it.
 """
 
 from __future__ import annotations

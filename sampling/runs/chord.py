@@ -323,7 +323,6 @@ def _progress(batch_id: int) -> None:
 
 
 def _fail(shard: SamplingShard, problem: str) -> None:
-    # batch_run defines the batch's run kind and imports this module.
     # Only the shard's own run: a later run of the batch goes on.
     if _chord_running(shard.batch_id, run_token(shard.batch)) and run_fail(
         BATCH_RUNS,

@@ -6,21 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sampling.search.index import IndexConfig, drop_self, hnsw_index, ivf_cells, pad
+from sampling.search.index import CELL_KINDS, IndexConfig, drop_self, hnsw_index, ivf_cells, pad
 from sampling.search.pq import pq_codebook
 from sampling.search.shards import SHARDED_KINDS, SearchPlan, self_join
-
-INDEX_KINDS = ("auto", "exact", "ivf", "ivfpq", "hnsw")
-APPROXIMATE_KINDS = ("ivf", "ivfpq", "hnsw")
-# Kinds searched in IVF cells (trained by ivf_train).
-CELL_KINDS = ("ivf", "ivfpq")
-
-# k-means places cells badly with fewer training points per cell than this.
-MIN_TRAIN_PER_LIST = 39
-# Rows per matrix product block: a (block, nlist) float32 product stays small (4,096 rows
-# assigned 131,072 rows to 2,828 cells in 4.2 s, 16,384 in 6.7 s: the product's
-# selection then reads memory that is still in cache).
-BLOCK_ROWS = 4_096
 
 
 def nearest_neighbours(

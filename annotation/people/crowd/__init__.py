@@ -19,5 +19,5 @@ script gets more items than the quota.
 Modules: ``links`` (check and create a link, its study URL and numbers), ``join`` (a
 participant's first and later visits), ``completion`` (the next step, the end of a run
 and its code), ``study`` (issue #26: the consent step and the policy's gate of the steps
-before rating) and ``questions`` (the link's questions before and after rating, and the
-participants' answers)."""
+before rating), ``questions`` (the link's questions before and after rating, and the
+participants' answers) and ``quota`` (a participant's items done against the link's quota)."""

@@ -127,3 +127,14 @@ def test_the_memory_of_ids_stays_bounded():
     assert len(ids._encoded) == 100
     for n in (0, MEMO_LIMIT + 99):
         assert ids.encode("slot", n) == fresh.encode("slot", n)
+
+
+def test_the_ids_raters_hold_stay_what_they_were_for_a_secret_key():
+    """The key of the ids raters see is derived from SECRET_KEY with a fixed salt: a rater's
+    open page, an API client's slot id and a list cursor made before an upgrade still name
+    the same rows after it (the values as the ids were first made)."""
+    from annotation.apis.fields import _rater_ids
+
+    ids = _rater_ids("a fixed secret for the test")
+    made = [str(ids.encode(kind, number)) for kind, number in [("slot", 1), ("pair", 2), ("rating", 3)]]
+    assert made == ["7832400877230521882", "3267973460392830042", "7453892982258746652"]
