@@ -1,5 +1,5 @@
 """`make bench-shortcuts`: each of the rating cycle's framework shortcuts against the
-framework's way, in one sitting of bench-queue runs on this machine.
+framework's way, in one series of bench-queue runs on this machine.
 
 Runs ``benchmarks/bench_queue.py`` once with every shortcut on (A), then once with each
 shortcut off in turn (B, ``RATING_SHORTCUTS_OFF=<name>``, passed to the web servers it

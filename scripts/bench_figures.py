@@ -43,6 +43,7 @@ COMMANDS = {
     "peer-potato": "make bench-peer PEER=potato",
     "phase2-cxc": "make bench-phase2-cxc",
     "queue": "make bench-queue",
+    "shortcuts": "make bench-shortcuts",
     "sampling": "make bench-sampling",
     "sampling-1m": "make bench-sampling-1m",
     "sampling-distributed": "make bench-sampling-distributed",
