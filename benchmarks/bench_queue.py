@@ -89,7 +89,6 @@ from _autovacuum import add, catch_up, emulating, figures
 from _common import (
     drop_database,
     env_number,
-    fresh_database,
     machine_speed,
     print_figures,
     sized,
@@ -99,7 +98,18 @@ from _common import (
 )
 from _cpu import cpu_ms_per_cycle, cpu_reading, cpu_spent, machine_ticks
 from _load import FLOWS, Stats, closed_loop, open_loop, percentile, rater_spread
-from _queue_data import add_gold, analyze, django_env, fill, migrate, server_dsn, stored_check, top_up
+from _queue_data import (
+    add_gold,
+    analyze,
+    database_from_template,
+    django_env,
+    drop,
+    fill,
+    migrated_template,
+    server_dsn,
+    stored_check,
+    top_up,
+)
 
 from web.serve import ServeSettingError, server_options  # _common puts the repository on the path
 
@@ -109,6 +119,8 @@ FIRST_PORT = env_number("BENCH_FIRST_PORT", 8121, minimum=1024)
 CLOSED_LOOP_RATERS = env_number("BENCH_RATERS", 16)
 # To look into what a phase left (EXPLAIN its statements); the next run drops them first.
 KEEP_DATABASES = os.environ.get("BENCH_KEEP_DATABASES") == "1"
+# Every phase's database is a copy of this one, migrated once per run.
+TEMPLATE_DATABASE = f"{DB_PREFIX}_template"
 EMULATE_AUTOVACUUM = emulating()
 
 OPEN_LOOP_RATE = env_number("BENCH_OPEN_RATE", 50.0)
@@ -290,8 +302,7 @@ def prepare(target: Target, rounds: int, tmp: str) -> None:
     """A fresh database for the phase, filled, and its web server started."""
     started = time.perf_counter()
     closed_raters = target.phase.raters * (rounds + 1)  # warm-up plus one fresh set per round
-    fresh_database(target.database)
-    migrate(target.database)
+    database_from_template(target.database, TEMPLATE_DATABASE)
     n_pairs, target.tokens = fill(target.database, target.phase.open_slots, closed_raters + OPEN_LOOP_RATERS)
     target.idle_raters = deque(target.tokens[closed_raters:])
     if target.phase.gold:
@@ -380,11 +391,13 @@ def main() -> int:
     try:
         with admin.cursor() as cursor:
             check_connections(groups, cursor)
+        migrated_template(TEMPLATE_DATABASE)
         with tempfile.TemporaryDirectory(prefix="bench-queue-") as tmp:
             for group in groups:
                 run_group(group, seconds, rounds, tmp, admin)
     finally:
         admin.close()
+        drop(TEMPLATE_DATABASE)
     print_figures({target.name: target.result() for target in targets} | {"machine": machine})
     return 0
 

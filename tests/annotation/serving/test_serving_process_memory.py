@@ -2,7 +2,8 @@
 rate, annotation/rating/storing.py's gold leases served) are an optimisation only: the
 setting SERVING_PROCESS_MEMORY reaches every one of them, and with it off the same claims
 and submits through the HTTP API give the same answers (on PostgreSQL's paths; the
-portable paths keep no memory). The test command also runs the serving tests with it off."""
+portable paths keep no memory). The serving tests run with it off
+(tests/annotation/serving/conftest.py)."""
 
 import pytest
 
