@@ -29,8 +29,9 @@ def _server_url() -> str:
     return base
 
 
-def fresh_database(name: str) -> str:
-    """Drop and create database ``name`` on the server of DATABASE_URL; return its URL.
+def fresh_database(name: str, *, template: str | None = None) -> str:
+    """Drop and create database ``name`` on the server of DATABASE_URL, as a copy of
+    ``template`` when given (no session may be connected to it meanwhile); return its URL.
 
     Benchmarks never touch the developer's or the tests' databases.
     """
@@ -40,7 +41,10 @@ def fresh_database(name: str) -> str:
     admin = admin_connection(base)
     with admin.cursor() as cursor:
         cursor.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        cursor.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+        if template is not None:
+            create = sql.SQL("{} TEMPLATE {}").format(create, sql.Identifier(template))
+        cursor.execute(create)
     admin.close()
     return urlunparse(urlparse(base)._replace(path=f"/{name}"))
 

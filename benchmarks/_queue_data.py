@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import psycopg2
+from _common import fresh_database
 
 REPO = Path(__file__).resolve().parent.parent
 RATINGS_PER_PAIR = 5
@@ -45,40 +46,9 @@ def migrate(database: str) -> None:
 
 def migrated_template(name: str) -> None:
     """Database ``name``, dropped first if it exists, with every migration applied: the
-    template each phase's database is copied from (``database_from_template``)."""
-    admin = psycopg2.connect(server_dsn("postgres"))
-    admin.autocommit = True
-    try:
-        with admin.cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            cursor.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        admin.close()
+    template each phase's database is copied from (``fresh_database(..., template=)``)."""
+    fresh_database(name)
     migrate(name)
-
-
-def database_from_template(name: str, template: str) -> None:
-    """Database ``name``, dropped first if it exists, as a copy of ``template`` (which no
-    session may be connected to meanwhile: ``migrated_template`` leaves none)."""
-    admin = psycopg2.connect(server_dsn("postgres"))
-    admin.autocommit = True
-    try:
-        with admin.cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            cursor.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
-    finally:
-        admin.close()
-
-
-def drop(name: str) -> None:
-    """Drop database ``name`` if it exists."""
-    admin = psycopg2.connect(server_dsn("postgres"))
-    admin.autocommit = True
-    try:
-        with admin.cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        admin.close()
 
 
 def images_for_pairs(n_pairs: int) -> int:

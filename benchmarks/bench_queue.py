@@ -89,6 +89,7 @@ from _autovacuum import add, catch_up, emulating, figures
 from _common import (
     drop_database,
     env_number,
+    fresh_database,
     machine_speed,
     print_figures,
     sized,
@@ -101,9 +102,7 @@ from _load import FLOWS, Stats, closed_loop, open_loop, percentile, rater_spread
 from _queue_data import (
     add_gold,
     analyze,
-    database_from_template,
     django_env,
-    drop,
     fill,
     migrated_template,
     server_dsn,
@@ -302,7 +301,7 @@ def prepare(target: Target, rounds: int, tmp: str) -> None:
     """A fresh database for the phase, filled, and its web server started."""
     started = time.perf_counter()
     closed_raters = target.phase.raters * (rounds + 1)  # warm-up plus one fresh set per round
-    database_from_template(target.database, TEMPLATE_DATABASE)
+    fresh_database(target.database, template=TEMPLATE_DATABASE)
     n_pairs, target.tokens = fill(target.database, target.phase.open_slots, closed_raters + OPEN_LOOP_RATERS)
     target.idle_raters = deque(target.tokens[closed_raters:])
     if target.phase.gold:
@@ -397,7 +396,7 @@ def main() -> int:
                 run_group(group, seconds, rounds, tmp, admin)
     finally:
         admin.close()
-        drop(TEMPLATE_DATABASE)
+        drop_database(TEMPLATE_DATABASE)
     print_figures({target.name: target.result() for target in targets} | {"machine": machine})
     return 0
 
