@@ -93,14 +93,13 @@ def _process_caches_reset(monkeypatch):
     """Each test starts with no memory of which datasets serve gold and at what rate (the
     claim's choice of statement, annotation/serving/claim.py) or of their ids (the
     progress's, annotation/rating/progress_sql.py), whatever an earlier test's datasets were
-    called, nor of the gold leases it served (annotation/rating/storing.py)."""
-    from annotation.rating import progress_sql, storing
+    called."""
+    from annotation.rating import progress_sql
     from annotation.serving import claim
 
     monkeypatch.setattr(claim, "_gold_seen", {})
     monkeypatch.setattr(claim, "_gold_one_in", {})
     monkeypatch.setattr(progress_sql, "_dataset_ids", {})
-    monkeypatch.setattr(storing, "_gold_served", {})
 
 
 @pytest.fixture

@@ -12,14 +12,14 @@ quiz and the join flow, passes here, in this order:
    left), the quota (``annotation.people.crowd.quota``: ratings, queue gold ratings and leases
    held, over the link's kinds since joining) and no claim once the completion code was
    shown.
-3. WHAT: a gold pair now and then (``annotation.serving.gold.gold_claim``), else the
-   queue's next slot (``annotation.serving.slot_claim``).
+3. WHAT: a gold pair now and then, else the queue's next slot: serving's routing
+   decides (``annotation.serving.routing``).
 
 A submit re-checks what can change since the claim: the pause (folded into the submit
-statement; the queue's stepwise path raises RaterPaused), and for a participant the quota
-and the link's kinds. An id that is no slot is tried as a gold lease (submit, heartbeat,
-skip, flag). A participant's claims and submits take a lock on their participation row,
-so two tabs cannot both take the last item of a quota.
+statement; the stepwise paths raise RaterPaused), and for a participant the quota and
+the link's kinds. Whether an id is a slot or a gold lease is the routing's to find. A
+participant's claims and submits take a lock on their participation row, so two tabs
+cannot both take the last item of a quota.
 
 The queue and gold serving are mechanisms: they import nothing from here, from the
 crowd or from the quiz.
@@ -32,9 +32,8 @@ from datetime import datetime
 from django.db import transaction
 
 from annotation import serving as queue
-from annotation.core.errors import Forbidden, NotFound
+from annotation.core.errors import Forbidden
 from annotation.core.roles import PARTICIPANT, has_role, may_rate
-from annotation.core.sql import use_postgres_sql
 from annotation.models import (
     Flag,
     GoldLease,
@@ -50,18 +49,15 @@ from annotation.people.crowd.quota import QuotaReached, QuotaUse, quota_reached_
 from annotation.people.crowd.study import study_gate, with_study_facts
 from annotation.quality.quiz import quiz_offered
 from annotation.rating import storing
-from annotation.serving import gold
-from annotation.serving.claim import qualified_kinds
+from annotation.serving import routing
 from annotation.serving.pauses import RaterPaused
 from annotation.serving.shapes import (
-    GOLD_TURN,
     Assignment,
     ClaimRead,
     SubmitResult,
     check_kind,
-    lease_ttl,
-    service_now,
 )
+from annotation.serving.submit_then_claim import HANDED_OVER
 
 __all__ = [
     "QuizFirst",
@@ -239,33 +235,9 @@ def _serve(
     read: ClaimRead | None = None,
     no_gold_held: bool = False,
 ) -> Assignment | None:
-    """WHAT: a gold pair now and then, looking like any other, else the queue's next
-    slot (which also says why nothing came: unknown dataset, pause, qualification).
-
-    On PostgreSQL the queue's claim also decides gold's turn (the process draws it, or
-    its statement does), so a claim that serves no gold is one statement; on its turn
-    the gold claim decides, and when gold serves nothing (no work left, every gold pair
-    met) the queue claims without the turn. Elsewhere the gold claim comes first, as the
-    portable paths have no single statement."""
-    now = service_now(now)
-    if use_postgres_sql():
-        claimed = queue.slot_claim(
-            rater=rater, dataset=dataset, kind=kind, now=now, yield_to_gold=True, read=read, no_gold_held=no_gold_held
-        )
-        if claimed is not GOLD_TURN:
-            return claimed
-        expires = now + lease_ttl()
-        assignment = storing.remember_gold(
-            gold.gold_claim(rater=rater, dataset=dataset, kinds=None, kind=kind, now=now, expires=expires, drawn=True)
-        )
-        return assignment or queue.slot_claim(rater=rater, dataset=dataset, kind=kind, now=now, read=read)
-    kinds = qualified_kinds(rater, dataset=dataset)
-    assignment = gold.gold_claim(
-        rater=rater, dataset=dataset, kinds=kinds, kind=kind, now=now, expires=now + lease_ttl()
-    )
-    if assignment is not None:
-        return assignment
-    return queue.slot_claim(rater=rater, dataset=dataset, kind=kind, now=now)
+    """WHAT: a gold pair now and then, looking like any other, else the queue's next slot;
+    serving's routing decides (``annotation.serving.routing.claim``)."""
+    return routing.claim(rater=rater, dataset=dataset, kind=kind, now=now, read=read, no_gold_held=no_gold_held)
 
 
 # --- submit ------------------------------------------------------------------------------
@@ -319,14 +291,10 @@ def rating_submit_and_claim_next(
     submit read (one rated item more, one held less). ``read``: as ``slot_claim``'s."""
     check_kind(next_kind)
     if not _is_participant(rater):
-        together = storing.store_then_claim(
+        result, claimed = storing.store_then_claim(
             rater=rater, dataset=dataset, slot_id=slot_id, kind=next_kind, read=read, submission=submission
         )
-        if together is None:  # not that way: stored, then claimed, each on its own
-            result = storing.store(rater=rater, dataset=dataset, slot_id=slot_id, now=None, submission=submission)
-            return result, _next_of(rater, dataset=dataset, kind=next_kind, read=read, result=result)
-        result, claimed = together
-        if claimed is queue.HANDED_OVER:  # the dataset has gold: claimed the way that serves it
+        if claimed is HANDED_OVER:  # not claimed with the rating: claimed the way that serves gold
             claimed = _next_of(rater, dataset=dataset, kind=next_kind, read=read, result=result)
         return result, claimed
     with transaction.atomic():
@@ -407,37 +375,16 @@ def participant_leave(*, rater, dataset: str, now: datetime | None = None) -> Pa
 def slot_heartbeat(*, rater, dataset: str, slot_id: int, now: datetime | None = None) -> datetime:
     """Extend the lease on a held slot or gold lease; see ``annotation.serving.slot_heartbeat``."""
     participation(rater=rater, dataset=dataset)
-    try:
-        return queue.slot_heartbeat(rater=rater, dataset=dataset, slot_id=slot_id, now=now)
-    except NotFound:
-        expires = service_now(now) + lease_ttl()
-        renewed = gold.gold_heartbeat(rater=rater, dataset=dataset, lease_id=slot_id, expires=expires)
-        if renewed is None:
-            raise
-        return renewed
+    return routing.heartbeat(rater=rater, dataset=dataset, slot_id=slot_id, now=now)
 
 
 def slot_skip(*, rater, dataset: str, slot_id: int, now: datetime | None = None) -> int:
     """Pass on a held slot or gold lease; see ``annotation.serving.slot_skip``."""
     participation(rater=rater, dataset=dataset)
-    try:
-        return queue.slot_skip(rater=rater, dataset=dataset, slot_id=slot_id, now=now)
-    except NotFound:
-        pair_id = gold.gold_skip(rater=rater, dataset=dataset, lease_id=slot_id)
-        if pair_id is None:
-            raise
-        return pair_id
+    return routing.skip(rater=rater, dataset=dataset, slot_id=slot_id, now=now)
 
 
 def slot_flag(*, rater, dataset: str, slot_id: int, reason: str, note: str = "", now: datetime | None = None) -> Flag:
     """Report the pair of a held or rated slot or gold lease; see ``annotation.serving.slot_flag``."""
     participation(rater=rater, dataset=dataset)
-    try:
-        return queue.slot_flag(rater=rater, dataset=dataset, slot_id=slot_id, reason=reason, note=note, now=now)
-    except NotFound:
-        flag = gold.gold_flag(
-            rater=rater, dataset=dataset, lease_id=slot_id, reason=reason, note=note, now=service_now(now)
-        )
-        if flag is None:
-            raise
-        return flag
+    return routing.flag(rater=rater, dataset=dataset, slot_id=slot_id, reason=reason, note=note, now=now)

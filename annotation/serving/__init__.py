@@ -26,23 +26,26 @@ serializes writers, which keeps the guarantees at a lower throughput.
 Every service takes ``now`` (default: ``django.utils.timezone.now()``) so tests control
 the clock, and raises a DomainError naming the problem, with nothing written, on bad input.
 
-Modules: ``shapes`` (limits, input error, items and assignments), ``claim``, ``submit``,
-``submit_then_claim`` (the rating page's submit and next claim in one round trip),
-``slots`` (slot locking, heartbeat, skip, flag), ``upkeep`` (expired leases, counters),
-``statements``, ``submit_statements`` and ``sql_text`` (every SQL statement of the hot
-path), ``gold``, ``gold_sql`` and ``gold_ids`` (gold pairs served inside the queue),
-``pauses`` (the pause state a claim and a submit check, the automatic pause after too
-large a gold error), ``pairs`` (pair writes), ``pairs_left`` (how many pairs are left
-for a rater) and ``tasks`` (the beat's upkeep).
+Modules: ``routing`` (queue or gold: where a claim, a submit, a heartbeat, a skip or a
+flag goes, decided once), ``shapes`` (limits, input error, items and assignments),
+``claim``, ``submit`` (a slot's stepwise submit), ``submit_then_claim`` (the rating
+page's submit and next claim in one round trip), ``slots`` (slot locking, heartbeat,
+skip, flag), ``upkeep`` (expired leases, counters), ``statements``,
+``submit_statements`` and ``sql_text`` (every SQL statement of the hot path, the common
+submit of a slot or a gold lease among them), ``gold``, ``gold_sql`` and ``gold_ids``
+(gold pairs served inside the queue), ``pauses`` (the pause state a claim and a submit
+check, the automatic pause after too large a gold error), ``pairs`` (pair writes),
+``pairs_left`` (how many pairs are left for a rater) and ``tasks`` (the beat's upkeep).
 
 This package is a mechanism: it knows slots, leases and gold pairs, not crowds, quizzes or
 the rating policy (the import contract's layers). Every entry point goes through
-``annotation.rating.policy``, which decides who may claim or submit and routes between
-gold serving and the queue's slots.
+``annotation.rating.policy``, which decides who may claim or submit; ``routing`` then
+decides between gold serving and the queue's slots.
 """
 
 from annotation.core.cxc import SCORE_MAX, SCORE_MIN
 from annotation.serving.claim import slot_claim
+from annotation.serving.routing import rating_submit
 from annotation.serving.shapes import (
     MAX_ADJUSTMENTS,
     MAX_FLAG_NOTE,
@@ -58,8 +61,7 @@ from annotation.serving.shapes import (
     lease_ttl,
 )
 from annotation.serving.slots import lock_pairs_of, slot_flag, slot_heartbeat, slot_skip
-from annotation.serving.submit import rating_submit, rating_submit_fast
-from annotation.serving.submit_then_claim import HANDED_OVER, rating_submit_then_claim
+from annotation.serving.submit_then_claim import HANDED_OVER, NOT_STORED, rating_submit_then_claim
 from annotation.serving.upkeep import (
     leases_release_expired,
     queue_counters_add,
@@ -73,6 +75,7 @@ __all__ = [
     "MAX_FLAG_NOTE",
     "MAX_IDEMPOTENCY_KEY",
     "MAX_TIME_ON_ITEM_MS",
+    "NOT_STORED",
     "SCORE_MAX",
     "SCORE_MIN",
     "Assignment",
@@ -89,7 +92,6 @@ __all__ = [
     "queue_counters_rebuild",
     "rater_tallies_prune",
     "rating_submit",
-    "rating_submit_fast",
     "rating_submit_then_claim",
     "slot_claim",
     "slot_flag",

@@ -4,17 +4,16 @@ page nor the API tells them apart. A gold lease's id comes from the slots' seque
 gold rating's from the ratings' (``annotation.serving.gold_ids``); a gold rating never touches a
 pair, a slot, a rating or a counter of the dataset.
 
-The rating policy (``annotation.rating.policy``) calls ``gold_claim`` when the queue's claim
-statement drew gold's turn (before it on the portable paths), ``gold_submit_fast`` when the
-queue's submit statement stored nothing for the id, and the other ``gold_*`` actions when
-the queue finds no slot of the id it was given.
+The routing (``annotation.serving.routing``) calls ``gold_claim`` when the queue's claim
+statement drew gold's turn (before it on the portable paths), ``gold_stored`` when the
+submit statement stored a gold rating, and the other ``gold_*`` actions for an id it
+found to be a gold lease.
 This module imports the queue's shapes; of the queue's own modules only ``pairs_left``
 (the pairs left for a rater, gold owed among them) imports it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import random
 from collections.abc import Mapping
 from datetime import datetime
@@ -43,7 +42,7 @@ from annotation.models import (
 from annotation.serving import gold_sql as serving_sql
 from annotation.serving.claim import assignment_from_row
 from annotation.serving.gold_ids import ids_reserve
-from annotation.serving.pauses import is_paused, pause_if_gold_error_high
+from annotation.serving.pauses import is_paused, pause_if_gold_error_high, paused_error
 from annotation.serving.shapes import Assignment, SubmitResult, assignment_of
 from annotation.serving.statements import async_commit_prefix
 from annotation.serving.submit import key_used_error, speed_floor_seconds
@@ -195,9 +194,8 @@ def gold_pair_assignment(pair: GoldPair, *, slot_id: int, lease_expires_at: date
 # --- actions on a gold lease ------------------------------------------------------------
 
 
-def _locked_lease(*, lease_id: int, dataset: str) -> GoldLease | None:
-    """The lease, locked, or None when ``lease_id`` is no gold lease; NotFound (as for a
-    slot) when it is one of another dataset."""
+def _locked_lease(*, lease_id: int, dataset: str) -> GoldLease:
+    """The lease, locked; NotFound (as for a slot) when it is gone or of another dataset."""
     # Only the lease's row: the joined dataset row locked FOR UPDATE would stall every
     # rating stored in the dataset meanwhile (its foreign key check shares that row).
     lease = (
@@ -206,7 +204,9 @@ def _locked_lease(*, lease_id: int, dataset: str) -> GoldLease | None:
         .filter(pk=lease_id)
         .first()
     )
-    if lease is not None and lease.dataset.name != dataset:
+    if lease is None:
+        raise NotFound("no such rating slot")
+    if lease.dataset.name != dataset:
         raise NotFound(f"this rating slot is not in dataset {dataset!r}")
     return lease
 
@@ -221,45 +221,34 @@ def _not_held(lease: GoldLease, rater) -> Exception:
     return Forbidden(f"you do not hold {slot}: it belongs to another rater")
 
 
-def gold_submit_fast(*, rater, dataset: str, lease_id: int, rating: Mapping, now: datetime) -> SubmitResult | None:
-    """PostgreSQL: the common gold submit in one statement (the rater holds the lease, is
-    not paused, the key is new), then the automatic pause where the dataset has it on.
-    None when it is not the common case; nothing is written then, and ``gold_submit``
-    says why. ``rating`` as ``gold_submit`` takes it."""
-    values = {
-        **rating,
-        "lease": lease_id,
-        "dataset_name": dataset,
-        "rating_table": connection.ops.quote_name(Rating._meta.db_table),
-        "rating_pk": Rating._meta.pk.column,
-    }
-    scope = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
-    with scope, connection.cursor() as cursor:
-        execute(cursor, serving_sql.gold_submit(), values)
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    rating_id, gold_pair_id, dataset_id, auto_pause = row
+def gold_stored(*, rater, lease_id: int, row: tuple, now: datetime) -> SubmitResult:
+    """The result of a gold rating the submit statement stored (``submit_statements.stored_row``'s
+    gold row), after the automatic pause where the dataset has it on."""
+    _, rating_id, gold_pair_id, dataset_id, auto_pause = row
     if auto_pause:
         with transaction.atomic():
             pause_if_gold_error_high(rater_id=rater.pk, dataset_id=dataset_id, now=now)
     return SubmitResult(rating_id=rating_id, pair_id=gold_pair_id, slot_id=lease_id, created_at=now, replayed=False)
 
 
-def gold_submit(*, rater, dataset: str, lease_id: int, rating: Mapping, now: datetime) -> SubmitResult | None:
-    """Store the rater's score on a gold lease they hold (None: no such gold lease).
+def gold_submit(*, rater, dataset: str, lease_id: int, rating: Mapping, now: datetime) -> SubmitResult:
+    """Store the rater's score on a gold lease they hold, step by step, saying why not:
+    NotFound for a lease of another dataset, RaterPaused, the queue's answers otherwise.
     ``rating``: the values as ``rating_submit`` names them (score, time_on_item_ms,
     time_to_first_move_ms, adjustments, key)."""
     try:
         with transaction.atomic():
             lease = _locked_lease(lease_id=lease_id, dataset=dataset)
-            if lease is None:
-                return None
             if lease.rater_id != rater.pk or lease.state != GoldLeaseState.LEASED:
                 replay = _replayed(lease, rater, rating["key"])
                 if replay is not None:
                     return replay
                 raise _not_held(lease, rater)
+            # As the queue's: a pause may have come between claim and submit, and a repeat
+            # was answered before it (a paused rater re-sending old submissions must not
+            # learn which of them were gold from the answers).
+            if is_paused(rater=rater, dataset_id=lease.dataset_id):
+                raise paused_error(username=rater.get_username(), dataset=dataset)
             # One key space per rater across gold and ordinary ratings, answered alike.
             if Rating.objects.filter(rater=rater, idempotency_key=rating["key"]).exists():
                 raise key_used_error(rating["key"])
@@ -288,13 +277,6 @@ def gold_submit(*, rater, dataset: str, lease_id: int, rating: Mapping, now: dat
     return SubmitResult(rating_id=rating_id, pair_id=gold.pk, slot_id=lease_id, created_at=now, replayed=False)
 
 
-def gold_replay(*, rater, dataset: str, lease_id: int, key: str) -> SubmitResult | None:
-    """The stored gold rating if this is a repeat of the rater's submission on the lease
-    (asked before a pause refuses it, as the queue answers a repeat first), else None."""
-    lease = GoldLease.objects.filter(pk=lease_id, dataset__name=dataset).first()
-    return _replayed(lease, rater, key) if lease is not None else None
-
-
 def _replayed(lease: GoldLease, rater, key: str) -> SubmitResult | None:
     if lease.rater_id != rater.pk or lease.state != GoldLeaseState.DONE:
         return None
@@ -310,23 +292,19 @@ def _replayed(lease: GoldLease, rater, key: str) -> SubmitResult | None:
     )
 
 
-def gold_heartbeat(*, rater, dataset: str, lease_id: int, expires: datetime) -> datetime | None:
+def gold_heartbeat(*, rater, dataset: str, lease_id: int, expires: datetime) -> datetime:
     with transaction.atomic():
         lease = _locked_lease(lease_id=lease_id, dataset=dataset)
-        if lease is None:
-            return None
         if lease.rater_id != rater.pk or lease.state != GoldLeaseState.LEASED:
             raise _not_held(lease, rater)
         GoldLease.objects.filter(pk=lease.pk).update(lease_expires_at=expires)
     return expires
 
 
-def gold_skip(*, rater, dataset: str, lease_id: int) -> int | None:
+def gold_skip(*, rater, dataset: str, lease_id: int) -> int:
     """Skip a held gold lease (never served again); returns the gold pair id."""
     with transaction.atomic():
         lease = _locked_lease(lease_id=lease_id, dataset=dataset)
-        if lease is None:
-            return None
         if lease.rater_id == rater.pk and lease.state == GoldLeaseState.SKIPPED:
             return lease.gold_pair_id
         if lease.rater_id != rater.pk or lease.state != GoldLeaseState.LEASED:
@@ -335,13 +313,11 @@ def gold_skip(*, rater, dataset: str, lease_id: int) -> int | None:
     return lease.gold_pair_id
 
 
-def gold_flag(*, rater, dataset: str, lease_id: int, reason: str, note: str, now: datetime) -> Flag | None:
+def gold_flag(*, rater, dataset: str, lease_id: int, reason: str, note: str, now: datetime) -> Flag:
     """Record a flag on a gold lease the rater holds or rated; a held one is skipped. The
     answer looks like a slot's flag (an id from the flags' sequence, once)."""
     with transaction.atomic():
         lease = _locked_lease(lease_id=lease_id, dataset=dataset)
-        if lease is None:
-            return None
         if lease.rater_id != rater.pk:
             raise _not_held(lease, rater)
         if lease.flag_id is None:

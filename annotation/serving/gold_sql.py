@@ -1,4 +1,5 @@
-"""The gold claim as one PostgreSQL statement (see ``annotation.serving.gold``)."""
+"""The gold claim as one PostgreSQL statement (see ``annotation.serving.gold``); a gold
+lease's submit shares the slots' statement (``submit_statements.submit_fast``)."""
 
 from __future__ import annotations
 
@@ -20,13 +21,10 @@ from annotation.models import (
     QualitySettings,
     QuizAttempt,
     RaterPause,
-    Rating,
     RatingSlot,
-    SpeedFloor,
 )
 from annotation.serving.sql_text import SqlTable
 from annotation.serving.statements import NOT_TOUCHED_SQL, assignment_rows
-from annotation.serving.submit_statements import default_floors
 
 # ``held``: the rater's gold lease of an active gold pair (resumed, renewed). Otherwise,
 # when the rater holds no ordinary slot of these kinds either (``busy``: that one is
@@ -208,87 +206,3 @@ def gold_claim() -> Statement:
         ("drawn", "boolean"),
     )
     return Statement("gold_claim_v8", sql, params)
-
-
-# The common gold submit in one statement: the rater holds the lease of the named dataset,
-# is not paused there, and has not used the key on an ordinary rating (one key space; a
-# key of a gold rating is caught by ON CONFLICT). Then the gold rating is stored (its id
-# from the ratings' sequence, marked against the kind's speed floor) and the lease is
-# done; the row back says whether the dataset pauses raters on gold error. No row: not the
-# common case, nothing written; the stepwise path says why.
-_GOLD_SUBMIT_SQL = """
-WITH l AS MATERIALIZED (
-    SELECT g.{lease.id}, g.{lease.gold_pair}, g.{lease.dataset}, gp.{gold.kind}, gp.{gold.gold_score}
-    FROM {lease} g JOIN {gold} gp ON gp.{gold.id} = g.{lease.gold_pair}
-    WHERE g.{lease.id} = %(lease)s AND g.{lease.rater} = %(rater)s AND g.{lease.state} = 'leased'
-      AND g.{lease.dataset} = (SELECT {dataset.id} FROM {dataset} WHERE {dataset.name} = %(dataset_name)s)
-      AND NOT EXISTS (
-          SELECT 1 FROM {pause} rp
-          WHERE rp.{pause.rater} = %(rater)s AND rp.{pause.dataset} = g.{lease.dataset} AND rp.{pause.lifted_at} IS NULL
-      )
-      AND NOT EXISTS (
-          SELECT 1 FROM {rating} r WHERE r.{rating.rater} = %(rater)s AND r.{rating.idempotency_key} = %(key)s
-      )
-    FOR UPDATE OF g
-),
-r AS (
-    INSERT INTO {gold_rating} (
-        {gold_rating.id}, {gold_rating.gold_pair}, {gold_rating.lease}, {gold_rating.rater}, {gold_rating.dataset},
-        {gold_rating.purpose}, {gold_rating.attempt}, {gold_rating.score}, {gold_rating.gold_score},
-        {gold_rating.time_on_item_ms}, {gold_rating.time_to_first_move_ms}, {gold_rating.adjustments},
-        {gold_rating.idempotency_key}, {gold_rating.below_speed_floor}, {gold_rating.created_at}
-    )
-    SELECT nextval(pg_get_serial_sequence(%(rating_table)s, %(rating_pk)s)), l.{lease.gold_pair}, l.{lease.id},
-           %(rater)s, l.{lease.dataset}, {queue_purpose}, 1, %(score)s, l.{gold.gold_score}, %(time_on_item_ms)s,
-           %(time_to_first_move_ms)s, %(adjustments)s, %(key)s,
-           %(time_on_item_ms)s < 1000 * COALESCE(
-               (SELECT f.{floor.seconds} FROM {floor} f
-                WHERE f.{floor.dataset} = l.{lease.dataset} AND f.{floor.kind} = l.{gold.kind}),
-               CASE l.{gold.kind} {default_floors} END
-           ),
-           %(now)s
-    FROM l
-    ON CONFLICT DO NOTHING
-    RETURNING {gold_rating.id}, {gold_rating.gold_pair}, {gold_rating.dataset}
-),
-done AS (
-    UPDATE {lease} g SET {lease.state} = 'done' FROM r WHERE g.{lease.id} = %(lease)s
-)
-SELECT r.{gold_rating.id}, r.{gold_rating.gold_pair}, r.{gold_rating.dataset},
-       COALESCE((SELECT q.{settings.auto_pause} FROM {settings} q WHERE q.{settings.dataset} = r.{gold_rating.dataset}),
-                false)
-FROM r
-"""
-
-
-@cache
-def gold_submit() -> Statement:
-    """(gold rating id, gold pair id, dataset id, auto pause) or no row (nothing written)."""
-    models = {
-        "dataset": Dataset,
-        "settings": QualitySettings,
-        "pause": RaterPause,
-        "lease": GoldLease,
-        "gold": GoldPair,
-        "gold_rating": GoldRating,
-        "rating": Rating,
-        "floor": SpeedFloor,
-    }
-    tables = {name: SqlTable(model) for name, model in models.items()}
-    sql = _GOLD_SUBMIT_SQL.format(
-        **tables, queue_purpose=f"'{GoldPurpose.QUEUE.value}'", default_floors=default_floors()
-    )
-    params = (
-        ("lease", "bigint"),
-        ("dataset_name", "text"),
-        ("rater", "bigint"),
-        ("score", "double precision"),
-        ("time_on_item_ms", "integer"),
-        ("time_to_first_move_ms", "integer"),
-        ("adjustments", "integer"),
-        ("key", "varchar"),
-        ("now", "timestamptz"),
-        ("rating_table", "text"),
-        ("rating_pk", "text"),
-    )
-    return Statement("gold_submit_v1", sql, params)

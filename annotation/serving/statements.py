@@ -26,6 +26,7 @@ from annotation.models import (
 )
 from annotation.serving.sql_text import SqlTable, render_sql
 from annotation.serving.submit_statements import (
+    GOLD_STORED,
     SUBMITTED_SETTING,
     lock_pair_and_slot,
     submit,
@@ -394,9 +395,13 @@ def claim_ordinary(read: Statement | None = None) -> Statement:
 
 
 # ``claim_ordinary_after_submit``'s condition on its dataset: the submit before it in its
-# transaction stored the rating (``submit_statements.submit_fast_stashed`` sets the
-# setting only then), so that a submission refused claims nothing.
-_AFTER_SUBMIT_SQL = f"\n      AND current_setting('{SUBMITTED_SETTING}', true) <> ''"
+# transaction stored a slot's rating (``submit_statements.submit_fast_stashed`` sets the
+# setting only then, or for a gold lease's rating, which may pause the rater: then the
+# caller claims after the pause's decision), so that a submission refused claims nothing.
+_AFTER_SUBMIT_SQL = (
+    f"\n      AND current_setting('{SUBMITTED_SETTING}', true) <> ''"
+    f"\n      AND NOT starts_with(current_setting('{SUBMITTED_SETTING}', true), '{GOLD_STORED} ')"
+)
 
 
 @cache
@@ -409,7 +414,7 @@ def claim_ordinary_after_submit(read: Statement | None = None) -> Statement:
     then what the submit stored (``submit_statements.SUBMITTED_SETTING``; empty or NULL
     when nothing)."""
     return _claim_statement(
-        "queue_claim_ordinary_after_submit_v1",
+        "queue_claim_ordinary_after_submit_v2",
         _CLAIM_PARAMS,
         read,
         gold_ctes=render_sql(_GOLD_ON_CTE_SQL),

@@ -1,11 +1,10 @@
-"""Submitting a rating: the checks of a submission, the one-statement common case on
-PostgreSQL, the lock-then-write path that also explains refusals (a pause since the
-claim among them), replays of a repeated submission, and the conflicts a unique rule
-names."""
+"""Submitting a slot's rating: the checks of a submission, the lock-then-write path that
+also explains refusals (a pause since the claim among them), replays of a repeated
+submission, and the conflicts a unique rule names. The common case's one statement, for
+a slot or a gold lease, is the routing's (``annotation.serving.routing``)."""
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Mapping
 from datetime import datetime
@@ -15,7 +14,7 @@ from django.db.models import F
 
 from annotation.core.cxc import SCORE_MAX, SCORE_MIN
 from annotation.core.errors import Conflict, DomainError
-from annotation.core.sql import execute, hot_cursor, use_postgres_sql
+from annotation.core.sql import execute, use_postgres_sql
 from annotation.models import (
     DEFAULT_SPEED_FLOORS,
     GoldRating,
@@ -71,69 +70,25 @@ def submission_values(
     }
 
 
-def rating_submit(
-    *,
-    rater,
-    dataset: str,
-    slot_id: int,
-    score: float,
-    time_on_item_ms: int,
-    time_to_first_move_ms: int | None,
-    adjustments: int,
-    idempotency_key: str,
-    now: datetime | None = None,
-    try_fast: bool = True,
-) -> SubmitResult:
-    """Store the rater's rating on a slot they hold and mark the slot done.
+def slot_submit(*, rater, dataset: str, slot_id: int, rating: Mapping, clock_given: bool) -> SubmitResult:
+    """Store the rater's rating on a slot they hold and mark the slot done, step by step
+    (the routing, ``annotation.serving.routing``, tried the common case's statement
+    first on PostgreSQL), saying why not.
 
-    ``score`` is a finite number in [0, 5], stored to SCORE_DECIMALS decimals;
-    ``time_on_item_ms`` is from showing the pair to submitting;
-    ``time_to_first_move_ms`` (null if the slider never moved) is at most that;
-    ``adjustments`` counts slider moves. Repeating a submission with the same
-    ``idempotency_key`` returns the stored rating (``replayed=True``) and stores
-    nothing. A lease that expired is still accepted while the slot is free; once
-    another rater has taken it the submission is refused with Conflict. A rater paused
-    in the dataset since the claim is refused with RaterPaused, nothing stored. Raises
-    NotFound for an id that is no slot of the dataset (whether it is a gold lease is
-    ``annotation.rating.policy``'s to try next). ``try_fast=False``: the caller tried
-    ``rating_submit_fast`` already; go straight to the path that says why.
+    ``rating``: the checked values (``submission_values``). A repeat with the same
+    idempotency key returns the stored rating (``replayed=True``) and stores nothing. A
+    lease that expired is still accepted while the slot is free; once another rater has
+    taken it the submission is refused with Conflict. A rater paused in the dataset since
+    the claim is refused with RaterPaused, nothing stored. NotFound for an id that is no
+    slot of the dataset. ``clock_given``: the caller chose the time (else SQLite stamps
+    the rating with the clock read once the write lock is held).
     """
-    clock_given = now is not None
-    now = service_now(now)
-    rating = submission_values(
-        rater=rater,
-        score=score,
-        time_on_item_ms=time_on_item_ms,
-        time_to_first_move_ms=time_to_first_move_ms,
-        adjustments=adjustments,
-        idempotency_key=idempotency_key,
-        now=now,
-    )
     try:
-        if try_fast and use_postgres_sql():
-            stored = _submit_postgres_fast({**rating, "slot": slot_id, "dataset_name": dataset})
-            if stored is not None:
-                return stored_result(stored, slot_id=slot_id, now=now)
         return _submit_stepwise(
             rater=rater, dataset=dataset, slot_id=slot_id, rating=rating, clock_when_locked=not clock_given
         )
     except IntegrityError:
-        raise _submit_conflict(rater=rater, slot_id=slot_id, idempotency_key=idempotency_key) from None
-
-
-def rating_submit_fast(*, rater, dataset: str, slot_id: int, now: datetime, **submission) -> SubmitResult | None:
-    """PostgreSQL: the common submit in one statement (the rater simply holds the slot);
-    None when it is not that (nothing written): a gold lease, a repeat, a refusal, which
-    ``rating_submit`` with ``try_fast=False`` explains. Raises QueueInputError for a bad
-    value, as ``rating_submit``."""
-    rating = submission_values(rater=rater, now=now, **submission)
-    try:
-        stored = _submit_postgres_fast({**rating, "slot": slot_id, "dataset_name": dataset})
-    except IntegrityError:
-        return None  # a key used before: the stepwise path names it
-    if stored is None:
-        return None
-    return stored_result(stored, slot_id=slot_id, now=now)
+        raise _submit_conflict(rater=rater, slot_id=slot_id, idempotency_key=rating["key"]) from None
 
 
 def stored_result(row: tuple, *, slot_id: int, now: datetime) -> SubmitResult:
@@ -187,17 +142,6 @@ def _check_submission(
         raise QueueInputError("idempotency_key must be a non-empty string")
     if len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
         raise QueueInputError(f"idempotency_key must be at most {MAX_IDEMPOTENCY_KEY} characters")
-
-
-def _submit_postgres_fast(values: Mapping) -> tuple[int, int, bool, str] | None:
-    """(rating id, pair id, adaptive pair filled, kind) if the rater held the slot and the
-    rating is stored; None when the slot is not simply held (nothing written)."""
-    # In autocommit the statement is its own transaction; inside a caller's transaction
-    # a savepoint keeps a unique violation from spoiling it.
-    scope = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
-    with scope, hot_cursor() as cursor:
-        execute(cursor, submit_statements.submit_fast(), values)
-        return cursor.fetchone()
 
 
 def _submit_stepwise(*, rater, dataset: str, slot_id: int, rating: Mapping, clock_when_locked: bool) -> SubmitResult:

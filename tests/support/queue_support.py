@@ -13,7 +13,7 @@ import pytest
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-import annotation.serving.submit as queue_submit
+import annotation.serving.routing as serving_routing
 from annotation.models import SamplingMethod, TaskKind
 from annotation.rating.policy import rating_submit, slot_claim
 from annotation.serving.pairs import PairSpec, pairs_create_bulk
@@ -176,7 +176,7 @@ def engine(request, monkeypatch, settings):
     if request.param == "portable":
         settings.SQL_PATHS = "portable"
     elif request.param == "postgres-stepwise":
-        monkeypatch.setattr(queue_submit, "_submit_postgres_fast", lambda values: None)
+        monkeypatch.setattr(serving_routing, "_submit_fast", lambda **values: None)
     return request.param
 
 

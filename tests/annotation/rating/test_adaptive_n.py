@@ -182,7 +182,7 @@ def test_the_stepwise_submit_reports_a_filled_adaptive_pair_too():
                 rater=user,
                 dataset=pair.dataset.name,
                 slot_id=assignment.slot_id,
-                try_fast=False,
+                tried_fast=True,
                 **submit_kwargs(f"s{number}", DISPUTED[number]),
             )
         )

@@ -9,10 +9,9 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from annotation import serving as queue
-from annotation.apis.fields import rater_id_decode
+from annotation.apis.fields import rater_id_decode, rater_ids
 from annotation.models import GoldLease, GoldPair, GoldRating, Participant, QualitySettings, RatingSlot, SlotState
 from annotation.people.crowd.links import campaign_link_create
-from annotation.rating import storing
 from annotation.serving import claim as claim_module
 from tests.factories import SplitFactory, UserFactory
 from tests.support.crowd_support import ParticipantClient, crowd_dataset, gold_upload
@@ -24,15 +23,14 @@ pytestmark = [pytest.mark.postgres, pytest.mark.statement_count, pytest.mark.dja
 CLAIM = [CHECK + "queue_claim_ordinary"]
 GOLD_ON_CLAIM = [CHECK + "queue_claim_held_gold"]
 DRAWN_CLAIM = [CHECK + "queue_claim"]
-# The check, then the submit statement (lock, checks and writes in one).
-SUBMIT = [CHECK + "queue_submit_fast"]
+# The check, then the submit statement (lock, checks and writes in one, for a slot or a
+# gold lease).
+SUBMIT = [CHECK + "serving_submit_fast"]
 # On gold's turn the claim statement leases nothing and the gold statement leases the item.
 GOLD_ITEM_CLAIM = [CHECK + "queue_claim", "gold_claim"]
-# A gold lease this process served is tried as one first: the gold statement stores it.
-GOLD_ITEM_SUBMIT = [CHECK + "gold_submit"]
-# Served by another process: a gold lease's id is no slot, the queue's statement stores
-# nothing, the gold one stores it.
-GOLD_ITEM_SUBMIT_ELSEWHERE = [CHECK + "queue_submit_fast", "gold_submit"]
+# A gold lease's rating is stored by the same statement as a slot's, whichever process
+# served it: nothing is remembered, nothing tried twice.
+GOLD_ITEM_SUBMIT = SUBMIT
 # A token the process has not looked up yet (or dropped) is read on its own first: its
 # user, roles and expiry in one statement.
 LOOKUP = "auth_knox_token_roles"
@@ -52,17 +50,11 @@ def test_an_ordinary_items_claim_and_submit_with_gold_on(settings, tmp_path):
     assert (claim, submit) == (GOLD_ON_CLAIM, SUBMIT)
 
 
-def test_a_gold_items_claim_and_submit_with_gold_on(settings, tmp_path, monkeypatch):
+def test_a_gold_items_claim_and_submit_with_gold_on(settings, tmp_path):
     dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1, gold_pairs=5)
     claim, submit, slot_id = cycle(client, dataset, "measured")
     assert GoldRating.objects.filter(lease_id=slot_id, idempotency_key="measured").exists()
     assert (claim, submit) == (GOLD_ITEM_CLAIM, GOLD_ITEM_SUBMIT)
-    # The submit comes to a process that did not serve the item (or has forgotten it).
-    monkeypatch.setattr(storing, "remember_gold", lambda assignment: assignment)
-    cycle(client, dataset, "elsewhere first")  # prepares the queue's submit statement
-    claim, submit, slot_id = cycle(client, dataset, "elsewhere")
-    assert GoldRating.objects.filter(lease_id=slot_id, idempotency_key="elsewhere").exists()
-    assert (claim, submit) == (GOLD_ITEM_CLAIM, GOLD_ITEM_SUBMIT_ELSEWHERE)
 
 
 def test_a_claim_commits_asynchronously_only_as_its_own_transaction(settings, tmp_path):
@@ -222,7 +214,7 @@ def test_a_dataset_whose_gold_is_gone_is_claimed_without_the_gold_half_again(set
 # after a submit knows the rater held a slot of that kind until then, so holds no gold.
 PAGE_CLAIM = [CHECK + "queue_claim_ordinary_v1_with_progress"]
 # Gold off, the submit and its next claim go in one round trip (queue.submit_then_claim).
-PAGE_SUBMIT = [CHECK + "queue_submit_fast_stashed+queue_claim_ordinary_after_submit_v1_with_progress"]
+PAGE_SUBMIT = [CHECK + "serving_submit_fast_stashed+queue_claim_ordinary_after_submit_v2_with_progress"]
 GOLD_ON_PAGE_CLAIM = [CHECK + "queue_claim_held_gold_v1_with_progress"]
 GOLD_ON_PAGE_SUBMIT = [*SUBMIT, "queue_claim_rate_checked_v1_with_progress"]
 
@@ -327,3 +319,28 @@ def test_a_participant_at_the_quota_edge_is_served_the_gold_item_held_not_anothe
     assert stored.json()["next"]["slot_id"] == gold["slot_id"]
     participant = Participant.objects.get(link=link).user
     assert not RatingSlot.objects.filter(rater=participant, state=SlotState.LEASED).exists()
+
+
+@pytest.mark.parametrize("gold_one_in", [1, None], ids=["gold item", "ordinary item"])
+def test_a_refused_submit_tries_the_common_statement_once_then_the_stepwise_path_of_its_kind(
+    settings, tmp_path, gold_one_in
+):
+    """Storing a rating tries at most two ways: the common statement (which tries the id as
+    a slot and as a gold lease at once), then, when it stored nothing, the stepwise path
+    of the one kind the id is. A repeat with a new key is refused alike for both kinds."""
+    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=gold_one_in, gold_pairs=5)
+    _, _, slot_id = cycle(client, dataset, "first")
+    is_gold = GoldLease.objects.filter(pk=slot_id).exists()
+    assert is_gold is (gold_one_in == 1)
+    opaque_id = rater_ids().encode("slot", slot_id)
+    with CaptureQueriesContext(connection) as captured:
+        refused = client.post(
+            f"/api/rate/{dataset}/slots/{opaque_id}/submit/",
+            {**BODY, "idempotency_key": "another key"},
+            format="json",
+        )
+    assert refused.status_code == 409, refused.content
+    names = statement_names(captured.captured_queries)
+    assert sum(name.endswith("serving_submit_fast") for name in names) == 1, names
+    # The stepwise path of the item's kind only: a slot's locks through its statement.
+    assert ("queue_lock_slot" in names) is not is_gold, names

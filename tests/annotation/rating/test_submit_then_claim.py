@@ -24,7 +24,7 @@ from tests.support.queue_support import queue_pairs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-TOGETHER = CHECK + "queue_submit_fast_stashed+queue_claim_ordinary_after_submit_v1_with_progress"
+TOGETHER = CHECK + "serving_submit_fast_stashed+queue_claim_ordinary_after_submit_v2_with_progress"
 
 
 def submit(client, dataset: str, slot: str, key: str, **extra):
@@ -212,7 +212,7 @@ def test_a_client_that_asks_no_progress_gets_the_next_pair_in_the_same_round_tri
         assert stored.status_code == 201, stored.content
         slot = stored.json()["next"]["slot_id"]
     assert statement_names(captured.captured_queries) == [
-        CHECK + "queue_submit_fast_stashed+queue_claim_ordinary_after_submit"
+        CHECK + "serving_submit_fast_stashed+queue_claim_ordinary_after_submit"
     ]
     assert "progress" not in stored.json()
     rater = Rating.objects.get(idempotency_key="no progress").rater
@@ -276,7 +276,7 @@ def test_a_deadlock_with_the_raters_other_tab_is_answered_the_usual_way(settings
         watcher.close()
     assert reached == ["holds STS", "took SIS"]  # the other tab got the SIS slot: this one was ended
     assert stored.status_code == 201, stored.content
-    assert statements[0].startswith(CHECK + "queue_submit_fast_stashed+queue_claim_ordinary_after_submit")
+    assert statements[0].startswith(CHECK + "serving_submit_fast_stashed+queue_claim_ordinary_after_submit")
     assert stored.json()["next"]["slot_id"] == sts  # the STS slot, resumed once the other let go
     assert Rating.objects.filter(idempotency_key="two tabs").count() == 1
 
@@ -309,7 +309,7 @@ def test_the_next_claim_is_of_the_kind_asked(settings):
         sis = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()["slot_id"]
         stored, statements = submit(client, dataset, sis, f"asked {number}", claim_next_kind="STS")
         assert stored.status_code == 201, stored.content
-        assert statements[0].startswith(CHECK + "queue_submit_fast_stashed+queue_claim_ordinary_after_submit")
+        assert statements[0].startswith(CHECK + "serving_submit_fast_stashed+queue_claim_ordinary_after_submit")
         following = stored.json()["next"]
         assert following["kind"] == "STS", following
         client.post(f"/api/rate/{dataset}/slots/{following['slot_id']}/skip/")

@@ -331,7 +331,11 @@ def test_a_paused_rater_re_sending_old_submissions_is_answered_alike_for_gold_an
         again = client.post(rate_url(dataset, "submit", slot_id), submit_kwargs(key), format="json")
         assert again.status_code == 200, again.content  # the repeat, not the pause
         assert again.json()["rating_id"] == first["rating_id"] and again.json()["replayed"] is True
-    # A new submission is refused for the pause either way.
+    # A new key on an item already rated is refused with the same answer for either.
     set_rate(dataset, 0)
-    refused = client.post(rate_url(dataset, "submit", sent[0][0]), submit_kwargs("new-key"), format="json")
-    assert refused.status_code == 403
+    refusals = [
+        client.post(rate_url(dataset, "submit", slot_id), submit_kwargs(f"new-key-{n}"), format="json")
+        for n, (slot_id, _, _) in enumerate(sent)
+    ]
+    assert [answer.status_code for answer in refusals] == [409, 409]
+    assert refusals[0].json() == refusals[1].json()
