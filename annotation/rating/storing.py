@@ -56,8 +56,6 @@ def _store_rating(*, rater, dataset: str, slot_id: int, now: datetime | None, su
     first); then the stepwise paths, which also say why a submission is refused."""
     if use_postgres_sql():
         at = service_now(now)
-        # Forgotten once tried, not before: a request refused ahead of its first statement
-        # (a remembered token's check) did nothing, and is answered again.
         gold_first = _gold_served.get(slot_id, False)
         tries = (_gold_fast, _queue_fast) if gold_first else (_queue_fast, _gold_fast)
         for fast in tries:
