@@ -144,8 +144,7 @@ def backend_ns(connection) -> int:
 
 def statement_name(sql: str) -> str:
     """The names of the prepared statements a round trip runs, without their versions,
-    joined by "+" (a token's check rides ahead of the first statement), else the SQL's
-    first words."""
+    joined by "+" (statements sent in one round trip), else the SQL's first words."""
     words = sql.split()
     if "EXECUTE" in words:
         names = [words[at + 1].split("(")[0] for at, word in enumerate(words) if word == "EXECUTE"]

@@ -10,7 +10,7 @@ A the mean of the two A runs; the shortcut keeps its place where its largest sav
 the phases is at least 10 % (docs/architecture.md, "Framework shortcuts").
 
 Environment: BENCH_SECONDS and BENCH_ROUNDS (bench-queue's, default 8 and 2 here),
-BENCH_SHORTCUTS (names, default all five), BENCH_SMOKE=1 (bench-queue's smoke size, one
+BENCH_SHORTCUTS (names, default all four), BENCH_SMOKE=1 (bench-queue's smoke size, one
 phase, one shortcut). Last line: one JSON object ``{"phases", "on": {phase: cpu ms},
 "on_drift_pct", "shortcuts": {name: {"off": {phase: cpu ms}, "saved_pct": {phase: %},
 "largest_saved_pct", "keeps"}}}``.
@@ -27,7 +27,7 @@ from pathlib import Path
 from _common import print_figures, smoke
 
 REPO_DIR = Path(__file__).resolve().parent.parent
-SHORTCUTS = ("wsgi", "token_view", "input", "answer", "remembered_token")
+SHORTCUTS = ("wsgi", "token_view", "input", "answer")
 KEEP_AT_PCT = 10.0
 
 

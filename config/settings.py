@@ -13,25 +13,14 @@ Two run modes, chosen explicitly:
 from datetime import timedelta
 from pathlib import Path
 
-import environ
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+from config.environment import BASE_DIR, env, int_at_least
 
-env = environ.Env()
-_env_file = BASE_DIR / ".env"
-if _env_file.exists():
-    environ.Env.read_env(str(_env_file))
-
-
-def _int_at_least(name: str, default: int, *, minimum: int) -> int:
-    """An integer setting from the environment; a value below ``minimum`` stops start-up
-    with a message naming the variable."""
-    value = env.int(name, default=default)
-    if value < minimum:
-        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
-    return value
-
+# The UPLOAD_* settings: the bytes a file of each kind may have, the characters of an
+# imported field, how long a run's files stay.
+from config.upload_limits import *  # noqa: F403
+from config.upload_limits import UPLOAD_PRUNE_SECONDS
 
 DATABASE_URL = env.str("DATABASE_URL", default="")
 RUN_MODE = env.str("RUN_MODE", default="services" if DATABASE_URL else "embedded")
@@ -156,8 +145,8 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
-AXES_FAILURE_LIMIT = _int_at_least("AXES_FAILURE_LIMIT", 10, minimum=1)
-AXES_COOLOFF_MINUTES = _int_at_least("AXES_COOLOFF_MINUTES", 15, minimum=1)
+AXES_FAILURE_LIMIT = int_at_least("AXES_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_MINUTES = int_at_least("AXES_COOLOFF_MINUTES", 15, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=AXES_COOLOFF_MINUTES)
 # Per username and address together: guesses at someone's password from one address
 # lock out that address for that account only, so nobody can lock all raters out.
@@ -177,11 +166,11 @@ if CLIENT_IP_HEADER:
     AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_ip"
 
 # API tokens (django-rest-knox): stored as SHA-512 digests, each with its expiry.
-API_TOKEN_TTL_HOURS = _int_at_least("API_TOKEN_TTL_HOURS", 30 * 24, minimum=1)
+API_TOKEN_TTL_HOURS = int_at_least("API_TOKEN_TTL_HOURS", 30 * 24, minimum=1)
 # How long a rater's invitation link (set your password) stays valid.
-INVITATION_TTL_HOURS = _int_at_least("INVITATION_TTL_HOURS", 7 * 24, minimum=1)
+INVITATION_TTL_HOURS = int_at_least("INVITATION_TTL_HOURS", 7 * 24, minimum=1)
 # How long the one-time CSV download of a bulk add's invitation links stays open.
-INVITATION_DOWNLOAD_TTL_MINUTES = _int_at_least("INVITATION_DOWNLOAD_TTL_MINUTES", 60, minimum=1)
+INVITATION_DOWNLOAD_TTL_MINUTES = int_at_least("INVITATION_DOWNLOAD_TTL_MINUTES", 60, minimum=1)
 REST_KNOX = {
     "TOKEN_TTL": timedelta(hours=API_TOKEN_TTL_HOURS),
     "AUTH_HEADER_PREFIX": "Token",
@@ -252,7 +241,7 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_EXPIRES = 24 * 3600
 # A task taken by a worker that then vanished (killed, host lost) goes back to the queue
 # after this many seconds (Redis transport); a pool process that died returns it at once.
-CELERY_VISIBILITY_TIMEOUT = _int_at_least("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=5)
+CELERY_VISIBILITY_TIMEOUT = int_at_least("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=5)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 CELERY_TASK_ACKS_LATE = True
@@ -266,12 +255,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The served web process (web/served_wsgi.py) asks the server to close one answer's
 # connection in this many, so that keep-alive clients are spread again over the worker
 # processes (see web/keep_alive.py). 0: never.
-WEB_KEEPALIVE_REQUESTS = _int_at_least("WEB_KEEPALIVE_REQUESTS", 20, minimum=0)
+WEB_KEEPALIVE_REQUESTS = int_at_least("WEB_KEEPALIVE_REQUESTS", 20, minimum=0)
 
 # Rating queue. A claimed slot is leased for LEASE_TTL_SECONDS and renewed by the rating
 # page's heartbeat; an expired lease is claimable again at once (no cron needed). Beat
 # only tidies up: it returns expired leases to the open queue and recounts open pairs.
-LEASE_TTL_SECONDS = _int_at_least("LEASE_TTL_SECONDS", 600, minimum=10)
+LEASE_TTL_SECONDS = int_at_least("LEASE_TTL_SECONDS", 600, minimum=10)
 # The queue's hot statements run as server-side prepared statements (planned once per
 # connection). Turn off behind a transaction-mode pooler such as PgBouncer's.
 DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=True)
@@ -285,10 +274,9 @@ if SQL_PATHS not in ("postgres", "portable"):
 # shortcuts"), each of which answers as the framework's way does: "wsgi" (the WSGI entry
 # past the middleware chain; it needs "token_view"), "token_view" (a token POST answered
 # past DRF's view), "input" (plain bodies read without the serializer), "answer" (answers
-# built without the output serializers), "remembered_token" (a token checked ahead of the
-# request's first statement instead of looked up). Listed here, a shortcut is off: the
-# framework's way answers (make bench-shortcuts measures each against it).
-RATING_SHORTCUTS = ("wsgi", "token_view", "input", "answer", "remembered_token")
+# built without the output serializers). Listed here, a shortcut is off: the framework's
+# way answers (make bench-shortcuts measures each against it).
+RATING_SHORTCUTS = ("wsgi", "token_view", "input", "answer")
 RATING_SHORTCUTS_OFF = frozenset(env.list("RATING_SHORTCUTS_OFF", default=[]))
 if not set(RATING_SHORTCUTS) >= RATING_SHORTCUTS_OFF:
     raise ImproperlyConfigured(
@@ -305,7 +293,7 @@ QUEUE_RECOUNT_SECONDS = env.int("QUEUE_RECOUNT_SECONDS", default=3600)
 ORPHAN_CHECK_SECONDS = env.int("ORPHAN_CHECK_SECONDS", default=60)
 # The campaign dashboard's numbers are recomputed this often (seconds) for every dataset
 # with ratings; pages read the newest snapshot and also offer a refresh on demand.
-DASHBOARD_REFRESH_SECONDS = _int_at_least("DASHBOARD_REFRESH_SECONDS", 300, minimum=10)
+DASHBOARD_REFRESH_SECONDS = int_at_least("DASHBOARD_REFRESH_SECONDS", 300, minimum=10)
 # The raters' quarter-hour tallies older than two days are read by no progress; pruned this often.
 RATER_TALLY_PRUNE_SECONDS = 6 * 3600
 # The modules that define tasks: a worker imports them at start, and so does every other
@@ -343,47 +331,14 @@ CELERY_BEAT_SCHEDULE: dict = {
     },
 }
 
-
-# Uploads (API, admin forms, CLI copies) are bounded per kind, in bytes; a file over its
-# limit is refused while it streams in. The defaults fit COCO: its Karpathy JSON is
-# about 140 MB, its 616,767 caption embeddings of 1,024 float32 about 2.5 GB, and the
-# largest CxC pair list a few MB.
-def _bytes_setting(name: str, default: int) -> int:
-    value = env.int(name, default=default)
-    if value < 1:
-        raise ImproperlyConfigured(f"{name} must be a number of bytes, at least 1; got {value}")
-    return value
-
-
-UPLOAD_MAX_KARPATHY_BYTES = _bytes_setting("UPLOAD_MAX_KARPATHY_BYTES", 512 * 2**20)
-UPLOAD_MAX_EMBEDDINGS_BYTES = _bytes_setting("UPLOAD_MAX_EMBEDDINGS_BYTES", 4 * 2**30)
-UPLOAD_MAX_PAIRLIST_BYTES = _bytes_setting("UPLOAD_MAX_PAIRLIST_BYTES", 64 * 2**20)
-# A run's uploaded files go when it succeeds; a failed run's stay this many days for
-# diagnosis (0: until the next prune). The prune runs every UPLOAD_PRUNE_SECONDS.
-UPLOAD_KEEP_FAILED_DAYS = env.int("UPLOAD_KEEP_FAILED_DAYS", default=7)
-if UPLOAD_KEEP_FAILED_DAYS < 0:
-    raise ImproperlyConfigured(f"UPLOAD_KEEP_FAILED_DAYS must be 0 or more, got {UPLOAD_KEEP_FAILED_DAYS}")
-UPLOAD_PRUNE_SECONDS = _int_at_least("UPLOAD_PRUNE_SECONDS", 3600, minimum=1)
 CELERY_BEAT_SCHEDULE["uploads-prune"] = {"task": "annotation.tasks.prune_uploads", "schedule": UPLOAD_PRUNE_SECONDS}
 # Expired API tokens authenticate no one; the beat deletes their rows this often.
-API_TOKEN_PRUNE_SECONDS = _int_at_least("API_TOKEN_PRUNE_SECONDS", 3600, minimum=1)
+API_TOKEN_PRUNE_SECONDS = int_at_least("API_TOKEN_PRUNE_SECONDS", 3600, minimum=1)
 CELERY_BEAT_SCHEDULE["tokens-prune-expired"] = {
     "task": "annotation.tasks.prune_expired_tokens",
     "schedule": API_TOKEN_PRUNE_SECONDS,
 }
 
-# Per-field limits on imported data (characters). A caption far above any real one (COCO's
-# longest are a few hundred characters) is refused, not stored: one 150 MB "caption"
-# would otherwise fill rows, pages and exports. File names: a Karpathy entry's filename
-# and filepath, and the stored name of an uploaded file; file systems and the key
-# column hold at most 255.
-UPLOAD_MAX_CAPTION_CHARS = _int_at_least("UPLOAD_MAX_CAPTION_CHARS", 2000, minimum=1)
-UPLOAD_MAX_FILENAME_CHARS = env.int("UPLOAD_MAX_FILENAME_CHARS", default=255)
-if not 1 <= UPLOAD_MAX_FILENAME_CHARS <= 255:
-    raise ImproperlyConfigured(
-        f"UPLOAD_MAX_FILENAME_CHARS must be from 1 to 255 (what file systems and the key column hold), "
-        f"got {UPLOAD_MAX_FILENAME_CHARS}"
-    )
 
 # Nearest-neighbour search for sampling, as JSON, e.g. {"kind": "hnsw", "exact_max": 50000}.
 # Keys and defaults: sampling.search.index.IndexConfig (exact search up to 20,000 items, then IVF).
@@ -393,7 +348,7 @@ SAMPLING_INDEX = env.json("SAMPLING_INDEX", default={})
 SAMPLING_KEEP_RUN_FOLDERS = env.bool("SAMPLING_KEEP_RUN_FOLDERS", default=False)
 # A batch searching in a chord of shards is given up (failed, nothing written) when no
 # shard has started or finished for this long: longer than a lost task takes to return.
-SAMPLING_CHORD_STALL_SECONDS = _int_at_least(
+SAMPLING_CHORD_STALL_SECONDS = int_at_least(
     "SAMPLING_CHORD_STALL_SECONDS", CELERY_VISIBILITY_TIMEOUT + 600, minimum=CELERY_VISIBILITY_TIMEOUT + 1
 )
 

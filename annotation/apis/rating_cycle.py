@@ -13,7 +13,6 @@ reading accepts a body.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 
@@ -24,8 +23,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.renderers import JSONRenderer
 
 from annotation.core.cxc import KINDS, SCORE_MAX, SCORE_MIN
-from annotation.core.sql import RefusedAhead, sent_ahead
-from annotation.people.authentication import RoleTokenAuthentication, forget_token
+from annotation.people.authentication import RoleTokenAuthentication
 from annotation.serving import MAX_ADJUSTMENTS, MAX_IDEMPOTENCY_KEY, MAX_TIME_ON_ITEM_MS
 from config.exceptions import api_exception_handler
 
@@ -170,9 +168,7 @@ def token_fast_path(drf_view, direct, answer, serializer_class):
     """``drf_view`` (a DRF APIView's ``as_view()``) with a shorter way for the requests a
     rating client sends nearly always: a POST with ``Authorization: Token ...`` and a
     plain JSON body that ``direct`` reads. Those are authenticated by the same
-    authentication class (a token the process looked up before by its check, sent ahead
-    of the answer's first statement: when the check refuses, nothing behind it ran and
-    ``drf_view`` answers), checked by the view's own permission classes and answered by
+    authentication class, checked by the view's own permission classes and answered by
     ``answer(user, values=..., **url_kwargs)``, whose errors the project's exception
     handler renders as DRF would; every other request (another method or body, a session,
     a refused token or permission) goes to ``drf_view`` untouched, which answers it as
@@ -198,21 +194,13 @@ def token_fast_path(drf_view, direct, answer, serializer_class):
 
     def fast(request, **url_kwargs):
         """The fast path's answer, or None when ``drf_view`` must answer the request."""
-        fast_request = _fast_request(request, authentication, permissions, direct)
-        if fast_request is None:
+        values = _fast_values(request, authentication, permissions, direct)
+        if values is None:
             return None
-        values, check = fast_request
         try:
-            with contextlib.nullcontext() if check is None else sent_ahead(*check):
-                try:
-                    response = answer(request.user, values=values, **url_kwargs)
-                except Exception as exc:  # what the handler does not answer, _error_answer raises again
-                    response = _error_answer(exc, request)
-        except RefusedAhead:
-            # The remembered token no longer stands as it was: nothing behind the check
-            # ran, and DRF's view looks the token up and answers (401, 403 or the work).
-            forget_token(request.auth.digest)
-            return None
+            response = answer(request.user, values=values, **url_kwargs)
+        except Exception as exc:  # what the handler does not answer, _error_answer raises again
+            response = _error_answer(exc, request)
         response["Allow"] = allow
         return response
 
@@ -236,29 +224,22 @@ def _serializer_reader(serializer_class):
     return read
 
 
-def _fast_request(request, authentication, permissions, direct) -> tuple[dict, tuple | None] | None:
-    """(the body's values, the token's check or None) when this request may take the fast
-    path (a token rater's POST with a plain body), with ``request.user`` set as DRF sets
-    it; else None. The check (a remembered token's, ``RoleTokenAuthentication.
-    remembered_credentials``) must run ahead of the request's first statement."""
+def _fast_values(request, authentication, permissions, direct) -> dict | None:
+    """The body's values when this request may take the fast path (a token rater's POST
+    with a plain body), with ``request.user`` set as DRF sets it; else None."""
     if request.method != "POST" or not request.META.get("HTTP_AUTHORIZATION"):
         return None
-    remembered = authentication.remembered_credentials(request)
-    if remembered is not None:
-        request.user, request.auth, check = remembered
-    else:
-        try:
-            authenticated = authentication.authenticate(request)
-        except AuthenticationFailed:
-            return None  # DRF's view refuses it with its 401 and WWW-Authenticate
-        if authenticated is None:
-            return None
-        (request.user, request.auth), check = authenticated, None
+    try:
+        authenticated = authentication.authenticate(request)
+    except AuthenticationFailed:
+        return None  # DRF's view refuses it with its 401 and WWW-Authenticate
+    if authenticated is None:
+        return None
+    request.user, request.auth = authenticated
     if not all(permission.has_permission(request, None) for permission in permissions):
         return None
     data = _json_body(request)
-    values = None if data is None else direct(data)
-    return None if values is None else (values, check)
+    return None if data is None else direct(data)
 
 
 def _error_answer(exc: Exception, request) -> JsonAnswer:

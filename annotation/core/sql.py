@@ -5,20 +5,16 @@ more than running them; a prepared statement is planned once per connection and 
 reuses a generic plan. Off PostgreSQL, or with DB_PREPARED_STATEMENTS off (needed behind
 a transaction-mode pooler, where a session does not outlive a transaction), the same
 SQL runs as a plain statement.
-
-A statement may also be ``sent_ahead`` of the next one, in its round trip: a remembered
-API token's check (``annotation.people.authentication``), which stops what follows it
-when the token no longer stands.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connections
 
 # A prepared statement is planned for its first five runs with their values; then
 # PostgreSQL compares a generic plan with those and, for every statement here (six plans
@@ -80,11 +76,9 @@ def hot_cursor() -> Iterator:
     translation of errors (an IntegrityError is still Django's); else Django's cursor (a
     query log: DEBUG or a test's query capture; an execute wrapper). Django's cursor wraps
     every statement in several layers of calls: about 35 us of the web process's CPU a
-    statement, four statements per rated item. Run statements on it with ``execute``:
-    a statement ``sent_ahead`` travels with the first one (the driver's cursor has no
-    execute wrapper to run it otherwise)."""
+    statement, four statements per rated item."""
     db = connections[DEFAULT_DB_ALIAS]
-    if db.vendor != "postgresql" or db.queries_logged or _watched(db):
+    if db.vendor != "postgresql" or db.queries_logged or db.execute_wrappers:
         with db.cursor() as cursor:
             yield cursor
         return
@@ -101,38 +95,22 @@ def hot_cursor() -> Iterator:
 
 def execute(cursor, statement: Statement, values: Mapping, *, prefix: str = "", then: Statement | None = None) -> None:
     """Run ``statement`` with ``values`` on ``cursor`` (of the default connection).
-    ``prefix`` (PostgreSQL only) is SQL sent in the same round trip, before it; a
-    statement ``sent_ahead`` goes before both. ``then`` (PostgreSQL only): a statement
-    sent after it in the same round trip, with the same ``values`` (a name means one value
-    in both); the cursor then holds that one's rows only. Raises RefusedAhead when the
-    statement sent ahead refused."""
+    ``prefix`` (PostgreSQL only) is SQL sent in the same round trip, before it. ``then``
+    (PostgreSQL only): a statement sent after it in the same round trip, with the same
+    ``values`` (a name means one value in both); the cursor then holds that one's rows
+    only."""
     db = connections[DEFAULT_DB_ALIAS]  # once: each use of the proxy looks it up again
-    ahead = _take_ahead(db)
-    if ahead is not None and _begun(db):
-        _run_alone(db, ahead)
-        ahead = None
     if db.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
-        if ahead is not None:
-            prefix, values = f"{ahead[0].sql}; {prefix}", {**ahead[1], **values}
         sql, arguments = prefix + statement.sql, values
         if then is not None:
             sql = f"{sql}; {then.sql}"
     else:
-        try:
-            sql = f"{prefix}EXECUTE {statement.name} ({_prepared(db, cursor, statement)})"
-            arguments = [values[p] for p, _ in statement.params]
-            if then is not None:
-                sql = f"{sql}; EXECUTE {then.name} ({_prepared(db, cursor, then)})"
-                arguments += [values[p] for p, _ in then.params]
-            if ahead is not None:
-                sql = f"EXECUTE {ahead[0].name} ({_prepared(db, cursor, ahead[0])}); {sql}"
-                arguments = [ahead[1][p] for p, _ in ahead[0].params] + arguments
-        except BaseException:
-            if ahead is not None:
-                db._sent_ahead = ahead  # not sent: still ahead of the next statement
-            raise
-    with nullcontext() if ahead is None else _refusal_of(ahead[0]):
-        cursor.execute(sql, arguments)
+        sql = f"{prefix}EXECUTE {statement.name} ({_prepared(db, cursor, statement)})"
+        arguments = [values[p] for p, _ in statement.params]
+        if then is not None:
+            sql = f"{sql}; EXECUTE {then.name} ({_prepared(db, cursor, then)})"
+            arguments += [values[p] for p, _ in then.params]
+    cursor.execute(sql, arguments)
 
 
 def _prepared(db, cursor, statement: Statement) -> str:
@@ -149,90 +127,3 @@ def _prepared(db, cursor, statement: Statement) -> str:
         cursor.execute(f"{GENERIC_PLANS}PREPARE {statement.name} ({types}) AS {statement.positional()}")
         known[1].add(statement.name)
     return ", ".join(["%s"] * len(statement.params))
-
-
-# --- a statement sent ahead of the next -------------------------------------------------
-
-# The SQLSTATE of ``annotation_refuse_ahead()`` (migration 0036): a statement sent ahead
-# calls it to stop the statement behind it.
-AHEAD_REFUSED = "CX401"
-
-
-class RefusedAhead(Exception):
-    """The statement sent ahead refused (``annotation_refuse_ahead``): its round trip's
-    transaction was rolled back, and nothing behind it ran."""
-
-
-@contextmanager
-def _refusal_of(statement: Statement) -> Iterator[None]:
-    """Within: ``statement``'s refusal (the driver's error, or Django's wrapping of it)
-    raised as RefusedAhead."""
-    try:
-        yield
-    except Exception as exc:
-        if AHEAD_REFUSED in (getattr(exc, "pgcode", None), getattr(exc.__cause__, "pgcode", None)):
-            raise RefusedAhead(statement.name) from exc
-        raise
-
-
-@contextmanager
-def sent_ahead(statement: Statement, values: Mapping) -> Iterator[None]:
-    """Within: ``statement`` (PostgreSQL, which may call ``annotation_refuse_ahead()``)
-    runs before the next statement of this thread on the default connection: in the same
-    round trip when that one goes through ``execute`` (as one implicit transaction in
-    autocommit, so a refusal leaves nothing of it behind), else on its own just before it.
-    When nothing ran inside, it runs on leaving (unless by an exception), so the block's
-    answer never goes out without it. Raises RefusedAhead when it refused."""
-    db = connections[DEFAULT_DB_ALIAS]
-    db._sent_ahead = (statement, values)
-    db.execute_wrappers.append(_run_ahead)
-    try:
-        yield
-        ahead = _take_ahead(db)
-        if ahead is not None:
-            _run_alone(db, ahead)
-    finally:
-        db._sent_ahead = None
-        db.execute_wrappers.remove(_run_ahead)
-
-
-def _take_ahead(db):
-    ahead = getattr(db, "_sent_ahead", None)
-    if ahead is not None:
-        db._sent_ahead = None
-    return ahead
-
-
-def _run_ahead(run, sql, params, many, context):
-    """The execute wrapper of ``sent_ahead``: a statement that is not ``execute``'s (an
-    ORM query) runs after the statement sent ahead, which runs on its own."""
-    db = context["connection"]
-    ahead = _take_ahead(db)
-    if ahead is not None:
-        _run_alone(db, ahead)
-    return run(sql, params, many, context)
-
-
-def _run_alone(db, ahead) -> None:
-    """The statement sent ahead, in a round trip of its own; inside a transaction that
-    has begun, in a savepoint, so that a refusal leaves the transaction usable (a caller
-    may answer after rolling back what it did, a test's transaction goes on)."""
-    savepoint = transaction.atomic(using=db.alias) if _begun(db) else nullcontext()
-    with _refusal_of(ahead[0]), savepoint, db.cursor() as cursor:
-        execute(cursor, *ahead)
-
-
-def _begun(db) -> bool:
-    """Whether the connection is inside a transaction that has sent a statement already.
-    In one that has not (an ``atomic`` block's first statement), a refusal aborts nothing
-    done before it: RefusedAhead leaves the block, which rolls the transaction back."""
-    if not db.in_atomic_block:
-        return False
-    from psycopg2.extensions import TRANSACTION_STATUS_IDLE  # sent_ahead is PostgreSQL's
-
-    return db.connection.info.transaction_status != TRANSACTION_STATUS_IDLE
-
-
-def _watched(db) -> bool:
-    """Whether an execute wrapper other than ``sent_ahead``'s watches the connection."""
-    return any(wrapper is not _run_ahead for wrapper in db.execute_wrappers)

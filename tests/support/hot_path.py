@@ -20,13 +20,12 @@ def token_client(user) -> APIClient:
     return client
 
 
-# A token this process has looked up is checked ahead of the request's first statement,
-# in its round trip ("+": statements sent together): the check, then the claim statement:
-# in a dataset without active gold pairs the one without the gold half; in one with
-# them (once the process has seen one there, and its gold rate) the one that resumes a
-# held gold item when the process did not draw gold's turn, the one that also takes the
-# turn when it did.
-CHECK = "auth_token_check+"
+# Every token request looks its token up first, in a round trip of its own: its user,
+# roles and expiry in one statement. Then the claim statement: in a dataset without
+# active gold pairs the one without the gold half; in one with them (once the process has
+# seen one there, and its gold rate) the one that resumes a held gold item when the
+# process did not draw gold's turn, the one that also takes the turn when it did.
+LOOKUP = "auth_knox_token_roles"
 
 
 BODY = {"score": 2.5, "time_on_item_ms": 4000, "time_to_first_move_ms": 600, "adjustments": 1}

@@ -19,7 +19,6 @@ import annotation.urls
 import config.urls
 from annotation.apis import rating, rating_cycle, rating_progress
 from annotation.models import Rating
-from annotation.people import authentication
 from tests.factories import UserFactory
 from tests.support import queue_support
 from tests.support.queue_support import api_claim, rate_url, submit_kwargs
@@ -89,11 +88,10 @@ def taken(monkeypatch):
     spy(rating_cycle, "submit_input")
     spy(rating, "AssignmentSerializer")
     spy(rating_progress, "RaterProgressSerializer")
-    spy(authentication, "token_check")
     return names
 
 
-@pytest.mark.parametrize("name", ["token_view", "input", "answer", "remembered_token"])
+@pytest.mark.parametrize("name", ["token_view", "input", "answer"])
 def test_a_shortcut_off_takes_the_frameworks_way_with_the_same_answers(split, shortcuts_off, taken, name, settings):
     settings.SQL_PATHS = "postgres"
     shortcuts_off()
@@ -105,14 +103,12 @@ def test_a_shortcut_off_takes_the_frameworks_way_with_the_same_answers(split, sh
     off = set(taken)
     fast_view = hasattr(resolve(rate_url(split.dataset, "claim")).func, "fast")
     if name == "token_view":
-        assert not fast_view and "token_check" not in off
+        assert not fast_view
     elif name == "input":
         # The DRF view and the fast path both read the body with the serializer.
         assert fast_view and {"claim_input", "submit_input"} <= on and not {"claim_input", "submit_input"} & off
-    elif name == "answer":
-        assert "AssignmentSerializer" not in on and {"AssignmentSerializer", "RaterProgressSerializer"} <= off
     else:
-        assert "token_check" in on and "token_check" not in off
+        assert "AssignmentSerializer" not in on and {"AssignmentSerializer", "RaterProgressSerializer"} <= off
 
 
 def test_an_unknown_shortcut_name_stops_the_start():

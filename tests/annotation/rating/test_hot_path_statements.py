@@ -15,25 +15,23 @@ from annotation.people.crowd.links import campaign_link_create
 from annotation.serving import claim as claim_module
 from tests.factories import SplitFactory, UserFactory
 from tests.support.crowd_support import ParticipantClient, crowd_dataset, gold_upload
-from tests.support.hot_path import BODY, CHECK, PAGE, cycle, rated_dataset, statement_names, token_client
+from tests.support.hot_path import BODY, LOOKUP, PAGE, cycle, rated_dataset, statement_names, token_client
 from tests.support.queue_support import queue_pairs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.statement_count, pytest.mark.django_db(transaction=True)]
 
-CLAIM = [CHECK + "queue_claim_ordinary"]
-GOLD_ON_CLAIM = [CHECK + "queue_claim_held_gold"]
-DRAWN_CLAIM = [CHECK + "queue_claim"]
-# The check, then the submit statement (lock, checks and writes in one, for a slot or a
-# gold lease).
-SUBMIT = [CHECK + "serving_submit_fast"]
+# The token's lookup, then the claim statement.
+CLAIM = [LOOKUP, "queue_claim_ordinary"]
+GOLD_ON_CLAIM = [LOOKUP, "queue_claim_held_gold"]
+DRAWN_CLAIM = [LOOKUP, "queue_claim"]
+# The token's lookup, then the submit statement (lock, checks and writes in one, for a
+# slot or a gold lease).
+SUBMIT = [LOOKUP, "serving_submit_fast"]
 # On gold's turn the claim statement leases nothing and the gold statement leases the item.
-GOLD_ITEM_CLAIM = [CHECK + "queue_claim", "gold_claim"]
+GOLD_ITEM_CLAIM = [LOOKUP, "queue_claim", "gold_claim"]
 # A gold lease's rating is stored by the same statement as a slot's, whichever process
 # served it: nothing is remembered, nothing tried twice.
 GOLD_ITEM_SUBMIT = SUBMIT
-# A token the process has not looked up yet (or dropped) is read on its own first: its
-# user, roles and expiry in one statement.
-LOOKUP = "auth_knox_token_roles"
 
 
 def test_a_token_claim_and_submit_with_gold_off(settings, tmp_path):
@@ -174,7 +172,7 @@ def test_a_claim_without_the_gold_half_hands_a_dataset_with_gold_over(settings, 
     dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1)
     gold = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
     assert GoldLease.objects.filter(pk=rater_id_decode("slot", gold["slot_id"])).exists()
-    forgetful = [CHECK + "queue_claim_ordinary", "queue_claim_held_gold"]
+    forgetful = [LOOKUP, "queue_claim_ordinary", "queue_claim_held_gold"]
     monkeypatch.setattr(claim_module, "GOLD_SEEN_SECONDS", -1.0)  # every claim has forgotten
     monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: False)
     for _ in range(2):  # the first prepares the statement without the draw
@@ -196,7 +194,7 @@ def test_a_claim_without_the_gold_half_hands_a_dataset_with_gold_over(settings, 
     with CaptureQueriesContext(connection) as turn:
         drawn = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()
     assert GoldLease.objects.filter(pk=rater_id_decode("slot", drawn["slot_id"])).exists()
-    assert statement_names(turn.captured_queries) == [forgetful[0], "queue_claim", "gold_claim"]
+    assert statement_names(turn.captured_queries) == [*forgetful[:2], "queue_claim", "gold_claim"]
 
 
 def test_a_dataset_whose_gold_is_gone_is_claimed_without_the_gold_half_again(settings, tmp_path, monkeypatch):
@@ -212,10 +210,10 @@ def test_a_dataset_whose_gold_is_gone_is_claimed_without_the_gold_half_again(set
 # reads it, in the statement with the progress (once the process knows the dataset's id).
 # With gold on, the page's claim may resume a held gold item, as any claim; the claim
 # after a submit knows the rater held a slot of that kind until then, so holds no gold.
-PAGE_CLAIM = [CHECK + "queue_claim_ordinary_v1_with_progress"]
+PAGE_CLAIM = [LOOKUP, "queue_claim_ordinary_v1_with_progress"]
 # Gold off, the submit and its next claim go in one round trip (queue.submit_then_claim).
-PAGE_SUBMIT = [CHECK + "serving_submit_fast_stashed+queue_claim_ordinary_after_submit_v2_with_progress"]
-GOLD_ON_PAGE_CLAIM = [CHECK + "queue_claim_held_gold_v1_with_progress"]
+PAGE_SUBMIT = [LOOKUP, "serving_submit_fast_stashed+queue_claim_ordinary_after_submit_v2_with_progress"]
+GOLD_ON_PAGE_CLAIM = [LOOKUP, "queue_claim_held_gold_v1_with_progress"]
 GOLD_ON_PAGE_SUBMIT = [*SUBMIT, "queue_claim_rate_checked_v1_with_progress"]
 
 

@@ -22,10 +22,10 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 # claim is 4 since its statement draws gold's turn itself (before: the gold statement in a
 # transaction of its own came first); in the test's transaction the claim's own
 # transaction is a savepoint, counted. As production counts them: test_hot_path_statements.
-# Both then grew by two: the token's read is the check of the remembered token, which in
-# a transaction runs on its own in a savepoint (annotation.core.sql.sent_ahead), counted.
-CLAIM_QUERIES = 6
-SUBMIT_QUERIES = 6
+# The token's read is its lookup, one query (for a while it was the check of a remembered
+# token, run in a savepoint of its own in a transaction: two more each).
+CLAIM_QUERIES = 4
+SUBMIT_QUERIES = 4
 
 
 def claim_and_submit(client, dataset, key: str) -> tuple[int, int]:
@@ -143,10 +143,10 @@ def test_a_gold_claim_on_the_portable_path_costs_a_fixed_number_of_queries(setti
 # statement in its savepoint: the process served the item, so tries it as a gold lease
 # first (before: 7, the queue's submit statement first, which stores nothing for a gold
 # lease's id; before that 18, the queue's stepwise lookup, the pause, and the gold
-# rating stored step by step). Each then grew by two: the token's check in its savepoint,
-# as for CLAIM_QUERIES.
-GOLD_CLAIM_QUERIES = 7
-GOLD_SUBMIT_QUERIES = 6
+# rating stored step by step). The token's read is its lookup, one query, as for
+# CLAIM_QUERIES (two more each while it was a remembered token's check in a savepoint).
+GOLD_CLAIM_QUERIES = 5
+GOLD_SUBMIT_QUERIES = 4
 
 
 @pytest.mark.statement_count

@@ -19,20 +19,24 @@ from annotation.models import Pair, Rating, RatingSlot, SlotState
 from annotation.quality.pauses import rater_pause
 from annotation.serving import claim as claim_module
 from tests.factories import SplitFactory, UserFactory
-from tests.support.hot_path import BODY, CHECK, PAGE, rated_dataset, statement_names, token_client
+from tests.support.hot_path import BODY, LOOKUP, PAGE, rated_dataset, statement_names, token_client
 from tests.support.queue_support import queue_pairs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-TOGETHER = CHECK + "serving_submit_fast_stashed+queue_claim_ordinary_after_submit_v2_with_progress"
+TOGETHER = "serving_submit_fast_stashed+queue_claim_ordinary_after_submit_v2_with_progress"
 
 
 def submit(client, dataset: str, slot: str, key: str, **extra):
     body = {**BODY, "idempotency_key": key, "claim_next_kind": "SIS", **PAGE, **extra}
     with CaptureQueriesContext(connection) as captured:
         answer = client.post(f"/api/rate/{dataset}/slots/{slot}/submit/", body, format="json")
-    # The round trips, without the PREPAREs of statements a connection runs first.
-    return answer, [name for name in statement_names(captured.captured_queries) if name != "SET"]
+    # The round trips, without the PREPAREs of statements a connection runs first, after
+    # the token's lookup (every request's first, in a round trip of its own; by its table
+    # when not a prepared statement).
+    queries = [query for query in captured.captured_queries if statement_names([query]) != ["SET"]]
+    assert statement_names(queries[:1]) == [LOOKUP] or "knox_authtoken" in queries[0]["sql"], queries[0]
+    return answer, statement_names(queries[1:])
 
 
 def claim(client, dataset: str) -> str:
@@ -191,7 +195,8 @@ def test_without_prepared_statements_the_two_still_travel_together(settings, tmp
     with CaptureQueriesContext(connection) as captured:
         stored = client.post(f"/api/rate/{dataset}/slots/{slot}/submit/", body, format="json")
     assert stored.status_code == 201, stored.content
-    (round_trip,) = [query["sql"] for query in captured.captured_queries]
+    lookup, round_trip = [query["sql"] for query in captured.captured_queries]  # the token's, then the two
+    assert "knox_authtoken" in lookup and "knox_authtoken" not in round_trip
     assert "set_config('cxc.submitted'" in round_trip and "current_setting('cxc.submitted'" in round_trip
     rater = Rating.objects.get(idempotency_key="plain sql").rater
     assert leased_by(rater) == [rater_id_decode("slot", stored.json()["next"]["slot_id"])]
@@ -212,7 +217,8 @@ def test_a_client_that_asks_no_progress_gets_the_next_pair_in_the_same_round_tri
         assert stored.status_code == 201, stored.content
         slot = stored.json()["next"]["slot_id"]
     assert statement_names(captured.captured_queries) == [
-        CHECK + "serving_submit_fast_stashed+queue_claim_ordinary_after_submit"
+        LOOKUP,
+        "serving_submit_fast_stashed+queue_claim_ordinary_after_submit",
     ]
     assert "progress" not in stored.json()
     rater = Rating.objects.get(idempotency_key="no progress").rater
@@ -276,7 +282,7 @@ def test_a_deadlock_with_the_raters_other_tab_is_answered_the_usual_way(settings
         watcher.close()
     assert reached == ["holds STS", "took SIS"]  # the other tab got the SIS slot: this one was ended
     assert stored.status_code == 201, stored.content
-    assert statements[0].startswith(CHECK + "serving_submit_fast_stashed+queue_claim_ordinary_after_submit")
+    assert statements[0].startswith("serving_submit_fast_stashed+queue_claim_ordinary_after_submit")
     assert stored.json()["next"]["slot_id"] == sts  # the STS slot, resumed once the other let go
     assert Rating.objects.filter(idempotency_key="two tabs").count() == 1
 
@@ -309,7 +315,7 @@ def test_the_next_claim_is_of_the_kind_asked(settings):
         sis = client.post(f"/api/rate/{dataset}/claim/", {"kind": "SIS"}, format="json").json()["slot_id"]
         stored, statements = submit(client, dataset, sis, f"asked {number}", claim_next_kind="STS")
         assert stored.status_code == 201, stored.content
-        assert statements[0].startswith(CHECK + "serving_submit_fast_stashed+queue_claim_ordinary_after_submit")
+        assert statements[0].startswith("serving_submit_fast_stashed+queue_claim_ordinary_after_submit")
         following = stored.json()["next"]
         assert following["kind"] == "STS", following
         client.post(f"/api/rate/{dataset}/slots/{following['slot_id']}/skip/")
