@@ -11,32 +11,27 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests.support.database_outage import closed_port
+
 BIN_GLOB = "/usr/lib/postgresql/*/bin"
 
 
 def server_programs() -> Path:
     """The newest installed PostgreSQL's bin folder holding initdb and pg_ctl."""
-    found = [Path(p) for p in sorted(Path("/").glob(BIN_GLOB.lstrip("/")), key=lambda p: int(p.parent.name))]
-    found = [p for p in found if (p / "initdb").is_file() and (p / "pg_ctl").is_file()]
+    found = [p for p in Path("/").glob(BIN_GLOB.lstrip("/")) if (p / "initdb").is_file() and (p / "pg_ctl").is_file()]
+    found.sort(key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)  # 9.6 sorts first
     if not found:
         message = f"no PostgreSQL server programs (initdb, pg_ctl) under {BIN_GLOB}"
         if os.environ.get("REQUIRE_SERVICES") == "1":
             pytest.fail(message)
         pytest.skip(message)
     return found[-1]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class OwnPostgres:
@@ -49,7 +44,7 @@ class OwnPostgres:
         self.folder = Path(tempfile.mkdtemp(prefix="cxc-own-postgres-"))
         self.data = self.folder / "data"
         self.log = self.folder / "server.log"
-        self.port = _free_port()
+        self.port = closed_port()  # free: nothing listens there yet
         # PostgreSQL will not run as root: its programs then run as the postgres user.
         self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
         if self.as_user:
