@@ -111,6 +111,11 @@ if RUN_MODE == "services":
     # to spare the one request per thread that meets a connection the database dropped
     # (a restart); Django closes such a connection after that request's error.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=False)
+    # A database host that drops packets would hold each request (and its thread) for the
+    # kernel's connect timeout, minutes, instead of answering 503 (config/exceptions.py).
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", _int_at_least("DATABASE_CONNECT_TIMEOUT", 5, minimum=1)
+    )
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
@@ -352,6 +357,8 @@ SAMPLING_CHORD_STALL_SECONDS = int_at_least(
     "SAMPLING_CHORD_STALL_SECONDS", CELERY_VISIBILITY_TIMEOUT + 600, minimum=CELERY_VISIBILITY_TIMEOUT + 1
 )
 
+# The Retry-After of the 503 answered while the database does not answer.
+DATABASE_RETRY_AFTER_SECONDS = _int_at_least("DATABASE_RETRY_AFTER_SECONDS", 5, minimum=1)
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes a missing or bad credential a 401
     # (with session authentication first it was a 403). Browsers send no token, so the

@@ -15,9 +15,10 @@ that can change such a request's answer, in the chain's order:
   ``SecurityMiddleware`` (its headers), each only on the answers that pass it in the
   chain (a refused host's 400 is made inside ``CommonMiddleware``, so it gets no
   X-Frame-Options);
-- around: Django's request signals (``close_old_connections`` on both sides), its
-  answer to an exception (500 through ``handler500``, logged) and its log of every answer
-  from 400 on.
+- around: Django's request signals (``close_old_connections`` on both sides, which
+  drops a connection the database ended), its answer to an exception (through
+  ``handler500``: a 500, or a 503 with Retry-After while the database does not answer;
+  logged) and its log of every answer from 400 on.
 
 Every other request, and one the fast path declines (a refused token, another body),
 goes to Django whole, with the body it sent (a declined one sends ``request_started``

@@ -250,4 +250,6 @@ def _error_answer(exc: Exception, request) -> JsonAnswer:
     for header, value in handled.items():
         if header.lower() != "content-type":
             response[header] = value
+    # The handler logged a database outage's 503 itself, in one line (config/exceptions.py).
+    response._has_been_logged = getattr(handled, "_has_been_logged", False)
     return response

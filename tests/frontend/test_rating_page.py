@@ -157,8 +157,8 @@ def test_offline_during_submit_keeps_the_rating_until_back_online(page, live_ser
     page.mouse.click(*track_point(page, 0.82))
     page.context.set_offline(True)
     page.keyboard.press("Enter")
-    page.wait_for_selector("#notice:not([hidden])")
-    assert "kept" in page.locator("#notice").inner_text()
+    page.wait_for_selector("#connection:not([hidden])")
+    assert "Your rating is kept" in page.locator("#connection").inner_text()
     assert Rating.objects.filter(slot=slot).count() == 0
     pending = page.evaluate("() => JSON.parse(localStorage.getItem('cxc-outbox:rater1:demo'))")
     assert [p["slot_id"] for p in pending] == [shown(slot)]
@@ -176,7 +176,7 @@ def test_rating_kept_across_a_reload_is_sent_once(page, live_server, demo):
     page.route("**/submit/", lambda route: route.abort("internetdisconnected"))
     page.mouse.click(*track_point(page, 0.5))
     page.keyboard.press("Enter")
-    page.wait_for_selector("#notice:not([hidden])")
+    page.wait_for_selector("#connection:not([hidden])")
     page.unroute("**/submit/")
     page.reload()
     page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{shown(slot)}'])")

@@ -42,16 +42,18 @@ def free_port(ports: range = PORTS) -> int:
 
 
 @contextlib.contextmanager
-def served(log: Path, **settings: str):
-    """(port, log): the container's command serving the test database, ``settings`` added
-    to its environment (WEB_WORKERS ...); stopped on leaving. The bind comes from WEB_BIND,
-    as in the container."""
+def served(log: Path, *, database_url: str | None = None, **settings: str):
+    """(port, log): the container's command serving the test database (or
+    ``database_url``), ``settings`` added to its environment (WEB_WORKERS ...); stopped on
+    leaving. The bind comes from WEB_BIND, as in the container."""
     port = free_port()
-    db = connection.settings_dict
+    if database_url is None:
+        db = connection.settings_dict
+        database_url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
     # The caller's WEB_* or GUNICORN_* variables would change or stop the server under test.
     inherited = {name: value for name, value in os.environ.items() if not name.startswith(("WEB_", "GUNICORN_"))}
     env = inherited | {
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "DATABASE_URL": database_url,
         "RUN_MODE": "services",
         "CELERY_TASK_ALWAYS_EAGER": "true",
         "WEB_BIND": f"127.0.0.1:{port}",

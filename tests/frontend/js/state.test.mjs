@@ -2,7 +2,15 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { ItemTimer, Outbox, newKey, retryDelay, studyProgressText } from "../../../frontend/static/frontend/rate/state.js";
+import {
+  ItemTimer,
+  Outbox,
+  newKey,
+  reconnectDelay,
+  retryAfterMs,
+  retryDelay,
+  studyProgressText,
+} from "../../../frontend/static/frontend/rate/state.js";
 
 function clock(times) {
   const queue = [...times];
@@ -62,6 +70,24 @@ test("a damaged outbox reads as empty", () => {
 test("keys are 32 hex digits and retries back off to 15 s", () => {
   assert.match(newKey(), /^[0-9a-f]{32}$/);
   assert.deepEqual([0, 1, 2, 5, 10].map(retryDelay), [500, 1000, 2000, 15000, 15000]);
+});
+
+test("Retry-After reads as seconds or a date, and nothing else", () => {
+  const now = Date.parse("Wed, 02 Dec 2026 10:00:00 GMT");
+  assert.equal(retryAfterMs("5", now), 5000);
+  assert.equal(retryAfterMs(" 0 ", now), 0);
+  assert.equal(retryAfterMs("Wed, 02 Dec 2026 10:00:07 GMT", now), 7000);
+  assert.equal(retryAfterMs("Wed, 02 Dec 2026 09:59:00 GMT", now), 0); // a date passed: at once
+  assert.equal(retryAfterMs("86400", now), 300000); // followed for five minutes at most
+  for (const unreadable of [null, undefined, "", "soon", "-3", "1.5"]) assert.equal(retryAfterMs(unreadable, now), null);
+});
+
+test("a retry waits the backoff or the server's Retry-After, whichever is longer, plus jitter", () => {
+  const none = () => 0;
+  assert.deepEqual([0, 1, 2, 3, 4, 5, 9].map((attempt) => reconnectDelay(attempt, null, none)), [500, 1000, 2000, 4000, 8000, 15000, 15000]);
+  assert.equal(reconnectDelay(0, 5000, none), 5000); // the server's wait, not the first half second
+  assert.equal(reconnectDelay(5, 5000, none), 15000); // the backoff once it is longer
+  assert.equal(reconnectDelay(0, 5000, () => 0.999), 6249); // up to a quarter more, never less
 });
 
 test("a participant's progress reads items rated of the quota", () => {

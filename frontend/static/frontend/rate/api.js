@@ -1,7 +1,17 @@
 // The rater API, as the rating page uses it. Every call resolves to {status, body};
 // network failures reject with NetworkError so callers can keep work and retry.
+import { retryAfterMs } from "./state.js";
 
-export class NetworkError extends Error {}
+/** No answer, or a 5xx: `status` is the answer's (null: none came) and `retryAfterMs` the
+ * wait its Retry-After asked for (null: none; the server sends one with 503 while its
+ * database does not answer). */
+export class NetworkError extends Error {
+  constructor(message, { status = null, retryAfterMs = null } = {}) {
+    super(message);
+    this.status = status;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
 
 function csrfToken() {
   const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
@@ -26,7 +36,12 @@ export async function call(method, url, body) {
   }
   // A proxy or a dropped connection can answer with a 5xx page: treat it as a network
   // failure so the work is kept and retried, never dropped.
-  if (response.status >= 500) throw new NetworkError(`server answered ${response.status}`);
+  if (response.status >= 500) {
+    throw new NetworkError(`server answered ${response.status}`, {
+      status: response.status,
+      retryAfterMs: retryAfterMs(response.headers.get("Retry-After"), Date.now()),
+    });
+  }
   let payload = null;
   if (response.status !== 204) {
     try {

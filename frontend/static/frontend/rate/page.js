@@ -1,9 +1,10 @@
 // The rating page: wires the API, the slider and the session state to the DOM.
 import { NetworkError, rateApi } from "./api.js";
+import { connectionLine } from "./connection.js";
 import { itemNode, showNoticeIn } from "./items.js";
 import { Focus, enterAction } from "./keys.js";
 import { createSlider } from "./slider.js";
-import { ItemTimer, Outbox, newKey, retryDelay, studyProgressText } from "./state.js";
+import { ItemTimer, Outbox, newKey, studyProgressText } from "./state.js";
 
 const config = JSON.parse(document.getElementById("rate-config").textContent);
 const api = rateApi(config.api_base);
@@ -25,6 +26,9 @@ const el = {
   state: document.getElementById("state"),
   otherWork: document.getElementById("other-work"),
 };
+// While the server cannot be reached (or answers 503 while its database restarts): the
+// countdown to the next try, the rating on screen and in the outbox kept meanwhile.
+const connection = connectionLine(document.getElementById("connection"));
 
 // Refusals that mean "go on through your study's link" for a crowd participant.
 const STUDY_STEP_CODES = new Set(["quota_reached", "consent_required", "questions_first", "study_ended"]);
@@ -200,39 +204,46 @@ function handleAuth(answer) {
 }
 
 // --- claim, submit, skip, flag ---------------------------------------------------------
-async function claimNext() {
+/** Claim the next pair, trying again with backoff while the server cannot answer;
+ * `attempt` counts the tries that failed so far. */
+async function claimNext(attempt = 0) {
+  let answer;
   try {
-    const answer = await api.claim(config.kind);
-    if (handleAuth(answer)) return;
-    if (answer.status === 204) {
-      showNoWork();
-    } else if (answer.status === 200) {
-      if (answer.body.progress) showProgress(answer.body.progress);
-      await render(answer.body);
-    } else {
-      showNotice(answer.body?.detail || `Could not load a pair (${answer.status}).`, "error");
-    }
+    answer = await api.claim(config.kind);
   } catch (error) {
     if (!(error instanceof NetworkError)) throw error;
-    showNotice("No connection. Trying again…", "error");
-    window.setTimeout(claimNext, 2000);
+    await connection.wait(error, attempt);
+    await claimNext(attempt + 1);
+    return;
+  }
+  if (attempt > 0) connection.restored();
+  if (handleAuth(answer)) return;
+  if (answer.status === 204) {
+    showNoWork();
+  } else if (answer.status === 200) {
+    if (answer.body.progress) showProgress(answer.body.progress);
+    await render(answer.body);
+  } else {
+    showNotice(answer.body?.detail || `Could not load a pair (${answer.status}).`, "error");
   }
 }
 
 /** Send one stored submission until the server answers; returns the server's answer.
- * It leaves the outbox once the server has decided on it; a submission refused because
- * the session ended stays, and is sent when the page is opened again after logging in. */
+ * While it cannot answer, the submission is sent again, with the same idempotency key
+ * (stored once however often it arrives), after a backoff that honours the answer's
+ * Retry-After. It leaves the outbox once the server has decided on it; a submission
+ * refused because the session ended stays, and is sent when the page is opened again
+ * after logging in. */
 async function deliver(submission) {
   for (let attempt = 0; ; attempt += 1) {
     try {
       const answer = await api.submit(submission);
       if (!sessionEnded(answer)) outbox.remove(submission.idempotency_key);
-      if (attempt > 0) showNotice("");
+      if (attempt > 0) connection.restored(answer.status < 300 ? "your rating was stored." : "");
       return answer;
     } catch (error) {
       if (!(error instanceof NetworkError)) throw error;
-      showNotice("Connection lost. Your rating is kept in this page and will be sent when the connection returns.", "error");
-      await new Promise((resolve) => window.setTimeout(resolve, retryDelay(Math.min(attempt, 5))));
+      await connection.wait(error, attempt, { keeping: true });
     }
   }
 }

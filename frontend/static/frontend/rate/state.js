@@ -69,6 +69,32 @@ export function retryDelay(attempt) {
   return Math.min(15000, 500 * 2 ** attempt);
 }
 
+// The longest wait a Retry-After is followed to: beyond it the page asks again anyway.
+const LONGEST_RETRY_AFTER_MS = 300000;
+
+/**
+ * A Retry-After header's wait in ms (delay-seconds, or an HTTP date less `nowMs`), or null
+ * when the header is absent or unreadable.
+ */
+export function retryAfterMs(header, nowMs) {
+  const text = (header ?? "").trim();
+  if (/^\d+$/.test(text)) return Math.min(LONGEST_RETRY_AFTER_MS, Number(text) * 1000);
+  // An HTTP date ("Wed, 02 Dec 2026 10:00:07 GMT"); Date.parse alone reads "-3" as a year.
+  const when = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(text) ? Date.parse(text) : Number.NaN;
+  return Number.isNaN(when) ? null : Math.min(LONGEST_RETRY_AFTER_MS, Math.max(0, when - nowMs));
+}
+
+/**
+ * The wait before retry number `attempt` (0-based) after a failure whose answer asked for
+ * `retryAfter` ms (null: it did not): the backoff, never shorter than the server asked,
+ * and up to a quarter longer at random (`random` in [0, 1)), so that raters cut off
+ * together do not all come back in the same instant.
+ */
+export function reconnectDelay(attempt, retryAfter, random = Math.random) {
+  const wait = Math.max(retryDelay(attempt), retryAfter ?? 0);
+  return Math.round(wait * (1 + 0.25 * random()));
+}
+
 /** A study participant's progress line: items rated of the quota, gold items included. */
 export function studyProgressText({ items_done: done, quota }) {
   return `Rated ${done} of ${quota}`;
