@@ -114,7 +114,7 @@ if RUN_MODE == "services":
     # A database host that drops packets would hold each request (and its thread) for the
     # kernel's connect timeout, minutes, instead of answering 503 (config/exceptions.py).
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
-        "connect_timeout", _int_at_least("DATABASE_CONNECT_TIMEOUT", 5, minimum=1)
+        "connect_timeout", int_at_least("DATABASE_CONNECT_TIMEOUT", 5, minimum=1)
     )
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -358,7 +358,7 @@ SAMPLING_CHORD_STALL_SECONDS = int_at_least(
 )
 
 # The Retry-After of the 503 answered while the database does not answer.
-DATABASE_RETRY_AFTER_SECONDS = _int_at_least("DATABASE_RETRY_AFTER_SECONDS", 5, minimum=1)
+DATABASE_RETRY_AFTER_SECONDS = int_at_least("DATABASE_RETRY_AFTER_SECONDS", 5, minimum=1)
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes a missing or bad credential a 401
     # (with session authentication first it was a 403). Browsers send no token, so the
