@@ -32,6 +32,7 @@ from annotation.export.formats import (
 )
 from annotation.export.parquet import ParquetPairsWriter, ParquetRawWriter
 
+
 class CxcCsvWriter:
     """``<task>_<split>.csv``: one row per pair, the release's four columns."""
 

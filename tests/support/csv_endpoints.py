@@ -32,7 +32,9 @@ FILE_VIEWS_NOT_CSV = {
 }
 
 # What in a view's code makes a file answer.
-FILE_ANSWER = re.compile(r"text/csv|application/zip|FileResponse|StreamingHttpResponse|Content-Disposition|as_attachment")
+FILE_ANSWER = re.compile(
+    r"text/csv|application/zip|FileResponse|StreamingHttpResponse|Content-Disposition|as_attachment"
+)
 PROJECT_PACKAGES = ("annotation", "sampling", "frontend", "config", "web")
 
 

@@ -112,9 +112,7 @@ def _answered(link, user, external_id: str) -> Participant:
             study_question_add(link, phase="pre", prompt=hostile("question"), required=True),
             study_question_add(link, phase="pre", prompt="Anything else?"),
         ]
-    participant = Participant.objects.create(
-        link=link, user=user, external_id=external_id, started_at=timezone.now()
-    )
+    participant = Participant.objects.create(link=link, user=user, external_id=external_id, started_at=timezone.now())
     answers = {str(questions[0].pk): hostile("answer"), str(questions[1].pk): "\t=1+2 tab_answer"}
     answers_save(participant, phase="pre", answers=answers)
     return participant
