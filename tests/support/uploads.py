@@ -59,19 +59,22 @@ def post_through_wsgi(body_path: Path, size: int, *, path_info: str, headers: Ma
 
 
 # A process of its own for one request: its peak resident memory is the request's alone
-# (the test process's own peak may come from any earlier test).
+# (the test process's own peak may come from any earlier test). Linux only (/proc).
+# The peak is the memory map's high-water mark (VmHWM), which starts afresh at the exec:
+# getrusage's ru_maxrss keeps the forked copy's, which is the test process's own size.
 _CHILD = """
-import json, resource, sys
+import json, re, sys
 from pathlib import Path
 import django
 django.setup()
 from tests.support.uploads import post_through_wsgi
 body, size, path_info, headers = json.loads(sys.argv[1])
 response = post_through_wsgi(Path(body), size, path_info=path_info, headers=headers)
+status = Path("/proc/self/status").read_text()
 print(json.dumps({
     "status": response.status_code,
     "content": response.content.decode(errors="replace")[:2000],
-    "maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    "peak_rss_bytes": int(re.search(r"VmHWM:\\s+(\\d+) kB", status).group(1)) * 1024,
 }))
 """
 
@@ -79,7 +82,7 @@ print(json.dumps({
 def post_in_a_process(body_path: Path, size: int, *, path_info: str, headers: Mapping[str, str], env) -> dict:
     """``post_through_wsgi`` in a new Python process with environment ``env`` (a database
     whose rows the test committed). Returns the answer's ``status`` and ``content`` and the
-    process's peak resident memory ``maxrss_bytes`` (Django and the app loaded included)."""
+    process's peak resident memory ``peak_rss_bytes`` (Django and the app loaded included)."""
     argument = json.dumps([str(body_path), size, path_info, dict(headers)])
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, argument], cwd=REPO_DIR, env=env, capture_output=True, text=True, timeout=600

@@ -144,7 +144,7 @@ def test_a_valid_gold_file_of_the_largest_size_is_added_in_a_process_that_stays_
     assert answer["status"] == 201, answer["content"]
     assert json.loads(answer["content"]) == {"created": MAX_ROWS}
     assert GoldPair.objects.filter(dataset=split.dataset).count() == MAX_ROWS
-    assert answer["maxrss_bytes"] < 250 * 2**20, f"peak {answer['maxrss_bytes'] / 2**20:.0f} MiB"
+    assert answer["peak_rss_bytes"] < 250 * 2**20, f"peak {answer['peak_rss_bytes'] / 2**20:.0f} MiB"
 
 
 def test_a_gold_file_over_the_row_limit_is_refused_at_the_first_row_beyond_it(tmp_path, split, monkeypatch):

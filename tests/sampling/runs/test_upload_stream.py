@@ -110,7 +110,7 @@ def test_a_valid_60_mb_pair_list_is_checked_in_a_process_that_stays_under_250_mb
     assert answer["status"] == 201, answer["content"]
     batch = SamplingBatch.objects.get()
     assert batch.methods["c2c_isim"] > 900_000
-    assert answer["maxrss_bytes"] < 250 * 2**20, f"peak {answer['maxrss_bytes'] / 2**20:.0f} MiB"
+    assert answer["peak_rss_bytes"] < 250 * 2**20, f"peak {answer['peak_rss_bytes'] / 2**20:.0f} MiB"
 
 
 def test_a_batch_writes_its_list_in_chunks_and_nothing_when_a_late_row_fails(tmp_path, monkeypatch):
