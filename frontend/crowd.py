@@ -4,12 +4,17 @@ pairs, to the end page: the completion code, the partial code, or a request to r
 the study, and back to the platform.
 
 A link that cannot be followed (unknown, closed, full, or an id whose account is not the
-link's to sign in) shows a page saying why and signs nobody in; a session already open in
-the browser is left as it was, so a crafted link can neither sign someone in nor out."""
+link's to sign in) shows a page saying why and signs nobody in. A link never changes who
+is signed in by itself: a visitor signed in as anyone but the link's participant (an admin
+who opens a crafted link, a participant of another id) is asked first, and only the
+page's own form (a POST with its CSRF token) signs them out and the participant in; the
+same participant coming back goes on without the question."""
 
-from django.contrib.auth import login
+from django.contrib.auth import login, logout
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods
 
 from annotation.models import Participant, ParticipantOutcome, Qualification
 from annotation.people.crowd.completion import (
@@ -20,23 +25,53 @@ from annotation.people.crowd.completion import (
     participant_finish,
     participant_next,
 )
-from annotation.people.crowd.join import JoinRefused, participant_join
+from annotation.people.crowd.join import JoinRefused, JoinTarget, join_target, participant_join
 from annotation.people.crowd.study import ENDED_BY_PARTICIPANT
 
 # Long enough to copy the code, short enough that nobody wonders what to do next.
 REDIRECT_SECONDS = 8
 
 
+@require_http_methods(["GET", "POST"])
 def join(request, token: str):
     """Open a campaign link: the participant of the external id in the query string,
-    made on the first visit and signed in, goes on to their next step."""
+    made on the first visit and signed in, goes on to their next step. A visitor signed
+    in as someone else gets the question first (GET); its form's POST switches."""
     try:
+        target = join_target(token=token, params=request.GET)
+        if request.method != "POST" and _signs_out(request, target):
+            return _switch_page(request, target)
         participant = participant_join(token=token, params=request.GET)
     except JoinRefused as refused:
         return _crowd_page(request, "refused", "This link cannot be used", str(refused), status=refused.http_status)
     if request.user.pk != participant.user_id:
+        if request.user.is_authenticated:
+            logout(request)
         login(request, participant.user, backend="django.contrib.auth.backends.ModelBackend")
     return _next_step(participant)
+
+
+def _signs_out(request, target: JoinTarget) -> bool:
+    """Whether following the link would sign out the user signed in now."""
+    if not request.user.is_authenticated:
+        return False
+    return target.participant is None or target.participant.user_id != request.user.pk
+
+
+def _switch_page(request, target: JoinTarget):
+    """The question before a link signs out whoever is signed in; cancelling goes back
+    where they came from (on this site), else home."""
+    back = request.headers.get("Referer", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        back = reverse("home")
+    context = {
+        "signed_in_as": request.user.get_username(),
+        "external_id": target.external_id,
+        "id_param": target.link.id_param,
+        "study": target.link.name,
+        "cancel_url": back,
+    }
+    return render(request, "frontend/crowd_switch.html", context)
 
 
 def join_next(request, token: str):

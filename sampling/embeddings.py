@@ -18,6 +18,9 @@ from annotation.core.inputs import nul_problem
 # Rows processed at a time while validating and normalizing: keeps memory flat for
 # files much larger than RAM would comfortably hold twice.
 CHUNK_ROWS = 65_536
+# An item key has at most 255 characters (up to 4 bytes each in UTF-8): a longer line is
+# no id, and a file without line breaks is refused here instead of read whole.
+MAX_ID_LINE_BYTES = 4096
 
 
 class EmbeddingError(ValueError):
@@ -53,7 +56,8 @@ def read_ids(path: str | os.PathLike) -> list[str]:
     EmbeddingError naming the file and the line (1-based) of a blank line, a duplicate id
     or an id with a NUL character, and the byte offset of a byte that is not UTF-8.
 
-    Streams the file a line at a time: an ids file may be as large as its upload limit."""
+    Streams the file a line at a time, each line bounded (MAX_ID_LINE_BYTES): an ids file
+    may be as large as its upload limit."""
     path = Path(path)
     if not path.is_file():
         raise EmbeddingError(f"{path}: ids file not found")
@@ -78,7 +82,12 @@ def _id_lines(path: Path) -> Iterator[str]:
     """The file's lines, stripped, split at \\n, \\r\\n and a lone \\r as text mode does."""
     offset = 0
     with path.open("rb") as stream:
-        for newline_count, raw in enumerate(stream):
+        for newline_count, raw in enumerate(iter(lambda: stream.readline(MAX_ID_LINE_BYTES + 1), b"")):
+            if len(raw) > MAX_ID_LINE_BYTES:
+                raise EmbeddingError(
+                    f"{path}: line {newline_count + 1} is longer than {MAX_ID_LINE_BYTES:,} bytes; "
+                    "an ids file has one item key per line"
+                )
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

@@ -23,7 +23,8 @@ from sampling.methods import strategies
 from sampling.methods.model_topk import MODEL_TOPK
 from sampling.methods.pairlist import MERGE_REPEATS, REPEATS
 from sampling.models import SamplingBatch
-from sampling.runs.batch import dataset_writes_lock, sampling_batches_fail_orphaned, upload_specs
+from sampling.runs.batch import dataset_writes_lock, sampling_batches_fail_orphaned
+from sampling.runs.upload import upload_check
 from sampling.selectors import (
     SplitSummary,
     space_check_covers,
@@ -135,7 +136,8 @@ def sampling_batch_create_from_upload(
     """Store a pending batch that queues the pairs of a stored pair list (see
     ``annotation.catalog.uploads``), with ``start`` queued to run once the transaction commits.
 
-    Every line is checked now (columns, methods, ids known in the split); pairs already
+    Every line is checked now, the file read as a stream (columns, methods, ids known in
+    the split: ``sampling.runs.upload``); pairs already
     queued in the dataset are skipped when the batch runs, and a pair the list names
     twice is queued once (``repeats="merge"``) or refused (``"refuse"``). Raises
     PairListError; a refused list is removed from the upload folder.
@@ -167,10 +169,7 @@ def _create_from_upload(
     _check_settings(k=1, ratings_per_pair=ratings_per_pair, seed=0)
     _check_adaptive(adaptive, minimum=ratings_per_pair)
     _check_priority(priority)
-    specs, _merged = upload_specs(split, path, repeats=repeats)
-    counts: dict[str, int] = {}
-    for spec in specs:
-        counts[spec.sampling_method] = counts.get(spec.sampling_method, 0) + 1
+    counts = upload_check(split, path, repeats=repeats).counts
     batch = SamplingBatch(
         dataset=split.dataset,
         split=split,

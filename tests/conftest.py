@@ -102,6 +102,24 @@ def _process_caches_reset(monkeypatch):
     monkeypatch.setattr(progress_sql, "_dataset_ids", {})
 
 
+@pytest.fixture(autouse=True)
+def _csv_answers_walked(monkeypatch):
+    """Every answer the test client gets, in every test: a CSV (or zip) from a view the
+    CSV walk does not know fails the test (tests/support/csv_endpoints.py)."""
+    from django.test.client import Client
+
+    from tests.support.csv_endpoints import check_walked
+
+    request = Client.request
+
+    def checked(self, **kwargs):
+        response = request(self, **kwargs)
+        check_walked(response)
+        return response
+
+    monkeypatch.setattr(Client, "request", checked)
+
+
 @pytest.fixture
 def admin_api():
     """An API client signed in as an admin (a new user in the admin group)."""

@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from annotation.catalog import selectors
 from annotation.catalog.upload_limits import LimitedMultiPartParser
-from annotation.catalog.uploads import PAIR_LIST, upload_as_temporary_file
+from annotation.catalog.uploads import PAIR_LIST
 from annotation.core.roles import IsAdmin
 from annotation.models import (
     DEFAULT_PROMOTE_MAX_SD,
@@ -100,8 +100,9 @@ class GoldListApi(APIView):
         data.is_valid(raise_exception=True)
         found = selectors.dataset_get(name=dataset)
         upload = data.validated_data["file"]
-        with upload_as_temporary_file(upload, default_name="gold.csv") as path:
-            created = gold_pairs_upload(dataset=found, path=path, created_by=request.user)
+        # Read where the upload handler left it (bounded), as a stream.
+        name = upload.name or "gold.csv"
+        created = gold_pairs_upload(dataset=found, stream=upload, name=name, created_by=request.user)
         return Response({"created": created}, status=status.HTTP_201_CREATED)
 
 

@@ -1,4 +1,7 @@
 """Parse Karpathy-split JSON (``dataset_coco.json`` shape) into item records. No Django.
+The file is read as a stream, one ``images`` entry at a time (``json_stream``): memory
+holds the records (without the sentences' tokens), not the parsed document, and the
+first bad entry is refused without reading the rest.
 
 Keys are made exactly as the CxC release writes them:
 - image key: the file name, e.g. ``COCO_val2014_000000032001.jpg``;
@@ -18,15 +21,19 @@ writes them, so they cannot be escaped there.
 
 from __future__ import annotations
 
-import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from annotation.catalog.json_stream import JsonArray, JsonStreamError, NotAnObject, TooDeep, TooLong
 from annotation.core.inputs import bigint_problem, formula_problem, nul_problem
 
 _PREFIXED_NAME = re.compile(r"^(?P<prefix>.+)_(?P<number>\d+)(?P<ext>\.[A-Za-z0-9]+)$")
+# One image's entry (its file fields and a few sentences with their tokens) is a few KB.
+MAX_ENTRY_CHARS = 4 * 2**20
+_NOT_KARPATHY = "{path}: expected an object with an 'images' list (Karpathy split format)"
 
 
 class KarpathyError(ValueError):
@@ -46,14 +53,14 @@ class FieldLimits:
     split_chars: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaptionRecord:
     key: str
     sentid: int
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ImageRecord:
     key: str
     split: str
@@ -79,13 +86,12 @@ def parse_karpathy(
     path = Path(path)
     if key_prefix and (problem := formula_problem(key_prefix)):
         raise KarpathyError(f"{path}: key prefix {key_prefix!r} {problem}")
-    data = _load(path)
     wanted = set(splits) if splits else None
     seen_splits: set[str] = set()
     records: list[ImageRecord] = []
     image_keys: dict[str, int] = {}
     sentids: dict[int, int] = {}
-    for position, entry in enumerate(data["images"]):
+    for position, entry in enumerate(_images(path)):
         where = f"{path}: images[{position}]"
         if not isinstance(entry, dict):
             raise KarpathyError(f"{where} is not an object")
@@ -126,23 +132,35 @@ def parse_karpathy(
     return records
 
 
-def _load(path: Path) -> dict:
+def _images(path: Path) -> Iterator[object]:
+    """The file's ``images`` entries, read one at a time (``json_stream``); raises
+    KarpathyError for a file that is not JSON, not an object with an ``images`` list, or
+    has an entry longer than MAX_ENTRY_CHARS."""
     try:
-        with path.open("rb") as handle:
-            data = json.load(handle)
+        handle = path.open(encoding="utf-8-sig")
     except FileNotFoundError as exc:
         raise KarpathyError(f"{path}: file not found") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise KarpathyError(f"{path}: not valid JSON ({exc})") from exc
-    except RecursionError:
-        # The decoder stops at Python's recursion limit (about 1,000 levels) at once;
-        # the Karpathy format is four levels deep.
-        raise KarpathyError(
-            f"{path}: JSON nested too deeply to read (more than about 1,000 levels; the Karpathy format has 4)"
-        ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("images"), list):
-        raise KarpathyError(f"{path}: expected an object with an 'images' list (Karpathy split format)")
-    return data
+    with handle:
+        images = JsonArray(handle, member="images", max_entry_chars=MAX_ENTRY_CHARS)
+        try:
+            yield from images
+        except NotAnObject:
+            raise KarpathyError(_NOT_KARPATHY.format(path=path)) from None
+        except TooLong as exc:
+            raise KarpathyError(
+                f"{path}: {exc}; an image's entry (its file, split and sentences) is a few KB, "
+                f"at most {MAX_ENTRY_CHARS:,} characters are read"
+            ) from None
+        except TooDeep:
+            # The decoder stops at Python's recursion limit (about 1,000 levels) at once;
+            # the Karpathy format is four levels deep.
+            raise KarpathyError(
+                f"{path}: JSON nested too deeply to read (more than about 1,000 levels; the Karpathy format has 4)"
+            ) from None
+        except (JsonStreamError, UnicodeDecodeError) as exc:
+            raise KarpathyError(f"{path}: not valid JSON ({exc})") from exc
+    if not images.found:
+        raise KarpathyError(_NOT_KARPATHY.format(path=path))
 
 
 def _check_splits_found(path: Path, wanted: set[str] | None, seen_splits: set[str]) -> None:

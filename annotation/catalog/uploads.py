@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import re
 import shutil
-import tempfile
 import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,15 +178,3 @@ def upload_discard(path: str | Path) -> None:
     a test or a script passed directly) is left alone."""
     if upload_is_stored(path):
         shutil.rmtree(Path(path).resolve().parent, ignore_errors=True)
-
-
-@contextmanager
-def upload_as_temporary_file(uploaded_file, *, default_name: str) -> Iterator[Path]:
-    """An uploaded file copied to a temporary folder under its own base name, for
-    services that read a path (a CSV read whole, once); the folder goes afterwards."""
-    with tempfile.TemporaryDirectory(prefix="upload-") as folder:
-        path = Path(folder) / Path(uploaded_file.name or default_name).name
-        with path.open("wb") as handle:
-            for chunk in uploaded_file.chunks():
-                handle.write(chunk)
-        yield path

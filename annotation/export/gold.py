@@ -4,10 +4,10 @@ split that has gold ratings (no empty files, as for the tasks)."""
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable
 from pathlib import Path
 
+from annotation.core import spreadsheet_csv
 from annotation.export.formats import file_stem
 from annotation.models import Dataset, GoldRating, Split
 
@@ -49,7 +49,7 @@ def write_gold_file(
     name = gold_file_name(split)
     rows = 0
     with (folder / name).open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
+        writer = spreadsheet_csv.writer(handle, lineterminator="\n")
         writer.writerow(GOLD_COLUMNS)
         for rating in ratings.iterator(chunk_size=2000):
             gold = rating.gold_pair

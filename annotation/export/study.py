@@ -1,14 +1,15 @@
 """The participants' answers to their campaign links' questions (issue #26):
 ``study_answers.csv`` beside the ratings, one row per answer, the participant named by the
 same pseudonym as in the rating files (``rater_id``). Written only when the dataset has
-answers (no empty files, as for the tasks)."""
+answers (no empty files, as for the tasks). Answers, prompts and link names are free text:
+written through the one CSV writer, a formula-like cell escaped."""
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable
 from pathlib import Path
 
+from annotation.core import spreadsheet_csv
 from annotation.models import Dataset, ParticipantAnswer
 
 STUDY_ANSWERS = "study_answers.csv"
@@ -29,7 +30,7 @@ def write_study_answers(folder: Path, dataset: Dataset, rater_names: Callable[[s
     names = rater_names(set(answers.values_list("participant__user_id", flat=True)))
     rows = 0
     with (folder / STUDY_ANSWERS).open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
+        writer = spreadsheet_csv.writer(handle, lineterminator="\n")
         writer.writerow(STUDY_ANSWER_COLUMNS)
         for answer in answers.iterator(chunk_size=2000):
             question = answer.question

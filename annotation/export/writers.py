@@ -7,20 +7,21 @@ ids as the release writes them, LF line ends, the score rounded to two decimals 
 Python's shortest notation (``2.4``, ``5.0``, ``4.99``). Beside each, ``*_raw.csv`` has
 one row per judgment: the two ids, the score, the pseudonymous rater id, the time on the
 item and the sampling method (ids first and method last, as in the release's files).
+Both go through the app's one CSV writer (:mod:`annotation.core.spreadsheet_csv`), whose
+escaping never changes an id the imports accept.
 
 JSONL (``<task>_<split>.jsonl``) has one object per pair with its statistics and ratings.
 """
 
 from __future__ import annotations
 
-import csv
 import math
-import re
 from json.encoder import encode_basestring as _string
 from pathlib import Path
 
 import numpy as np
 
+from annotation.core import spreadsheet_csv
 from annotation.core.cxc import ITEM_COLUMNS, METHOD_COLUMN, SCORE_COLUMN
 from annotation.export.formats import (
     RAW_COLUMNS,
@@ -31,14 +32,6 @@ from annotation.export.formats import (
 )
 from annotation.export.parquet import ParquetPairsWriter, ParquetRawWriter
 
-_NEEDS_QUOTING = re.compile(r'[",\r\n]')
-
-
-def _plain(*columns) -> bool:
-    """True when no text field needs CSV quoting: such rows are joined directly (several
-    times faster than the csv module, and byte-identical to what it writes for them)."""
-    return not any(_NEEDS_QUOTING.search("".join(column)) for column in columns)
-
 
 class CxcCsvWriter:
     """``<task>_<split>.csv``: one row per pair, the release's four columns."""
@@ -47,16 +40,13 @@ class CxcCsvWriter:
         self.name = f"{file_stem(task, split)}.csv"
         self.rows = 0
         self._handle = (folder / self.name).open("w", encoding="utf-8", newline="")
-        self._csv = csv.writer(self._handle, lineterminator="\n")
+        self._csv = spreadsheet_csv.writer(self._handle, lineterminator="\n")
         self._csv.writerow([*ITEM_COLUMNS[task], SCORE_COLUMN, METHOD_COLUMN])
 
     def write(self, block: ExportBlock) -> None:
         scores = [format_score(value) for value in block.stats.agg_score.tolist()]
         rows = zip(block.item1, block.item2, scores, block.sampling_method, strict=True)
-        if _plain(block.item1, block.item2, block.sampling_method):
-            self._handle.write("".join(f"{a},{b},{score},{method}\n" for a, b, score, method in rows))
-        else:
-            self._csv.writerows(rows)
+        self._csv.write_block(rows, (block.item1, block.item2, block.sampling_method))
         self.rows += block.pairs
 
     def close(self) -> None:
@@ -70,7 +60,7 @@ class CxcRawCsvWriter:
         self.name = f"{file_stem(task, split)}_raw.csv"
         self.rows = 0
         self._handle = (folder / self.name).open("w", encoding="utf-8", newline="")
-        self._csv = csv.writer(self._handle, lineterminator="\n")
+        self._csv = spreadsheet_csv.writer(self._handle, lineterminator="\n")
         self._csv.writerow([*ITEM_COLUMNS[task], *RAW_COLUMNS, METHOD_COLUMN])
 
     def write(self, block: ExportBlock) -> None:
@@ -85,10 +75,7 @@ class CxcRawCsvWriter:
             [method[i] for i in at],
             strict=True,
         )
-        if _plain(item1, item2, method, set(block.rater_id)):
-            self._handle.write("".join(f"{a},{b},{score},{rater},{ms},{m}\n" for a, b, score, rater, ms, m in rows))
-        else:
-            self._csv.writerows(rows)
+        self._csv.write_block(rows, (item1, item2, method, set(block.rater_id)))
         self.rows += block.ratings
 
     def close(self) -> None:

@@ -30,6 +30,7 @@ from django.utils import timezone
 from annotation.core.errors import DomainError
 from annotation.core.inputs import nul_problem
 from annotation.core.roles import RATER
+from annotation.core.text_lines import bounded_lines
 from annotation.models import Invitation, Qualification, TaskKind
 from annotation.people.accounts import password_check, username_taken_message
 
@@ -107,19 +108,13 @@ def _rows_of(stream: BinaryIO, name: str) -> list[RaterRow]:
 def _lines(stream: BinaryIO, name: str) -> Iterator[str]:
     """The file's lines as text, each at most MAX_LINE_BYTES (a file without line breaks
     would otherwise be read whole as one line)."""
-    for number in itertools.count(1):
-        raw = stream.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        if len(raw) > MAX_LINE_BYTES:
-            raise RaterListError(
-                f"{name}: line {number} is longer than {MAX_LINE_BYTES:,} bytes; "
-                "a rater row is a username, an e-mail address and task kinds"
-            )
-        try:
-            yield raw.decode("utf-8-sig" if number == 1 else "utf-8")
-        except UnicodeDecodeError as exc:
-            raise RaterListError(f"{name}: not UTF-8 text (line {number}: {exc})") from exc
+    return bounded_lines(
+        stream,
+        name=name,
+        max_line_bytes=MAX_LINE_BYTES,
+        error=RaterListError,
+        line_hint="a rater row is a username, an e-mail address and task kinds",
+    )
 
 
 def _row(name: str, line: int, values: list[str], seen: dict[str, int]) -> RaterRow:

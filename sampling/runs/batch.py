@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.models import METHOD_KIND, Caption, Dataset, EmbeddingSpace, Image, JobStatus, TaskKind
+from annotation.models import Dataset, EmbeddingSpace, JobStatus
 from annotation.runs.lifecycle import (
     Progress,
     run_detach,
@@ -27,10 +26,9 @@ from annotation.runs.lifecycle import (
 )
 from annotation.serving.pairs import PairSpec, gold_pair_identities, pairs_create_bulk
 from sampling.audit import audit_retrievals_write, audit_sample
-from sampling.errors import BatchConflict, PairListError, SamplingInputError
+from sampling.errors import BatchConflict, SamplingInputError
 from sampling.methods import strategies
 from sampling.methods.model_topk import MODEL_TOPK
-from sampling.methods.pairlist import UPLOADED, PairListFormatError, read_pair_list
 from sampling.models import SamplingBatch, SamplingShard
 from sampling.runs.chord import (
     BATCH_RUNS,
@@ -47,12 +45,12 @@ from sampling.runs.chord import (
     stored_codebook,
     uses_chord,
 )
+from sampling.runs.upload import UploadSummary, upload_spec_chunks
 from sampling.search.index import CELL_KINDS, IndexConfig, IndexConfigError
 from sampling.search.neighbours import nearest_neighbours, search_plan
 from sampling.search.pq import PqTrainingError
 from sampling.search.shards import ASSIGN, SEARCH, folder_neighbours
 from sampling.selectors import (
-    KEY_CHUNK,
     SplitItems,
     pivots,
     queued_pairs,
@@ -83,10 +81,7 @@ def sampling_batch_run(*, batch_id: int, echo: Progress | None = None) -> Sampli
 def _run(batch: SamplingBatch, progress: Progress) -> None:
     started = time.perf_counter()
     if batch.source == SamplingBatch.Source.UPLOADED:
-        progress(0, 2, "reading the pair list")
-        specs, merged = upload_specs(batch.split, batch.upload_path, repeats=batch.upload_repeats)
-        stats: dict = {"pairs_in_file": len(specs), "rows_merged": merged}
-        _write(batch, specs, [], stats, progress, step=1, total_steps=2, started=started, uploaded=True)
+        _write_upload(batch, progress, started=started)
         return
     sampled = _sample(batch, progress)
     if sampled is not None:
@@ -139,7 +134,6 @@ def _write(
     step: int,
     total_steps: int,
     started: float,
-    uploaded: bool = False,
 ) -> None:
     """Write every pair with its rating slots and the batch's final status in one transaction."""
     slots = len(specs) * batch.ratings_per_pair
@@ -153,10 +147,7 @@ def _write(
         created = {method: 0 for method in planned} | pairs_create_bulk(batch=batch, specs=specs)
         if retrievals:
             stats["audit_retrievals"] = audit_retrievals_write(batch=batch, retrievals=retrievals)
-        if uploaded:
-            # Re-rating lists may hold pairs the dataset already has: those are skipped.
-            stats["already_queued"] = len(specs) - sum(created.values()) - stats["gold_pairs_left_out"]
-        elif created != planned:
+        if created != planned:
             # Sampling left out queued pairs already, so a shortfall means another batch
             # queued some of them since.
             lost = sum(planned.values()) - sum(created.values())
@@ -172,6 +163,47 @@ def _write(
             progress_done=total_steps,
             progress_total=total_steps,
         )
+    _timed(batch, stats, write_started=write_started, started=started)
+
+
+def _write_upload(batch: SamplingBatch, progress: Progress, *, started: float) -> None:
+    """Read the batch's pair list a chunk at a time (``sampling.runs.upload``) and write
+    each chunk's pairs with their rating slots as it comes, all in one transaction with
+    the batch's final status: a problem found late leaves nothing written."""
+    progress(0, 2, "reading the pair list and writing its pairs")
+    write_started = time.perf_counter()
+    summary = UploadSummary()
+    with transaction.atomic():
+        dataset_writes_lock(batch.dataset_id)
+        batch.priority = SamplingBatch.objects.values_list("priority", flat=True).get(pk=batch.pk)
+        gold = gold_pair_identities(batch.dataset_id)
+        created: dict[str, int] = dict.fromkeys(batch.methods, 0)
+        gold_left_out = 0
+        for specs in upload_spec_chunks(batch.split, batch.upload_path, repeats=batch.upload_repeats, summary=summary):
+            gold_left_out += sum(1 for spec in specs if spec.canonical().identity() in gold)
+            for method, count in pairs_create_bulk(batch=batch, specs=specs).items():
+                created[method] = created.get(method, 0) + count
+            progress(1, 2, f"{summary.pairs} pairs of the list read and written")
+        stats: dict = {
+            "pairs_in_file": summary.pairs,
+            "rows_merged": summary.merged,
+            "gold_pairs_left_out": gold_left_out,
+            # Re-rating lists may hold pairs the dataset already has: those are skipped.
+            "already_queued": summary.pairs - sum(created.values()) - gold_left_out,
+        }
+        run_succeed(
+            BATCH_RUNS,
+            batch.pk,
+            message=f"done: {sum(created.values())} pairs",
+            pairs_per_method=created,
+            stats=stats,
+            progress_done=2,
+            progress_total=2,
+        )
+    _timed(batch, stats, write_started=write_started, started=started)
+
+
+def _timed(batch: SamplingBatch, stats: dict, *, write_started: float, started: float) -> None:
     # Timed after the commit, which checks every pair's and slot's foreign keys (about
     # as long as the inserts themselves).
     stats["write_s"] = round(time.perf_counter() - write_started, 3)
@@ -350,61 +382,3 @@ def dataset_writes_lock(dataset_id: int) -> None:
     cannot queue the same pair, and a priority change waits for a batch being written.
     NO KEY: rows that reference the dataset can still be written meanwhile."""
     Dataset.objects.select_for_update(no_key=True).only("pk").get(pk=dataset_id)
-
-
-def upload_specs(split, path: str | Path, *, repeats: str) -> tuple[list[PairSpec], int]:
-    """The pairs of an uploaded list as specs in the list's order and orientation, every
-    id resolved in the split, and the number of rows merged as repeats."""
-    try:
-        pair_list = read_pair_list(path, repeats=repeats)
-    except PairListFormatError as exc:
-        raise PairListError(str(exc)) from exc
-    name = Path(path).name
-    for row in pair_list.rows:
-        if row.method == UPLOADED:
-            continue
-        if row.method not in METHOD_KIND:
-            known = ", ".join([*strategies.METHODS, "empty"])
-            raise PairListError(f"{name}: line {row.line}: unknown sampling_method {row.method!r}; use one of {known}")
-        if METHOD_KIND[row.method] != pair_list.kind:
-            raise PairListError(
-                f"{name}: line {row.line}: {row.method} makes {METHOD_KIND[row.method]} pairs, "
-                f"but this is a {pair_list.kind} list"
-            )
-    kind = pair_list.kind
-    model_a = Image if kind == TaskKind.SIS else Caption
-    model_b = Caption if kind == TaskKind.STS else Image
-    if model_a is model_b:
-        ids_a = ids_b = _ids_in_split(split, model_a, [key for row in pair_list.rows for key in (row.key_a, row.key_b)])
-    else:
-        ids_a = _ids_in_split(split, model_a, [row.key_a for row in pair_list.rows])
-        ids_b = _ids_in_split(split, model_b, [row.key_b for row in pair_list.rows])
-    unknown = [
-        (row.line, key)
-        for row in pair_list.rows
-        for key, ids in ((row.key_a, ids_a), (row.key_b, ids_b))
-        if key not in ids
-    ]
-    if unknown:
-        shown = "; ".join(f"line {line}: {key}" for line, key in unknown[:5])
-        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-        raise PairListError(f"{name}: {len(unknown)} id(s) are not items of split {split}: {shown}{more}")
-    specs = []
-    for row in pair_list.rows:
-        a, b = ids_a[row.key_a], ids_b[row.key_b]
-        if kind == TaskKind.SIS:
-            specs.append(PairSpec(kind, row.method, image_a=a, image_b=b))
-        elif kind == TaskKind.STS:
-            specs.append(PairSpec(kind, row.method, caption_a=a, caption_b=b))
-        else:
-            specs.append(PairSpec(kind, row.method, caption_a=a, image_a=b))
-    return specs, pair_list.merged
-
-
-def _ids_in_split(split, model, keys: list[str]) -> dict[str, int]:
-    unique = sorted(set(keys))
-    queryset = model.objects.filter(image__split=split) if model is Caption else model.objects.filter(split=split)
-    found: dict[str, int] = {}
-    for start in range(0, len(unique), KEY_CHUNK):
-        found.update(queryset.filter(key__in=unique[start : start + KEY_CHUNK]).values_list("key", "id"))
-    return found

@@ -1,5 +1,7 @@
 """Pure tests of vector loading and validation: no database."""
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -65,6 +67,23 @@ def test_read_ids_rejects_blank_line(tmp_path):
     path.write_text("a\n\nb\n")
     with pytest.raises(EmbeddingError, match="line 2 is empty"):
         read_ids(path)
+
+
+def test_read_ids_refuses_a_line_longer_than_any_key_without_reading_the_rest(tmp_path):
+    """A 40 MB ids file without a line break is refused at its first 4 KiB."""
+    path = tmp_path / "ids.txt"
+    with path.open("wb") as out:
+        out.write(b"a\n")
+        for _ in range(40):
+            out.write(b"x" * 2**20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(EmbeddingError, match="line 2 is longer than 4,096 bytes; an ids file has one item key"):
+            read_ids(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20
 
 
 def test_rows_must_match_ids():

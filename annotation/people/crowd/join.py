@@ -1,12 +1,14 @@
 """Joining through a campaign link (issue #16): the participant of a link and platform
 id, made on the first visit (``participant_join``) under the rules of the crowd package
 (one account per link and id, one link per id and dataset, no other account ever signed
-in)."""
+in). ``join_target`` answers whom a link would sign in without making anything, so the
+page can ask a visitor signed in as someone else before it signs them out."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
@@ -34,10 +36,20 @@ class JoinRefused(DomainError):
         self.http_status = http_status
 
 
-def participant_join(*, token: str, params: Mapping[str, str], now: datetime | None = None) -> Participant:
-    """The participant of ``token``'s link with the external id in ``params`` (the query
-    string), made on their first visit. Raises JoinRefused saying what is wrong with the
-    link or the id; nothing is made then."""
+@dataclass(frozen=True)
+class JoinTarget:
+    """Whom a campaign link and its query string name: the link, the platform id, and the
+    participant of that id on that link when they joined before (None: a first visit)."""
+
+    link: CampaignLink
+    external_id: str
+    participant: Participant | None
+
+
+def join_target(*, token: str, params: Mapping[str, str], now: datetime | None = None) -> JoinTarget:
+    """Whom following ``token``'s link with ``params`` (the query string) would sign in,
+    checked as ``participant_join`` checks it, making nothing. Raises JoinRefused saying
+    what is wrong with the link or the id."""
     now = now or timezone.now()
     link = CampaignLink.objects.select_related("dataset").filter(token=token).first()
     if link is None:
@@ -59,12 +71,23 @@ def participant_join(*, token: str, params: Mapping[str, str], now: datetime | N
         # is no longer the link's to sign in.
         if not _is_participant_account(participant.user, id_param=link.id_param, external_id=external_id):
             raise _name_taken(link)
-        return participant
+        return JoinTarget(link=link, external_id=external_id, participant=participant)
     if not link.active or (link.expires_at is not None and link.expires_at <= now):
         raise JoinRefused(
             "This study is closed: it takes no new participants. Please return it on the platform.", http_status=410
         )
-    return _participant_new(link, external_id, params, now)
+    return JoinTarget(link=link, external_id=external_id, participant=None)
+
+
+def participant_join(*, token: str, params: Mapping[str, str], now: datetime | None = None) -> Participant:
+    """The participant of ``token``'s link with the external id in ``params`` (the query
+    string), made on their first visit. Raises JoinRefused saying what is wrong with the
+    link or the id; nothing is made then."""
+    now = now or timezone.now()
+    target = join_target(token=token, params=params, now=now)
+    if target.participant is not None:
+        return target.participant
+    return _participant_new(target.link, target.external_id, params, now)
 
 
 def _participant_new(link: CampaignLink, external_id: str, params: Mapping[str, str], now) -> Participant:

@@ -1,26 +1,49 @@
-"""A gold CSV read and checked row by row: the pair-list id columns plus ``gold_score`` and
-an optional ``explanation``. A problem with the file as a whole (not UTF-8, not CSV, a bad
-header, no rows) raises GoldInputError; a problem with a row is kept on the row, naming its
-line and column, so a preview can list every one and an upload can refuse the file."""
+"""A gold CSV read and checked as a stream: the pair-list id columns plus ``gold_score`` and
+an optional ``explanation``. The file is read one bounded line at a time and checked in
+chunks of CHUNK_ROWS rows (each chunk's keys looked up in one query per item table), so
+memory holds a chunk, the rows a preview lists and the pairs seen so far (at most
+MAX_ROWS), whatever the file's size.
+
+A problem with the file as a whole (not UTF-8, not CSV, a line longer than MAX_LINE_BYTES,
+a bad header, no rows, more than MAX_ROWS rows) raises GoldInputError at once, naming the
+line (and column). A problem with a row is kept on the row, naming its line and column:
+an upload (``annotation.quality.gold.upload``) refuses the file at the first, a preview
+lists up to MAX_PROBLEMS and stops reading there."""
 
 from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from django.db.models import Q
 
 from annotation.core.cxc import ITEM_COLUMNS, METHOD_COLUMN, SCORE_COLUMN, SCORE_MAX, SCORE_MIN, SITS
 from annotation.core.errors import DomainError
 from annotation.core.inputs import nul_problem
+from annotation.core.text_lines import bounded_lines
 from annotation.models import Caption, Dataset, GoldPair, GoldSource, Image
 from annotation.serving.pairs import PairSpec, pair_ids_by_identity
 
 SCORE = "gold_score"
 EXPLANATION = "explanation"
 MAX_EXPLANATION = 2000
+# Rows checked against the dataset together: one key lookup per item table per chunk.
+CHUNK_ROWS = 2000
+# A gold set is hundreds to a few thousand pairs; the bound keeps the pairs seen (for
+# repeats) small and refuses a runaway file early.
+MAX_ROWS = 50_000
+# Two ids (a key has at most 255 characters), a score and an explanation of at most
+# MAX_EXPLANATION characters, each up to 4 bytes in UTF-8, with room to spare.
+MAX_LINE_BYTES = 16 * 1024
+# Rows a preview keeps (with their pairs, to show as raters will see them).
+LISTED_ROWS = 200
+# Problems a preview lists; reading stops at the last.
+MAX_PROBLEMS = 20
 
 
 class GoldInputError(DomainError):
@@ -47,42 +70,123 @@ class GoldRow:
 
 @dataclass
 class GoldFile:
-    name: str
-    kind: str
-    rows: list[GoldRow] = field(default_factory=list)
+    """A checked file: ``rows`` the first LISTED_ROWS rows (every row of a smaller file),
+    ``count`` the rows read, ``problems`` the rows with a problem (at most MAX_PROBLEMS:
+    reading stopped at line ``stopped_at`` then)."""
 
-    @property
-    def problems(self) -> list[GoldRow]:
-        return [row for row in self.rows if row.problem is not None]
+    name: str
+    kind: str = ""
+    rows: list[GoldRow] = field(default_factory=list)
+    count: int = 0
+    problems: list[GoldRow] = field(default_factory=list)
+    stopped_at: int | None = None
 
     def refusal(self) -> GoldInputError | None:
         """The error naming the first bad row, or None when every row is good."""
-        problems = self.problems
-        return GoldInputError(f"{self.name}: {problems[0].problem}") if problems else None
+        return GoldInputError(f"{self.name}: {self.problems[0].problem}") if self.problems else None
 
 
-def gold_file_check(*, dataset: Dataset, path: Path, created_by=None) -> GoldFile:
-    """Read and check a gold CSV for ``dataset``; every row gets its gold pair or its
-    problem. Raises GoldInputError for a problem with the whole file."""
-    name = Path(path).name
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            lines = list(csv.reader(handle))
-    except UnicodeDecodeError as exc:
-        raise GoldInputError(f"{name}: not UTF-8 text ({exc})") from exc
-    except csv.Error as exc:
-        raise GoldInputError(f"{name}: not a readable CSV file ({exc})") from exc
-    if not lines:
-        raise GoldInputError(f"{name}: the file is empty; expected a CSV header line")
-    kind, columns = _header(name, [column.strip() for column in lines[0]])
-    checked = GoldFile(name=name, kind=kind, rows=_rows(kind, columns, lines[1:]))
-    if not checked.rows:
-        raise GoldInputError(f"{name}: no pairs below the header")
-    items = _resolve(dataset, kind, _good(checked.rows))
-    for row in _good(checked.rows):
-        row.gold = _gold_pair(dataset, kind, row, items, created_by)
-    _mark_taken(dataset, _good(checked.rows))
+def gold_file_check(
+    *,
+    dataset: Dataset,
+    path: str | Path | None = None,
+    stream: BinaryIO | None = None,
+    name: str | None = None,
+    created_by=None,
+) -> GoldFile:
+    """Read and check a gold CSV for ``dataset`` (a ``path``, or a binary ``stream`` such
+    as an upload, read where it lies, and its ``name``); every row kept gets its gold
+    pair or its problem. Raises GoldInputError for a problem with the whole file."""
+    with _opened(path, stream, name) as (source, name):
+        checked = GoldFile(name=name)
+        chunks = gold_file_chunks(dataset=dataset, stream=source, name=name, created_by=created_by)
+        for kind, rows in chunks:
+            checked.kind = kind
+            for row in rows:
+                checked.count += 1
+                if len(checked.rows) < LISTED_ROWS:
+                    checked.rows.append(row)
+                if row.problem is not None:
+                    checked.problems.append(row)
+                    if len(checked.problems) == MAX_PROBLEMS:
+                        checked.stopped_at = row.line
+                        chunks.close()
+                        return checked
     return checked
+
+
+@contextmanager
+def _opened(path, stream, name) -> Iterator[tuple[BinaryIO, str]]:
+    if stream is not None:
+        yield stream, name or "gold.csv"
+        return
+    with open(path, "rb") as handle:
+        yield handle, name or Path(path).name
+
+
+def gold_file_chunks(
+    *, dataset: Dataset, stream: BinaryIO, name: str, created_by=None
+) -> Iterator[tuple[str, list[GoldRow]]]:
+    """The file's rows, CHUNK_ROWS at a time with the file's kind, each row checked on its
+    own, against the rows before it and against the dataset: its gold pair or its problem.
+    Raises GoldInputError for a problem with the file as a whole when reading reaches it."""
+    reader = csv.reader(
+        bounded_lines(
+            stream,
+            name=name,
+            max_line_bytes=MAX_LINE_BYTES,
+            error=GoldInputError,
+            line_hint=f"a gold row is two ids, a score and an explanation of at most {MAX_EXPLANATION:,} characters",
+        )
+    )
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise GoldInputError(f"{name}: the file is empty; expected a CSV header line")
+        kind, columns = _header(name, [column.strip() for column in header])
+        seen: dict[tuple[str, str], int] = {}
+        chunk, count, line = [], 0, reader.line_num + 1
+        for values in reader:
+            # A row starts on the line after the last one read (a quoted value may span lines).
+            row_line, line = line, reader.line_num + 1
+            if not any(value.strip() for value in values):
+                continue
+            count += 1
+            if count > MAX_ROWS:
+                raise GoldInputError(f"{name}: line {row_line}: more than {MAX_ROWS:,} gold pairs in one file")
+            chunk.append(_row(kind, columns, values, row_line, seen))
+            if len(chunk) == CHUNK_ROWS:
+                yield kind, _checked_against(dataset, kind, chunk, created_by)
+                chunk = []
+    except csv.Error as exc:
+        raise GoldInputError(f"{name}: not a readable CSV file (line {reader.line_num}: {exc})") from exc
+    if chunk:
+        yield kind, _checked_against(dataset, kind, chunk, created_by)
+    elif not count:
+        raise GoldInputError(f"{name}: no pairs below the header")
+
+
+def _row(kind: str, columns: dict[str, int], values: list[str], line: int, seen: dict) -> GoldRow:
+    row = GoldRow(line=line)
+    try:
+        _parse(row, kind, columns, values)
+        identity = (row.a, row.b) if kind == SITS else tuple(sorted((row.a, row.b)))
+        if identity in seen:
+            raise _RowProblem(f"line {line} repeats the pair on line {seen[identity]}")
+        seen[identity] = line
+    except _RowProblem as problem:
+        row.problem = str(problem)
+    return row
+
+
+def _checked_against(dataset: Dataset, kind: str, rows: list[GoldRow], created_by) -> list[GoldRow]:
+    """The rows with their items found in the dataset and their gold pairs made, or the
+    problem of a key the dataset lacks, of a pair queued or gold already."""
+    items = _resolve(dataset, kind, _good(rows))
+    for row in _good(rows):
+        row.gold = _gold_pair(dataset, kind, row, items, created_by)
+    _mark_taken(dataset, _good(rows))
+    return rows
 
 
 def _good(rows: list[GoldRow]) -> list[GoldRow]:
@@ -108,24 +212,6 @@ def _header(name: str, header: list[str]) -> tuple[str, dict[str, int]]:
             f"got {','.join(header)}"
         )
     return kinds[0], {column: header.index(column) for column in header}
-
-
-def _rows(kind: str, columns: dict[str, int], lines: list[list[str]]) -> list[GoldRow]:
-    rows, seen = [], {}
-    for line, values in enumerate(lines, start=2):
-        if not any(value.strip() for value in values):
-            continue
-        row = GoldRow(line=line)
-        try:
-            _parse(row, kind, columns, values)
-            identity = (row.a, row.b) if kind == SITS else tuple(sorted((row.a, row.b)))
-            if identity in seen:
-                raise _RowProblem(f"line {line} repeats the pair on line {seen[identity]}")
-            seen[identity] = line
-        except _RowProblem as problem:
-            row.problem = str(problem)
-        rows.append(row)
-    return rows
 
 
 def _parse(row: GoldRow, kind: str, columns: dict[str, int], values: list[str]) -> None:

@@ -14,7 +14,13 @@ from django.core import signing
 
 from annotation.catalog.uploads import FOLDER_NAME, PAIR_LIST, upload_discard, upload_store, uploads_root
 from annotation.models import Dataset
-from annotation.quality.gold.gold_file import GoldFile, GoldInputError, gold_file_check, gold_rows_items
+from annotation.quality.gold.gold_file import (
+    LISTED_ROWS,
+    GoldFile,
+    GoldInputError,
+    gold_file_check,
+    gold_rows_items,
+)
 from annotation.quality.gold.upload import gold_pairs_upload
 
 SALT = "annotation.gold-upload"
@@ -22,7 +28,7 @@ SALT = "annotation.gold-upload"
 # finds its file unless it was saved or cancelled.
 STAGE_MAX_AGE = timedelta(hours=6)
 # Rows of a preview whose captions and images are loaded (the page lists these).
-PREVIEW_ROWS = 200
+PREVIEW_ROWS = LISTED_ROWS
 
 
 @dataclass
@@ -36,8 +42,9 @@ class GoldPreview:
 
 
 def gold_upload_preview(*, uploaded_file, dataset: Dataset, user) -> GoldPreview:
-    """Store and check an uploaded gold CSV. Raises GoldInputError for a problem with the
-    whole file and UploadTooLarge over the pair-list limit, keeping nothing."""
+    """Store and check an uploaded gold CSV (read as a stream where it is stored). Raises
+    GoldInputError for a problem with the whole file and UploadTooLarge over the
+    pair-list limit, keeping nothing."""
     path = upload_store(uploaded_file, kind=PAIR_LIST, suffix_hint=".csv")
     try:
         checked = gold_file_check(dataset=dataset, path=Path(path))

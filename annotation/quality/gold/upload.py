@@ -1,11 +1,12 @@
 """Gold pairs from a CSV (``gold_file``: the pair-list id columns plus ``gold_score`` and
-an optional ``explanation``) and from agreed complete pairs. All or nothing: one bad row
-refuses the file, naming its line, column and problem."""
+an optional ``explanation``, read as a stream) and from agreed complete pairs. All or
+nothing: the first bad row refuses the file, naming its line, column and problem."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 from django.db import IntegrityError, transaction
@@ -26,7 +27,7 @@ from annotation.quality.gold.gold_file import (
     MAX_EXPLANATION,
     SCORE,
     GoldInputError,
-    gold_file_check,
+    gold_file_chunks,
     identity,
 )
 from annotation.serving.gold_ids import ids_reserve
@@ -43,23 +44,41 @@ __all__ = [
 ]
 
 
-def gold_pairs_upload(*, dataset: Dataset, path: Path, created_by=None) -> int:
-    """Add the file's gold pairs to ``dataset``; returns how many. Raises GoldInputError
-    naming the line and column of the first problem, with nothing written."""
-    checked = gold_file_check(dataset=dataset, path=path, created_by=created_by)
-    if refusal := checked.refusal():
-        raise refusal
-    gold = [row.gold for row in checked.rows]
-    # ids_reserve returns exactly len(gold) ids: zip's strict never decides (no mutants).
-    for pair, pk in zip(gold, ids_reserve(Pair, len(gold)), strict=True):  # pragma: no mutate
-        pair.pk = pk
-    try:
-        with transaction.atomic():
-            GoldPair.objects.bulk_create(gold)
-    except IntegrityError:
-        # Another upload added one of these pairs since the check.
-        raise GoldInputError(f"{checked.name}: a pair of the file is a gold pair of {dataset.name} already") from None
-    return len(gold)
+def gold_pairs_upload(
+    *,
+    dataset: Dataset,
+    path: str | Path | None = None,
+    stream: BinaryIO | None = None,
+    name: str | None = None,
+    created_by=None,
+) -> int:
+    """Add the file's gold pairs to ``dataset`` (a ``path``, or a binary ``stream`` such
+    as an upload, and its ``name``); returns how many. Read as a stream: each chunk of
+    rows is checked and written as it comes, in one transaction, and the first problem
+    (a row's, or the file's) raises GoldInputError naming its line and column, with
+    nothing written."""
+    if stream is None:
+        with open(path, "rb") as handle:
+            name = name or Path(path).name
+            return gold_pairs_upload(dataset=dataset, stream=handle, name=name, created_by=created_by)
+    name = name or "gold.csv"
+    created = 0
+    with transaction.atomic():
+        for _kind, rows in gold_file_chunks(dataset=dataset, stream=stream, name=name, created_by=created_by):
+            if (bad := next((row for row in rows if row.problem is not None), None)) is not None:
+                raise GoldInputError(f"{name}: {bad.problem}")
+            gold = [row.gold for row in rows]
+            # ids_reserve returns exactly len(gold) ids: zip's strict never decides (no mutants).
+            for pair, pk in zip(gold, ids_reserve(Pair, len(gold)), strict=True):  # pragma: no mutate
+                pair.pk = pk
+            try:
+                with transaction.atomic():
+                    GoldPair.objects.bulk_create(gold)
+            except IntegrityError:
+                # Another upload added one of these pairs since the check.
+                raise GoldInputError(f"{name}: a pair of the file is a gold pair of {dataset.name} already") from None
+            created += len(gold)
+    return created
 
 
 @dataclass(frozen=True)

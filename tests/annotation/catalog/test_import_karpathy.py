@@ -1,6 +1,7 @@
 """Karpathy import into the database: keys, counts, sizes, and all-or-nothing on bad input."""
 
 import json
+import tracemalloc
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -178,17 +179,35 @@ def karpathy_with_one_long_caption(tmp_path, chars: int):
     return path
 
 
-def test_a_150_mb_caption_is_refused_naming_the_entry_and_the_limit(tmp_path, settings):
+def test_a_150_mb_caption_is_refused_naming_the_entry_without_reading_it_whole(tmp_path, settings):
+    """The file is read one entry at a time: an entry longer than any image's is refused
+    at the bound, not read to its end (150 MB)."""
     assert settings.UPLOAD_MAX_CAPTION_CHARS == 2000  # the documented default applies
     path = karpathy_with_one_long_caption(tmp_path, 150_000_000)
     before = table_counts()
+    tracemalloc.start()
+    try:
+        with pytest.raises(DatasetImportError) as info:
+            dataset_import_karpathy(path=path, name="coco", image_url_prefix="https://x/")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert str(info.value) == (
+        f"{path}: images[1] (line 1 column 262: longer than 4,194,304 characters from here); an image's entry "
+        "(its file, split and sentences) is a few KB, at most 4,194,304 characters are read"
+    )
+    assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    assert table_counts() == before
+
+
+def test_a_caption_over_the_setting_is_refused_naming_the_entry_and_the_limit(tmp_path, settings):
+    path = karpathy_with_one_long_caption(tmp_path, 150_000)
     with pytest.raises(DatasetImportError) as info:
         dataset_import_karpathy(path=path, name="coco", image_url_prefix="https://x/")
     assert str(info.value) == (
         f"{path}: images[1] (COCO_val2014_000000000002.jpg) sentences[1].raw: "
-        "150,000,000 characters, more than UPLOAD_MAX_CAPTION_CHARS=2000"
+        "150,000 characters, more than UPLOAD_MAX_CAPTION_CHARS=2000"
     )
-    assert table_counts() == before
 
 
 def test_the_caption_and_file_name_limits_are_settings(tmp_path, settings):

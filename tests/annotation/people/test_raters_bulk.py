@@ -12,6 +12,7 @@ from annotation.models import Invitation, Qualification
 from annotation.people.onboarding import invitation_get
 from tests.factories import UserFactory
 from tests.support.csv_files import csv
+from tests.support.uploads import multipart_file, post_through_wsgi
 
 pytestmark = pytest.mark.django_db
 
@@ -98,38 +99,6 @@ def test_user_actions_deactivate_qualify_and_renew_invitations(staff):
 # --- a large file is read as a stream ---------------------------------------------------
 
 
-def _multipart_file(path, rows_text_lines, *, boundary="raterlistboundary") -> int:
-    """Write a multipart body with one file field ``file`` holding the given lines; its size."""
-    with open(path, "wb") as out:
-        out.write(
-            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="raters.csv"\r\n'
-            "Content-Type: text/csv\r\n\r\n".encode()
-        )
-        for chunk in rows_text_lines:
-            out.write(chunk)
-        out.write(f"\r\n--{boundary}--\r\n".encode())
-    return path.stat().st_size
-
-
-def _post_through_wsgi(body_path, size: int, token: str, boundary="raterlistboundary"):
-    """POST the body from a file, as a WSGI server hands it over (not held in memory)."""
-    from django.test.client import ClientHandler
-
-    with open(body_path, "rb") as stream:
-        environ = {
-            "REQUEST_METHOD": "POST",
-            "PATH_INFO": "/api/raters/",
-            "SERVER_NAME": "testserver",
-            "SERVER_PORT": "80",
-            "wsgi.url_scheme": "http",
-            "wsgi.input": stream,
-            "CONTENT_TYPE": f"multipart/form-data; boundary={boundary}",
-            "CONTENT_LENGTH": str(size),
-            "HTTP_AUTHORIZATION": f"Token {token}",
-        }
-        return ClientHandler(enforce_csrf_checks=False)(environ)
-
-
 def _many_rows(target_bytes: int):
     yield b"username,email,kinds\n"
     written, number = 0, 0
@@ -165,12 +134,14 @@ def test_a_50_mb_rater_list_is_refused_with_flat_memory(tmp_path, settings, line
     settings.UPLOAD_MAX_PAIRLIST_BYTES = 64 * 2**20
     _, token = AuthToken.objects.create(user=UserFactory(roles=["admin"]))
     body = tmp_path / "body"
-    size = _multipart_file(body, lines(50 * 2**20))
+    size = multipart_file(body, lines(50 * 2**20), filename="raters.csv")
     assert size > 50 * 2**20
     users_before = get_user_model().objects.count()
     tracemalloc.start()
     try:
-        response = _post_through_wsgi(body, size, token)
+        response = post_through_wsgi(
+            body, size, path_info="/api/raters/", headers={"HTTP_AUTHORIZATION": f"Token {token}"}
+        )
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

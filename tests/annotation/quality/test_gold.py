@@ -462,7 +462,7 @@ def upload_refusal(split, path) -> str:
     return str(refused.value)
 
 
-def test_the_refusals_of_a_whole_gold_file_read_whole(tmp_path):
+def test_the_refusals_of_a_whole_gold_file_name_the_line(tmp_path):
     split = SplitFactory()
     a, b = (ImageFactory(split=split, dataset=split.dataset).key for _ in range(2))
     path = tmp_path / "gold.csv"
@@ -480,13 +480,21 @@ def test_the_refusals_of_a_whole_gold_file_read_whole(tmp_path):
             "gold.csv: columns must be image1,image2,gold_score and optionally explanation "
             "(and a pair list's sampling_method,agg_score, not read); got image1,image2,gold_score,extra",
         ),
-        (f"image1,image2,gold_score\n{a},{b},1,{'x' * 200_000}\n", "gold.csv: not a readable CSV file (field larger"),
+        (
+            f"image1,image2,gold_score\n{a},{b},1,{'x' * 200_000}\n",
+            "gold.csv: line 2 is longer than 16,384 bytes; a gold row is two ids, a score and an explanation",
+        ),
+        # A quote never closed gathers lines until the csv module's field limit stops it.
+        (
+            f'image1,image2,gold_score\n{a},{b},"1' + f"\n{'x' * 1000}" * 200,
+            "gold.csv: not a readable CSV file (line 133: field larger",
+        ),
     ]
     for text, message in cases:
         path.write_text(text)
         assert upload_refusal(split, path).startswith(message), text[:40]
-    path.write_bytes(b"image1,image2,gold_score\n\xe9,b,1\n")
-    assert upload_refusal(split, path).startswith("gold.csv: not UTF-8 text (")
+    path.write_bytes(b"image1,image2,gold_score\nab\xe9,b,1\n")
+    assert upload_refusal(split, path).startswith("gold.csv: not UTF-8 text (line 2, column 3: byte 0xe9, ")
 
 
 def test_a_gold_file_keeps_line_breaks_inside_a_quoted_explanation_and_takes_a_bom(tmp_path):

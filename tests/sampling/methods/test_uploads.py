@@ -1,11 +1,12 @@
 """Batches from uploaded pair lists shaped like the CxC release files."""
 
+import numpy as np
 import pytest
 
 from annotation.catalog.services import dataset_import_karpathy
 from annotation.models import Pair, RatingSlot
 from sampling.errors import PairListError
-from sampling.methods.pairlist import PairListFormatError, read_pair_list
+from sampling.methods.pairlist import PairListFormatError, PairRow, Repeats, pair_list_open
 from sampling.models import SamplingBatch
 from sampling.runs.batch import sampling_batch_run
 from sampling.services import sampling_batch_create_from_upload
@@ -21,8 +22,14 @@ def write(tmp_path, text, name="pairs.csv"):
 # --- the file format (no database) ---------------------------------------------------------
 
 
+def read(path, size: int = 5000) -> tuple[str, list[PairRow]]:
+    """The kind and every row of a pair list, read as the upload reads it."""
+    with pair_list_open(path) as reader:
+        return reader.kind, [row for chunk in reader.chunks(size) for row in chunk]
+
+
 def test_a_cxc_shaped_file_is_read_with_its_kind_and_methods(tmp_path):
-    pairs = read_pair_list(
+    kind, rows = read(
         write(
             tmp_path,
             "caption1,caption2,agg_score,sampling_method\n"
@@ -31,14 +38,19 @@ def test_a_cxc_shaped_file_is_read_with_its_kind_and_methods(tmp_path):
             "COCO_val2014:sentid:3,COCO_val2014:sentid:1,,\n",
         )
     )
-    assert pairs.kind == "STS"
-    assert [(r.line, r.key_a, r.key_b, r.method) for r in pairs.rows] == [
-        (2, "COCO_val2014:sentid:1", "COCO_val2014:sentid:2", "c2c_isim"),
-        (4, "COCO_val2014:sentid:3", "COCO_val2014:sentid:1", "uploaded"),
+    assert kind == "STS"
+    assert rows == [
+        PairRow(2, "COCO_val2014:sentid:1", "COCO_val2014:sentid:2", "c2c_isim"),
+        PairRow(4, "COCO_val2014:sentid:3", "COCO_val2014:sentid:1", "uploaded"),
     ]
-    assert pairs.counts() == {"c2c_isim": 1, "uploaded": 1}
-    assert read_pair_list(write(tmp_path, "image1,image2,sampling_method\na.jpg,b.jpg,i2i_csim\n")).kind == "SIS"
-    assert read_pair_list(write(tmp_path, "sampling_method,image,caption\nc2i_original,a.jpg,c:1\n")).kind == "SITS"
+    assert read(write(tmp_path, "image1,image2,sampling_method\na.jpg,b.jpg,i2i_csim\n"))[0] == "SIS"
+    assert read(write(tmp_path, "sampling_method,image,caption\nc2i_original,a.jpg,c:1\n"))[0] == "SITS"
+
+
+def test_rows_come_a_chunk_at_a_time_with_their_own_lines(tmp_path):
+    text = "image1,image2,sampling_method\n" + "".join(f"a{i},b{i},\n" for i in range(5))
+    with pair_list_open(write(tmp_path, text)) as reader:
+        assert [[row.line for row in chunk] for chunk in reader.chunks(2)] == [[2, 3], [4, 5], [6]]
 
 
 @pytest.mark.parametrize(
@@ -54,24 +66,55 @@ def test_a_cxc_shaped_file_is_read_with_its_kind_and_methods(tmp_path):
         ("caption1,caption2,sampling_method\nc:1,c:2\n", "line 2 has 2 fields, the header 3"),
         ("caption1,caption2,sampling_method\nc:1,,c2c_isim\n", "line 2 has an empty caption2"),
         ("caption1,caption2,sampling_method\nc:1,c:1,c2c_isim\n", "line 2 pairs c:1 with itself"),
+        (f"caption1,caption2,sampling_method\nc:1,{'c' * 5000},\n", "line 2 is longer than 4,096 bytes"),
+        ("caption1,caption2,sampling_method\nc:1,c:\xe9,\n", r"not UTF-8 text \(line 2, column 7: byte 0xe9"),
     ],
 )
 def test_bad_files_are_named_with_the_line_or_column(tmp_path, text, message):
+    path = tmp_path / "pairs.csv"
+    path.write_bytes(text.encode("latin-1") if "\xe9" in text else text.encode())
     with pytest.raises(PairListFormatError, match=message):
-        read_pair_list(write(tmp_path, text))
+        read(path)
+
+
+def ids(*values) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
 
 
 def test_a_repeated_pair_is_refused_when_asked_and_a_missing_file_is_named(tmp_path):
-    text = "image1,image2,sampling_method\na,b,i2i_csim\nb,a,i2i_csim\n"
-    with pytest.raises(PairListFormatError, match="line 3 repeats the pair on line 2"):
-        read_pair_list(write(tmp_path, text), repeats="refuse")
+    refusing = Repeats("pairs.csv", repeats="refuse")
+    assert refusing.first_rows(ids(1, 1), ids(2, 3), ids(2, 3)).tolist() == [True, True]
+    with pytest.raises(PairListFormatError, match="line 9 repeats the pair on line 3"):
+        refusing.first_rows(ids(4, 1), ids(5, 3), ids(8, 9))
+    with pytest.raises(PairListFormatError, match="line 5 repeats the pair on line 4"):
+        Repeats("pairs.csv", repeats="refuse").first_rows(ids(1, 1), ids(2, 2), ids(4, 5))
     with pytest.raises(PairListFormatError, match=f"{tmp_path}/gone.csv: no such file"):
-        read_pair_list(tmp_path / "gone.csv")
+        read(tmp_path / "gone.csv")
+
+
+def test_repeats_over_many_chunks_are_found_exactly_as_a_set_finds_them():
+    """The levels of sorted arrays against a plain set: the same rows kept, the same
+    count merged, ids beyond 32 bits included."""
+    generator = np.random.default_rng(3)
+    merging, seen, line, merged = Repeats("pairs.csv", repeats="merge"), set(), 2, 0
+    for _ in range(60):
+        n = int(generator.integers(1, 400))
+        first = generator.integers(0, 40, n) + (1 << 40)
+        second = generator.integers(0, 40, n)
+        lines = np.arange(line, line + n)
+        line += n
+        expected = []
+        for pair in zip(first.tolist(), second.tolist(), strict=True):
+            expected.append(pair not in seen)
+            merged += pair in seen
+            seen.add(pair)
+        assert merging.first_rows(first, second, lines).tolist() == expected
+    assert merging.merged == merged and len(merging._levels) <= 8
 
 
 def test_a_caption_image_list_may_hold_both_orders_of_different_items(tmp_path):
-    pairs = read_pair_list(write(tmp_path, "caption,image,sampling_method\nc:1,a.jpg,\nc:2,a.jpg,\n"))
-    assert len(pairs.rows) == 2
+    _, rows = read(write(tmp_path, "caption,image,sampling_method\nc:1,a.jpg,\nc:2,a.jpg,\n"))
+    assert len(rows) == 2
 
 
 # --- batches from uploads ------------------------------------------------------------------
