@@ -112,6 +112,9 @@ class Rater:
         code = answer.get("code") if isinstance(answer, dict) else None
         self.sent.append(Sent(what, started, time.monotonic(), response.status, retry_after, code))
         if response.status == 503 and retry_after:
+            # A connection idle for Retry-After outlives the server's keep-alive, which then
+            # closes it: the next request goes on a new one, as a browser's would.
+            self.conn.close()
             time.sleep(float(retry_after))
         return response.status, answer
 
