@@ -1,5 +1,6 @@
 """The client's address behind a reverse proxy, for django-axes' lockouts
-(AXES_CLIENT_IP_CALLABLE, set when CLIENT_IP_HEADER is)."""
+(AXES_CLIENT_IP_CALLABLE, set when CLIENT_IP_HEADER is) and the crowd's limits on new
+participant accounts (``request_client_ip``)."""
 
 from django.conf import settings
 from django.core.exceptions import SuspiciousOperation
@@ -15,3 +16,12 @@ def client_ip(request) -> str:
     if not value:
         raise SuspiciousOperation(f"the request has no {settings.CLIENT_IP_HEADER} header (CLIENT_IP_HEADER)")
     return value.split(",")[-1].strip()
+
+
+def request_client_ip(request) -> str:
+    """The client's address: ``client_ip``'s when CLIENT_IP_HEADER is set (the app runs
+    behind a proxy), else the connection's own (REMOTE_ADDR: the app serves clients
+    directly)."""
+    if settings.CLIENT_IP_HEADER:
+        return client_ip(request)
+    return request.META.get("REMOTE_ADDR", "")

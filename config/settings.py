@@ -170,6 +170,17 @@ if CLIENT_IP_HEADER:
         )
     AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_ip"
 
+# New crowd participant accounts (annotation.people.crowd.signup_limits): at most so many
+# per client address and per campaign link in a sliding window; a participant coming back
+# is never counted. Behind a proxy the address is CLIENT_IP_HEADER's, else every new
+# participant would seem to come from the proxy.
+CROWD_NEW_PARTICIPANTS_PER_ADDRESS = int_at_least("CROWD_NEW_PARTICIPANTS_PER_ADDRESS", 3, minimum=1)
+CROWD_NEW_PARTICIPANTS_ADDRESS_WINDOW_MINUTES = int_at_least(
+    "CROWD_NEW_PARTICIPANTS_ADDRESS_WINDOW_MINUTES", 24 * 60, minimum=1
+)
+CROWD_NEW_PARTICIPANTS_PER_LINK = int_at_least("CROWD_NEW_PARTICIPANTS_PER_LINK", 500, minimum=1)
+CROWD_NEW_PARTICIPANTS_LINK_WINDOW_MINUTES = int_at_least("CROWD_NEW_PARTICIPANTS_LINK_WINDOW_MINUTES", 60, minimum=1)
+
 # API tokens (django-rest-knox): stored as SHA-512 digests, each with its expiry.
 API_TOKEN_TTL_HOURS = int_at_least("API_TOKEN_TTL_HOURS", 30 * 24, minimum=1)
 # How long a rater's invitation link (set your password) stays valid.

@@ -27,6 +27,7 @@ from annotation.people.crowd.completion import (
 )
 from annotation.people.crowd.join import JoinRefused, JoinTarget, join_target, participant_join
 from annotation.people.crowd.study import ENDED_BY_PARTICIPANT
+from config.client_ip import request_client_ip
 
 # Long enough to copy the code, short enough that nobody wonders what to do next.
 REDIRECT_SECONDS = 8
@@ -41,9 +42,12 @@ def join(request, token: str):
         target = join_target(token=token, params=request.GET)
         if request.method != "POST" and _signs_out(request, target):
             return _switch_page(request, target)
-        participant = participant_join(token=token, params=request.GET)
+        participant = participant_join(token=token, params=request.GET, client_address=request_client_ip(request))
     except JoinRefused as refused:
-        return _crowd_page(request, "refused", "This link cannot be used", str(refused), status=refused.http_status)
+        page = _crowd_page(request, "refused", "This link cannot be used", str(refused), status=refused.http_status)
+        for header, value in (refused.headers or {}).items():
+            page[header] = value
+        return page
     if request.user.pk != participant.user_id:
         if request.user.is_authenticated:
             logout(request)

@@ -11,7 +11,14 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from annotation.models import CampaignLink, Participant, ParticipantAnswer, StudyQuestion, TaskKind
-from annotation.people.crowd.links import CampaignLinkError, campaign_link_check, link_stats, new_link_token, study_url
+from annotation.people.crowd.links import (
+    CampaignLinkError,
+    campaign_link_check,
+    campaign_link_quiz_check,
+    link_stats,
+    new_link_token,
+    study_url,
+)
 from annotation.people.crowd.questions import QuestionInvalid, question_check
 
 
@@ -45,6 +52,7 @@ class CampaignLinkForm(forms.ModelForm):
             "return_url",
             "leave_url",
             "id_param",
+            "id_pattern",
             "consent_text",
             "max_participants",
             "expires_at",
@@ -65,7 +73,11 @@ class CampaignLinkForm(forms.ModelForm):
                 return_url=data.get("return_url") or "",
                 leave_url=data.get("leave_url") or "",
                 id_param=data.get("id_param") or "",
+                id_pattern=(data.get("id_pattern") or "").strip(),
             )
+            # A link saved again with its kinds as they were keeps its participants going.
+            if data.get("dataset") is not None and {"dataset", "kinds"} & set(self.changed_data):
+                campaign_link_quiz_check(dataset_id=data["dataset"].pk, kinds=data.get("kinds") or [])
         except CampaignLinkError as problem:
             raise ValidationError(str(problem)) from None
         return data

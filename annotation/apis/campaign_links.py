@@ -51,6 +51,7 @@ class CampaignLinkSerializer(serializers.ModelSerializer):
             "partial_code",
             "return_url",
             "id_param",
+            "id_pattern",
             "max_participants",
             "expires_at",
             "active",
@@ -104,6 +105,13 @@ class CampaignLinkListApi(APIView):
         )
         return_url = serializers.URLField(max_length=1000, required=False, allow_blank=True, default="")
         id_param = serializers.CharField(max_length=50, required=False, default="PROLIFIC_PID")
+        # Its length and syntax are the service's to check, with their own messages.
+        id_pattern = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            default="",
+            help_text=CampaignLink._meta.get_field("id_pattern").help_text,
+        )
         max_participants = serializers.IntegerField(
             min_value=1, max_value=MAX_COUNT, required=False, allow_null=True, default=None
         )

@@ -1,7 +1,8 @@
 """The qualification quiz API. Raters load the quiz of a task kind and answer its
-questions one by one; each answer is told the reference level's name and the pair's
-explanation, never a number (see annotation.quality.quiz). Admins set a dataset's quiz length and
-pass threshold and read each kind's pool against that length."""
+questions one by one; nothing of a reference is told while the attempt is open, and once
+it ends its review names, for each question answered, the reference level and the pair's
+explanation, never a number (see annotation.quality.quiz). Admins set a dataset's quiz
+length and pass threshold and read each kind's pool against that length."""
 
 import dataclasses
 
@@ -38,6 +39,19 @@ class QuizResultSerializer(serializers.Serializer):
     passed = serializers.BooleanField()
 
 
+class QuizReviewEntrySerializer(serializers.Serializer):
+    question = OpaqueIdField("question", source="gold_pair_id", help_text="The question (its opaque id).")
+    items = serializers.SerializerMethodField()
+    your_level = serializers.CharField(help_text="Name of the scale level nearest your answer.")
+    reference_level = serializers.CharField(help_text="Name of the scale level nearest the reference.")
+    reference_detail = serializers.CharField(help_text="That level's description for this task kind.")
+    explanation = serializers.CharField(allow_blank=True, help_text="Why the pair belongs at its level.")
+
+    @extend_schema_field(ItemSerializer(many=True))
+    def get_items(self, entry) -> list[dict]:
+        return [dataclasses.asdict(item) for item in entry.items]
+
+
 class QuizStateSerializer(serializers.Serializer):
     kind = serializers.CharField()
     attempt = serializers.IntegerField(help_text="1 or 2.")
@@ -50,6 +64,12 @@ class QuizStateSerializer(serializers.Serializer):
     )
     items = serializers.SerializerMethodField()
     result = QuizResultSerializer(allow_null=True, help_text="Set once the attempt is finished.")
+    review = QuizReviewEntrySerializer(
+        many=True,
+        allow_null=True,
+        help_text="Set once the attempt is finished: each question you answered in it, in the order asked, with "
+        "the reference level's name. Null while it is open; questions you were not asked are never named.",
+    )
     qualified = serializers.BooleanField(help_text="The rater may now rate this kind.")
 
     @extend_schema_field(ItemSerializer(many=True, allow_null=True))
@@ -73,7 +93,7 @@ class QuizStateApi(APIView):
             200: QuizStateSerializer,
             403: error_response("Both attempts failed."),
             404: error_response("No quiz."),
-            409: error_response("The quiz has too few questions for the attempt."),
+            409: error_response("The pool is too small to run the quiz (fewer than five times the quiz length)."),
         },
     )
     def post(self, request, dataset: str, kind: str):
@@ -85,10 +105,11 @@ class QuizStateApi(APIView):
 
 
 class QuizAnswerApi(APIView):
-    """Answer the current question of your open quiz attempt. 201 with the names of the
-    levels nearest your answer and the reference, and the pair's explanation (no scores,
-    no error); 200 when the same idempotency key was sent before; 409 when the question
-    is not the one you were asked."""
+    """Answer the current question of your open quiz attempt. 201 with your state: the
+    next question, or the finished attempt's result and review (the reference levels of
+    the questions you answered, no scores, no error); nothing about the reference of an
+    answer while the attempt is open. 200 when the same idempotency key was sent before;
+    409 when the question is not the one you were asked."""
 
     permission_classes = [IsRater]
 
@@ -100,19 +121,15 @@ class QuizAnswerApi(APIView):
         adjustments = StrictIntegerField(min_value=0, max_value=queue.MAX_ADJUSTMENTS)
         idempotency_key = serializers.CharField(max_length=queue.MAX_IDEMPOTENCY_KEY)
 
-    class QuizFeedbackSerializer(serializers.Serializer):
-        your_level = serializers.CharField(help_text="Name of the scale level nearest your answer.")
-        reference_level = serializers.CharField(help_text="Name of the scale level nearest the reference.")
-        reference_detail = serializers.CharField(help_text="That level's description for this task kind.")
-        explanation = serializers.CharField(allow_blank=True, help_text="Why the pair belongs at its level.")
-        replayed = serializers.BooleanField()
+    class QuizAnsweredSerializer(serializers.Serializer):
+        replayed = serializers.BooleanField(help_text="The idempotency key was sent before: nothing was stored.")
         state = QuizStateSerializer()
 
     @extend_schema(
         request=QuizAnswerInputSerializer,
         responses={
-            201: QuizFeedbackSerializer,
-            200: QuizFeedbackSerializer,
+            201: QuizAnsweredSerializer,
+            200: QuizAnsweredSerializer,
             404: error_response("No such dataset or kind."),
             409: error_response("Not the question."),
         },
@@ -121,16 +138,17 @@ class QuizAnswerApi(APIView):
         data = self.QuizAnswerInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         policy.entry_check(rater=request.user, dataset=dataset, kind=_kind(kind))
-        feedback = quiz.quiz_answer(rater=request.user, dataset=dataset, kind=_kind(kind), **data.validated_data)
-        body = self.QuizFeedbackSerializer(feedback).data
-        return Response(body, status=status.HTTP_200_OK if feedback.replayed else status.HTTP_201_CREATED)
+        answered = quiz.quiz_answer(rater=request.user, dataset=dataset, kind=_kind(kind), **data.validated_data)
+        body = self.QuizAnsweredSerializer(answered).data
+        return Response(body, status=status.HTTP_200_OK if answered.replayed else status.HTTP_201_CREATED)
 
 
 class QuizPoolSerializer(serializers.Serializer):
     kind = serializers.CharField()
     size = serializers.IntegerField(help_text="Active gold pairs in the kind's quiz.")
     attempt_length = serializers.IntegerField(help_text="Questions per attempt now; 0: the quiz cannot run.")
-    too_small = serializers.BooleanField(help_text="Fewer than twice quiz_length: attempts are shorter, or none.")
+    needed = serializers.IntegerField(help_text="The smallest pool that runs attempts of quiz_length (five times it).")
+    too_small = serializers.BooleanField(help_text="Fewer than `needed`: the quiz cannot run.")
     message = serializers.CharField(source="describe")
 
 
@@ -149,8 +167,8 @@ class QuizSettingsSerializer(serializers.Serializer):
 
 class QuizSettingsApi(APIView):
     """A dataset's quiz settings (admins): questions per attempt and the pass threshold,
-    and each kind's pool, saying when one is too small for two attempts that never repeat
-    a question. PUT sets either setting or both."""
+    and each kind's pool, saying when one is too small to run the quiz (fewer than five
+    times the quiz length). PUT sets either setting or both."""
 
     permission_classes = [IsAdmin]
 

@@ -28,6 +28,7 @@ from annotation.models.onboarding import (
     InvitationDownload,
     Participant,
     ParticipantOutcome,
+    ParticipantSignup,
     QuizAttempt,
 )
 from annotation.models.pairs import Pair, Rating, RatingSlot, RatingStatus, SlotState
@@ -115,6 +116,7 @@ __all__ = [
     "Participant",
     "ParticipantAnswer",
     "ParticipantOutcome",
+    "ParticipantSignup",
     "Qualification",
     "QualitySettings",
     "QuestionPhase",

@@ -129,6 +129,14 @@ class CampaignLink(models.Model):
         default="PROLIFIC_PID",
         help_text="The query parameter carrying the participant's platform id (PROLIFIC_PID, workerId, ...).",
     )
+    id_pattern = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="A regular expression (Python syntax) every participant id of this link must match as a whole. "
+        "Empty: the platform's own format (PROLIFIC_PID: 24 hexadecimal characters; workerId: an MTurk worker id, "
+        "12-14 capital letters and digits starting with A). A link with another id parameter needs one. "
+        "Participants whose ids no longer match cannot come back.",
+    )
     leave_url = models.URLField(
         max_length=1000,
         blank=True,
@@ -156,6 +164,11 @@ class CampaignLink(models.Model):
             models.CheckConstraint(condition=Q(quota__gte=1), name="campaign_link_quota_positive"),
             models.CheckConstraint(condition=~Q(completion_code=""), name="campaign_link_has_code"),
             models.CheckConstraint(condition=~Q(id_param=""), name="campaign_link_has_id_param"),
+            # An id parameter of no known platform needs the link's own pattern.
+            models.CheckConstraint(
+                condition=Q(id_param__in=["PROLIFIC_PID", "workerId"]) | ~Q(id_pattern=""),
+                name="campaign_link_id_format_known",
+            ),
             # The partial code must not be a second copy of the full one.
             models.CheckConstraint(
                 condition=~Q(partial_code=models.F("completion_code")), name="campaign_link_partial_code_differs"
@@ -226,3 +239,27 @@ class Participant(models.Model):
 
     def __str__(self) -> str:
         return f"participant {self.user_id} of link {self.link_id}"
+
+
+class ParticipantSignup(models.Model):
+    """One participant account a campaign link made: what the rate limits of new accounts
+    count (annotation.people.crowd.signup_limits). The client's address is kept only as a
+    keyed hash, and rows older than the longest window are deleted as new ones come in."""
+
+    link = models.ForeignKey(CampaignLink, on_delete=models.CASCADE, related_name="signups")
+    address_key = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="HMAC-SHA256 (hex, keyed by SECRET_KEY) of the client's address; empty: no web request.",
+    )
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["address_key", "created_at"], name="signup_address_idx"),
+            models.Index(fields=["link", "created_at"], name="signup_link_idx"),
+            models.Index(fields=["created_at"], name="signup_created_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"signup through link {self.link_id} at {self.created_at:%Y-%m-%d %H:%M}"

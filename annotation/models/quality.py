@@ -63,9 +63,9 @@ class QualitySettings(models.Model):
     )
     quiz_length = models.PositiveSmallIntegerField(
         default=DEFAULT_QUIZ_LENGTH,
-        help_text="Questions per quiz attempt, drawn at random from the kind's quiz pool; the second attempt "
-        "never repeats a question of the first, so each kind's pool needs at least twice this many gold pairs. "
-        "A smaller pool asks half of it per attempt (rounded down).",
+        help_text="Questions per quiz attempt, drawn for each rater from the kind's quiz pool; the second attempt "
+        "never repeats a question of the first. Each kind's pool needs at least five times this many gold pairs: "
+        "a smaller pool runs no quiz (the kind stays closed to raters not yet qualified).",
     )
     flag_loo_below = models.FloatField(
         null=True,

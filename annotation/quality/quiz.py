@@ -1,24 +1,30 @@
-"""The qualification quiz (issues #16, #25): questions drawn from the gold pairs an admin put
-in a dataset's quiz for a task kind (the kind's pool), asked one by one in the rating page.
-An attempt is passed when the mean absolute error of its answers is strictly below the
-dataset's ``quiz_max_error``, which grants the kind (a Qualification). Answers are
-GoldRating rows (purpose ``quiz``), never ratings of the dataset.
+"""The qualification quiz (issues #16, #25, #57): questions drawn from the gold pairs an
+admin put in a dataset's quiz for a task kind (the kind's pool), asked one by one in the
+rating page. An attempt is passed when the mean absolute error of its answers is strictly
+below the dataset's ``quiz_max_error``, which grants the kind (a Qualification). Answers
+are GoldRating rows (purpose ``quiz``), never ratings of the dataset.
 
-The quiz must test, not teach the answers to its own retake:
-- After each answer the rater is told the reference's level NAME (and its description)
-  and the pair's explanation, never a number: no reference score, no per-answer error,
-  not even the level's digit. A name covers a whole level, so it does not let anyone
-  replay a reference to the decimal.
-- Each attempt asks ``quiz_length`` questions (QualitySettings) drawn at random, and the
-  second attempt never repeats a question of the first: what attempt 1 revealed about its
-  pairs is worth nothing in attempt 2. The pool must hold at least twice the length; a
-  smaller pool asks ``pool // 2`` questions per attempt so the second still never repeats,
-  and a pool of one question cannot run a quiz at all (QuizTooSmall): the kind stays
-  closed until an admin adds questions, it is never opened without a quiz.
+The quiz must test, not teach its answers, to a retake or to another account:
+- Nothing about a reference is shown while an attempt is open. Once it ends, the rater
+  sees for each question THEY answered in it the reference level's NAME (and its
+  description) and the pair's explanation (the attempt's review), never a number: no
+  reference score, no per-answer error, not even the level's digit. Questions of the pool
+  they were not asked are never named.
+- Each attempt asks ``quiz_length`` questions (QualitySettings) drawn for that rater and
+  attempt from the kind's pool, which must hold at least ``POOL_FACTOR`` (five) times the
+  length: a rater's two attempts show at most two fifths of the pool, so another account
+  answering from what one was shown meets mostly questions it knows nothing of. A smaller
+  pool runs no quiz at all (QuizTooSmall, naming the numbers): the kind stays closed until
+  an admin adds questions or lowers the length, it is never opened without a quiz.
+- The draw is seeded by a keyed hash of the rater, dataset, kind and attempt number: the
+  same attempt draws the same questions however often it is begun, one rater's draw says
+  nothing about another's, and nobody without the secret key predicts one.
+- The second attempt never repeats a question of the first: what attempt 1's review
+  showed is worth nothing in attempt 2.
 - A finished attempt reports its mean error: one aggregate over questions that rater is
-  never asked again (and, gold serving's rule, never served as gold), so it calibrates the
-  rater without giving them anything to replay. Over a one-question attempt (a pool of 2
-  or 3) it is that question's error, still of a pair they never meet again."""
+  never asked again (and, gold serving's rule, never served as gold).
+What remains possible with many real platform accounts is in the admin guide's security
+section (docs/admin-guide.md)."""
 
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.db.models import Count
+from django.utils.crypto import salted_hmac
 
 from annotation.core import cxc
 from annotation.core.errors import Conflict, DomainError, NotFound
@@ -57,16 +64,25 @@ class QuizOver(DomainError):
 
 
 class QuizTooSmall(DomainError):
-    """The kind's quiz pool is too small to draw an attempt that repeats no question."""
+    """The kind's quiz pool holds fewer than ``POOL_FACTOR`` times the attempt's length."""
 
     code = "quiz_too_small"
     http_status = 409
 
 
+# A kind's pool holds at least this many times the quiz length (see the module's docstring).
+POOL_FACTOR = 5
+
+
+def pool_needed(quiz_length: int) -> int:
+    """The smallest pool that runs attempts of ``quiz_length``."""
+    return POOL_FACTOR * quiz_length
+
+
 def attempt_length(*, pool: int, quiz_length: int) -> int:
-    """Questions per attempt: ``quiz_length``, or half the pool (rounded down) when the
-    pool holds fewer than twice that, so the second attempt never repeats a question."""
-    return min(quiz_length, pool // 2)
+    """Questions per attempt: ``quiz_length``, or 0 (the quiz cannot run) when the pool
+    holds fewer than ``POOL_FACTOR`` times that."""
+    return quiz_length if pool >= pool_needed(quiz_length) else 0
 
 
 @dataclass(frozen=True)
@@ -82,22 +98,23 @@ class QuizPool:
         return attempt_length(pool=self.size, quiz_length=self.quiz_length)
 
     @property
+    def needed(self) -> int:
+        return pool_needed(self.quiz_length)
+
+    @property
     def too_small(self) -> bool:
-        return self.size < 2 * self.quiz_length
+        return self.size < self.needed
 
     def describe(self) -> str:
         text = f"{self.kind} quiz: {self.size} question(s) in the pool"
         if not self.too_small:
-            return f"{text}, {self.quiz_length} per attempt."
-        missing = 2 * self.quiz_length - self.size
-        if self.attempt_length == 0:
-            return (
-                f"{text}: too small, the quiz cannot run, so raters not yet qualified stay closed out of "
-                f"{self.kind}; add {missing} more for attempts of {self.quiz_length}."
-            )
+            return f"{text}, {self.quiz_length} per attempt (which needs at least {self.needed})."
+        lower = self.size // POOL_FACTOR
+        shorter = f", or lower the quiz length to {lower}" if lower else ""
         return (
-            f"{text}: too small for {self.quiz_length} per attempt (two attempts that never repeat need "
-            f"{2 * self.quiz_length}); attempts ask {self.attempt_length}. Add {missing} more."
+            f"{text}: too small, the quiz cannot run: attempts of {self.quiz_length} need at least {self.needed} "
+            f"({POOL_FACTOR} times the quiz length, so that what one rater is shown covers little of the pool). "
+            f"Raters not yet qualified stay closed out of {self.kind}: add {self.needed - self.size} more{shorter}."
         )
 
 
@@ -109,9 +126,25 @@ class QuizResult:
 
 
 @dataclass(frozen=True)
+class QuizReviewEntry:
+    """One answered question of a finished attempt, as its rater is shown it: the pair,
+    the names of the levels nearest the rater's answer and the reference, the reference
+    level's description for the kind and the pair's explanation. Never a number (see the
+    module's docstring)."""
+
+    gold_pair_id: int
+    items: tuple[Item, ...]
+    your_level: str
+    reference_level: str
+    reference_detail: str
+    explanation: str
+
+
+@dataclass(frozen=True)
 class QuizState:
-    """Where the rater stands in a kind's quiz. ``item`` is the next question (None once
-    the attempt is finished); ``result`` the finished attempt's outcome."""
+    """Where the rater stands in a kind's quiz. ``items`` is the next question (None once
+    the attempt is finished); ``result`` the finished attempt's outcome and ``review`` its
+    answered questions with their reference levels (both None while it is open)."""
 
     kind: str
     attempt: int
@@ -122,6 +155,7 @@ class QuizState:
     items: tuple[Item, ...] | None
     result: QuizResult | None
     qualified: bool
+    review: tuple[QuizReviewEntry, ...] | None = None
 
     @property
     def attempts_left(self) -> int:
@@ -130,15 +164,10 @@ class QuizState:
 
 
 @dataclass(frozen=True)
-class QuizFeedback:
-    """What the page shows after an answer: the names of the levels nearest the rater's
-    answer and the reference, the reference level's description for the kind, and the
-    pair's explanation. Never a number (see the module's docstring)."""
+class QuizAnswered:
+    """An answer stored (or, ``replayed``, one sent again with its key): the rater's
+    state after it, the next question or the finished attempt with its review."""
 
-    your_level: str
-    reference_level: str
-    reference_detail: str
-    explanation: str
     replayed: bool
     state: QuizState
 
@@ -234,10 +263,11 @@ def quiz_answer(
     adjustments: int,
     idempotency_key: str,
     now: datetime | None = None,
-) -> QuizFeedback:
-    """Store the answer to the current question of the rater's open attempt and return
-    the reference. The last answer finishes the attempt (and grants the kind when it is
-    passed). Repeating an answer's ``idempotency_key`` returns its feedback again."""
+) -> QuizAnswered:
+    """Store the answer to the current question of the rater's open attempt. The last
+    answer finishes the attempt (and grants the kind when it is passed); only then does
+    the state carry the review. Repeating an answer's ``idempotency_key`` stores nothing
+    and answers the state again."""
     check_kind(kind)
     if not cxc.SCORE_MIN <= score <= cxc.SCORE_MAX:
         raise QueueInputError(f"score must be within {cxc.SCORE_MIN}-{cxc.SCORE_MAX}, got {score}")
@@ -254,7 +284,7 @@ def quiz_answer(
                 raise Conflict("that is not the question you were asked; reload the quiz")
             gold = GoldPair.objects.get(pk=expected)
             (rating_id,) = ids_reserve(Rating, 1)
-            answer = GoldRating.objects.create(
+            GoldRating.objects.create(
                 id=rating_id,
                 gold_pair=gold,
                 rater=rater,
@@ -277,7 +307,7 @@ def quiz_answer(
         raise Conflict(
             f"idempotency key {idempotency_key!r} was already used for another answer; use a new key for each item"
         ) from None
-    return _feedback(answer, gold, _state_of(attempt), replayed=False)
+    return QuizAnswered(replayed=False, state=_state_of(attempt))
 
 
 def quiz_results(*, rater) -> list[QuizAttempt]:
@@ -297,15 +327,21 @@ def _latest_attempt(rater, dataset_id: int, kind: str, *, lock: bool) -> QuizAtt
     return (attempts.select_for_update() if lock else attempts).first()
 
 
-def _generator() -> random.Random:
-    """The attempts' draws come from the operating system's generator: nothing a rater
-    sees (ids, earlier attempts) predicts the next draw."""
-    return random.SystemRandom()
+def _generator(*, rater_id: int, dataset_id: int, kind: str, number: int) -> random.Random:
+    """The generator of one rater's attempt, seeded by a keyed hash (SECRET_KEY) of the
+    rater, dataset, kind and attempt number: the attempt draws the same questions however
+    often it is begun (two tabs at once included), and without the key nobody predicts
+    a draw, nor learns anything about one rater's from another's."""
+    seed = salted_hmac(
+        "annotation.quality.quiz.draw", f"{rater_id}:{dataset_id}:{kind}:{number}", algorithm="sha256"
+    ).digest()
+    return random.Random(int.from_bytes(seed))
 
 
 def _draw_size(dataset_id: int, kind: str, previous: list[QuizAttempt]) -> tuple[list[int], int]:
     """The pool's questions no previous attempt asked, and how many the next attempt
-    draws from them: the attempt length, or fewer when an admin shrank the pool since."""
+    draws from them: the attempt length, or 0 when the pool is too small for it (an
+    admin may have shrunk it since the last attempt)."""
     pool = quiz_pair_ids(dataset_id=dataset_id, kind=kind)
     asked = {pair_id for attempt in previous for pair_id in attempt.order}
     fresh = [pair_id for pair_id in pool if pair_id not in asked]
@@ -314,10 +350,11 @@ def _draw_size(dataset_id: int, kind: str, previous: list[QuizAttempt]) -> tuple
 
 
 def _attempt_begin(rater, dataset_id: int, kind: str, *, previous: QuizAttempt | None, rng, now) -> QuizAttempt:
-    """The next attempt: questions drawn at random from the kind's pool, none that an
-    earlier attempt asked. Raises NotFound without a quiz, QuizOver after the last attempt,
-    QuizTooSmall when the pool cannot give the attempt a question."""
-    if not quiz_pair_ids(dataset_id=dataset_id, kind=kind):
+    """The next attempt: questions drawn for this rater and attempt from the kind's pool,
+    none that an earlier attempt asked. Raises NotFound without a quiz, QuizOver after the
+    last attempt, QuizTooSmall when the pool is too small for an attempt."""
+    pool = quiz_pair_ids(dataset_id=dataset_id, kind=kind)
+    if not pool:
         raise NotFound(f"there is no {kind} qualification quiz in this dataset; ask an admin to qualify you")
     number = 1 if previous is None else previous.number + 1
     if number > QUIZ_ATTEMPTS:
@@ -325,11 +362,14 @@ def _attempt_begin(rater, dataset_id: int, kind: str, *, previous: QuizAttempt |
     earlier = list(QuizAttempt.objects.filter(rater=rater, dataset_id=dataset_id, kind=kind))
     fresh, size = _draw_size(dataset_id, kind, earlier)
     if size == 0:
+        quiz_length = quiz_settings(dataset_id)[0]
         raise QuizTooSmall(
-            f"the {kind} qualification quiz of this dataset has too few questions for attempt {number} "
-            "(each attempt asks questions no earlier one did); ask an admin to add questions"
+            f"the {kind} qualification quiz of this dataset cannot run: its pool holds {len(pool)} question(s) and "
+            f"attempts of {quiz_length} need at least {pool_needed(quiz_length)} ({POOL_FACTOR} times the quiz "
+            "length); ask an admin to add questions"
         )
-    order = (rng or _generator()).sample(fresh, size)
+    generator = rng or _generator(rater_id=rater.pk, dataset_id=dataset_id, kind=kind, number=number)
+    order = generator.sample(fresh, size)
     try:
         with transaction.atomic():
             return QuizAttempt.objects.create(
@@ -373,13 +413,12 @@ def _answers(attempt: QuizAttempt):
     )
 
 
-def _replayed_answer(rater, key: str, attempt: QuizAttempt | None) -> QuizFeedback | None:
-    answer = GoldRating.objects.filter(rater=rater, idempotency_key=key, purpose=GoldPurpose.QUIZ).first()
-    if answer is None:
+def _replayed_answer(rater, key: str, attempt: QuizAttempt | None) -> QuizAnswered | None:
+    if not GoldRating.objects.filter(rater=rater, idempotency_key=key, purpose=GoldPurpose.QUIZ).exists():
         return None
     if attempt is None:
         raise Conflict(f"idempotency key {key!r} was already used for another answer; use a new key for each item")
-    return _feedback(answer, answer.gold_pair, _state_of(attempt), replayed=True)
+    return QuizAnswered(replayed=True, state=_state_of(attempt))
 
 
 def _state_of(attempt: QuizAttempt) -> QuizState:
@@ -388,16 +427,14 @@ def _state_of(attempt: QuizAttempt) -> QuizState:
         .in_dataset(attempt.dataset_id)
         .exists()
     )
-    result = None
+    result, review = None, None
     if attempt.finished_at is not None:
         result = QuizResult(mean_error=attempt.mean_error, threshold=attempt.threshold, passed=attempt.passed)
+        review = _review(attempt)
     gold_pair_id, items = None, None
     if attempt.finished_at is None:
         gold_pair_id = attempt.order[attempt.answered]
-        pair = GoldPair.objects.select_related("dataset", "caption_a", "caption_b", "image_a", "image_b").get(
-            pk=gold_pair_id
-        )
-        items = gold_pair_assignment(pair, slot_id=pair.pk, lease_expires_at=attempt.started_at, resumed=False).items
+        items = _items(_gold_with_items().get(pk=gold_pair_id), attempt)
     return QuizState(
         kind=attempt.kind,
         attempt=attempt.number,
@@ -408,16 +445,37 @@ def _state_of(attempt: QuizAttempt) -> QuizState:
         items=items,
         result=result,
         qualified=qualified,
+        review=review,
     )
 
 
-def _feedback(answer: GoldRating, gold: GoldPair, state: QuizState, *, replayed: bool) -> QuizFeedback:
-    reference = cxc.nearest_level(answer.gold_score)
-    return QuizFeedback(
-        your_level=cxc.level_name(answer.score),
-        reference_level=cxc.LEVEL_NAMES[reference],
-        reference_detail=cxc.LEVEL_DETAILS[gold.kind][reference],
-        explanation=gold.explanation,
-        replayed=replayed,
-        state=state,
-    )
+def _gold_with_items():
+    return GoldPair.objects.select_related("dataset", "caption_a", "caption_b", "image_a", "image_b")
+
+
+def _items(pair: GoldPair, attempt: QuizAttempt) -> tuple[Item, ...]:
+    return gold_pair_assignment(pair, slot_id=pair.pk, lease_expires_at=attempt.started_at, resumed=False).items
+
+
+def _review(attempt: QuizAttempt) -> tuple[QuizReviewEntry, ...]:
+    """The finished attempt's answered questions in the order they were asked, each with
+    the reference level's name: only questions this rater answered in this attempt."""
+    answers = {answer.gold_pair_id: answer for answer in _answers(attempt)}
+    pairs = _gold_with_items().in_bulk(list(answers))
+    entries = []
+    for pair_id in attempt.order:
+        if pair_id not in answers:
+            continue
+        answer, pair = answers[pair_id], pairs[pair_id]
+        reference = cxc.nearest_level(answer.gold_score)
+        entries.append(
+            QuizReviewEntry(
+                gold_pair_id=pair_id,
+                items=_items(pair, attempt),
+                your_level=cxc.level_name(answer.score),
+                reference_level=cxc.LEVEL_NAMES[reference],
+                reference_detail=cxc.LEVEL_DETAILS[pair.kind][reference],
+                explanation=pair.explanation,
+            )
+        )
+    return tuple(entries)

@@ -43,7 +43,7 @@ def seeded(monkeypatch):
 
     def seed(value: int):
         generator = random.Random(value)
-        monkeypatch.setattr("annotation.quality.quiz._generator", lambda: generator)
+        monkeypatch.setattr("annotation.quality.quiz._generator", lambda **attempt: generator)
 
     return seed
 

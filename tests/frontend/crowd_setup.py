@@ -1,7 +1,7 @@
 """A crowd campaign on the demo dataset for the participant tests: gold pairs uploaded
 and served in the queue (gold on, as in a real study), a link of one or more kinds, and
-optionally a six-question SIS quiz pool (attempts of three at the default quiz length of
-five, so the second attempt asks the other three)."""
+optionally a ten-question SIS quiz pool asked two at a time (the smallest pool for
+attempts of two: five times that)."""
 
 import itertools
 import tempfile
@@ -24,18 +24,21 @@ from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.quiz import quiz_set
 from annotation.serving.gold_ids import ids_reserve
 
-QUIZ_REFERENCES = (0.0, 2.5, 5.0, 1.0, 4.0, 3.0)
+QUIZ_REFERENCES = (0.0, 2.5, 5.0, 1.0, 4.0, 3.0, 0.5, 4.5, 2.0, 3.5)
+QUIZ_LENGTH = 2
 # One claim in GOLD_ONE_IN serves a gold pair while the rater has gold pairs left.
 GOLD_ONE_IN = 2
 
 
 def sis_quiz(dataset: Dataset) -> list[GoldPair]:
-    """Six SIS gold pairs in the quiz, on images the queued demo pairs start from last."""
-    images = list(Image.objects.filter(dataset=dataset).order_by("-id")[: 2 * len(QUIZ_REFERENCES)])
+    """Ten SIS gold pairs in the quiz, on pairs of images no queued pair joins, asked
+    QUIZ_LENGTH at a time."""
+    keys = _free_pairs(dataset, TaskKind.SIS, len(QUIZ_REFERENCES))
+    images = {image.key: image for image in Image.objects.filter(dataset=dataset)}
     ids = ids_reserve(Pair, len(QUIZ_REFERENCES))
     made = []
-    for index, reference in enumerate(QUIZ_REFERENCES):
-        a, b = sorted((images[2 * index], images[2 * index + 1]), key=lambda image: image.pk)
+    for index, (reference, (key_a, key_b)) in enumerate(zip(QUIZ_REFERENCES, keys, strict=True)):
+        a, b = sorted((images[key_a], images[key_b]), key=lambda image: image.pk)
         made.append(
             GoldPair.objects.create(
                 id=ids[index],
@@ -50,6 +53,7 @@ def sis_quiz(dataset: Dataset) -> list[GoldPair]:
             )
         )
     quiz_set(dataset_id=dataset.pk, gold_pair_ids=[gold.pk for gold in made], in_quiz=True)
+    QualitySettings.objects.update_or_create(dataset=dataset, defaults={"quiz_length": QUIZ_LENGTH})
     return made
 
 

@@ -1,16 +1,17 @@
 """A Prolific participant's whole path in a real headless Chromium, with gold pairs served
-and links of two kinds: the campaign link, the quiz first with feedback (the reference
-level's name, never a number; failed once, passed on the second attempt with other
-questions), pairs up to the quota, the completion code and the way back; a run whose
-pairs ran out first, over both kinds, to the partial code; and a link whose id names
-another account, refused with nobody signed in."""
+and links of two kinds: the campaign link, the quiz first with its review once an attempt
+ends (the reference level's name of each question answered, never a number; failed once,
+passed on the second attempt with other questions), pairs up to the quota, the
+completion code and the way back; a run whose pairs ran out first, over both kinds, to
+the partial code; and a link whose id names another account, refused with nobody signed
+in."""
 
 import pytest
 from django.contrib.auth import get_user_model
 
 from annotation.models import GoldRating, Participant, QuizAttempt, Rating
 from annotation.serving.pairs import pairs_retire
-from tests.frontend.crowd_setup import crowd_link, sis_quiz
+from tests.frontend.crowd_setup import QUIZ_LENGTH, crowd_link, sis_quiz
 from tests.support.browser import track_point
 from tests.support.crowd_browser import END_PAGE, answer_quiz, items_of
 
@@ -58,8 +59,9 @@ def test_a_participant_goes_from_the_link_through_the_quiz_and_quota_to_the_code
     page.screenshot(path=str(screenshot_dir / "crowd-quiz-failed.png"), full_page=True)
     page.click("#quiz-again")
     result.wait_for(state="hidden")
+    assert page.locator("#quiz-review").is_hidden(), "attempt 1's review goes with it"
     second_order = answer_quiz(page, near=True)
-    assert len(first_order) == len(second_order) == 3 and not set(first_order) & set(second_order)
+    assert len(first_order) == len(second_order) == QUIZ_LENGTH and not set(first_order) & set(second_order)
     assert "You passed the quiz" in result.inner_text()
     page.click("#quiz-proceed")
 
@@ -80,7 +82,7 @@ def test_a_participant_goes_from_the_link_through_the_quiz_and_quota_to_the_code
     assert items_of(users.get()) == 3
     attempts = QuizAttempt.objects.filter(rater=users.get()).order_by("number")
     assert [(a.number, a.passed) for a in attempts] == [(1, False), (2, True)]
-    assert GoldRating.objects.filter(rater=users.get(), purpose="quiz").count() == 6
+    assert GoldRating.objects.filter(rater=users.get(), purpose="quiz").count() == 2 * QUIZ_LENGTH
 
 
 def test_a_participant_whose_pairs_run_out_over_both_kinds_gets_the_partial_code(
@@ -109,8 +111,9 @@ def test_a_link_whose_id_names_another_account_signs_nobody_in(page, live_server
     from tests.factories import UserFactory
 
     link = crowd_link(demo, kinds=("SIS",), quota=3)
-    UserFactory(username=f"prolific-{link.pk}-alice", roles=["rater"])
-    response = page.goto(f"{live_server.url}/join/{link.token}/?PROLIFIC_PID=alice")
+    alice = "a11ce0a11ce0a11ce0a11ce0"
+    UserFactory(username=f"prolific-{link.pk}-{alice}", roles=["rater"])
+    response = page.goto(f"{live_server.url}/join/{link.token}/?PROLIFIC_PID={alice}")
     assert response.status == 409
     refused = page.locator("[data-testid=crowd-refused]")
     assert "cannot be used" in refused.inner_text() and "contact the researcher" in refused.inner_text()

@@ -132,7 +132,7 @@ def test_quiz_questions_are_chosen_with_the_pool_size_shown(page, live_server, t
         "caption,image,gold_score,explanation\n" + "".join(f"{line},{n},reason {n}\n" for n, line in enumerate(lines))
     )
     gold_pairs_upload(dataset=dataset, path=path)
-    QualitySettings.objects.create(dataset=dataset, quiz_length=2)
+    QualitySettings.objects.create(dataset=dataset, quiz_length=1)
     session_for(page, live_server, username="admin")
     page.goto(f"{live_server.url}/admin/annotation/goldpair/")
     page.click("text=Quiz questions")
@@ -141,6 +141,7 @@ def test_quiz_questions_are_chosen_with_the_pool_size_shown(page, live_server, t
     page.click("input[value='Show gold pairs']")
     page.wait_for_selector("#gold")
     assert "too small" in page.locator("#pool").inner_text()
+    assert "at least five times the quiz length" in page.locator("#content").inner_text()
     boxes = page.locator("#gold input[name=quiz]")
     for number in range(3):
         boxes.nth(number).check()
@@ -149,13 +150,15 @@ def test_quiz_questions_are_chosen_with_the_pool_size_shown(page, live_server, t
     pictures_load(page, "#gold")
     page.screenshot(path=screenshot_dir / f"gold-quiz-{size}.png", full_page=True)
     assert "3 put in the quiz" in page.locator(".messagelist").inner_text()
-    assert "too small for 2 per attempt" in page.locator("#pool").inner_text()
+    pool = page.locator("#pool").inner_text()
+    assert "too small, the quiz cannot run: attempts of 1 need at least 5" in pool and "add 2 more" in pool
     assert GoldPair.objects.filter(in_quiz=True).count() == 3
     fits(page)
     page.locator("#gold input[name=quiz]").nth(3).check()
+    page.locator("#gold input[name=quiz]").nth(4).check()
     page.click("input[value='Save the quiz questions']")
     page.wait_for_selector(".messagelist")
-    assert "4 question(s) in the pool, 2 per attempt." in page.locator("#pool").inner_text()
+    assert "5 question(s) in the pool, 1 per attempt (which needs at least 5)." in page.locator("#pool").inner_text()
     assert "too-small" not in page.locator("#pool").get_attribute("class")
 
 

@@ -302,15 +302,18 @@ def test_quiz_by_keyboard_and_its_instructions_name_no_skip_or_flag(
     assert instructions.evaluate("el => el.open") is not was_open
     page.wait_for_timeout(300)
     assert not GoldRating.objects.exists()
-    # Enter on the slider answers; Enter on "Next question" (which has the focus) goes on.
+    # Enter on the slider answers and the next question comes with the focus on its
+    # slider; after the last, the result's button has the focus and the review shows.
     first = page.locator("#pair").get_attribute("data-ready")
     page.locator(".scale-track").focus()
-    page.keyboard.press("Enter")
-    page.locator("#quiz-feedback").wait_for(state="visible")
-    assert GoldRating.objects.filter(rater=newcomer, purpose="quiz").count() == 1
-    assert focused(page) == "quiz-next"
-    page.screenshot(path=str(screenshot_dir / f"keys-quiz-feedback-{viewport['width']}.png"), full_page=True)
     page.keyboard.press("Enter")
     page.wait_for_selector(f"#pair[data-ready]:not([data-ready='{first}'])")
     assert GoldRating.objects.filter(rater=newcomer, purpose="quiz").count() == 1
     assert focused(page) == "scale-track"
+    assert page.locator("#quiz-review").is_hidden()
+    page.keyboard.press("End")
+    page.keyboard.press("Enter")
+    page.locator("#quiz-review").wait_for(state="visible")
+    assert GoldRating.objects.filter(rater=newcomer, purpose="quiz").count() == 2
+    assert focused(page) in ("quiz-again", "quiz-proceed")
+    page.screenshot(path=str(screenshot_dir / f"keys-quiz-review-{viewport['width']}.png"), full_page=True)

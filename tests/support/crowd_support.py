@@ -4,6 +4,7 @@ participant's HTTP client driving the rating API as a browser or a script would.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 
 from django.test import Client
@@ -15,7 +16,7 @@ from annotation.quality.quiz import quiz_set
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory
 from tests.support.queue_support import queue_pairs
 
-SIS_PAIRS, STS_PAIRS, GOLD_PER_KIND = 8, 6, 4
+SIS_PAIRS, STS_PAIRS, GOLD_PER_KIND = 8, 6, 5
 
 
 def crowd_dataset(tmp_path, *, gold_one_in: int = 2):
@@ -46,9 +47,11 @@ def gold_upload(split, kind: str, n: int, tmp_path) -> None:
 
 
 def sts_quiz(dataset) -> list[int]:
-    """Make the dataset's STS gold pairs its STS quiz: STS is then quiz-gated."""
+    """Make the dataset's STS gold pairs (GOLD_PER_KIND, the smallest pool for attempts
+    of one question) its STS quiz, asked one question at a time: STS is then quiz-gated."""
     ids = list(dataset.gold_pairs.filter(kind=TaskKind.STS).values_list("id", flat=True))
     quiz_set(dataset_id=dataset.pk, gold_pair_ids=ids, in_quiz=True)
+    QualitySettings.objects.update_or_create(dataset=dataset, defaults={"quiz_length": 1})
     return ids
 
 
@@ -58,13 +61,34 @@ def items_rated(user, dataset) -> int:
     return Rating.objects.filter(rater=user, pair__dataset=dataset).count() + gold
 
 
+def platform_id(name: str, id_param: str = "PROLIFIC_PID") -> str:
+    """The participant id of a test's readable ``name`` on the platform of ``id_param``
+    (the same name, the same id): 24 hexadecimal characters for Prolific, a worker id
+    for MTurk, the name itself for a link of its own pattern."""
+    digest = hashlib.sha256(name.encode()).hexdigest()
+    if id_param == "PROLIFIC_PID":
+        return digest[:24]
+    if id_param == "workerId":
+        return "A" + digest[:13].upper()
+    return name
+
+
+def address_of(name: str) -> str:
+    """A client address of the participant ``name``'s own (people join from their homes)."""
+    digest = hashlib.sha256(f"address {name}".encode()).digest()
+    return f"10.{digest[0]}.{digest[1]}.{digest[2]}"
+
+
 class ParticipantClient:
     """A browser (or script) of one participant: joins through the link, then claims,
-    rates and skips through the rating API with the session the link gave it."""
+    rates and skips through the rating API with the session the link gave it.
+    ``external_id`` is a readable name, made the platform's id (``platform_id``) unless the
+    link has its own pattern; each participant joins from an address of their own."""
 
     def __init__(self, link, external_id: str):
-        self.link, self.external_id = link, external_id
-        self.http = Client()
+        self.link = link
+        self.external_id = external_id if link.id_pattern else platform_id(external_id, link.id_param)
+        self.http = Client(REMOTE_ADDR=address_of(external_id))
         self.dataset = link.dataset.name
         self.keys = itertools.count()
 

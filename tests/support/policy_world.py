@@ -3,8 +3,8 @@ test_policy_invariants.py), and the invariants it checks against the database.
 
 The world is built once per test, before the machine's first example, through the admin
 API where one exists: dataset ``main`` with 4 STS, 4 SIS and 4 SITS pairs of N=3 ratings,
-gold on one item in two, two SIS gold pairs in the queue and a SITS quiz of four gold
-pairs that rater r0 took; raters r0..r3; a campaign link over STS and SIS with a quota of
+gold on one item in two, two SIS gold pairs in the queue and a SITS quiz of five gold
+pairs asked one at a time that rater r0 took; raters r0..r3; a campaign link over STS and SIS with a quota of
 3 items and its two participants; dataset ``other`` with two STS pairs nobody of the
 link belongs in. Every example runs in a savepoint on top of it and is rolled back."""
 
@@ -88,17 +88,19 @@ def world_build() -> World:
     assert answer.status_code == 200, answer.content
     _gold_upload(admin, main, _sis_gold_csv(split, pairs=2))
     sits_before = set(GoldPair.objects.filter(dataset=main, kind=QUIZ_KIND).values_list("pk", flat=True))
-    _gold_upload(admin, main, _sits_gold_csv(split, pairs=5))
+    _gold_upload(admin, main, _sits_gold_csv(split, pairs=6))
     sits = sorted(set(GoldPair.objects.filter(dataset=main, kind=QUIZ_KIND).values_list("pk", flat=True)) - sits_before)
-    quiz_ids = sits[:4]  # the fifth stays a queue gold pair
-    assert quiz_set(dataset_id=main.pk, gold_pair_ids=quiz_ids, in_quiz=True) == 4
+    quiz_ids = sits[:5]  # the sixth stays a queue gold pair
+    assert quiz_set(dataset_id=main.pk, gold_pair_ids=quiz_ids, in_quiz=True) == 5
+    # Five questions are the smallest pool for attempts of one.
+    assert admin.put(f"/api/datasets/{main.name}/quiz/", {"quiz_length": 1}, format="json").status_code == 200
     raters = [_rater("r0", kinds=("STS", "SIS"), dataset=main)]
     raters += [_rater(f"r{n}", kinds=KINDS) for n in range(1, RATERS)]
     _quiz_take(raters[0], main)
     link = campaign_link_create(dataset=main, name="wave", kinds=list(LINK_KINDS), quota=QUOTA, completion_code="DONE")
     participants = []
     for n in range(PARTICIPANTS):
-        joined = participant_join(token=link.token, params={"PROLIFIC_PID": f"pid{n}"})
+        joined = participant_join(token=link.token, params={"PROLIFIC_PID": f"{n:024x}"})
         participants.append(Actor(f"p{n}", joined.user, client_for(joined.user), participant=joined))
     other_split = SplitFactory(dataset__name="other")
     queue_pairs(split=other_split, kind="STS", n_pairs=2, ratings_per_pair=N)

@@ -1,25 +1,37 @@
 """Quizzes built from gold pairs and an attempt through the API, for the quiz tests."""
 
-from annotation.models import GoldPair
+from annotation.models import GoldPair, QualitySettings
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.quiz import quiz_set
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory
 from tests.support.rating_support import db_id
 
-# Eight SIS questions; attempts of three (quiz_length 3), so attempt 2 draws 3 of the 5
-# questions attempt 1 left. Explanations carry no number, so any number in an answer's
-# JSON would come from the API itself.
-REFERENCES = [0.0, 0.5, 1.5, 2.0, 3.0, 3.5, 4.5, 5.0]
+# Fifteen SIS questions, the smallest pool for attempts of three (quiz_length 3: five
+# times that), so attempt 2 draws 3 of the 12 questions attempt 1 left. Explanations carry
+# no number, so any number in an answer's JSON would come from the API itself.
+REFERENCES = [0.0, 0.5, 1.5, 2.0, 3.0, 3.5, 4.5, 5.0, 0.2, 1.2, 1.8, 3.2, 4.2, 4.8, 3.8]
 
 
 LENGTH = 3
+# Five questions: the smallest pool for attempts of one.
+FIVE = [1.0, 4.0, 0.5, 3.0, 5.0]
+
+
+def letters(index: int) -> str:
+    """A question's name without a digit: a, b, ... z, ba, bb ..."""
+    name = ""
+    while True:
+        index, rest = divmod(index, 26)
+        name = "abcdefghijklmnopqrstuvwxyz"[rest] + name
+        if index == 0:
+            return name
 
 
 def make_quiz(dataset, references, tmp_path) -> list[GoldPair]:
     images = [ImageFactory(split=dataset.splits.first(), dataset=dataset) for _ in range(2 * len(references))]
     lines = ["image1,image2,gold_score,explanation"]
     lines += [
-        f"{images[2 * i].key},{images[2 * i + 1].key},{ref},the scenes share what question {'abcdefgh'[i]} shows"
+        f"{images[2 * i].key},{images[2 * i + 1].key},{ref},the scenes share what question {letters(i)} shows"
         for i, ref in enumerate(references)
     ]
     path = tmp_path / "quiz.csv"
@@ -70,9 +82,10 @@ def make_sts_quiz(dataset, references, tmp_path) -> list[GoldPair]:
     return list(GoldPair.objects.filter(pk__in=ids))
 
 
-def second_dataset(tmp_path, references=(1.0, 4.0)):
-    """Another dataset with a SIS quiz of its own (default length: attempts of one question)."""
+def second_dataset(tmp_path, references=FIVE):
+    """Another dataset with a SIS quiz of its own, attempts of one question."""
     split = SplitFactory()
     (tmp_path / "second").mkdir()
     make_quiz(split.dataset, list(references), tmp_path / "second")
+    QualitySettings.objects.create(dataset=split.dataset, quiz_length=1)
     return split.dataset

@@ -2,11 +2,12 @@
 id, made on the first visit (``participant_join``) under the rules of the crowd package
 (one account per link and id, one link per id and dataset, no other account ever signed
 in). ``join_target`` answers whom a link would sign in without making anything, so the
-page can ask a visitor signed in as someone else before it signs them out."""
+page can ask a visitor signed in as someone else before it signs them out. Issue #57: the
+id must look like one of the link's platform or match its pattern (``external_ids``), and
+new accounts are rate-limited per client address and per link (``signup_limits``)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,8 +20,9 @@ from django.utils import timezone
 from annotation.core.errors import DomainError
 from annotation.core.roles import PARTICIPANT
 from annotation.models import CampaignLink, GoldPair, Participant, Qualification
+from annotation.people.crowd.external_ids import external_id_problem
+from annotation.people.crowd.signup_limits import address_key, signup_lock, signup_record, signup_refusal
 
-EXTERNAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SIDE_PARAMS = {"study_id": "STUDY_ID", "session_id": "SESSION_ID"}
 # Short names of the platforms' id parameters, for the participants' user names.
 PLATFORM_PREFIX = {"PROLIFIC_PID": "prolific", "workerId": "mturk"}
@@ -31,9 +33,11 @@ class JoinRefused(DomainError):
 
     code = "join_refused"
 
-    def __init__(self, message: str, *, http_status: int = 400):
+    def __init__(self, message: str, *, http_status: int = 400, retry_after_seconds: int | None = None):
         super().__init__(message)
         self.http_status = http_status
+        if retry_after_seconds is not None:
+            self.headers = {"Retry-After": str(retry_after_seconds)}
 
 
 @dataclass(frozen=True)
@@ -61,10 +65,9 @@ def join_target(*, token: str, params: Mapping[str, str], now: datetime | None =
         raise JoinRefused(
             f"This link needs your participant id ({link.id_param}). Open it from the study page of the platform."
         )
-    if not EXTERNAL_ID.fullmatch(external_id):
-        raise JoinRefused(
-            f"The participant id in this link ({link.id_param}) is not valid. Open it from the study page."
-        )
+    problem = external_id_problem(external_id, id_param=link.id_param, id_pattern=link.id_pattern)
+    if problem is not None:
+        raise JoinRefused(f"{problem} Open the study from its page on the platform: the link there carries your id.")
     known = Participant.objects.select_related("user", "link__dataset").filter(link=link, external_id=external_id)
     if (participant := known.first()) is not None:
         # Checked on every visit: an account given a password or a role since it joined
@@ -79,18 +82,26 @@ def join_target(*, token: str, params: Mapping[str, str], now: datetime | None =
     return JoinTarget(link=link, external_id=external_id, participant=None)
 
 
-def participant_join(*, token: str, params: Mapping[str, str], now: datetime | None = None) -> Participant:
+def participant_join(
+    *,
+    token: str,
+    params: Mapping[str, str],
+    client_address: str | None = None,
+    now: datetime | None = None,
+) -> Participant:
     """The participant of ``token``'s link with the external id in ``params`` (the query
-    string), made on their first visit. Raises JoinRefused saying what is wrong with the
-    link or the id; nothing is made then."""
+    string), made on their first visit. ``client_address`` is the web client's, counted
+    by the limit of new accounts per address (None: no web request, counted against the
+    link only). Raises JoinRefused saying what is wrong with the link or the id, or
+    that too many new accounts were made (429, with Retry-After); nothing is made then."""
     now = now or timezone.now()
     target = join_target(token=token, params=params, now=now)
     if target.participant is not None:
         return target.participant
-    return _participant_new(target.link, target.external_id, params, now)
+    return _participant_new(target.link, target.external_id, params, address_key(client_address), now)
 
 
-def _participant_new(link: CampaignLink, external_id: str, params: Mapping[str, str], now) -> Participant:
+def _participant_new(link: CampaignLink, external_id: str, params: Mapping[str, str], key: str, now) -> Participant:
     side = {field: (params.get(name) or "")[:64] for field, name in SIDE_PARAMS.items()}
     try:
         with transaction.atomic():
@@ -107,19 +118,21 @@ def _participant_new(link: CampaignLink, external_id: str, params: Mapping[str, 
                 return made
             if runs.exists():
                 raise _in_another_study(link)
-            if link.max_participants is not None:
-                # The link's row is the lock that keeps the cap exact under a rush; links
-                # without a cap need no lock (the unique constraints settle races).
-                locked = CampaignLink.objects.select_for_update().get(pk=link.pk)
-                if locked.participants.count() >= locked.max_participants:
-                    raise JoinRefused(
-                        "This study is full: every place is taken. Please return it on the platform.", http_status=410
-                    )
+            # The locks keep the cap and the rate limits exact under a rush.
+            locked = signup_lock(link, key)
+            if locked.max_participants is not None and locked.participants.count() >= locked.max_participants:
+                raise JoinRefused(
+                    "This study is full: every place is taken. Please return it on the platform.", http_status=410
+                )
+            refusal = signup_refusal(locked, key, now=now)
+            if refusal is not None:
+                raise JoinRefused(refusal.message, http_status=429, retry_after_seconds=refusal.retry_after_seconds)
             user = _crowd_user(link, external_id)
             participant = Participant.objects.create(
                 link=link, user=user, external_id=external_id, started_at=now, **side
             )
             _grant_kinds_without_quiz(user, link)
+            signup_record(link, key, now=now)
     except IntegrityError:
         # Another account took the name in the same moment: the join is refused as a
         # clash found before is (a race only: no mutant of the line).

@@ -15,6 +15,8 @@ from django.utils import timezone
 
 from annotation.core.errors import DomainError
 from annotation.models import CampaignLink, GoldPurpose, GoldRating, Rating, TaskKind
+from annotation.people.crowd.external_ids import IdPatternInvalid, id_pattern_check
+from annotation.quality.quiz import quiz_pools
 
 CODE = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
@@ -38,6 +40,7 @@ def campaign_link_check(
     completion_code: str,
     return_url: str,
     id_param: str,
+    id_pattern: str = "",
     partial_code: str = "",
     leave_url: str = "",
 ) -> None:
@@ -62,6 +65,18 @@ def campaign_link_check(
         )
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,49}", id_param or ""):
         raise CampaignLinkError(f"the id parameter must be a query parameter name, got {id_param!r}")
+    try:
+        id_pattern_check(id_pattern, id_param=id_param)
+    except IdPatternInvalid as problem:
+        raise CampaignLinkError(str(problem)) from None
+
+
+def campaign_link_quiz_check(*, dataset_id: int, kinds: list[str]) -> None:
+    """Raise CampaignLinkError when a kind of the link has a quiz too small to run: its
+    participants would be turned away without ever being asked (issue #57)."""
+    for pool in quiz_pools(dataset_id=dataset_id):
+        if pool.kind in kinds and pool.too_small:
+            raise CampaignLinkError(f"participants of this link could never rate {pool.kind}. {pool.describe()}")
 
 
 def campaign_link_create(
@@ -76,6 +91,7 @@ def campaign_link_create(
     leave_url: str = "",
     consent_text: str = "",
     id_param: str = "PROLIFIC_PID",
+    id_pattern: str = "",
     max_participants: int | None = None,
     expires_at: datetime | None = None,
     created_by=None,
@@ -84,7 +100,7 @@ def campaign_link_create(
     """A new campaign link with a fresh random token. Raises CampaignLinkError naming the
     bad value."""
     kinds = sorted({kind.upper() for kind in kinds})
-    completion_code, partial_code = completion_code.strip(), partial_code.strip()
+    completion_code, partial_code, id_pattern = completion_code.strip(), partial_code.strip(), id_pattern.strip()
     campaign_link_check(
         kinds=kinds,
         quota=quota,
@@ -93,7 +109,9 @@ def campaign_link_create(
         return_url=return_url,
         leave_url=leave_url,
         id_param=id_param,
+        id_pattern=id_pattern,
     )
+    campaign_link_quiz_check(dataset_id=dataset.pk, kinds=kinds)
     with transaction.atomic():
         return CampaignLink.objects.create(
             dataset=dataset,
@@ -107,6 +125,7 @@ def campaign_link_create(
             leave_url=leave_url,
             consent_text=consent_text.strip(),
             id_param=id_param,
+            id_pattern=id_pattern,
             max_participants=max_participants,
             expires_at=expires_at,
             created_by=created_by,

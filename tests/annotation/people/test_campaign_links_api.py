@@ -58,7 +58,7 @@ def test_the_list_carries_each_links_numbers(dataset):
     admin.post(links_url(dataset), BODY, format="json")
     link = CampaignLink.objects.get()
     participant_join(token=link.token, params={"PROLIFIC_PID": PID})
-    participant_join(token=link.token, params={"PROLIFIC_PID": "another-one"})
+    participant_join(token=link.token, params={"PROLIFIC_PID": PID[::-1]})
     (row,) = admin.get(links_url(dataset)).json()
     assert row["stats"]["started"] == 2 and row["stats"]["finished"] == 0 and row["active"] is True
 
@@ -100,7 +100,7 @@ def test_closing_a_link_stops_new_joins_and_lets_joined_participants_back(datase
     assert Client().get(f"/join/{link.token}/?PROLIFIC_PID={PID}").status_code == 302, "open: joins"
     closed = admin.post(f"{links_url(dataset)}{link.pk}/close/")
     assert closed.status_code == 200 and closed.json()["active"] is False
-    newcomer = Client().get(f"/join/{link.token}/?PROLIFIC_PID=someone-new")
+    newcomer = Client().get(f"/join/{link.token}/?PROLIFIC_PID={PID[::-1]}")
     assert newcomer.status_code == 410 and "This study is closed" in newcomer.content.decode()
     back = Client().get(f"/join/{link.token}/?PROLIFIC_PID={PID}")
     assert back.status_code == 302, "a participant who joined before may finish"

@@ -47,11 +47,17 @@ from tests.support.crowd_support import (
     items_rated,
     sts_quiz,
 )
+from tests.support.crowd_support import (
+    platform_id as pid,
+)
 from tests.support.queue_support import queue_pairs
 
 pytestmark = pytest.mark.django_db
 
 PID = "60a1b2c3d4e5f60718293a4b"
+NOT_PROLIFIC = "The participant id in this link (PROLIFIC_PID) is not a Prolific id (24 hexadecimal characters"
+NOT_MTURK = "(workerId) is not an MTurk worker id (12-14 capital letters and digits, starting with A)."
+NOT_THE_PATTERN = "The participant id in this link (Uid) is not the form this study expects."
 
 
 @pytest.fixture
@@ -145,8 +151,18 @@ def test_a_link_of_two_kinds_moves_on_to_the_second_and_counts_the_quota_over_bo
     [
         ({}, "", 400, "needs your participant id (PROLIFIC_PID)"),
         ({}, "PROLIFIC_PID=", 400, "needs your participant id"),
-        ({}, "PROLIFIC_PID=a%20b%3Cscript%3E", 400, "is not valid"),
-        ({}, "PROLIFIC_PID=" + "x" * 65, 400, "is not valid"),
+        ({}, "PROLIFIC_PID=a%20b%3Cscript%3E", 400, NOT_PROLIFIC),
+        ({}, "PROLIFIC_PID=" + "x" * 65, 400, NOT_PROLIFIC),
+        ({}, "PROLIFIC_PID=throwaway-a", 400, NOT_PROLIFIC),
+        ({}, f"PROLIFIC_PID={PID[:-1]}", 400, NOT_PROLIFIC),
+        ({}, f"PROLIFIC_PID={PID}a", 400, NOT_PROLIFIC),
+        ({}, f"PROLIFIC_PID={'g' * 24}", 400, NOT_PROLIFIC),
+        ({"id_param": "workerId"}, f"workerId={PID}", 400, NOT_MTURK),
+        ({"id_param": "workerId"}, "workerId=a1b2c3d4e5f6g7", 400, NOT_MTURK),
+        ({"id_param": "workerId"}, "workerId=A1B2C3D4E5F", 400, NOT_MTURK),
+        ({"id_param": "workerId"}, "workerId=A1B2C3D4E5F6G7H", 400, NOT_MTURK),
+        ({"id_param": "Uid", "id_pattern": r"lab-\d{4}"}, "Uid=lab-12345", 400, NOT_THE_PATTERN),
+        ({"id_param": "Uid", "id_pattern": r"lab-\d{4}"}, "Uid=LAB-1234", 400, NOT_THE_PATTERN),
         ({"active": False}, f"PROLIFIC_PID={PID}", 410, "This study is closed"),
         ({"expires_at": "past"}, f"PROLIFIC_PID={PID}", 410, "This study is closed"),
         ({"max_participants": 1}, f"PROLIFIC_PID={PID}", 410, "This study is full"),
@@ -158,7 +174,7 @@ def test_bad_links_and_ids_get_a_clear_page_and_nothing_is_made(dataset, change,
     if change.get("expires_at") == "past":
         change = {"expires_at": timezone.now() - timedelta(minutes=1)}
     if "max_participants" in change:
-        participant_join(token=link.token, params={"PROLIFIC_PID": "someone-else"})
+        participant_join(token=link.token, params={"PROLIFIC_PID": pid("someone-else")})
     CampaignLink.objects.filter(pk=link.pk).update(**change)
     users_before, participants_before = get_user_model().objects.count(), Participant.objects.count()
     response = Client().get(f"/join/{link.token}/?{query}")
@@ -204,7 +220,7 @@ def test_link_numbers_and_the_prolific_url(dataset):
     link = make_link(dataset)
     start = timezone.now()
     early = participant_join(token=link.token, params={"PROLIFIC_PID": PID}, now=start)
-    participant_join(token=link.token, params={"PROLIFIC_PID": "second"}, now=start)
+    participant_join(token=link.token, params={"PROLIFIC_PID": pid("second")}, now=start)
     slot = slot_claim(rater=early.user, dataset=dataset.name, kind="SIS")
     rate(early, slot)
     Participant.objects.filter(pk=early.pk).update(finished_at=start + timedelta(minutes=12), outcome="completed")
@@ -293,9 +309,9 @@ def test_exports_carry_pseudonyms_never_the_external_ids(dataset, tmp_path):
     from annotation.export import dataset_export
 
     link = make_link(dataset, quota=8)
-    pids = [f"pid{n}AAAAAAAAAAAAAAAAAAAAA" for n in range(3)]
-    for pid in pids:
-        participant = participant_join(token=link.token, params={"PROLIFIC_PID": pid})
+    pids = [pid(f"exported {n}") for n in range(3)]
+    for external_id in pids:
+        participant = participant_join(token=link.token, params={"PROLIFIC_PID": external_id})
         slot = slot_claim(rater=participant.user, dataset=dataset.name, kind="SIS")
         while slot is not None:
             _, slot = rate(participant, slot)
@@ -304,7 +320,7 @@ def test_exports_carry_pseudonyms_never_the_external_ids(dataset, tmp_path):
     written = "".join(
         path.read_text() for path in (tmp_path / "out").iterdir() if path.suffix in (".csv", ".jsonl", ".json")
     )
-    assert not any(pid in written for pid in pids) and "prolific" not in written
+    assert not any(external_id in written for external_id in pids) and "prolific" not in written
 
 
 # Folded from test_crowd_run_mutants.py:
@@ -374,18 +390,18 @@ def test_leaving_records_the_items_rated_and_skipped_of_this_run_only(small_data
     assert leaving.skip(leaving.claim("SIS")).status_code == 200
     leaving.http.post(f"/join/{link.token}/leave/")
     assert "You left the study after rating 1 of 3 items." in leaving.done_page().content.decode()
-    left = Participant.objects.get(external_id="leaving")
+    left = Participant.objects.get(external_id=pid("leaving"))
     assert (left.outcome, left.items_done, left.skips_done) == ("left", 1, 1)
     assert participant_code(left) == "", "no code for a run the participant left"
-    still = Participant.objects.get(external_id="staying")
+    still = Participant.objects.get(external_id=pid("staying"))
     assert (still.finished_at, still.outcome) == (None, "")
     assert staying.claim("SIS") is not None, "the other participant still rates"
 
 
 def test_a_run_ended_in_one_tab_keeps_its_first_end(small_dataset):
     link = make_run_link(small_dataset, consent_text="Agree?")
-    first_tab = participant_join(token=link.token, params={"PROLIFIC_PID": "p1"})
-    second_tab = participant_join(token=link.token, params={"PROLIFIC_PID": "p1"})
+    first_tab = participant_join(token=link.token, params={"PROLIFIC_PID": pid("p1")})
+    second_tab = participant_join(token=link.token, params={"PROLIFIC_PID": pid("p1")})
     participant_end(first_tab, outcome=ParticipantOutcome.LEFT, now=T0)
     participant_end(second_tab, outcome=ParticipantOutcome.DECLINED, now=T0 + timedelta(minutes=1))
     stored = Participant.objects.get()
@@ -409,7 +425,7 @@ def test_a_second_link_of_the_dataset_refuses_the_id_with_a_409_page_saying_wher
 
 def test_an_id_whose_name_another_account_holds_gets_a_409_page_naming_whom_to_ask(small_dataset):
     link = make_run_link(small_dataset)
-    UserFactory(username=f"prolific-{link.pk}-alice", roles=["rater"])
+    UserFactory(username=f"prolific-{link.pk}-{pid('alice')}", roles=["rater"])
     refused = ParticipantClient(link, "alice").join()
     assert refused.status_code == 409
     assert (
@@ -525,7 +541,7 @@ def test_a_link_without_a_name_is_named_after_its_dataset(small_dataset):
 
 
 def test_an_id_parameter_of_no_known_platform_names_the_account_in_lower_case(small_dataset):
-    link = make_run_link(small_dataset, id_param="Uid")
+    link = make_run_link(small_dataset, id_param="Uid", id_pattern="[a-z]{3}")
     participant = participant_join(token=link.token, params={"Uid": "abc"})
     assert participant.user.username == f"uid-{link.pk}-abc"
 
@@ -552,8 +568,8 @@ def test_a_quiz_whose_pairs_were_all_retired_gates_nothing(small_dataset, tmp_pa
 def test_a_run_left_in_one_tab_is_not_finished_again_by_the_end_page_of_another(small_dataset):
     """The end page of a stale tab keeps the first end: no code for a run that was left."""
     link = make_run_link(small_dataset, partial_code="PART-1")
-    leaving_tab = participant_join(token=link.token, params={"PROLIFIC_PID": "p1"})
-    stale_tab = participant_join(token=link.token, params={"PROLIFIC_PID": "p1"})
+    leaving_tab = participant_join(token=link.token, params={"PROLIFIC_PID": pid("p1")})
+    stale_tab = participant_join(token=link.token, params={"PROLIFIC_PID": pid("p1")})
     participant_end(leaving_tab, outcome=ParticipantOutcome.LEFT, now=T0)
     finished = participant_finish(stale_tab, step=Step.DONE, now=T0 + timedelta(minutes=1))
     assert (finished.outcome, finished.finished_at) == ("left", T0)
@@ -586,9 +602,9 @@ def test_a_runs_skips_are_its_raters_ordinary_and_gold_skips_since_it_started(tm
     few.join(), many.join()
     assert few.skip(few.claim("SIS")).status_code == 200  # one gold pair
     assert many.skip_all("SIS") == GOLD_PER_KIND + SIS_PAIRS
-    skipper = Participant.objects.get(external_id="many")
+    skipper = Participant.objects.get(external_id=pid("many"))
     assert participant_skips(skipper) == GOLD_PER_KIND + SIS_PAIRS
-    assert participant_skips(Participant.objects.get(external_id="few")) == 1
+    assert participant_skips(Participant.objects.get(external_id=pid("few"))) == 1
     Participant.objects.filter(pk=skipper.pk).update(started_at=timezone.now() + timedelta(minutes=1))
     skipper.refresh_from_db()
     assert participant_skips(skipper) == 0, "skips before the run started are not the run's"
@@ -625,7 +641,7 @@ def test_a_participant_who_failed_every_attempt_of_the_links_quiz_is_screened_ou
     dataset = crowd_dataset(tmp_path)
     sts_quiz(dataset)
     link = make_run_link(dataset, kinds=["STS"])
-    participant = participant_join(token=link.token, params={"PROLIFIC_PID": "p1"})
+    participant = participant_join(token=link.token, params={"PROLIFIC_PID": pid("p1")})
     assert participant_next(participant) == (Step.RATE, "STS"), "the quiz first"
     _quiz_fail_every_attempt(participant.user, dataset, "STS")
     assert participant_next(participant) == (Step.SCREENED_OUT, None)
@@ -669,10 +685,10 @@ def test_a_runs_skips_leave_out_the_accounts_skips_in_other_data_sets(tmp_path):
 
 def test_a_new_run_keeps_the_platforms_study_and_session_ids_cut_at_64_characters(small_dataset):
     link = make_run_link(small_dataset)
-    run = participant_join(token=link.token, params={"PROLIFIC_PID": "p1", "STUDY_ID": "s" * 70})
+    run = participant_join(token=link.token, params={"PROLIFIC_PID": pid("p1"), "STUDY_ID": "s" * 70})
     run.refresh_from_db()
     assert (run.study_id, run.session_id) == ("s" * 64, "")
-    other = participant_join(token=link.token, params={"PROLIFIC_PID": "p2", "SESSION_ID": "session-9"})
+    other = participant_join(token=link.token, params={"PROLIFIC_PID": pid("p2"), "SESSION_ID": "session-9"})
     other.refresh_from_db()
     assert (other.study_id, other.session_id) == ("", "session-9")
 
@@ -681,13 +697,13 @@ def test_one_platform_id_takes_part_in_studies_on_two_data_sets(small_dataset):
     """One study per data set: a link of another data set takes the same platform id."""
     elsewhere = SplitFactory()
     queue_pairs(split=elsewhere, n_pairs=2, ratings_per_pair=1)
-    here = participant_join(token=make_run_link(small_dataset).token, params={"PROLIFIC_PID": "p1"})
-    there = participant_join(token=make_run_link(elsewhere.dataset).token, params={"PROLIFIC_PID": "p1"})
+    here = participant_join(token=make_run_link(small_dataset).token, params={"PROLIFIC_PID": pid("p1")})
+    there = participant_join(token=make_run_link(elsewhere.dataset).token, params={"PROLIFIC_PID": pid("p1")})
     assert here.pk != there.pk and here.user_id != there.user_id
     assert {here.link.dataset_id, there.link.dataset_id} == {small_dataset.id, elsewhere.dataset_id}
 
 
-def join_refusal(link_or_token, external_id="p1", now=None) -> tuple[str, int]:
+def join_refusal(link_or_token, external_id=PID, now=None) -> tuple[str, int]:
     token = getattr(link_or_token, "token", link_or_token)
     with pytest.raises(JoinRefused) as refused:
         participant_join(token=token, params={"PROLIFIC_PID": external_id}, now=now)
@@ -700,7 +716,7 @@ def test_the_refusals_of_an_unknown_a_full_and_a_closed_link_read_whole(small_da
         404,
     )
     full = make_run_link(small_dataset, name="full", max_participants=1)
-    participant_join(token=full.token, params={"PROLIFIC_PID": "first"})
+    participant_join(token=full.token, params={"PROLIFIC_PID": pid("first")})
     assert join_refusal(full) == (
         "This study is full: every place is taken. Please return it on the platform.",
         410,
@@ -717,7 +733,7 @@ def test_a_link_is_closed_from_the_moment_it_expires(small_dataset):
     expiry = T0 + timedelta(days=1)
     link = make_run_link(small_dataset, expires_at=expiry)
     assert join_refusal(link, now=expiry)[1] == 410
-    assert participant_join(token=link.token, params={"PROLIFIC_PID": "p1"}, now=expiry - timedelta(seconds=1))
+    assert participant_join(token=link.token, params={"PROLIFIC_PID": pid("p1")}, now=expiry - timedelta(seconds=1))
 
 
 def test_a_link_made_without_a_partial_code_has_none(small_dataset):

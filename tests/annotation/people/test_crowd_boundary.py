@@ -104,8 +104,8 @@ def test_another_links_participant_id_opens_only_a_run_of_that_link(tmp_path):
     assert alice.join().status_code == 302 and signed_in_as(alice) == alice_id
     accounts = Participant.objects.values_list("link_id", "user__username")
     assert {username for _, username in accounts} == {
-        f"prolific-{link_a.pk}-alice",
-        f"prolific-{link_b.pk}-alice",
+        f"prolific-{link_a.pk}-{alice.external_id}",
+        f"prolific-{link_b.pk}-{alice.external_id}",
     }
 
 

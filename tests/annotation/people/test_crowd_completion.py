@@ -155,12 +155,12 @@ def test_the_admin_lists_participants_with_their_external_ids_and_outcomes(datas
     skipper.skip_all("SIS")
     worker.done_page(), skipper.done_page()
     listing = admin_client.get("/admin/annotation/participant/").content.decode()
-    assert "worker-1" in listing and "skipper-1" in listing
+    assert worker.external_id in listing and skipper.external_id in listing
     assert "partial (pairs ran out" in listing and "returned (no code" in listing
     filtered = admin_client.get("/admin/annotation/participant/?outcome=returned").content.decode()
-    assert "skipper-1" in filtered and "worker-1" not in filtered
+    assert skipper.external_id in filtered and worker.external_id not in filtered
     detail = admin_client.get(f"/admin/annotation/campaignlink/{link.pk}/change/").content.decode()
-    assert "worker-1" in detail and "partial (pairs ran out" in detail
+    assert worker.external_id in detail and "partial (pairs ran out" in detail
 
 
 def test_the_admin_form_takes_a_partial_code_and_refuses_a_bad_one(dataset, admin_client):
@@ -229,11 +229,11 @@ def test_one_participants_end_page_ends_only_their_run(dataset):
     done, busy = joined(link, "done-1"), joined(link, "busy-1")
     rate_quota(done)
     assert FULL in done.done_page().content.decode()
-    assert Participant.objects.get(external_id="busy-1").finished_at is None
+    assert browser_user(busy).participations.get().finished_at is None
     assert busy.claim("SIS") is not None, "the other participant still rates"
-    first_end = Participant.objects.get(external_id="done-1").finished_at
+    first_end = browser_user(done).participations.get().finished_at
     done.done_page()
-    assert Participant.objects.get(external_id="done-1").finished_at == first_end, "ended once"
+    assert browser_user(done).participations.get().finished_at == first_end, "ended once"
 
 
 def test_the_platform_urls(dataset):

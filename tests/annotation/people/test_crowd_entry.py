@@ -16,7 +16,8 @@ from django.utils import timezone
 from annotation.models import Participant
 from annotation.people.crowd.links import campaign_link_create
 from tests.factories import UserFactory
-from tests.support.crowd_support import ParticipantClient, crowd_dataset
+from tests.support.crowd_support import ParticipantClient, crowd_dataset, platform_id
+from tests.support.crowd_support import platform_id as pid
 
 pytestmark = pytest.mark.django_db
 
@@ -69,7 +70,8 @@ def assert_no_staff_access(client: Client, dataset) -> None:
 def test_a_link_never_signs_in_an_account_it_did_not_make(dataset, platform, external_id, make, id_param):
     link = make_link(dataset, id_param=id_param)
     flags = {name: value for name, value in make.items() if name != "roles"}
-    victim = UserFactory(username=f"{platform}-{link.pk}-{external_id}", roles=make.get("roles", []), **flags)
+    victim_name = f"{platform}-{link.pk}-{platform_id(external_id, id_param)}"
+    victim = UserFactory(username=victim_name, roles=make.get("roles", []), **flags)
     get_user_model().objects.filter(pk=victim.pk).update(last_login=LONG_AGO)
     visitor = ParticipantClient(link, external_id)
     response = visitor.join()
@@ -84,7 +86,7 @@ def test_a_link_never_signs_in_an_account_it_did_not_make(dataset, platform, ext
 
 def test_the_refused_visitor_is_nobody_and_the_account_is_untouched(dataset):
     link = make_link(dataset, id_param="workerId")
-    victim = UserFactory(username=f"mturk-{link.pk}-ops", is_staff=True, is_superuser=True)
+    victim = UserFactory(username=f"mturk-{link.pk}-{platform_id('ops', 'workerId')}", is_staff=True, is_superuser=True)
     get_user_model().objects.filter(pk=victim.pk).update(last_login=LONG_AGO)
     visitor = ParticipantClient(link, "ops")
     assert visitor.join().status_code == 409
@@ -114,7 +116,7 @@ def test_the_refused_visitor_is_nobody_and_the_account_is_untouched(dataset):
 def test_every_other_clash_is_refused(dataset, account):
     users = get_user_model()
     link = make_link(dataset, name="second wave")
-    name = f"prolific-{link.pk}-bob"
+    name = f"prolific-{link.pk}-{pid('bob')}"
     if account.startswith("participant_"):
         ParticipantClient(link, "bob").join()
         user = users.objects.get(username=name)
@@ -124,13 +126,13 @@ def test_every_other_clash_is_refused(dataset, account):
         else:
             user.groups.add(Group.objects.get_or_create(name="rater")[0])
     elif account == "other_case":
-        UserFactory(username=f"Prolific-{link.pk}-Bob", roles=["rater"])
+        UserFactory(username=f"Prolific-{link.pk}-{pid('bob').upper()}", roles=["rater"])
     elif account == "other_platform":
-        other = make_link(dataset, name="other platform", id_param="prolific")
+        other = make_link(dataset, name="other platform", id_param="prolific", id_pattern="[0-9a-f]{24}")
         user = UserFactory(username=name, roles=["participant"])
         user.set_unusable_password()
         user.save()
-        Participant.objects.create(link=other, user=user, external_id="bob", started_at=timezone.now())
+        Participant.objects.create(link=other, user=user, external_id=pid("bob"), started_at=timezone.now())
     else:
         user = UserFactory(
             username=name,
@@ -154,7 +156,7 @@ def test_the_accounts_own_link_refuses_it_once_it_is_more_than_a_participant(dat
     link = make_link(dataset)
     first = ParticipantClient(link, "carol")
     assert first.join().status_code == 302
-    user = get_user_model().objects.get(username=f"prolific-{link.pk}-carol")
+    user = get_user_model().objects.get(username=f"prolific-{link.pk}-{pid('carol')}")
     user.is_staff = True
     user.save()
     again = ParticipantClient(link, "carol")
@@ -165,10 +167,10 @@ def test_a_participant_account_is_the_participant_role_only_and_its_links_own(da
     first_link = make_link(dataset)
     browser = ParticipantClient(first_link, "dana")
     assert browser.join().status_code == 302
-    user = get_user_model().objects.get(username=f"prolific-{first_link.pk}-dana")
+    user = get_user_model().objects.get(username=f"prolific-{first_link.pk}-{pid('dana')}")
     assert set(user.groups.values_list("name", flat=True)) == {"participant"}
     assert not user.has_usable_password() and not user.is_staff
-    assert Participant.objects.filter(link=first_link, external_id="dana", user=user).exists()
+    assert Participant.objects.filter(link=first_link, external_id=pid("dana"), user=user).exists()
     again = ParticipantClient(first_link, "dana")
     assert again.join().status_code == 302 and signed_in_as(again.http) == str(user.pk)
     # Another platform's link of the dataset makes an account of its own for the same id.
@@ -176,19 +178,19 @@ def test_a_participant_account_is_the_participant_role_only_and_its_links_own(da
     worker = ParticipantClient(mturk_link, "dana")
     assert worker.join().status_code == 302
     assert signed_in_as(worker.http) not in (None, str(user.pk))
-    assert Participant.objects.get(link=mturk_link).user.username == f"mturk-{mturk_link.pk}-dana"
+    assert Participant.objects.get(link=mturk_link).user.username == f"mturk-{mturk_link.pk}-{worker.external_id}"
 
 
 def test_an_account_an_earlier_join_made_comes_back_through_its_participant_row(dataset):
     """Accounts made before links made their own (``prolific-<id>``) keep their runs."""
     link = make_link(dataset)
-    earlier = UserFactory(username="prolific-hal", roles=["participant"])
+    earlier = UserFactory(username=f"prolific-{pid('hal')}", roles=["participant"])
     earlier.set_unusable_password()
     earlier.save()
-    Participant.objects.create(link=link, user=earlier, external_id="hal", started_at=timezone.now())
+    Participant.objects.create(link=link, user=earlier, external_id=pid("hal"), started_at=timezone.now())
     browser = ParticipantClient(link, "hal")
     assert browser.join().status_code == 302 and signed_in_as(browser.http) == str(earlier.pk)
-    assert get_user_model().objects.filter(username__contains="hal").count() == 1
+    assert get_user_model().objects.filter(username__contains=pid("hal")).count() == 1
 
 
 def test_a_participant_rates_through_the_api_but_reaches_no_staff_page(dataset):
@@ -212,10 +214,10 @@ def test_the_migration_leaves_earlier_participant_accounts_the_participant_role_
     migration = importlib.import_module("annotation.migrations.0019_campaign_partial_code")
     link = make_link(dataset)
     assert ParticipantClient(link, "fay").join().status_code == 302
-    earlier = get_user_model().objects.get(username=f"prolific-{link.pk}-fay")
+    earlier = get_user_model().objects.get(username=f"prolific-{link.pk}-{pid('fay')}")
     earlier.groups.add(Group.objects.get_or_create(name="rater")[0])
-    invited = UserFactory(username="prolific-gus", roles=["rater", "participant"])
-    Participant.objects.create(link=link, user=invited, external_id="gus", started_at=timezone.now())
+    invited = UserFactory(username=f"prolific-{pid('gus')}", roles=["rater", "participant"])
+    Participant.objects.create(link=link, user=invited, external_id=pid("gus"), started_at=timezone.now())
     assert ParticipantClient(link, "fay").join().status_code == 409
     migration.participants_lose_the_rater_group(apps, None)
     assert set(earlier.groups.values_list("name", flat=True)) == {"participant"}

@@ -46,7 +46,7 @@ from annotation.people.crowd.study import (
     with_study_facts,
 )
 from tests.factories import SplitFactory, UserFactory
-from tests.support.crowd_support import ParticipantClient, crowd_dataset, items_rated
+from tests.support.crowd_support import ParticipantClient, crowd_dataset, items_rated, platform_id
 from tests.support.queue_support import api_claim, client_for, queue_pairs
 
 pytestmark = pytest.mark.django_db
@@ -468,7 +468,7 @@ def make_quota_3_link(dataset, **extra):
 
 
 def join(link, external_id="p1") -> Participant:
-    return participant_join(token=link.token, params={"PROLIFIC_PID": external_id})
+    return participant_join(token=link.token, params={"PROLIFIC_PID": platform_id(external_id)})
 
 
 def refusal(message: str) -> str:
@@ -662,7 +662,7 @@ def test_the_first_answer_of_two_tabs_is_the_one_recorded(pairless_dataset):
     first_tab, second_tab = join(link, "p2"), join(link, "p2")
     participant_consent(first_tab, agree=False, now=T0)
     participant_consent(second_tab, agree=False, now=T0 + timedelta(minutes=1))
-    assert Participant.objects.get(external_id="p2").finished_at == T0
+    assert Participant.objects.get(external_id=platform_id("p2")).finished_at == T0
 
 
 # --- the refusals of the claim ------------------------------------------------------------

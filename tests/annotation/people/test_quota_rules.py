@@ -13,7 +13,7 @@ from annotation.people.crowd.join import participant_join
 from annotation.people.crowd.links import campaign_link_create
 from annotation.people.crowd.quota import participant_items_done, quota_use
 from annotation.rating import policy
-from tests.support.crowd_support import crowd_dataset
+from tests.support.crowd_support import crowd_dataset, platform_id
 from tests.support.queue_support import rater, submit_kwargs
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +48,7 @@ def test_a_participant_holds_only_their_own_leases_of_the_links_dataset_and_kind
     own = crowd_dataset(tmp_path, gold_one_in=0)
     elsewhere = crowd_dataset(tmp_path, gold_one_in=0)
     link = campaign_link_create(dataset=own, name="wave", kinds=["SIS"], quota=5, completion_code="DONE1")
-    participant = participant_join(token=link.token, params={"PROLIFIC_PID": "held-1"})
+    participant = participant_join(token=link.token, params={"PROLIFIC_PID": platform_id("held-1")})
     user, other = participant.user, rater()
     # The gold lease, served later (a higher id), is the older: the order is by lease time.
     mine = [gold_lease(own, "SIS", user, leased_at=ago(9)), lease_slot(own, "SIS", user, leased_at=ago(5))]
@@ -68,7 +68,7 @@ def test_a_participant_holds_only_their_own_leases_of_the_links_dataset_and_kind
 def test_items_held_since_the_same_instant_are_in_the_order_they_were_served(tmp_path):
     dataset = crowd_dataset(tmp_path, gold_one_in=0)
     link = campaign_link_create(dataset=dataset, name="wave", kinds=["SIS", "STS"], quota=5, completion_code="DONE1")
-    participant = participant_join(token=link.token, params={"PROLIFIC_PID": "same-1"})
+    participant = participant_join(token=link.token, params={"PROLIFIC_PID": platform_id("same-1")})
     instant = ago(3)
     sts_slot = lease_slot(dataset, "STS", participant.user, leased_at=instant)
     sis_gold = gold_lease(dataset, "SIS", participant.user, leased_at=instant)
@@ -97,7 +97,7 @@ def test_a_participant_did_only_their_own_ratings_of_the_links_dataset_and_kinds
     own = crowd_dataset(tmp_path, gold_one_in=0)
     elsewhere = crowd_dataset(tmp_path, gold_one_in=0)
     link = campaign_link_create(dataset=own, name="wave", kinds=["SIS"], quota=5, completion_code="DONE1")
-    participant = participant_join(token=link.token, params={"PROLIFIC_PID": "done-1"})
+    participant = participant_join(token=link.token, params={"PROLIFIC_PID": platform_id("done-1")})
     user, giver, before = participant.user, rater(), participant.started_at - timedelta(days=1)
     rating_given(own, "SIS", giver, user)
     rating_given(own, "SIS", giver, user, gold=True)

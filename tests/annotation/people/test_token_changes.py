@@ -19,6 +19,7 @@ from annotation.models import Rating, RatingSlot, SlotState
 from annotation.people.crowd.join import participant_join
 from annotation.people.crowd.links import campaign_link_create
 from tests.factories import SplitFactory, UserFactory
+from tests.support.crowd_support import platform_id
 from tests.support.queue_support import queue_pairs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -148,7 +149,7 @@ def test_a_participants_deleted_token_claims_and_stores_nothing(settings):
     split = SplitFactory()
     queue_pairs(split=split, n_pairs=4, ratings_per_pair=3)
     link = campaign_link_create(dataset=split.dataset, name="study", kinds=["SIS"], quota=3, completion_code="DONE1")
-    run = participant_join(token=link.token, params={"PROLIFIC_PID": "p-token"})
+    run = participant_join(token=link.token, params={"PROLIFIC_PID": platform_id("p-token")})
     _, key = AuthToken.objects.create(user=run.user)
     client = APIClient(HTTP_AUTHORIZATION=f"Token {key}")
     dataset = split.dataset.name

@@ -180,25 +180,29 @@ def test_quiz_questions_are_chosen_against_the_pool_size(admin_client, split, tm
     lines += [f"{pictures[i].key},{pictures[i + 1].key},{i},why {i}" for i in range(5)]
     (tmp_path / "g.csv").write_text("\n".join(lines) + "\n")
     gold_pairs_upload(dataset=split.dataset, path=tmp_path / "g.csv")
-    QualitySettings.objects.create(dataset=split.dataset, quiz_length=2)
+    QualitySettings.objects.create(dataset=split.dataset, quiz_length=1)
     ids = list(GoldPair.objects.order_by("pk").values_list("pk", flat=True))
     query = {"dataset": split.dataset.pk, "kind": "SIS"}
     page = admin_client.get(QUIZ, query).content.decode()
     assert 'class="pool too-small"' in page and "SIS quiz: 0 question(s) in the pool" in flat(page)
+    # The page says how the quiz uses the pool: five times the length, nothing shown early.
+    assert "at least five times the quiz length" in flat(page) and "once it ends" in flat(page)
     assert page.count('name="quiz"') == 5 and "checked" not in page
 
     answer = admin_client.post(QUIZ, {**query, "listed": ids, "quiz": ids[:3]}, follow=True)
-    content = answer.content.decode()
-    assert "3 put in the quiz, 0 taken out" in content and "too small for 2 per attempt" in content
+    content = flat(answer.content.decode())
+    assert "3 put in the quiz, 0 taken out" in content
+    assert "too small, the quiz cannot run: attempts of 1 need at least 5" in content and "add 2 more" in content
     assert set(GoldPair.objects.filter(in_quiz=True).values_list("pk", flat=True)) == set(ids[:3])
 
     admin_client.post(QUIZ, {**query, "listed": ids, "quiz": [ids[0], *ids[2:]]})
     assert set(GoldPair.objects.filter(in_quiz=True).values_list("pk", flat=True)) == {ids[0], *ids[2:]}
+    admin_client.post(QUIZ, {**query, "listed": ids, "quiz": ids})
     page = admin_client.get(QUIZ, query).content.decode()
-    assert 'class="pool"' in page and "4 question(s) in the pool, 2 per attempt." in flat(page)
+    assert 'class="pool"' in page and "5 question(s) in the pool, 1 per attempt (which needs at least 5)." in flat(page)
     # Pairs the form did not list are left as they are.
     admin_client.post(QUIZ, {**query, "listed": ids[:1]})
-    assert set(GoldPair.objects.filter(in_quiz=True).values_list("pk", flat=True)) == set(ids[2:])
+    assert set(GoldPair.objects.filter(in_quiz=True).values_list("pk", flat=True)) == set(ids[1:])
 
 
 @pytest.mark.parametrize("role", ["rater", "researcher", "admin", None])

@@ -22,14 +22,15 @@ PID = "5f0c2d9e8b7a6f5e4d3c2b1a"
 
 
 def sis_dataset(tmp_path, *, quiz: bool):
-    """A dataset with SIS pairs to rate (gold off), and with ``quiz`` a two-question SIS quiz."""
+    """A dataset with SIS pairs to rate (gold off), and with ``quiz`` a five-question SIS
+    quiz asked one at a time (the smallest pool for that)."""
     split = SplitFactory()
     queue_pairs(split=split, n_pairs=4, ratings_per_pair=3)
-    QualitySettings.objects.create(dataset=split.dataset, gold_one_in=0)
+    QualitySettings.objects.create(dataset=split.dataset, gold_one_in=0, quiz_length=1)
     if quiz:
-        images = [ImageFactory(split=split, dataset=split.dataset) for _ in range(4)]
+        images = [ImageFactory(split=split, dataset=split.dataset) for _ in range(10)]
         path = tmp_path / f"quiz-{split.dataset.pk}.csv"
-        rows = [f"{images[0].key},{images[1].key},1.0,far", f"{images[2].key},{images[3].key},4.0,close"]
+        rows = [f"{images[2 * i].key},{images[2 * i + 1].key},{i}.0,level" for i in range(5)]
         path.write_text("image1,image2,gold_score,explanation\n" + "\n".join(rows) + "\n")
         gold_pairs_upload(dataset=split.dataset, path=path)
         ids = list(GoldPair.objects.filter(dataset=split.dataset).values_list("pk", flat=True))

@@ -1,7 +1,8 @@
-"""The qualification quiz: questions drawn from a pool, one by one, each followed by the
-reference level's NAME and the pair's explanation (never a number); two attempts, the
-second with other questions; passing (mean error strictly below the threshold) grants
-the kind; answers kept with the gold ratings."""
+"""The qualification quiz: questions drawn from a pool, one by one, nothing said about a
+reference until the attempt ends, then its review: each answered question's reference
+level NAME and the pair's explanation (never a number); two attempts, the second with
+other questions; passing (mean error strictly below the threshold) grants the kind;
+answers kept with the gold ratings."""
 
 import random
 import re
@@ -30,7 +31,7 @@ from annotation.rating.policy import slot_claim
 from annotation.serving.shapes import QueueInputError
 from tests.factories import SplitFactory, UserFactory
 from tests.support.queue_support import claim, queue_pairs, rater, submit
-from tests.support.quiz import LENGTH, REFERENCES, api_attempt, make_quiz, make_sts_quiz, second_dataset
+from tests.support.quiz import FIVE, LENGTH, REFERENCES, api_attempt, make_quiz, make_sts_quiz, second_dataset
 from tests.support.rating_support import api_id, db_id
 
 pytestmark = pytest.mark.django_db
@@ -64,13 +65,13 @@ def off_by(reference: float, distance: float) -> float:
 
 def answer_all(rater, dataset, *, distance: float, seed: int = 0):
     """Answer every question of the open attempt ``distance`` from its reference (service
-    level); returns the feedbacks and the order the questions came in."""
+    level); returns what each answer gave back and the order the questions came in."""
     state = quiz_state(rater=rater, dataset=dataset.name, kind="SIS")
-    feedbacks, order = [], []
+    answered, order = [], []
     for step in range(state.total - state.answered):
         reference = GoldPair.objects.get(pk=state.gold_pair_id).gold_score
         order.append(state.gold_pair_id)
-        feedback = quiz_answer(
+        result = quiz_answer(
             rater=rater,
             dataset=dataset.name,
             kind="SIS",
@@ -81,9 +82,9 @@ def answer_all(rater, dataset, *, distance: float, seed: int = 0):
             adjustments=2,
             idempotency_key=f"{rater.pk}-{seed}-{step}",
         )
-        feedbacks.append(feedback)
-        state = feedback.state
-    return feedbacks, order
+        answered.append(result)
+        state = result.state
+    return answered, order
 
 
 def far_answers():
@@ -103,37 +104,56 @@ def floats_in(value, path=""):
     return []
 
 
-def test_the_answer_names_the_reference_level_and_holds_no_number_of_it(dataset, newcomer):
+def test_no_answer_names_a_reference_until_the_attempt_ends(dataset, newcomer):
+    asked = api_attempt(api_for(newcomer), dataset, score_for=lambda q: 2.0)
+    for _, body in asked[:-1]:
+        assert set(body) == {"replayed", "state"} and body["state"]["review"] is None
+        assert "reference" not in str(body) and "level" not in str(body), body
+    assert asked[-1][1]["state"]["review"] is not None
+
+
+def test_the_review_names_each_answered_reference_level_and_holds_no_number_of_it(dataset, newcomer):
     references = {g.pk: g.gold_score for g in GoldPair.objects.all()}
     asked = api_attempt(api_for(newcomer), dataset, score_for=lambda q: off_by(references[q], 0.3))
     assert len(asked) == LENGTH
-    for question, body in asked:
+    state = asked[-1][1]["state"]
+    review = state["review"]
+    # The questions answered, in the order asked, and no other question of the pool.
+    assert [db_id("question", entry["question"]) for entry in review] == [question for question, _ in asked]
+    for question, entry in zip([q for q, _ in asked], review, strict=True):
         level = cxc.nearest_level(references[question])
-        assert body["reference_level"] == cxc.LEVEL_NAMES[level]
-        assert body["reference_detail"] == cxc.LEVEL_DETAILS["SIS"][level]
-        assert body["your_level"] == cxc.level_name(off_by(references[question], 0.3))
-        assert body["explanation"].startswith("the scenes share what question")
-        assert not {"reference_score", "error", "score"} & set(body)
-        # Only a finished attempt's aggregate is a number: no float of a reference, no error.
-        floats = floats_in(body)
-        assert all(path in (".state.result.mean_error", ".state.result.threshold") for path, _ in floats), floats
+        assert entry["reference_level"] == cxc.LEVEL_NAMES[level]
+        assert entry["reference_detail"] == cxc.LEVEL_DETAILS["SIS"][level]
+        assert entry["your_level"] == cxc.level_name(off_by(references[question], 0.3))
+        assert entry["explanation"].startswith("the scenes share what question")
+        assert len(entry["items"]) == 2
+        assert not {"reference_score", "error", "score", "gold_score"} & set(entry)
+    # Only a finished attempt's aggregate is a number: no float of a reference, no error.
+    floats = floats_in(asked[-1][1])
+    assert all(path in (".state.result.mean_error", ".state.result.threshold") for path, _ in floats), floats
     assert floats_in(asked[0][1]) == []
-    assert asked[-1][1]["state"]["result"]["mean_error"] == pytest.approx(0.3)
+    assert state["result"]["mean_error"] == pytest.approx(0.3)
+    # Reloading the finished attempt shows the same review; the next attempt shows none.
+    again = api_for(newcomer).post(f"/api/rate/{dataset.name}/quiz/sis/", {}, format="json").json()
+    assert again["review"] == review
 
 
-def test_the_service_feedback_carries_names_only(dataset, newcomer):
-    feedbacks, order = answer_all(newcomer, dataset, distance=0.4)
+def test_the_service_review_carries_names_only_and_only_the_answered_questions(dataset, newcomer):
+    answered, order = answer_all(newcomer, dataset, distance=0.4)
     by_pair = {g.pk: g for g in GoldPair.objects.all()}
     assert len(order) == LENGTH == len(set(order))
-    for feedback, pair_id in zip(feedbacks, order, strict=True):
+    assert [a.state.review for a in answered[:-1]] == [None] * (LENGTH - 1)
+    review = answered[-1].state.review
+    assert [entry.gold_pair_id for entry in review] == order
+    for entry, pair_id in zip(review, order, strict=True):
         level = cxc.nearest_level(by_pair[pair_id].gold_score)
-        assert (feedback.reference_level, feedback.reference_detail) == (
+        assert (entry.reference_level, entry.reference_detail) == (
             cxc.LEVEL_NAMES[level],
             cxc.LEVEL_DETAILS["SIS"][level],
         )
-        assert feedback.explanation == by_pair[pair_id].explanation
-    assert [f.state.answered for f in feedbacks] == [1, 2, 3]
-    assert feedbacks[-1].state.result.passed and feedbacks[-1].state.qualified
+        assert entry.explanation == by_pair[pair_id].explanation
+    assert [a.state.answered for a in answered] == [1, 2, 3]
+    assert answered[-1].state.result.passed and answered[-1].state.qualified
     assert Qualification.objects.filter(rater=newcomer, kind="SIS").exists()
 
 
@@ -151,14 +171,15 @@ def test_a_failed_attempts_questions_are_not_asked_in_the_second(dataset, seeded
 
 
 def test_replaying_attempt_ones_learned_answers_in_attempt_two_gets_no_help(dataset, newcomer):
-    """The attacker fails attempt 1 on purpose to learn the references, then answers
-    attempt 2 with what they learned."""
+    """The attacker fails attempt 1 on purpose to learn the references from its review,
+    then answers attempt 2 with what they learned."""
     client = api_for(newcomer)
-    learned = {}
-    for question, body in api_attempt(client, dataset, score_for=far_answers(), tag="learn"):
-        # Whatever the answer told them: a number if it had one, else the level's middle.
-        told = body.get("reference_score")
-        learned[question] = told if told is not None else cxc.LEVEL_NAMES.index(body["reference_level"])
+    asked = api_attempt(client, dataset, score_for=far_answers(), tag="learn")
+    learned = {
+        db_id("question", entry["question"]): cxc.LEVEL_NAMES.index(entry["reference_level"])
+        for entry in asked[-1][1]["state"]["review"]
+    }
+    assert set(learned) == {question for question, _ in asked}
     assert QuizAttempt.objects.get(rater=newcomer, number=1).passed is False
     state = client.post(f"/api/rate/{dataset.name}/quiz/sis/", {"start": True}, format="json").json()
     assert state["attempt"] == 2
@@ -197,13 +218,13 @@ def test_an_attempt_exactly_at_the_threshold_fails_and_just_below_passes(dataset
 
 def test_the_dataset_threshold_decides(dataset, newcomer):
     QualitySettings.objects.filter(dataset=dataset).update(quiz_max_error=0.3)
-    feedbacks, _ = answer_all(newcomer, dataset, distance=0.4)
-    assert feedbacks[-1].state.result.threshold == 0.3 and not feedbacks[-1].state.result.passed
+    answered, _ = answer_all(newcomer, dataset, distance=0.4)
+    assert answered[-1].state.result.threshold == 0.3 and not answered[-1].state.result.passed
 
 
 def test_a_failed_attempt_grants_nothing_and_reloading_shows_its_result(dataset, newcomer):
-    feedbacks, first_order = answer_all(newcomer, dataset, distance=2.0)
-    result = feedbacks[-1].state.result
+    answered, first_order = answer_all(newcomer, dataset, distance=2.0)
+    result = answered[-1].state.result
     assert result.mean_error == pytest.approx(2.0) and not result.passed
     assert not Qualification.objects.filter(rater=newcomer).exists()
     # Reloading shows the result; only an explicit start begins attempt 2.
@@ -211,9 +232,9 @@ def test_a_failed_attempt_grants_nothing_and_reloading_shows_its_result(dataset,
     second = quiz_state(rater=newcomer, dataset=dataset.name, kind="SIS", start=True, rng=random.Random(5))
     assert second.attempt == 2 and second.answered == 0 and second.attempts_left == 1
     assert second.gold_pair_id not in first_order
-    feedbacks, second_order = answer_all(newcomer, dataset, distance=0.2, seed=1)
+    answered, second_order = answer_all(newcomer, dataset, distance=0.2, seed=1)
     assert not set(first_order) & set(second_order)
-    assert feedbacks[-1].state.result.passed
+    assert answered[-1].state.result.passed
     assert Qualification.objects.filter(rater=newcomer, kind="SIS").exists()
 
 
@@ -233,7 +254,7 @@ def test_answers_are_gold_ratings_never_dataset_ratings(dataset, newcomer):
     assert Rating.objects.count() == 0
 
 
-def test_a_replayed_answer_returns_its_feedback_and_a_wrong_question_is_refused(dataset, newcomer):
+def test_a_replayed_answer_returns_the_state_again_and_a_wrong_question_is_refused(dataset, newcomer):
     state = quiz_state(rater=newcomer, dataset=dataset.name, kind="SIS")
     other = GoldPair.objects.exclude(pk=state.gold_pair_id).first()
     values = {"score": 2.0, "time_on_item_ms": 3000, "time_to_first_move_ms": None, "adjustments": 0}
@@ -244,7 +265,7 @@ def test_a_replayed_answer_returns_its_feedback_and_a_wrong_question_is_refused(
     asked = {"rater": newcomer, "dataset": dataset.name, "kind": "SIS", "gold_pair_id": state.gold_pair_id}
     first = quiz_answer(idempotency_key="k1", **asked, **values)
     again = quiz_answer(idempotency_key="k1", **asked, **values)
-    assert again.replayed and again.reference_level == first.reference_level
+    assert again.replayed and not first.replayed and again.state == first.state and again.state.review is None
     assert GoldRating.objects.filter(rater=newcomer).count() == 1
 
 
@@ -282,8 +303,9 @@ def test_the_quiz_api_asks_answers_and_names_a_bad_kind(dataset, newcomer):
     assert missing.status_code == 404 and "no task kind 'xyz'" in missing.json()["detail"]
 
 
-def test_attempt_length_is_half_a_small_pool():
-    assert [attempt_length(pool=pool, quiz_length=5) for pool in (0, 1, 2, 3, 9, 10, 40)] == [0, 0, 1, 1, 4, 5, 5]
+def test_an_attempt_asks_the_quiz_length_from_five_times_that_pool_and_nothing_from_less():
+    assert [attempt_length(pool=pool, quiz_length=5) for pool in (0, 1, 10, 24, 25, 40)] == [0, 0, 0, 0, 5, 5]
+    assert [attempt_length(pool=pool, quiz_length=1) for pool in (4, 5)] == [0, 1]
 
 
 def test_the_quiz_names_its_questions_by_opaque_ids_not_database_ids(dataset, newcomer):
@@ -390,7 +412,7 @@ def test_two_failed_attempts_close_the_quiz_for_that_rater_only(three_pair_datas
 
 
 def test_two_failed_attempts_of_one_kind_leave_the_quiz_of_another_kind_open(three_pair_dataset, tmp_path):
-    make_sts_quiz(three_pair_dataset, [0.5, 1.5, 2.5, 3.5, 4.5, 5.0], tmp_path)
+    make_sts_quiz(three_pair_dataset, REFERENCES, tmp_path)
     user = UserFactory(roles=["rater"])
     fail_twice(user, three_pair_dataset)
     assert (offered(user, three_pair_dataset), offered(user, three_pair_dataset, "STS")) == (False, True)
@@ -436,16 +458,18 @@ def test_the_pools_are_the_datasets_active_quiz_pairs_per_kind(three_pair_datase
 @pytest.mark.parametrize(
     ("size", "text"),
     [
-        (10, "SIS quiz: 10 question(s) in the pool, 5 per attempt."),
+        (25, "SIS quiz: 25 question(s) in the pool, 5 per attempt (which needs at least 25)."),
         (
-            7,
-            "SIS quiz: 7 question(s) in the pool: too small for 5 per attempt (two attempts that never repeat "
-            "need 10); attempts ask 3. Add 3 more.",
+            24,
+            "SIS quiz: 24 question(s) in the pool: too small, the quiz cannot run: attempts of 5 need at least 25 "
+            "(5 times the quiz length, so that what one rater is shown covers little of the pool). Raters not yet "
+            "qualified stay closed out of SIS: add 1 more, or lower the quiz length to 4.",
         ),
         (
-            1,
-            "SIS quiz: 1 question(s) in the pool: too small, the quiz cannot run, so raters not yet qualified "
-            "stay closed out of SIS; add 9 more for attempts of 5.",
+            4,
+            "SIS quiz: 4 question(s) in the pool: too small, the quiz cannot run: attempts of 5 need at least 25 "
+            "(5 times the quiz length, so that what one rater is shown covers little of the pool). Raters not yet "
+            "qualified stay closed out of SIS: add 21 more.",
         ),
     ],
 )
@@ -475,16 +499,16 @@ def fail_first_attempt(rater, dataset, kind="SIS"):
 
 def test_each_attempt_length_counts_only_this_datasets_active_quiz_pairs_of_the_kind(three_pair_dataset, tmp_path):
     """The rating page announces how many questions an attempt asks."""
-    second_dataset(tmp_path, references=[1.0, 2.0, 3.0, 4.0])
-    make_sts_quiz(three_pair_dataset, [1.0, 4.0], tmp_path)
+    second_dataset(tmp_path)
+    make_sts_quiz(three_pair_dataset, REFERENCES[:-1], tmp_path)
     assert quiz_attempt_length(dataset_id=three_pair_dataset.id, kind="SIS") == LENGTH
-    assert quiz_attempt_length(dataset_id=three_pair_dataset.id, kind="STS") == 1, "two STS questions: attempts of one"
-    QualitySettings.objects.filter(dataset=three_pair_dataset).update(quiz_length=4)
-    assert quiz_attempt_length(dataset_id=three_pair_dataset.id, kind="SIS") == 4
+    assert quiz_attempt_length(dataset_id=three_pair_dataset.id, kind="STS") == 0, "14 STS questions: too few for 3"
+    QualitySettings.objects.filter(dataset=three_pair_dataset).update(quiz_length=2)
+    assert quiz_attempt_length(dataset_id=three_pair_dataset.id, kind="SIS") == 2
+    assert quiz_attempt_length(dataset_id=three_pair_dataset.id, kind="STS") == 2
+    QualitySettings.objects.filter(dataset=three_pair_dataset).update(quiz_length=LENGTH)
     GoldPair.objects.filter(pk=three_pair_dataset.gold_pairs.order_by("pk").first().pk).update(active=False)
-    assert quiz_attempt_length(dataset_id=three_pair_dataset.id, kind="SIS") == 3, (
-        "seven active questions: attempts of three"
-    )
+    assert quiz_attempt_length(dataset_id=three_pair_dataset.id, kind="SIS") == 0, "14 active questions: none"
 
 
 def test_putting_pairs_in_the_quiz_counts_only_the_pairs_that_changed_in_that_dataset(three_pair_dataset, tmp_path):
@@ -512,7 +536,7 @@ def test_the_state_is_qualified_only_by_this_raters_grant_of_this_kind(three_pai
 def test_an_open_attempt_elsewhere_is_not_the_attempt_here(three_pair_dataset, tmp_path):
     """A rater midway through a quiz of another dataset or another kind loads this one's
     own question."""
-    make_sts_quiz(three_pair_dataset, [1.0, 4.0], tmp_path)
+    make_sts_quiz(three_pair_dataset, REFERENCES, tmp_path)
     other = second_dataset(tmp_path)
     user = UserFactory(roles=["rater"])
     elsewhere = quiz_state(rater=user, dataset=other.name, kind="SIS")
@@ -550,7 +574,7 @@ class OtherTabFirst(random.Random):
 def test_two_tabs_beginning_attempt_two_at_once_share_the_one_attempt(three_pair_dataset, tmp_path):
     """The tab that loses the race gets the winner's attempt, not an error, and not
     another rater's, dataset's, kind's or number's attempt (each exists here)."""
-    make_sts_quiz(three_pair_dataset, [1.0, 4.0], tmp_path)
+    make_sts_quiz(three_pair_dataset, REFERENCES, tmp_path)
     other_dataset = second_dataset(tmp_path)
     user, other = UserFactory(roles=["rater"]), UserFactory(roles=["rater"])
     for who, ds, kind in (
@@ -696,8 +720,8 @@ def test_a_pool_too_small_for_the_attempt_says_what_to_do(tmp_path):
     split = SplitFactory()
     make_quiz(split.dataset, [2.5], tmp_path)
     text = (
-        "the SIS qualification quiz of this dataset has too few questions for attempt 1 (each attempt asks "
-        "questions no earlier one did); ask an admin to add questions"
+        "the SIS qualification quiz of this dataset cannot run: its pool holds 1 question(s) and attempts of 5 "
+        "need at least 25 (5 times the quiz length); ask an admin to add questions"
     )
     with pytest.raises(QuizTooSmall) as refused:
         quiz_state(rater=UserFactory(roles=["rater"]), dataset=split.dataset.name, kind="SIS")
@@ -706,20 +730,20 @@ def test_a_pool_too_small_for_the_attempt_says_what_to_do(tmp_path):
 
 @pytest.fixture
 def gold_met_in_the_queue(tmp_path):
-    """A rater who rated both gold pairs of a dataset in the queue, far from their
-    references (keys g0 and g1), and then lost the grant; the admin then put both pairs
-    in the quiz (default length: attempts of one question)."""
+    """A rater who rated all five gold pairs of a dataset in the queue, far from their
+    references (keys g0 to g4), and then lost the grant; the admin then put the five in
+    the quiz (attempts of one question)."""
     split = SplitFactory()
     queue_pairs(split=split, n_pairs=3, ratings_per_pair=2)
-    pairs = make_quiz(split.dataset, [1.0, 4.0], tmp_path)
+    pairs = make_quiz(split.dataset, FIVE, tmp_path)
     quiz_set(dataset_id=split.dataset.pk, gold_pair_ids=[p.pk for p in pairs], in_quiz=False)
-    QualitySettings.objects.create(dataset=split.dataset, gold_one_in=1)
+    QualitySettings.objects.create(dataset=split.dataset, gold_one_in=1, quiz_length=1)
     user = UserFactory(roles=["rater"], qualified_for=["SIS"], qualified_in=split.dataset)
-    for step in range(2):
+    for step in range(len(FIVE)):
         assignment = claim(user, split.dataset)
         far = 5.0 if GoldPair.objects.get(pk=assignment.pair_id).gold_score < 2.5 else 0.0
         submit(user, split.dataset, assignment.slot_id, f"g{step}", score=far)
-    assert GoldRating.objects.filter(rater=user, purpose=GoldPurpose.QUEUE).count() == 2
+    assert GoldRating.objects.filter(rater=user, purpose=GoldPurpose.QUEUE).count() == len(FIVE)
     Qualification.objects.filter(rater=user).delete()
     quiz_set(dataset_id=split.dataset.pk, gold_pair_ids=[p.pk for p in pairs], in_quiz=True)
     return user, split.dataset
@@ -746,12 +770,43 @@ def test_the_quiz_mean_counts_the_quiz_answers_only(gold_met_in_the_queue):
 
 def test_an_attempts_mean_is_not_mixed_with_another_kinds_attempt(three_pair_dataset, tmp_path):
     """Attempt 1 of the STS quiz, failed, does not count in attempt 1 of the SIS quiz."""
-    make_sts_quiz(three_pair_dataset, [1.0, 4.0], tmp_path)
+    make_sts_quiz(three_pair_dataset, REFERENCES, tmp_path)
     user = UserFactory(roles=["rater"])
-    state = quiz_state(rater=user, dataset=three_pair_dataset.name, kind="STS")
-    far = 5.0 if GoldPair.objects.get(pk=state.gold_pair_id).gold_score < 2.5 else 0.0
-    assert not answer(user, three_pair_dataset, state.gold_pair_id, "sts", score=far, kind="STS").state.result.passed
+    assert not fail_first_attempt(user, three_pair_dataset, kind="STS").result.passed
     state = quiz_state(rater=user, dataset=three_pair_dataset.name, kind="SIS")
     for step in range(LENGTH):
         state = answer(user, three_pair_dataset, state.gold_pair_id, f"sis-{step}").state
     assert (state.result.mean_error, state.result.passed, state.qualified) == (0.0, True, True)
+
+
+def test_each_rater_and_attempt_draws_its_own_questions_from_a_keyed_seed(three_pair_dataset, settings):
+    """The draw is seeded by a keyed hash (SECRET_KEY) of the rater, dataset, kind and
+    attempt: the same attempt draws the same questions, other raters draw others, and
+    without the key nobody predicts a draw."""
+    from annotation.quality import quiz
+
+    raters = [UserFactory(roles=["rater"]) for _ in range(8)]
+    for user in raters:
+        quiz_state(rater=user, dataset=three_pair_dataset.name, kind="SIS")
+    orders = [QuizAttempt.objects.get(rater=user).order for user in raters]
+    # Three of fifteen in order: eight raters drawing alike by chance is out of the question.
+    assert len({tuple(order) for order in orders}) > 1
+    pool = sorted(three_pair_dataset.gold_pairs.filter(in_quiz=True).values_list("pk", flat=True))
+    first = raters[0]
+
+    def draw(number: int, questions: list[int]) -> list[int]:
+        generator = quiz._generator(rater_id=first.pk, dataset_id=three_pair_dataset.pk, kind="SIS", number=number)
+        return generator.sample(questions, LENGTH)
+
+    assert draw(1, pool) == orders[0]
+    fail_first_attempt(first, three_pair_dataset)
+    second = quiz_state(rater=first, dataset=three_pair_dataset.name, kind="SIS", start=True)
+    fresh = [pk for pk in pool if pk not in orders[0]]
+    assert QuizAttempt.objects.get(rater=first, number=2).order == draw(2, fresh)
+    assert second.gold_pair_id == draw(2, fresh)[0]
+    keyed = settings.SECRET_KEY
+    others = set()
+    for n in range(4):
+        settings.SECRET_KEY = f"{keyed}-another-{n}"
+        others.add(tuple(draw(1, pool)))
+    assert others != {tuple(orders[0])}

@@ -230,12 +230,12 @@ def test_a_participant_at_the_quota_submitting_an_item_another_rater_rated_is_re
 
 def test_a_participant_is_held_to_their_own_run_not_the_latest_of_the_study():
     dataset = two_kind_dataset()
-    first, _ = join(dataset, kinds=["SIS"], quota=1, pid="first-joined")
+    first, _ = join(dataset, kinds=["SIS"], quota=1, pid="f1257a11e0f1257a11e0f125")
     rate_n(first, dataset, "SIS", 1)
     # Another participant joins the study after them, with nothing rated yet.
     later = Client()
     link = CampaignLink.objects.get()
-    assert later.get(f"/join/{link.token}/", {"PROLIFIC_PID": "later-joined"}).status_code == 302
+    assert later.get(f"/join/{link.token}/", {"PROLIFIC_PID": "1a7e1a7e1a7e1a7e1a7e1a7e"}).status_code == 302
     refused = claim(first, dataset, "SIS")
     assert (refused.status_code, refused.json()["code"]) == (403, "quota_reached"), refused.content
 

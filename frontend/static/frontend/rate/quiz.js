@@ -1,6 +1,8 @@
-// The qualification quiz in the rating page: the same pair, slider and Submit as the task;
-// after each answer the reference level's name, its description and the pair's explanation
-// (the API sends names, never numbers), then the next question.
+// The qualification quiz in the rating page: the same pair, slider and Submit as the task,
+// one question after the other with nothing said about the reference while the attempt is
+// open. Once it ends, its result and its review: for each pair answered, the reference
+// level's name, its description and the pair's explanation (the API sends names, never
+// numbers, and only for the questions this rater answered).
 // A passed attempt reloads the page, which then serves the task itself.
 import { NetworkError, call } from "./api.js";
 import { itemNode, showNoticeIn } from "./items.js";
@@ -18,15 +20,13 @@ const el = {
   progress: document.getElementById("progress"),
   notice: document.getElementById("notice"),
   work: document.getElementById("work"),
-  feedback: document.getElementById("quiz-feedback"),
-  next: document.getElementById("quiz-next"),
   result: document.getElementById("quiz-result"),
+  review: document.getElementById("quiz-review"),
   again: document.getElementById("quiz-again"),
   proceed: document.getElementById("quiz-proceed"),
 };
 
 let question = null;
-let pending = null;
 let timer = null;
 let busy = false;
 
@@ -53,12 +53,13 @@ function updateControls() {
 function show(state) {
   const place = state.result ? "finished" : `question ${state.answered + 1} of ${state.total}`;
   el.progress.textContent = `Qualification quiz · attempt ${state.attempt} of ${state.attempts_allowed} · ${place}`;
-  el.feedback.hidden = true;
   if (state.result) {
     showResult(state);
+    showReview(state.review || []);
     return;
   }
   el.result.hidden = true;
+  el.review.hidden = true;
   el.work.hidden = false;
   question = state;
   el.pair.replaceChildren(...state.items.map(itemNode));
@@ -86,7 +87,7 @@ function showResult(state) {
   } else if (state.attempts_left > 0) {
     heading.textContent = "Not passed this time";
     text.textContent =
-      "Your answers were too far from the reference levels on average. Read the instructions and the explanations again; you have one more attempt, with other questions.";
+      "Your answers were too far from the reference levels on average. Read the instructions and the explanations below again; you have one more attempt, with other questions.";
     el.again.hidden = false;
   } else {
     heading.textContent = "The quiz was not passed";
@@ -95,17 +96,37 @@ function showResult(state) {
     el.proceed.hidden = !config.next_url;
     el.proceed.textContent = "Continue";
   }
+  // The work area is gone: the keyboard goes on from the result's button.
+  [el.again, el.proceed].find((button) => !button.hidden)?.focus();
 }
 
-function showFeedback(answer) {
-  el.submit.hidden = true;
-  el.feedback.hidden = false;
-  el.feedback.querySelector(".reference").textContent = `Reference: ${answer.reference_level}: ${answer.reference_detail}`;
-  el.feedback.querySelector(".yours").textContent = `Your answer: ${answer.your_level}`;
-  el.feedback.querySelector(".explanation").textContent = answer.explanation;
-  el.feedback.querySelector(".explanation").hidden = !answer.explanation;
-  el.next.textContent = answer.state.result ? "See the result" : "Next question";
-  el.next.focus();
+/** The finished attempt's review: each pair answered, its reference level and why. */
+function showReview(entries) {
+  const list = el.review.querySelector("ol");
+  list.replaceChildren(
+    ...entries.map((entry) => {
+      const row = document.createElement("li");
+      row.dataset.question = entry.question;
+      const pair = document.createElement("div");
+      pair.className = "review-pair";
+      pair.append(...entry.items.map(itemNode));
+      const reference = document.createElement("p");
+      reference.className = "reference";
+      reference.textContent = `Reference: ${entry.reference_level}: ${entry.reference_detail}`;
+      const yours = document.createElement("p");
+      yours.className = "yours";
+      yours.textContent = `Your answer: ${entry.your_level}`;
+      row.append(pair, reference, yours);
+      if (entry.explanation) {
+        const why = document.createElement("p");
+        why.className = "explanation";
+        why.textContent = entry.explanation;
+        row.append(why);
+      }
+      return row;
+    }),
+  );
+  el.review.hidden = entries.length === 0;
 }
 
 async function request(body, url = config.quiz_url) {
@@ -142,8 +163,7 @@ async function submit() {
   if (answer.status === 200 || answer.status === 201) {
     showNotice("");
     question = null;
-    pending = answer.body.state;
-    showFeedback(answer.body);
+    show(answer.body.state);
   } else {
     showNotice(answer.body?.detail || `Your answer was not stored (${answer.status}).`, "error");
     await load();
@@ -152,7 +172,6 @@ async function submit() {
 }
 
 el.submit.addEventListener("click", submit);
-el.next.addEventListener("click", () => pending && show(pending));
 el.again.addEventListener("click", () => load(true));
 el.proceed.addEventListener("click", () => {
   if (question === null && el.result.dataset.outcome === "failed" && config.next_url) window.location.assign(config.next_url);
