@@ -206,8 +206,13 @@ def main() -> int:
     setup_django(url)
     token = prepare()
     log = Path(tempfile.mkdtemp(prefix="bench-join-")) / "web.log"
-    # setup_django put the benchmark database and the services mode in os.environ.
-    server = start_web_server(os.environ | {"DEBUG": "false"}, PORT, log, port_setting="BENCH_JOIN_PORT")
+    # setup_django put the benchmark database and the services mode in os.environ. Every
+    # participant arrives from the load generator's one address, within the hour: the
+    # limits of new accounts (per address and per link) are raised to let them all in.
+    limits = {
+        name: str(PARTICIPANTS) for name in ("CROWD_NEW_PARTICIPANTS_PER_ADDRESS", "CROWD_NEW_PARTICIPANTS_PER_LINK")
+    }
+    server = start_web_server(os.environ | {"DEBUG": "false", **limits}, PORT, log, port_setting="BENCH_JOIN_PORT")
     base = f"http://127.0.0.1:{PORT}"
     pids = [uuid.uuid4().hex[:24] for _ in range(PARTICIPANTS)]
     people = [Participant(base, token, pid) for pid in pids]

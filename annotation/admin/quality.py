@@ -307,7 +307,7 @@ class GoldPairAdmin(GoldPagesMixin, admin.ModelAdmin):
 
 
 def small_quiz_pools() -> list[str]:
-    """One line per dataset and kind whose quiz pool holds fewer than twice the attempt length."""
+    """One line per dataset and kind whose quiz pool is too small to run (under five times the quiz length)."""
     dataset_ids = GoldPair.objects.filter(in_quiz=True, active=True).values_list("dataset_id", flat=True).distinct()
     names = dict(Dataset.objects.filter(pk__in=dataset_ids).values_list("pk", "name"))
     return [
