@@ -79,7 +79,8 @@ class CampaignLinkForm(forms.ModelForm):
             if data.get("dataset") is not None and {"dataset", "kinds"} & set(self.changed_data):
                 campaign_link_quiz_check(dataset_id=data["dataset"].pk, kinds=data.get("kinds") or [])
         except CampaignLinkError as problem:
-            raise ValidationError(str(problem)) from None
+            # On its field where the check knows it (the id pattern, the kinds).
+            raise ValidationError({problem.field: str(problem)} if problem.field else str(problem)) from None
         return data
 
 

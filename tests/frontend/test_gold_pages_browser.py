@@ -160,6 +160,13 @@ def test_quiz_questions_are_chosen_with_the_pool_size_shown(page, live_server, t
     page.wait_for_selector(".messagelist")
     assert "5 question(s) in the pool, 1 per attempt (which needs at least 5)." in page.locator("#pool").inner_text()
     assert "too-small" not in page.locator("#pool").get_attribute("class")
+    # The dataset's quality settings: the quiz length's help and each pool against it.
+    page.goto(f"{live_server.url}/admin/annotation/dataset/{dataset.pk}/change/")
+    quality = page.locator(".field-quiz_length").first
+    assert "needs at least five times this many gold pairs" in quality.inner_text()
+    assert "SITS quiz: 5 question(s) in the pool, 1 per attempt" in page.locator(".field-quiz_pools").first.inner_text()
+    quality.scroll_into_view_if_needed()
+    page.screenshot(path=screenshot_dir / f"dataset-quiz-settings-{size}.png")
 
 
 def test_the_api_docs_page_uploads_a_gold_csv(page, live_server, tmp_path, screenshot_dir, size):

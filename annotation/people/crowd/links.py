@@ -68,7 +68,7 @@ def campaign_link_check(
     try:
         id_pattern_check(id_pattern, id_param=id_param)
     except IdPatternInvalid as problem:
-        raise CampaignLinkError(str(problem)) from None
+        raise _on_field(CampaignLinkError(str(problem)), "id_pattern") from None
 
 
 def campaign_link_quiz_check(*, dataset_id: int, kinds: list[str]) -> None:
@@ -76,7 +76,14 @@ def campaign_link_quiz_check(*, dataset_id: int, kinds: list[str]) -> None:
     participants would be turned away without ever being asked (issue #57)."""
     for pool in quiz_pools(dataset_id=dataset_id):
         if pool.kind in kinds and pool.too_small:
-            raise CampaignLinkError(f"participants of this link could never rate {pool.kind}. {pool.describe()}")
+            problem = CampaignLinkError(f"participants of this link could never rate {pool.kind}. {pool.describe()}")
+            raise _on_field(problem, "kinds")
+
+
+def _on_field(error: CampaignLinkError, field: str) -> CampaignLinkError:
+    """``error``, shown by a form on ``field``."""
+    error.field = field
+    return error
 
 
 def campaign_link_create(

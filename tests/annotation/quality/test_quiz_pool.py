@@ -60,7 +60,9 @@ def test_a_pool_shrunk_under_five_times_the_length_after_attempt_one_opens_no_at
     make_quiz(split.dataset, spread(5), tmp_path)
     QualitySettings.objects.create(dataset=split.dataset, quiz_length=1)
     client = rater_api()
-    ((asked, _),) = api_attempt(client, split.dataset, score_for=lambda q: 5.0 if q % 2 else 0.0, tag="one")
+    far = {gold.pk: 0.0 if gold.gold_score >= 2.5 else 5.0 for gold in GoldPair.objects.all()}
+    ((asked, body),) = api_attempt(client, split.dataset, score_for=far.get, tag="one")
+    assert not body["state"]["result"]["passed"]
     GoldPair.objects.exclude(pk=asked).filter(pk=GoldPair.objects.exclude(pk=asked).first().pk).update(active=False)
     answer = client.post(f"/api/rate/{split.dataset.name}/quiz/sis/", {"start": True}, format="json")
     assert answer.status_code == 409 and answer.json()["code"] == "quiz_too_small"
