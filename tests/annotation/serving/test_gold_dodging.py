@@ -11,7 +11,7 @@ import itertools
 
 import pytest
 
-from annotation.models import GoldLease, GoldPair, Pair, PairSkip, QuizAttempt, RaterPause, Rating
+from annotation.models import GoldLease, GoldPair, Pair, PairSkip, QualitySettings, QuizAttempt, RaterPause, Rating
 from annotation.quality.gold.upload import GoldInputError, gold_pairs_promote, gold_pairs_upload
 from annotation.serving.pairs_left import rater_pairs_left
 from tests.factories import ImageFactory, SplitFactory, UserFactory
@@ -207,9 +207,11 @@ def test_a_gold_pair_equal_to_a_queued_pair_is_refused(tmp_path, reverse):
 
 
 def test_a_pair_met_in_a_quiz_is_never_served_as_gold(engine, clock, tmp_path, admin_client):
-    dataset = campaign(tmp_path, n_pairs=8, n_gold=5, ratings_per_pair=2, one_in=1)
-    quiz_ids = sorted(GoldPair.objects.values_list("pk", flat=True))[:4]
+    dataset = campaign(tmp_path, n_pairs=8, n_gold=6, ratings_per_pair=2, one_in=1)
+    quiz_ids = sorted(GoldPair.objects.values_list("pk", flat=True))[:5]
     GoldPair.objects.filter(pk__in=quiz_ids).update(in_quiz=True)
+    # Five questions: the smallest pool for attempts of one (five times the quiz length).
+    QualitySettings.objects.filter(dataset=dataset).update(quiz_length=1)
     user = rater(["SIS"])
     client = client_for(user)
     state = client.post(f"/api/rate/{dataset.name}/quiz/sis/", {}, format="json").json()
