@@ -51,7 +51,13 @@ from annotation.models import (
     QuizAttempt,
     Rating,
 )
-from annotation.serving.gold import gold_pair_assignment
+from annotation.quality.quiz_review import (
+    QuizReviewEntry,
+    attempt_answers,
+    attempt_review,
+    gold_with_items,
+    question_items,
+)
 from annotation.serving.gold_ids import ids_reserve
 from annotation.serving.shapes import Item, QueueInputError, check_kind, service_now
 
@@ -123,21 +129,6 @@ class QuizResult:
     mean_error: float
     threshold: float
     passed: bool
-
-
-@dataclass(frozen=True)
-class QuizReviewEntry:
-    """One answered question of a finished attempt, as its rater is shown it: the pair,
-    the names of the levels nearest the rater's answer and the reference, the reference
-    level's description for the kind and the pair's explanation. Never a number (see the
-    module's docstring)."""
-
-    gold_pair_id: int
-    items: tuple[Item, ...]
-    your_level: str
-    reference_level: str
-    reference_detail: str
-    explanation: str
 
 
 @dataclass(frozen=True)
@@ -390,7 +381,7 @@ def _expected_pair(attempt: QuizAttempt | None, dataset: str, kind: str) -> int:
 
 def _attempt_finish(attempt: QuizAttempt, *, now) -> None:
     _, threshold = quiz_settings(attempt.dataset_id)
-    answers = _answers(attempt)
+    answers = attempt_answers(attempt)
     mean_error = sum(abs(a.score - a.gold_score) for a in answers) / len(answers)
     attempt.finished_at = now
     attempt.mean_error = mean_error
@@ -401,16 +392,6 @@ def _attempt_finish(attempt: QuizAttempt, *, now) -> None:
     if attempt.passed:
         # The kind in this dataset only: another dataset's quiz is its own test.
         Qualification.objects.get_or_create(rater_id=attempt.rater_id, dataset_id=attempt.dataset_id, kind=attempt.kind)
-
-
-def _answers(attempt: QuizAttempt):
-    return GoldRating.objects.filter(
-        rater_id=attempt.rater_id,
-        dataset_id=attempt.dataset_id,
-        purpose=GoldPurpose.QUIZ,
-        attempt=attempt.number,
-        gold_pair_id__in=attempt.order,
-    )
 
 
 def _replayed_answer(rater, key: str, attempt: QuizAttempt | None) -> QuizAnswered | None:
@@ -430,11 +411,11 @@ def _state_of(attempt: QuizAttempt) -> QuizState:
     result, review = None, None
     if attempt.finished_at is not None:
         result = QuizResult(mean_error=attempt.mean_error, threshold=attempt.threshold, passed=attempt.passed)
-        review = _review(attempt)
+        review = attempt_review(attempt)
     gold_pair_id, items = None, None
     if attempt.finished_at is None:
         gold_pair_id = attempt.order[attempt.answered]
-        items = _items(_gold_with_items().get(pk=gold_pair_id), attempt)
+        items = question_items(gold_with_items().get(pk=gold_pair_id), attempt)
     return QuizState(
         kind=attempt.kind,
         attempt=attempt.number,
@@ -447,35 +428,3 @@ def _state_of(attempt: QuizAttempt) -> QuizState:
         qualified=qualified,
         review=review,
     )
-
-
-def _gold_with_items():
-    return GoldPair.objects.select_related("dataset", "caption_a", "caption_b", "image_a", "image_b")
-
-
-def _items(pair: GoldPair, attempt: QuizAttempt) -> tuple[Item, ...]:
-    return gold_pair_assignment(pair, slot_id=pair.pk, lease_expires_at=attempt.started_at, resumed=False).items
-
-
-def _review(attempt: QuizAttempt) -> tuple[QuizReviewEntry, ...]:
-    """The finished attempt's answered questions in the order they were asked, each with
-    the reference level's name: only questions this rater answered in this attempt."""
-    answers = {answer.gold_pair_id: answer for answer in _answers(attempt)}
-    pairs = _gold_with_items().in_bulk(list(answers))
-    entries = []
-    for pair_id in attempt.order:
-        if pair_id not in answers:
-            continue
-        answer, pair = answers[pair_id], pairs[pair_id]
-        reference = cxc.nearest_level(answer.gold_score)
-        entries.append(
-            QuizReviewEntry(
-                gold_pair_id=pair_id,
-                items=_items(pair, attempt),
-                your_level=cxc.level_name(answer.score),
-                reference_level=cxc.LEVEL_NAMES[reference],
-                reference_detail=cxc.LEVEL_DETAILS[pair.kind][reference],
-                explanation=pair.explanation,
-            )
-        )
-    return tuple(entries)

@@ -8,8 +8,9 @@ from tests.support.rating_support import db_id
 
 # Fifteen SIS questions, the smallest pool for attempts of three (quiz_length 3: five
 # times that), so attempt 2 draws 3 of the 12 questions attempt 1 left. Explanations carry
-# no number, so any number in an answer's JSON would come from the API itself.
-REFERENCES = [0.0, 0.5, 1.5, 2.0, 3.0, 3.5, 4.5, 5.0, 0.2, 1.2, 1.8, 3.2, 4.2, 4.8, 3.8]
+# no number, so any number in an answer's JSON would come from the API itself. The
+# references are sums of powers of two: an answer a set distance off is exactly that off.
+REFERENCES = [0.0, 0.5, 1.5, 2.0, 3.0, 3.5, 4.5, 5.0, 0.25, 1.25, 1.75, 3.25, 4.25, 4.75, 3.75]
 
 
 LENGTH = 3
