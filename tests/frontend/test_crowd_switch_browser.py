@@ -13,13 +13,14 @@ from tests.support.browser import session_for
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
 SIZES = {"1280": {"width": 1280, "height": 800}, "390": {"width": 390, "height": 844}}
+PLANTED = "9a1d2c3b4e5f60718293a4b5"  # a Prolific id the crafted link plants
 
 
 def test_an_admin_is_asked_before_a_link_signs_them_out(page, live_server, demo, screenshot_dir):
     admin = UserFactory(username="ops-admin", roles=["admin"], is_staff=True)
     session_for(page, live_server, admin.username)
     link = crowd_link(demo, kinds=("SIS",), quota=3)
-    url = f"{live_server.url}/join/{link.token}/?PROLIFIC_PID=planted"
+    url = f"{live_server.url}/join/{link.token}/?PROLIFIC_PID={PLANTED}"
     for name, size in SIZES.items():
         page.set_viewport_size(size)
         page.goto(url)
@@ -42,7 +43,7 @@ def test_an_admin_is_asked_before_a_link_signs_them_out(page, live_server, demo,
     page.goto(url)
     page.click("[data-testid=switch-confirm]")
     page.wait_for_url("**/rate/demo/sis/")
-    participant = Participant.objects.get(link=link, external_id="planted")
+    participant = Participant.objects.get(link=link, external_id=PLANTED)
     assert participant.user.username != admin.username
     page.goto(f"{live_server.url}/admin/")
     assert "/admin/login/" in page.url, "the switch signed the admin out"

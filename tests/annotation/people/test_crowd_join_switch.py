@@ -13,7 +13,7 @@ from django.test import Client
 from annotation.models import Participant
 from annotation.people.crowd.links import campaign_link_create
 from tests.factories import UserFactory
-from tests.support.crowd_support import crowd_dataset
+from tests.support.crowd_support import crowd_dataset, platform_id
 
 pytestmark = pytest.mark.django_db
 
@@ -38,8 +38,12 @@ def signed_in_as(client: Client):
     return client.session.get("_auth_user_id")
 
 
-def join_url(link, external_id: str = "planted") -> str:
-    return f"/join/{link.token}/?{link.id_param}={external_id}&STUDY_ID=s1"
+PLANTED = platform_id("planted")
+
+
+def join_url(link, name: str = "planted") -> str:
+    """The link opened with the Prolific id of a readable ``name``."""
+    return f"/join/{link.token}/?{link.id_param}={platform_id(name)}&STUDY_ID=s1"
 
 
 def test_an_admin_who_opens_a_crafted_link_is_asked_and_stays_signed_in(link):
@@ -51,7 +55,7 @@ def test_an_admin_who_opens_a_crafted_link_is_asked_and_stays_signed_in(link):
     html = page.content.decode()
     assert 'data-testid="crowd-switch"' in html
     assert "You are signed in as <strong" in html and ">ops</strong>" in html
-    assert "participant <strong" in html and ">planted</strong>" in html and "This signs you out" in html
+    assert "participant <strong" in html and f">{PLANTED}</strong>" in html and "This signs you out" in html
     assert signed_in_as(client) == str(admin.pk), "the link signed the admin out"
     assert not Participant.objects.filter(link=link).exists(), "the question makes nothing"
     assert get_user_model().objects.count() == users_before
@@ -68,7 +72,7 @@ def test_only_the_pages_form_switches_and_a_forged_post_is_refused(link):
     token = CSRF.search(client.get(join_url(link)).content.decode()).group(1)
     switched = client.post(join_url(link), {"csrfmiddlewaretoken": token})
     assert switched.status_code == 302
-    participant = Participant.objects.get(link=link, external_id="planted")
+    participant = Participant.objects.get(link=link, external_id=PLANTED)
     assert signed_in_as(client) == str(participant.user_id)
     assert participant.study_id == "s1", "the query string of the link came along"
     assert client.get("/admin/").status_code == 302, "signed out of the admin"
@@ -99,7 +103,7 @@ def test_a_participant_opening_the_link_with_another_id_is_asked_too(link):
     page = client.get(join_url(link, "p2"))
     assert page.status_code == 200 and 'data-testid="crowd-switch"' in page.content.decode()
     assert signed_in_as(client) == me
-    assert not Participant.objects.filter(link=link, external_id="p2").exists()
+    assert not Participant.objects.filter(link=link, external_id=platform_id("p2")).exists()
 
 
 def test_a_refused_link_leaves_the_signed_in_user_as_they_were(link):
