@@ -165,7 +165,7 @@ def slot_claim(
     the queue's claim statement, when one leases the item (``queue.slot_claim``)."""
     check_kind(kind)
     if not _is_participant(rater):
-        return _serve(rater=rater, dataset=dataset, kind=kind, now=now, read=read)
+        return routing.claim(rater=rater, dataset=dataset, kind=kind, now=now, read=read)
     with transaction.atomic():
         participant = _participation_of(rater=rater, dataset=dataset, lock=True)
         return _participant_claim(participant, rater=rater, dataset=dataset, kind=kind, now=now, read=read)
@@ -185,7 +185,9 @@ def _participant_claim(
     """A locked participant's claim: the kinds ``_participant_claim_kinds`` allows, in
     order, until one serves an item. ``use``: their quota use when the caller knows it."""
     for each in _participant_claim_kinds(participant, rater=rater, kind=kind, use=use):
-        assignment = _serve(rater=rater, dataset=dataset, kind=each, now=now, read=read, no_gold_held=no_gold_held)
+        assignment = routing.claim(
+            rater=rater, dataset=dataset, kind=each, now=now, read=read, no_gold_held=no_gold_held
+        )
         if assignment is not None:
             return assignment
     return None
@@ -224,20 +226,6 @@ def _participant_claim_kinds(
     if not kinds:
         raise Forbidden(f"you are not qualified for this study's {', '.join(link.kinds)} ratings yet")
     return kinds
-
-
-def _serve(
-    *,
-    rater,
-    dataset: str,
-    kind: str | None,
-    now: datetime | None,
-    read: ClaimRead | None = None,
-    no_gold_held: bool = False,
-) -> Assignment | None:
-    """WHAT: a gold pair now and then, looking like any other, else the queue's next slot;
-    serving's routing decides (``annotation.serving.routing.claim``)."""
-    return routing.claim(rater=rater, dataset=dataset, kind=kind, now=now, read=read, no_gold_held=no_gold_held)
 
 
 # --- submit ------------------------------------------------------------------------------
@@ -325,7 +313,7 @@ def rating_submit_and_claim_next(
 def _next_of(rater, *, dataset: str, kind: str, read: ClaimRead | None, result: SubmitResult) -> Assignment | None:
     """A rater's next pair after ``result`` was stored; None when a claim is refused."""
     try:
-        return _serve(
+        return routing.claim(
             rater=rater, dataset=dataset, kind=kind, now=None, read=read, no_gold_held=_no_gold_held(result, kind)
         )
     except (RaterPaused, Forbidden):
