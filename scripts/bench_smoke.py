@@ -1,13 +1,16 @@
 """`make bench-smoke`: every benchmark at its smoke size, so none of them rots unseen.
 
 Runs each `bench-*` target of the Makefile (but this one, and bench-peer, which installs
-the peer tools) as `make bench-X` with BENCH_SMOKE=1, one after another, and judges only
+the peer tools) as `make bench-X` with BENCH_SMOKE=1, BENCH_SMOKE_JOBS at a time (default
+2: at the smoke size a benchmark spends much of its time starting processes, servers and
+databases, so two overlap well on 2 cores; the ones that start several web servers, each
+holding database connections, never run beside each other: EXCLUSIVE), and judges only
 that it worked: a benchmark fails when it exits non-zero, or ends after
 BENCH_SMOKE_TIMEOUT seconds (default 600), or the last line of its standard output is not
 one JSON object (strict JSON: no NaN). It never judges a timing. Prints one line per
 benchmark (name, wall seconds, ok or why it failed, with the tail of its output), then
 one JSON object on the last line: ``{"seconds": {target: wall seconds}, "failed":
-[target, ...], "total_s"}``. Exit status 1 when any failed. Each benchmark's output is
+[target, ...], "total_s", "wall_s", "jobs"}``. Exit status 1 when any failed. Each benchmark's output is
 kept in BENCH_SMOKE_LOGS (default test-artifacts/bench-smoke/<target>.stdout.log and
 .stderr.log).
 
@@ -22,6 +25,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +41,9 @@ LEFT_OUT = {"bench-smoke", "bench-peer"}
 # share the machine with the tests, moves them away.
 EXTRA_ENV = {"bench-queue": {"BENCH_FIRST_PORT": "8161"}, "bench-shortcuts": {"BENCH_FIRST_PORT": "8171"}}
 TAIL_LINES = 25
+# They start several web servers, each with database connections (bench-queue checks
+# the free ones before it starts): one of them at a time.
+EXCLUSIVE = frozenset({"bench-queue", "bench-shortcuts"})
 
 
 @dataclass
@@ -148,23 +155,61 @@ def run_all(
     timeout: float = 600,
     log_dir: Path | None = None,
     echo: Callable[[str], None] = print,
+    jobs: int = 1,
+    exclusive: frozenset[str] = EXCLUSIVE,
 ) -> dict:
-    """Run every benchmark of ``names`` in turn; echo a line each, then the summary
-    object (also returned): seconds per benchmark, the failed ones, the total."""
+    """Run every benchmark of ``names``, ``jobs`` at a time (each lane, as it frees up,
+    takes the first waiting one that may start: of ``exclusive`` one at a time); echo a line each as it ends, then the
+    summary object (also returned): seconds per benchmark in the order of ``names``, the
+    failed ones, the total of their seconds and the run's wall seconds."""
     base = dict(os.environ if env is None else env)
-    outcomes = []
-    for name in names:
-        outcome = run_one(name, command_for(name), smoke_env(name, base), timeout)
-        if log_dir is not None:
-            log_dir.mkdir(parents=True, exist_ok=True)
-            (log_dir / f"{name}.stdout.log").write_text(outcome.stdout)
-            (log_dir / f"{name}.stderr.log").write_text(outcome.stderr)
-        report(outcome, echo)
-        outcomes.append(outcome)
+    waiting = list(names)
+    outcomes: dict[str, Outcome] = {}
+    changed = threading.Condition()
+    exclusive_running = False
+    started = time.perf_counter()
+
+    def next_name() -> str | None:
+        """The first waiting benchmark that may start now (None: all taken); waits while
+        only an exclusive one is left and another is running."""
+        nonlocal exclusive_running
+        with changed:
+            while waiting:
+                free = [name for name in waiting if name not in exclusive or not exclusive_running]
+                if free:
+                    waiting.remove(free[0])
+                    exclusive_running = exclusive_running or free[0] in exclusive
+                    return free[0]
+                changed.wait()
+            return None
+
+    def lane() -> None:
+        nonlocal exclusive_running
+        while (name := next_name()) is not None:
+            outcome = run_one(name, command_for(name), smoke_env(name, base), timeout)
+            if log_dir is not None:
+                log_dir.mkdir(parents=True, exist_ok=True)
+                (log_dir / f"{name}.stdout.log").write_text(outcome.stdout)
+                (log_dir / f"{name}.stderr.log").write_text(outcome.stderr)
+            with changed:
+                report(outcome, echo)
+                outcomes[name] = outcome
+                if name in exclusive:
+                    exclusive_running = False
+                changed.notify_all()
+
+    lanes = [threading.Thread(target=lane, name=f"bench-smoke-{number}") for number in range(max(1, jobs))]
+    for thread in lanes:
+        thread.start()
+    for thread in lanes:
+        thread.join()
+    ordered = [outcomes[name] for name in names]
     summary = {
-        "seconds": {outcome.name: outcome.seconds for outcome in outcomes},
-        "failed": [outcome.name for outcome in outcomes if not outcome.ok],
-        "total_s": round(sum(outcome.seconds for outcome in outcomes), 1),
+        "seconds": {outcome.name: outcome.seconds for outcome in ordered},
+        "failed": [outcome.name for outcome in ordered if not outcome.ok],
+        "total_s": round(sum(outcome.seconds for outcome in ordered), 1),
+        "wall_s": round(time.perf_counter() - started, 1),
+        "jobs": max(1, jobs),
     }
     if summary["failed"]:
         echo(f"bench-smoke: {len(summary['failed'])} failed: {', '.join(summary['failed'])}")
@@ -183,8 +228,18 @@ def main(argv: Sequence[str]) -> int:
     except ValueError:
         print(f"BENCH_SMOKE_TIMEOUT={os.environ['BENCH_SMOKE_TIMEOUT']!r} is not a number", file=sys.stderr)
         return 2
+    jobs_text = os.environ.get("BENCH_SMOKE_JOBS") or "2"
+    if not jobs_text.isdigit() or int(jobs_text) < 1:
+        print(f"BENCH_SMOKE_JOBS={jobs_text!r} is not a whole number of at least 1", file=sys.stderr)
+        return 2
     log_dir = Path(os.environ.get("BENCH_SMOKE_LOGS") or REPO_DIR / "test-artifacts" / "bench-smoke")
-    summary = run_all(list(argv) or known, timeout=timeout, log_dir=log_dir, echo=lambda line: print(line, flush=True))
+    summary = run_all(
+        list(argv) or known,
+        timeout=timeout,
+        log_dir=log_dir,
+        echo=lambda line: print(line, flush=True),
+        jobs=int(jobs_text),
+    )
     return 1 if summary["failed"] else 0
 
 

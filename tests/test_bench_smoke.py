@@ -121,3 +121,48 @@ def test_bench_smoke_takes_0_or_1_and_sized_picks_the_size(monkeypatch):
     monkeypatch.setenv("BENCH_ROWS", "many")
     with pytest.raises(SystemExit, match="BENCH_ROWS='many' is not a whole number"):
         _common.sized("BENCH_ROWS", 10_000, 200)
+
+
+def _interval_stand_in(log_dir, name: str, seconds: float) -> list[str]:
+    """A benchmark that records when it ran (start and end on the monotonic clock)."""
+    path = log_dir / f"{name}.interval"
+    return python(
+        f"import json, time; start = time.monotonic(); time.sleep({seconds}); "
+        f"open({str(path)!r}, 'w').write(json.dumps([start, time.monotonic()])); print('{{}}')"
+    )
+
+
+def _intervals(log_dir, names):
+    return {name: json.loads((log_dir / f"{name}.interval").read_text()) for name in names}
+
+
+def _overlap(first, second) -> bool:
+    return first[0] < second[1] and second[0] < first[1]
+
+
+def test_two_lanes_run_benchmarks_side_by_side_but_never_two_exclusive_ones(tmp_path):
+    names = ["bench-a", "bench-heavy-1", "bench-heavy-2", "bench-b"]
+    commands = {name: _interval_stand_in(tmp_path, name, 1.0) for name in names}
+    lines = []
+    summary = bench_smoke.run_all(
+        names,
+        command_for=commands.__getitem__,
+        timeout=60,
+        echo=lines.append,
+        jobs=3,
+        exclusive=frozenset({"bench-heavy-1", "bench-heavy-2"}),
+    )
+    assert summary["failed"] == [] and list(summary["seconds"]) == names, "the summary keeps the given order"
+    assert summary["jobs"] == 3 and summary["wall_s"] < summary["total_s"]
+    ran = _intervals(tmp_path, names)
+    assert not _overlap(ran["bench-heavy-1"], ran["bench-heavy-2"]), "two exclusive benchmarks ran at once"
+    assert _overlap(ran["bench-a"], ran["bench-heavy-1"]), "a lane waited although a benchmark could start"
+    assert ran["bench-b"][0] < ran["bench-a"][1], "the third lane waited for heavy-2 instead of taking bench-b"
+
+
+def test_one_job_runs_them_one_after_another(tmp_path):
+    names = ["bench-a", "bench-b"]
+    commands = {name: _interval_stand_in(tmp_path, name, 0.3) for name in names}
+    bench_smoke.run_all(names, command_for=commands.__getitem__, timeout=60, echo=lambda line: None, jobs=1)
+    ran = _intervals(tmp_path, names)
+    assert not _overlap(ran["bench-a"], ran["bench-b"])
