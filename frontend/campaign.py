@@ -23,6 +23,7 @@ from annotation.dashboard.selectors import campaign_snapshot_part
 from annotation.dashboard.services import campaign_refresh_request
 from annotation.quality.flag_settings import flag_thresholds_get
 from frontend import campaign_pages as pages
+from frontend import campaign_raters as raters
 from frontend.selectors import RaterStanding, campaign_dataset_list, pair_items_by_id, rater_standings
 from frontend.vendor import PLOTLY
 
@@ -109,17 +110,19 @@ def campaign_raters(request, dataset: str):
     wanted = request.GET.get("format", "html")
     if wanted not in ("html", "csv"):
         raise BadRequest("format must be html or csv")
+    if wanted == "csv" and snapshot is None:
+        raise Http404(f"dataset {dataset_obj.name!r} has no campaign snapshot yet: refresh it first")
+    if snapshot is None:
+        return _page(request, dataset_obj, snapshot, "frontend/campaign/raters.html", "raters")
+    standings = rater_standings(dataset=dataset_obj)
+    data = _live(snapshot.data, standings)
     if wanted == "csv":
-        if snapshot is None:
-            raise Http404(f"dataset {dataset_obj.name!r} has no campaign snapshot yet: refresh it first")
-        response = HttpResponse(pages.raters_csv(snapshot.data, thresholds), content_type="text/csv; charset=utf-8")
-        name = pages.raters_csv_name(dataset_obj.name, snapshot.made_at)
+        response = HttpResponse(raters.raters_csv(data, thresholds), content_type="text/csv; charset=utf-8")
+        name = raters.raters_csv_name(dataset_obj.name, snapshot.made_at)
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response
-    context = {}
-    if snapshot is not None:
-        context = {"table": pages.rater_table(snapshot.data, thresholds), **_actions(request, dataset_obj)}
-        context["thresholds"] = thresholds.describe()
+    context = {"table": raters.rater_table(data, thresholds), **_actions(request, standings)}
+    context["thresholds"] = thresholds.describe()
     return _page(request, dataset_obj, snapshot, "frontend/campaign/raters.html", "raters", **context)
 
 
@@ -127,11 +130,13 @@ def campaign_raters(request, dataset: str):
 def campaign_rater(request, dataset: str, rater_id: int):
     dataset_obj = _dataset(dataset)
     snapshot = campaign_snapshot_part(dataset=dataset_obj, keys=RATER_KEYS)
-    standings = _actions(request, dataset_obj)["standings"]
+    all_standings = rater_standings(dataset=dataset_obj)
+    standings = _actions(request, all_standings)["standings"]
     standing = None if standings is None else standings.get(rater_id, RaterStanding())
     context = {"rater_id": rater_id, "standing": standing}
     if snapshot is not None:
-        details = pages.rater_context(snapshot.data, rater_id, flag_thresholds_get(dataset_id=dataset_obj.pk))
+        data = _live(snapshot.data, all_standings)
+        details = pages.rater_context(data, rater_id, flag_thresholds_get(dataset_id=dataset_obj.pk))
         if details is None:
             raise Http404(f"rater #{rater_id} has no ratings in this dataset's snapshot")
         differences = details["detail"]["largest_differences"]
@@ -140,12 +145,17 @@ def campaign_rater(request, dataset: str, rater_id: int):
     return _page(request, dataset_obj, snapshot, "frontend/campaign/rater.html", "raters", **context)
 
 
-def _actions(request, dataset) -> dict:
+def _live(data: dict, standings: dict[int, RaterStanding]) -> dict:
+    """The snapshot's numbers with each rater's pause as it stands now (one source for
+    the Paused column and the action buttons)."""
+    paused = {rater: standing.pause_id for rater, standing in standings.items() if standing.pause_id is not None}
+    return raters.with_live_pauses(data, paused)
+
+
+def _actions(request, standings: dict[int, RaterStanding]) -> dict:
     """What the action buttons need: None for researchers (they see flags, no buttons),
     else each rater's live pause and exclusion."""
-    if not has_role(request.user, ADMIN):
-        return {"standings": None}
-    return {"standings": rater_standings(dataset=dataset)}
+    return {"standings": standings if has_role(request.user, ADMIN) else None}
 
 
 @require_POST

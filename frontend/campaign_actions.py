@@ -30,7 +30,7 @@ from annotation.quality.exclusion.services import (
 from annotation.quality.flag_settings import flag_thresholds_get
 from annotation.quality.pauses import rater_pause, rater_pause_lift
 from annotation.serving.pauses import active_pause
-from frontend import campaign_pages as pages
+from frontend.campaign_raters import flagged_raters
 from frontend.selectors import campaign_user_get
 
 ACTION_KEYS = ("raters",)
@@ -77,7 +77,7 @@ def _reasons(dataset, rater_id: int) -> list[str]:
     if snapshot is None:
         return []
     thresholds = flag_thresholds_get(dataset_id=dataset.pk)
-    rows = pages.flagged_raters(snapshot.data, thresholds)
+    rows = flagged_raters(snapshot.data, thresholds)
     return next((row["flag_reasons"] for row in rows if row["rater_id"] == rater_id), [])
 
 
@@ -158,7 +158,12 @@ def exclusion_undo_view(request, dataset: str, exclusion_id: int):
     dataset_obj = dataset_get(name=dataset)
     exclusion = exclusion_get(dataset=dataset_obj, exclusion_id=exclusion_id)
     try:
-        rating_exclusion_undo(exclusion_id=exclusion.pk, undone_by=request.user, reason=request.POST.get("reason", ""))
+        rating_exclusion_undo(
+            exclusion_id=exclusion.pk,
+            undone_by=request.user,
+            reason=request.POST.get("reason", ""),
+            lift_pause=request.POST.get("lift_pause") == "on",
+        )
     except DomainError as error:
         return _refused(request, dataset_obj, error, rater_id=exclusion.rater_id)
     return HttpResponseRedirect(reverse("campaign-exclusion", args=[dataset, exclusion.pk]))

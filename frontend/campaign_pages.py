@@ -2,45 +2,33 @@
 /work/notes/contract.md, written by ``annotation.dashboard``). No queries here: the pages
 read one snapshot row, so they cost the same for 10 raters or 10,000 pairs.
 
-Numbers are formatted here, not in templates, so that the table beside a chart, the rater
-table and its CSV agree on what a column means.
+Numbers are formatted in Python (frontend.campaign_format), not in templates, so that the
+table beside a chart, the rater table (frontend.campaign_raters) and its CSV agree on what
+a column means.
 """
 
 from __future__ import annotations
 
-import io
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import pairwise
 
-from annotation.core import spreadsheet_csv
-from annotation.core.cxc import KINDS
-from annotation.quality.flags import FlagThresholds, flagged_first
+from annotation.quality.flags import FlagThresholds
+from frontend.campaign_format import (
+    format_time,
+    kind_label,
+    kinds_of,
+    number_text,
+    parse_time,
+    share_text,
+    signed_text,
+)
 from frontend.campaign_model import reliability_table, savings_text
+from frontend.campaign_raters import flagged_raters, rater_summary
 
 # A queued refresh that has not produced a snapshot by then is reported as stuck, not
 # waited for in silence: the worker may be down.
 REFRESH_PATIENCE = timedelta(minutes=2)
-
-
-def kind_label(kind: str) -> str:
-    return kind.upper()
-
-
-def kinds_of(data: dict) -> list[str]:
-    """The snapshot's task kinds as it spells them, in the CxC order (STS, SIS, SITS)."""
-    kinds = {row["kind"] for row in data["progress"]["by_kind"]} | set(data.get("speed_floors", {}))
-    order = {kind: i for i, kind in enumerate(KINDS)}
-    return sorted(kinds, key=lambda kind: order.get(kind.upper(), len(order)))
-
-
-def parse_time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
-
-
-def format_time(value: datetime | None) -> str:
-    return value.strftime("%Y-%m-%d %H:%M UTC") if value else "never"
 
 
 def age_text(then: datetime, now: datetime) -> str:
@@ -53,24 +41,6 @@ def age_text(then: datetime, now: datetime) -> str:
     if seconds < 2 * 86400:
         return f"{seconds // 3600} h ago"
     return f"{seconds // 86400} days ago"
-
-
-def _short_time(value: str | None) -> str:
-    moment = parse_time(value)
-    return moment.strftime("%Y-%m-%d %H:%M") if moment else "never"
-
-
-def _number(value, digits: int) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def _share(value) -> str:
-    return "—" if value is None else f"{100 * value:.0f}%"
-
-
-def _signed(value) -> str:
-    # ``or 0.0`` turns a rounded -0.0 into 0.0: "-0.00" would suggest a bias that is not there.
-    return "—" if value is None else f"{(round(value, 2) or 0.0):+.2f}"
 
 
 @dataclass(frozen=True)
@@ -204,139 +174,14 @@ def sd_histogram_table(quality: dict) -> dict | None:
 
 
 def alpha_rows(rows: list[dict]) -> list[dict]:
-    return [{**row, "kind_label": kind_label(row["kind"]), "alpha_text": _number(row["alpha"], 3)} for row in rows]
+    return [{**row, "kind_label": kind_label(row["kind"]), "alpha_text": number_text(row["alpha"], 3)} for row in rows]
 
 
 def positive_rows(rows: list[dict]) -> list[dict]:
-    return [{**row, "kind_label": kind_label(row["kind"]), "share_text": _share(row["share"])} for row in rows]
-
-
-# --- the rater table and its CSV -----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Column:
-    """``key``: the CSV header; ``value``: the raw value (CSV, sorting unless ``sort``
-    says otherwise); ``text``: as shown."""
-
-    key: str
-    label: str
-    value: Callable[[dict], object]
-    text: Callable[[object], str] = str
-    numeric: bool = True
-    sort: Callable[[dict], object] | None = None
-
-
-def _yes_no(value) -> str:
-    return "yes" if value else "no"
-
-
-def rater_columns(kinds: list[str]) -> list[Column]:
-    per_kind = []
-    for kind in kinds:
-        label = kind_label(kind)
-        per_kind += [
-            Column(f"{kind}_today", f"{label} today", lambda r, k=kind: r["ratings_today"].get(k, 0)),
-            Column(f"{kind}_total", f"{label} total", lambda r, k=kind: r["ratings_total"].get(k, 0)),
-        ]
-    return [
-        Column("username", "Rater", lambda r: r["username"], numeric=False),
-        # Sorted by how many checks failed; the text names them.
-        Column("flagged", "Flagged", lambda r: "; ".join(r["flag_reasons"]), sort=lambda r: len(r["flag_reasons"])),
-        *per_kind,
-        Column("today_all", "All today", lambda r: r["ratings_today_all"]),
-        Column("total_all", "All total", lambda r: r["ratings_total_all"]),
-        Column("median_seconds", "Median s / item", lambda r: r["median_seconds"], lambda v: _number(v, 1)),
-        Column("fast_share", "Faster than floor", lambda r: r["fast_share"], _share),
-        Column("loo_correlation", "LOO r", lambda r: r["loo_correlation"], lambda v: _number(v, 2)),
-        Column("bias", "Bias", lambda r: r["bias"], _signed),
-        Column("shared_pairs", "Shared pairs", lambda r: r["shared_pairs"]),
-        Column("skips", "Skips", lambda r: r["skips"]),
-        Column("flags", "Flags", lambda r: r["flags"]),
-        Column("last_active", "Last active (UTC)", lambda r: r["last_active"], _short_time),
-        Column("gold_items", "Gold items", lambda r: r.get("gold_items", 0)),
-        Column("gold_passed", "Gold passed on", lambda r: r.get("gold_passed", 0)),
-        Column("gold_error", "Gold error", lambda r: r.get("gold_error"), lambda v: _number(v, 2)),
-        Column("gold_bias", "Gold bias", lambda r: r.get("gold_bias"), _signed),
-        # The rater-effects model (latest fit): the largest noise sd over the rater's kinds,
-        # and the bias over all their ratings.
-        Column("model_noise", "Model noise", _model_noise, lambda v: _number(v, 2)),
-        Column("model_bias", "Model bias", _model_bias, _signed),
-        Column("excluded", "Excluded", lambda r: r.get("excluded", 0)),
-        # The CSV keeps "paused" or empty; the page says yes or no (an empty card read as unknown).
-        Column("paused", "Paused", lambda r: "paused" if r.get("paused") else "", _yes_no, numeric=False),
-    ]
-
-
-def _model_noise(row: dict) -> float | None:
-    return max((kind["noise_sd"] for kind in row.get("model", {}).values()), default=None)
-
-
-def _model_bias(row: dict) -> float | None:
-    kinds = list(row.get("model", {}).values())
-    ratings = sum(kind["ratings"] for kind in kinds)
-    return sum(kind["bias"] * kind["ratings"] for kind in kinds) / ratings if ratings else None
-
-
-def flagged_raters(data: dict, thresholds: FlagThresholds) -> list[dict]:
-    """The snapshot's rater rows, each with ``flag_reasons`` (annotation.quality.flags;
-    empty: not flagged), flagged raters first, then most ratings first."""
-    return flagged_first(data["raters"], thresholds)
-
-
-def rater_table(data: dict, thresholds: FlagThresholds) -> dict:
-    """Headers and rows of the rater table, flagged raters first, then most ratings
-    first. Each cell has the text shown and the value the page sorts by (empty for a
-    missing number: sorted last); each row its ``reasons`` for being flagged."""
-    columns = rater_columns(kinds_of(data))
-    rows = []
-    for rater in flagged_raters(data, thresholds):
-        cells = []
-        for column in columns:
-            value = column.value(rater)
-            sort = column.sort(rater) if column.sort else value
-            cells.append({"text": column.text(value), "sort": "" if sort is None else sort})
-        rows.append({"rater_id": rater["rater_id"], "cells": cells, "reasons": rater["flag_reasons"]})
-    return {"columns": columns, "rows": rows}
-
-
-def _csv_value(value) -> object:
-    if value is None:
-        return ""
-    return round(value, 4) if isinstance(value, float) else value
-
-
-def raters_csv(data: dict, thresholds: FlagThresholds) -> str:
-    columns = rater_columns(kinds_of(data))
-    out = io.StringIO()
-    # Admins open this file in a spreadsheet: a username like -2+3 or @SUM is escaped.
-    writer = spreadsheet_csv.writer(out, lineterminator="\n")
-    writer.writerow(["rater_id", *(column.key for column in columns)])
-    for rater in sorted(flagged_raters(data, thresholds), key=lambda r: r["rater_id"]):
-        writer.writerow([rater["rater_id"], *(_csv_value(column.value(rater)) for column in columns)])
-    return out.getvalue()
-
-
-def raters_csv_name(dataset: str, made_at: datetime) -> str:
-    return f"{dataset}-raters-{made_at.strftime('%Y%m%d-%H%M')}.csv"
+    return [{**row, "kind_label": kind_label(row["kind"]), "share_text": share_text(row["share"])} for row in rows]
 
 
 # --- one rater -----------------------------------------------------------------------------
-
-
-def rater_summary(data: dict, rater_id: int, thresholds: FlagThresholds) -> dict | None:
-    """The rater's row of the rater table (same columns, the flag reasons apart), or None
-    when the snapshot has no such rater."""
-    table = rater_table(data, thresholds)
-    for row in table["rows"]:
-        if row["rater_id"] == rater_id:
-            cells = list(zip(table["columns"], row["cells"], strict=True))
-            return {
-                "cells": [(column, cell) for column, cell in cells if column.key != "flagged"],
-                "username": row["cells"][0]["text"],
-                "reasons": row["reasons"],
-            }
-    return None
 
 
 def score_histogram_table(histogram: dict) -> dict:
@@ -345,7 +190,7 @@ def score_histogram_table(histogram: dict) -> dict:
     mine, everyone = histogram["counts"], histogram["everyone_counts"]
     mine_total, everyone_total = sum(mine) or 1, sum(everyone) or 1
     rows = [
-        [label, mine[i], _share(mine[i] / mine_total), everyone[i], _share(everyone[i] / everyone_total)]
+        [label, mine[i], share_text(mine[i] / mine_total), everyone[i], share_text(everyone[i] / everyone_total)]
         for i, label in enumerate(bin_labels(histogram["bin_edges"]))
     ]
     return {"headers": ["score", "this rater", "share", "everyone", "share"], "rows": rows}
@@ -357,9 +202,9 @@ def difference_rows(differences: list[dict], items_by_pair: dict[int, list]) -> 
         {
             **row,
             "kind_label": kind_label(row["kind"]),
-            "score_text": _number(row["score"], 2),
-            "others_text": _number(row["others_mean"], 2),
-            "difference_text": _signed(row["difference"]),
+            "score_text": number_text(row["score"], 2),
+            "others_text": number_text(row["others_mean"], 2),
+            "difference_text": signed_text(row["difference"]),
             "items": items_by_pair.get(row["pair_id"], []),
         }
         for row in differences
@@ -367,7 +212,7 @@ def difference_rows(differences: list[dict], items_by_pair: dict[int, list]) -> 
 
 
 def over_time_rows(rows: list[dict], value_key: str, count_key: str, digits: int) -> list[list[str]]:
-    return [[row["date"], _number(row[value_key], digits), row[count_key]] for row in rows]
+    return [[row["date"], number_text(row[value_key], digits), row[count_key]] for row in rows]
 
 
 # --- whole pages -----------------------------------------------------------------------------

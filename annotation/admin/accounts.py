@@ -61,6 +61,7 @@ class QualificationInline(admin.TabularInline):
     fields = ["kind", "dataset", "granted_at"]
     readonly_fields = ["granted_at"]
     verbose_name = "qualification (a task kind this rater may rate; no dataset: in every dataset)"
+    verbose_name_plural = "qualifications (task kinds this rater may rate; no dataset: in every dataset)"
 
 
 def _qualify_action(kind: str):

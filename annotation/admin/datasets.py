@@ -77,6 +77,8 @@ class SpeedFloorInline(admin.TabularInline):
     extra = 0
     max_num = len(TaskKind.values)
     verbose_name = "speed floor (dashboard)"
+    # Django would append an "s" to the whole name: "speed floor (dashboard)s".
+    verbose_name_plural = "speed floors (dashboard)"
 
 
 @admin.register(Dataset)

@@ -334,6 +334,7 @@ class QualitySettingsInline(admin.StackedInline):
     model = QualitySettings
     can_delete = False
     verbose_name = "quality control"
+    verbose_name_plural = "quality control settings"
     readonly_fields = ["quiz_pools"]
 
     @admin.display(description="quiz pools")

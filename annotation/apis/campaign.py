@@ -212,6 +212,9 @@ class CampaignRaterSerializer(serializers.Serializer):
     excluded = serializers.IntegerField(default=0)
     superseded = serializers.IntegerField(default=0)
     paused = PauseNoteSerializer(allow_null=True, default=None, help_text="The active pause; null: not paused.")
+    quota = serializers.IntegerField(
+        allow_null=True, default=None, help_text="A crowd participant's quota (their links' largest); null: none."
+    )
     by_kind = serializers.DictField(child=KindAgreementSerializer(), help_text="Agreement per kind rated.")
     model = serializers.DictField(
         child=RaterEffectsSerializer(),

@@ -10,7 +10,21 @@ from itertools import islice
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import BigIntegerField, Case, Count, Exists, F, FloatField, Func, Max, OuterRef, Sum, Value, When
+from django.db.models import (
+    BigIntegerField,
+    Case,
+    Count,
+    Exists,
+    F,
+    FloatField,
+    Func,
+    Max,
+    OuterRef,
+    Q,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.functions import Cast
 
 from annotation.core.cxc import KINDS
@@ -257,7 +271,14 @@ def campaign_inputs(dataset: Dataset, *, now: datetime) -> CampaignInputs:
         *quality["gold_rater"].tolist(),
         *quality["paused"],
     }
-    usernames = dict(get_user_model().objects.filter(pk__in=rater_ids).values_list("pk", "username"))
+    # With each user, a crowd participant's largest quota among the dataset's links.
+    quota = Max("participations__link__quota", filter=Q(participations__link__dataset=dataset))
+    users = get_user_model().objects.filter(pk__in=rater_ids).annotate(quota=quota)
+    usernames, quotas = {}, {}
+    for pk, username, most in users.values_list("pk", "username", "quota"):
+        usernames[pk] = username
+        if most is not None:
+            quotas[pk] = most
     batches = SamplingBatch.objects.filter(dataset=dataset).select_related("split").order_by("id")
     return CampaignInputs(
         pairs=pairs,
@@ -273,6 +294,7 @@ def campaign_inputs(dataset: Dataset, *, now: datetime) -> CampaignInputs:
         speed_floors=speed_floors(dataset),
         now_s=now.timestamp(),
         gold_passed=gold_passed_per_rater,
+        quotas=quotas,
         **quality,
     )
 

@@ -59,6 +59,9 @@ class CampaignInputs:
     # what fixed N (ADAPTIVE_FIXED_N, CxC's five) would have taken.
     adaptive_closed_pairs: int = 0
     adaptive_closed_ratings: int = 0
+    # Crowd participants: the largest quota of their campaign links in the dataset (the
+    # speed-floor flag of a short quota judges the whole quota).
+    quotas: dict[int, int] = field(default_factory=dict)
 
 
 def number(value: float) -> float | None:
@@ -233,6 +236,7 @@ def rater_rows(inputs: CampaignInputs, rows: np.ndarray, agreement: CompleteAgre
                 "excluded": inputs.invalid.get(rater, {}).get("excluded", 0),
                 "superseded": inputs.invalid.get(rater, {}).get("superseded", 0),
                 "paused": inputs.paused.get(rater),
+                "quota": inputs.quotas.get(rater),
                 "model": {FILE_PREFIX[kind]: effects for kind, effects in inputs.rater_model.get(rater, {}).items()},
                 "by_kind": {
                     FILE_PREFIX[kind]: {

@@ -4,9 +4,16 @@ Python, no Django: the rater table, the dashboard and the participants CSV all c
 the same figures of a link's participants).
 
 A figure counts only once it rests on enough: a LOO r needs MIN_SHARED_PAIRS complete
-pairs shared with other raters, a share under the speed floor MIN_RATINGS ratings, a gold
-error MIN_GOLD_ITEMS gold ratings, and a gold-skip share MIN_GOLD_MET gold pairs met (rated
-or passed on). Below that a rater is not flagged on the figure, however bad it looks.
+pairs shared with other raters, a share under the speed floor MIN_FAST_RATINGS ratings
+(or a crowd participant's whole quota when that is smaller), a gold error MIN_GOLD_ITEMS
+gold ratings, and a gold-skip share MIN_GOLD_MET gold pairs met (rated or passed on).
+Below that a rater is not flagged on the figure, however bad it looks.
+
+The speed floor is judged on a share from few ratings because one rating under the floor
+is already implausible work (CxC's raters took 17-37 s per item; the floors are 1.5-3 s):
+a careful rater under the floor now and then on 1 in 5 items stays at or under a 50 %
+limit over five ratings with probability 0.94, while a participant of a short study (a
+quota of 5 items, say) who clicks through every item must be flagged by the end of it.
 """
 
 from __future__ import annotations
@@ -16,8 +23,12 @@ from dataclasses import dataclass
 
 MIN_SHARED_PAIRS = 10
 MIN_RATINGS = 10
+MIN_FAST_RATINGS = 5
 MIN_GOLD_ITEMS = 5
 MIN_GOLD_MET = 5
+
+
+FAST_MINIMUM_TEXT = f"from {MIN_FAST_RATINGS} ratings, or a participant's whole quota when smaller"
 
 
 @dataclass(frozen=True)
@@ -36,7 +47,7 @@ class FlagThresholds:
         checks = (
             ("LOO r", self.loo_below, "below", _fixed, f"from {MIN_SHARED_PAIRS} shared pairs"),
             ("gold error", self.gold_error_above, "above", _fixed, f"from {MIN_GOLD_ITEMS} gold items"),
-            ("share under the speed floor", self.fast_share_above, "above", _percent, f"from {MIN_RATINGS} ratings"),
+            ("share under the speed floor", self.fast_share_above, "above", _percent, FAST_MINIMUM_TEXT),
             ("gold-skip share", self.gold_skip_share_above, "above", _percent, f"from {MIN_GOLD_MET} gold pairs met"),
             ("model noise sd", self.noise_above, "above", _fixed, f"from {MIN_RATINGS} ratings of a kind"),
         )
@@ -50,7 +61,8 @@ class FlagThresholds:
 class RaterFigures:
     """What the checks read. ``loo_correlation`` over ``shared_pairs``; ``fast_share``
     (0-1) over ``ratings``; ``gold_error`` (mean absolute, 0-5 scale) over
-    ``gold_items``; ``gold_passed``: gold pairs skipped or flagged unrated. A missing
+    ``gold_items``; ``gold_passed``: gold pairs skipped or flagged unrated; ``quota``:
+    the items a crowd participant's link asks of them (None for other raters). A missing
     statistic is None."""
 
     loo_correlation: float | None = None
@@ -63,6 +75,13 @@ class RaterFigures:
     # The rater-effects model's largest noise sd over the kinds the rater gave at least
     # MIN_RATINGS ratings of (None: no such kind in the latest fit).
     noise_sd: float | None = None
+    quota: int | None = None
+
+    @property
+    def fast_minimum(self) -> int:
+        """Ratings from which the share under the speed floor counts: MIN_FAST_RATINGS,
+        or the whole quota of a participant asked for fewer items than that."""
+        return min(MIN_FAST_RATINGS, self.quota) if self.quota else MIN_FAST_RATINGS
 
     @property
     def gold_skip_share(self) -> float | None:
@@ -84,6 +103,7 @@ class RaterFigures:
                 (kind["noise_sd"] for kind in row.get("model", {}).values() if kind["ratings"] >= MIN_RATINGS),
                 default=None,
             ),
+            quota=row.get("quota"),
         )
 
 
@@ -119,7 +139,7 @@ def flag_reasons(figures: RaterFigures, thresholds: FlagThresholds) -> list[str]
     if gold is not None and _known(error) and figures.gold_items >= MIN_GOLD_ITEMS and error > gold:
         reasons.append(f"gold error {_fixed(error)} > {_fixed(gold)}")
     share = figures.fast_share
-    if fast is not None and _known(share) and figures.ratings >= MIN_RATINGS and share > fast:
+    if fast is not None and _known(share) and figures.ratings >= figures.fast_minimum and share > fast:
         reasons.append(f"{_percent(share)} under the speed floor > {_percent(fast)}")
     skipped = figures.gold_skip_share
     met = figures.gold_items + figures.gold_passed

@@ -135,6 +135,7 @@ def participant_rows(link: CampaignLink, thresholds: FlagThresholds) -> list[Par
             gold_error=_number(gold_mae[i]),
             gold_items=int(gold_n[i]),
             gold_passed=int(gold_passed[i]),
+            quota=link.quota,
         )
         rows.append(
             ParticipantRow(

@@ -34,7 +34,10 @@ def rater_rows(table: dict, raters_url: str, standings, dataset: str, csrf_token
     """``<tr id="rater-<id>">`` rows of the rater table: the name links to
     ``<raters_url><rater id>/``; the flag cell names the reasons beside a "Flagged" badge;
     with ``standings`` (admins; None for researchers) an actions cell follows it. Every
-    cell carries its sort value in data-sort."""
+    cell carries its sort value in data-sort, and every figure its column's key in its
+    class and label in data-label (a phone shows each row as a card, labels beside the
+    figures)."""
+    figures = [(column.key, column.label) for column in table["columns"][2:]]
     return format_html_join(
         "\n",
         '<tr id="rater-{}"{}>{}</tr>',
@@ -42,7 +45,7 @@ def rater_rows(table: dict, raters_url: str, standings, dataset: str, csrf_token
             (
                 row["rater_id"],
                 format_html(' class="{}"', "flagged") if row["reasons"] else "",
-                _rater_cells(row, raters_url, standings, dataset, csrf_token),
+                _rater_cells(row, figures, raters_url, standings, dataset, csrf_token),
             )
             for row in table["rows"]
         ),
@@ -51,7 +54,7 @@ def rater_rows(table: dict, raters_url: str, standings, dataset: str, csrf_token
 
 def _flag_cell(cell: dict, reasons: list[str]) -> str:
     if not reasons:
-        return mark_safe('<td class="flag-cell" data-sort="0"><span class="note">—</span></td>')
+        return mark_safe('<td class="flag-cell" data-sort="0"><span class="note">Not flagged</span></td>')
     return format_html(
         '<td class="flag-cell" data-sort="{}"><span class="flag-badge">⚑ Flagged</span>'
         '<ul class="reasons">{}</ul></td>',
@@ -60,7 +63,7 @@ def _flag_cell(cell: dict, reasons: list[str]) -> str:
     )
 
 
-def _rater_cells(row: dict, raters_url: str, standings, dataset: str, csrf_token: str) -> str:
+def _rater_cells(row: dict, columns: list[tuple[str, str]], raters_url, standings, dataset, csrf_token) -> str:
     name, flagged, *numbers = row["cells"]
     actions = ""
     if standings is not None:
@@ -69,6 +72,11 @@ def _rater_cells(row: dict, raters_url: str, standings, dataset: str, csrf_token
         actions = format_html(
             '<td class="actions-cell">{}</td>', rater_actions(standing, dataset, row["rater_id"], csrf_token, back)
         )
+    figures = format_html_join(
+        "",
+        '<td class="num col-{}" data-sort="{}" data-label="{}">{}</td>',
+        ((key, cell["sort"], label, cell["text"]) for (key, label), cell in zip(columns, numbers, strict=True)),
+    )
     return format_html(
         '<th scope="row" data-sort="{}"><a href="{}{}/">{}</a></th>{}{}{}',
         name["sort"],
@@ -77,7 +85,7 @@ def _rater_cells(row: dict, raters_url: str, standings, dataset: str, csrf_token
         name["text"],
         _flag_cell(flagged, row["reasons"]),
         actions,
-        format_html_join("", '<td class="num" data-sort="{}">{}</td>', ((c["sort"], c["text"]) for c in numbers)),
+        figures,
     )
 
 
@@ -93,10 +101,9 @@ def rater_actions(standing, dataset: str, rater_id: int, csrf_token: str, back: 
     else:
         url, label, css = reverse("campaign-rater-lift", args=[dataset, rater_id]), "Lift pause", "lift"
     pause = format_html(
-        '<form method="post" action="{}" class="inline"><span class="state">{}</span>{}'
-        '<button type="submit" class="small {}">{}</button></form>',
+        '<form method="post" action="{}" class="inline">{}{}<button type="submit" class="small {}">{}</button></form>',
         url,
-        "paused " if standing.pause_id is not None else "",
+        format_html('<span class="state">{}</span>', "Paused") if standing.pause_id is not None else "",
         hidden,
         css,
         label,

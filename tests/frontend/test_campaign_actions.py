@@ -152,6 +152,42 @@ def test_exclude_shows_what_it_hits_then_excludes_pauses_and_undoes(flagged, dja
     assert client.post(f"/campaigns/coco/exclusions/{exclusion.pk}/undo/").status_code == 409
 
 
+@pytest.mark.parametrize("lift", [False, True])
+def test_undo_says_the_rater_stays_paused_or_lifts_the_pause(flagged, django_capture_on_commit_callbacks, lift):
+    eve, client = _user(BAD), client_for("admin")
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/campaigns/coco/raters/{eve.pk}/exclude/", {"reason": "bad rater"})
+    exclusion = RatingExclusion.objects.get()
+    page = client.get(f"/campaigns/coco/exclusions/{exclusion.pk}/").content.decode()
+    assert 'name="lift_pause" id="lift-with-undo" checked' in page, "the exclusion's own pause: lifting is offered"
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/campaigns/coco/exclusions/{exclusion.pk}/undo/", {"lift_pause": "on"} if lift else {})
+    paused = RaterPause.objects.filter(rater=eve, lifted_at__isnull=True).exists()
+    page = client.get(f"/campaigns/coco/exclusions/{exclusion.pk}/").content.decode()
+    if lift:
+        assert not paused and 'id="pause-note"' not in page and "not paused" in page
+        assert RaterPause.objects.get(rater=eve).lift_note == f"lifted with the undo of exclusion #{exclusion.pk}"
+    else:
+        assert paused and f"<strong>{BAD} is still paused</strong>" in page and 'id="lift-pause"' in page
+    table = client.get("/campaigns/coco/raters/").content.decode()
+    row = table[table.index(f'id="rater-{eve.pk}"') :].split("</tr>", 1)[0]
+    assert f'data-label="Paused">{"no" if lift else "yes"}</td>' in row
+
+
+def test_the_paused_column_and_csv_read_the_pause_as_it_stands_now(flagged):
+    eve, client = _user(BAD), client_for("admin")
+    assert client.post(f"/campaigns/coco/raters/{eve.pk}/pause/").status_code == 302
+    for who in ("admin", "researcher"):
+        html = client_for(who).get("/campaigns/coco/raters/").content.decode()
+        row = html[html.index(f'id="rater-{eve.pk}"') :].split("</tr>", 1)[0]
+        assert 'data-label="Paused">yes</td>' in row, f"{who}: no snapshot since the pause"
+    csv_text = client.get("/campaigns/coco/raters/?format=csv").content.decode()
+    (line,) = [line for line in csv_text.splitlines() if line.startswith(f"{eve.pk},")]
+    assert line.endswith(",paused")
+    card = client.get(f"/campaigns/coco/raters/{eve.pk}/").content.decode()
+    assert "<div><dt>Paused</dt><dd>yes</dd></div>" in card
+
+
 def test_exclude_can_keep_the_rater_active(flagged, django_capture_on_commit_callbacks):
     eve = _user(BAD)
     with django_capture_on_commit_callbacks(execute=True):

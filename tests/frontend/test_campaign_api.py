@@ -10,6 +10,7 @@ from annotation.dashboard.selectors import campaign_snapshot_part
 from annotation.models import CampaignSnapshot, TaskKind
 from annotation.quality.flag_settings import flag_thresholds_get
 from frontend import campaign_pages as pages
+from frontend import campaign_raters as raters
 from frontend.campaign import DASHBOARD_KEYS, RATERS_KEYS
 from tests.factories import DatasetFactory, PairFactory, SamplingBatchFactory, SplitFactory, UserFactory
 from tests.frontend.campaign_setup import rate_campaign
@@ -69,7 +70,7 @@ def test_the_snapshot_answer_is_the_numbers_the_dashboard_page_reads(campaign):
 def test_the_rater_table_answer_has_the_pages_rows_in_the_pages_order(campaign):
     body = token_client("reader", "researcher").get("/api/datasets/coco/campaign/raters/").json()
     data = campaign_snapshot_part(dataset=campaign.dataset, keys=RATERS_KEYS).data
-    table = pages.rater_table(data, flag_thresholds_get(dataset_id=campaign.dataset.pk))
+    table = raters.rater_table(data, flag_thresholds_get(dataset_id=campaign.dataset.pk))
     assert body["count"] == len(table["rows"]) == len(RATER_NAMES)
     assert [row["rater_id"] for row in body["raters"]] == [row["rater_id"] for row in table["rows"]]
     by_id = {row["rater_id"]: row for row in data["raters"]}

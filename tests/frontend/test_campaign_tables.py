@@ -12,6 +12,7 @@ import pytest
 from annotation.dashboard.snapshot import campaign_numbers
 from annotation.quality.flags import FlagThresholds
 from frontend import campaign_pages as pages
+from frontend import campaign_raters as raters
 from tests.support import dashboard_data as hand
 from tests.support.dashboard_data import hand_inputs
 
@@ -55,7 +56,7 @@ def test_kinds_come_in_the_cxc_order_as_the_snapshot_spells_them(data):
 
 
 def test_rater_table_lists_most_active_first_with_formatted_numbers(data):
-    table = pages.rater_table(data, OFF)
+    table = raters.rater_table(data, OFF)
     labels = [column.label for column in table["columns"]]
     assert labels[:4] == ["Rater", "Flagged", "STS today", "STS total"]
     assert "LOO r" in labels and "Faster than floor" in labels and "Last active (UTC)" in labels
@@ -72,7 +73,7 @@ def test_rater_table_lists_most_active_first_with_formatted_numbers(data):
 
 
 def test_raters_csv_has_a_header_and_one_row_per_rater_with_raw_numbers(data):
-    rows = list(csv.DictReader(io.StringIO(pages.raters_csv(data, OFF))))
+    rows = list(csv.DictReader(io.StringIO(raters.raters_csv(data, OFF))))
     assert [row["username"] for row in rows] == ["a", "b", "c", "d"]
     a, d = rows[0], rows[3]
     assert a["rater_id"] == "11"
@@ -81,7 +82,7 @@ def test_raters_csv_has_a_header_and_one_row_per_rater_with_raw_numbers(data):
     assert float(a["fast_share"]) == pytest.approx(0.75)
     assert (a["sts_total"], a["sis_total"], a["total_all"]) == ("4", "0", "4")
     assert d["loo_correlation"] == "" and d["median_seconds"] == ""
-    assert pages.raters_csv_name("coco", NOW) == "coco-raters-20260302-1200.csv"
+    assert raters.raters_csv_name("coco", NOW) == "coco-raters-20260302-1200.csv"
 
 
 def test_dashboard_tables_hold_the_chart_numbers(data):
@@ -154,14 +155,14 @@ def _with_raters(data: dict, *changes: dict) -> dict:
 def test_flagged_raters_come_first_with_their_reasons_and_the_others_are_not_flagged(data):
     # d (no ratings, id 14) made a gold dodger; a stays the most active and unflagged.
     dodger = _with_raters(data, {14: {"gold_items": 1, "gold_passed": 9}})
-    table = pages.rater_table(dodger, FlagThresholds(gold_skip_share_above=0.5))
+    table = raters.rater_table(dodger, FlagThresholds(gold_skip_share_above=0.5))
     names = [row["cells"][0]["text"] for row in table["rows"]]
     assert names == ["d", "a", "b", "c"]
     assert table["rows"][0]["reasons"] == ["90% of gold pairs skipped > 50%"]
     assert table["rows"][0]["cells"][1] == {"text": "90% of gold pairs skipped > 50%", "sort": 1}
     assert all(row["reasons"] == [] for row in table["rows"][1:])
     assert all(row["cells"][1] == {"text": "", "sort": 0} for row in table["rows"][1:])
-    rows = list(csv.DictReader(io.StringIO(pages.raters_csv(dodger, FlagThresholds(gold_skip_share_above=0.5)))))
+    rows = list(csv.DictReader(io.StringIO(raters.raters_csv(dodger, FlagThresholds(gold_skip_share_above=0.5)))))
     assert {row["username"]: row["flagged"] for row in rows} == {
         "a": "",
         "b": "",
@@ -174,5 +175,5 @@ def test_flagged_raters_come_first_with_their_reasons_and_the_others_are_not_fla
 
 def test_the_rater_csv_escapes_a_formula_like_username(data):
     named = _with_raters(data, {11: {"username": "=HYPERLINK(1)"}})
-    text = pages.raters_csv(named, OFF)
+    text = raters.raters_csv(named, OFF)
     assert "'=HYPERLINK(1)" in text and ",=HYPERLINK" not in text

@@ -3,7 +3,8 @@
 seeded bad rater) and rater5 leaning far from the others (flagged on LOO r). The admin
 finds rater1 flagged on the dashboard and among the first rows of the rater table,
 clicks Exclude, reads what it hits, confirms, sees the exclusion applied with its undo,
-and undoes it. Screenshots at each step: test-artifacts/screenshots/flags-*.png."""
+and undoes it, lifting the pause the exclusion made. Screenshots at each step:
+test-artifacts/screenshots/flags-*.png."""
 
 import pytest
 
@@ -64,16 +65,15 @@ def test_an_admin_excludes_the_flagged_rater_and_undoes_it(browser, live_server,
     assert valid.count() == 0 and RaterPause.objects.filter(rater=bad, lifted_at__isnull=True).exists()
     shot("excluded")
 
+    # The pause came with the exclusion: the undo lifts it too unless the admin unticks that.
+    assert page.locator("#lift-with-undo").is_checked()
     page.click("#undo-exclusion")
     page.wait_for_selector("#exclusion-state[data-state=undone]")
     assert f"Undone: {count} ratings restored" in page.locator("#exclusion-state").inner_text()
     assert RatingExclusion.objects.get().state == ExclusionState.UNDONE and valid.count() == count
-    shot("undone")
-
-    page.click("#lift-pause")
-    page.wait_for_load_state()
     assert not RaterPause.objects.filter(rater=bad, lifted_at__isnull=True).exists()
     assert "not paused" in page.locator(".figures").inner_text()
+    shot("undone")
     page.goto(f"{live_server.url}/campaigns/demo/raters/{bad.pk}/")
     assert "⚑ Flagged" in page.locator("#rater-standing").inner_text()
     shot("rater-page")

@@ -16,7 +16,15 @@ from django.db.models import F
 
 from annotation.core.errors import Conflict, DomainError, NotFound
 from annotation.core.task_queue import task_queue
-from annotation.models import Dataset, ExclusionPause, ExclusionState, Rating, RatingExclusion, RatingStatus
+from annotation.models import (
+    Dataset,
+    ExclusionPause,
+    ExclusionState,
+    RaterPause,
+    Rating,
+    RatingExclusion,
+    RatingStatus,
+)
 from annotation.quality.exclusion.chunks import (
     ChunkResult,
     exclude_chunk,
@@ -26,7 +34,7 @@ from annotation.quality.exclusion.chunks import (
     wait_for_submissions_in_flight,
 )
 from annotation.quality.exclusion.selectors import ExclusionReach, exclusion_reach
-from annotation.quality.pauses import pause_refusal, rater_pause_unless_paused
+from annotation.quality.pauses import pause_refusal, rater_pause_lift, rater_pause_unless_paused
 from annotation.serving.shapes import service_now
 
 # Pairs per transaction: long enough to be fast, short enough that a submission on one
@@ -180,10 +188,12 @@ def _when(value: datetime | None, default: str) -> str:
 
 
 def rating_exclusion_undo(
-    *, exclusion_id: int, undone_by, reason: str = "", now: datetime | None = None
+    *, exclusion_id: int, undone_by, reason: str = "", lift_pause: bool = False, now: datetime | None = None
 ) -> RatingExclusion:
-    """Mark an applied exclusion for undoing and queue it. Raises NotFound or Conflict
-    (still applying, already undone or undoing)."""
+    """Mark an applied exclusion for undoing and queue it. The rater's pause in the
+    dataset (the exclusion's own, or one from before) stays unless ``lift_pause``, which
+    lifts it in the same transaction. Raises NotFound or Conflict (still applying,
+    already undone or undoing)."""
     now = service_now(now)
     with transaction.atomic():
         exclusion = RatingExclusion.objects.select_for_update().filter(pk=exclusion_id).first()
@@ -194,9 +204,19 @@ def rating_exclusion_undo(
         RatingExclusion.objects.filter(pk=exclusion_id).update(
             state=ExclusionState.UNDOING, undone_by=undone_by, undone_at=now, undo_reason=(reason or "").strip()
         )
+        if lift_pause:
+            _lift_rater_pause(exclusion, lifted_by=undone_by, now=now)
         transaction.on_commit(lambda: task_queue(RUN_RATING_EXCLUSION, exclusion_id))
     exclusion.refresh_from_db()
     return exclusion
+
+
+def _lift_rater_pause(exclusion: RatingExclusion, *, lifted_by, now: datetime) -> None:
+    active = RaterPause.objects.filter(rater_id=exclusion.rater_id, dataset_id=exclusion.dataset_id)
+    pause = active.filter(lifted_at__isnull=True).first()
+    if pause is not None:
+        note = f"lifted with the undo of exclusion #{exclusion.pk}"
+        rater_pause_lift(pause_id=pause.pk, lifted_by=lifted_by, note=note, now=now)
 
 
 def rating_exclusion_run(*, exclusion_id: int) -> RatingExclusion | None:

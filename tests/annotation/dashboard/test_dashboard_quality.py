@@ -9,7 +9,7 @@ from annotation.models import GoldPair, QualitySettings
 from annotation.quality import group_stats as stats
 from annotation.quality.flags import FlagThresholds
 from annotation.quality.pauses import rater_pause
-from frontend.campaign_pages import rater_table
+from frontend.campaign_raters import rater_table
 from tests.factories import ImageFactory, SplitFactory, UserFactory
 from tests.support.exclusion_support import exclude
 from tests.support.queue_support import claim, queue_pairs, rater, submit

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from annotation.models import GoldLease, GoldPurpose, GoldRating, QualitySettings, Rating, TaskKind
 from annotation.people.crowd.links import campaign_link_create
-from annotation.quality.flags import MIN_GOLD_MET
+from annotation.quality.flags import MIN_FAST_RATINGS, MIN_GOLD_MET
 from tests.factories import UserFactory
 from tests.support.crowd_support import ParticipantClient, crowd_dataset
 
@@ -32,7 +32,7 @@ class Participant(ParticipantClient):
             body = {
                 "score": 2.5,
                 "time_on_item_ms": time_ms + 10 * done,
-                "idempotency_key": f"{self.external_id}-{done}",
+                "idempotency_key": f"{self.external_id}-{next(self.keys)}",
                 "time_to_first_move_ms": 100,
                 "adjustments": 1,
             }
@@ -126,6 +126,40 @@ def test_a_participant_who_skips_the_gold_pairs_is_flagged_for_it(world):
     assert (rows["idle3"]["flagged"], rows["idle3"]["flag_reasons"]) == (
         ("yes", "100% of gold pairs skipped > 50%") if flagged else ("no", "")
     )
+
+
+def test_a_short_quota_clicked_through_is_flagged_on_its_share_under_the_speed_floor(tmp_path):
+    # A study of 5 items: fewer ratings than a count-based minimum of 10 would ever see.
+    dataset = crowd_dataset(tmp_path, gold_one_in=0)
+    link = campaign_link_create(dataset=dataset, name="short", kinds=["SIS", "STS"], quota=5, completion_code="C-5")
+    fast, careful, started = (Participant(link, name) for name in ("fast", "careful", "started"))
+    for participant in (fast, careful, started):
+        assert participant.join().status_code == 302
+    assert fast.rate(n=5, time_ms=800) == 5  # 0.8-0.84 s per item: under the 1.5 s and 3 s floors
+    assert careful.rate(n=5, time_ms=CAREFUL_MS) == 5
+    assert started.rate(n=1, time_ms=800) == 1  # one quick item of five: too early to judge
+    rows = {row["external_id"]: row for row in _rows(_token_client("admin").get(_url(dataset, link)))}
+    by_name = {
+        name: rows[person.external_id] for name, person in (("fast", fast), ("careful", careful), ("started", started))
+    }
+    assert (by_name["fast"]["items_rated"], by_name["fast"]["share_under_speed_floor"]) == ("5", "1.0")
+    assert (by_name["fast"]["flagged"], by_name["fast"]["flag_reasons"]) == ("yes", "100% under the speed floor > 50%")
+    assert (by_name["careful"]["flagged"], by_name["careful"]["flag_reasons"]) == ("no", "")
+    assert (by_name["started"]["flagged"], by_name["started"]["share_under_speed_floor"]) == ("no", "1.0")
+
+
+def test_a_quota_under_the_minimum_is_judged_whole(tmp_path):
+    dataset = crowd_dataset(tmp_path, gold_one_in=0)
+    assert MIN_FAST_RATINGS > 3
+    link = campaign_link_create(dataset=dataset, name="tiny", kinds=["SIS"], quota=3, completion_code="C-3")
+    fast = Participant(link, "fast3")
+    assert fast.join().status_code == 302
+    assert fast.rate(n=2, time_ms=1_000) == 2
+    (row,) = _rows(_token_client("admin").get(_url(dataset, link)))
+    assert row["flagged"] == "no", "two of three items: the quota is not done"
+    assert fast.rate(n=1, time_ms=1_200) == 1
+    (row,) = _rows(_token_client("admin").get(_url(dataset, link)))
+    assert (row["items_rated"], row["flagged"], row["flag_reasons"]) == ("3", "yes", "100% under the speed floor > 50%")
 
 
 @pytest.mark.parametrize("roles", [["rater"], ["participant"]])

@@ -5,9 +5,9 @@ import math
 import pytest
 
 from annotation.quality.flags import (
+    MIN_FAST_RATINGS,
     MIN_GOLD_ITEMS,
     MIN_GOLD_MET,
-    MIN_RATINGS,
     MIN_SHARED_PAIRS,
     FlagThresholds,
     RaterFigures,
@@ -55,7 +55,7 @@ def test_gold_skips_are_a_share_of_the_gold_pairs_met():
     [
         (RaterFigures(loo_correlation=-0.9, shared_pairs=MIN_SHARED_PAIRS - 1), "LOO r"),
         (RaterFigures(gold_error=4.0, gold_items=MIN_GOLD_ITEMS - 1), "gold error"),
-        (RaterFigures(fast_share=1.0, ratings=MIN_RATINGS - 1), "speed floor"),
+        (RaterFigures(fast_share=1.0, ratings=MIN_FAST_RATINGS - 1), "speed floor"),
         (RaterFigures(gold_items=0, gold_passed=MIN_GOLD_MET - 1), "gold pairs skipped"),
     ],
 )
@@ -64,7 +64,7 @@ def test_a_figure_resting_on_too_few_ratings_flags_nobody_and_does_at_the_minimu
     enough = {
         "LOO r": {"shared_pairs": MIN_SHARED_PAIRS},
         "gold error": {"gold_items": MIN_GOLD_ITEMS},
-        "speed floor": {"ratings": MIN_RATINGS},
+        "speed floor": {"ratings": MIN_FAST_RATINGS},
         "gold pairs skipped": {"gold_passed": MIN_GOLD_MET},
     }[reason]
     (found,) = flag_reasons(RaterFigures(**{**figures.__dict__, **enough}), DEFAULTS)
@@ -105,10 +105,36 @@ def test_figures_come_from_a_snapshot_rater_row():
     assert figures == RaterFigures(
         loo_correlation=0.1, shared_pairs=12, fast_share=0.2, ratings=40, gold_error=2.0, gold_items=6, gold_passed=3
     )
+    assert RaterFigures.from_rater_row({**row, "quota": 3}).quota == 3
+
+
+@pytest.mark.parametrize(
+    ("quota", "ratings", "flagged"),
+    [
+        (None, MIN_FAST_RATINGS, True),  # a share from a few ratings, not from ten
+        (None, MIN_FAST_RATINGS - 1, False),
+        (3, 3, True),  # a quota under the minimum: the whole quota judges
+        (3, 2, False),  # not yet done with it
+        (1, 1, True),
+        (12, MIN_FAST_RATINGS, True),  # a longer quota waits for the usual minimum only
+        (12, MIN_FAST_RATINGS - 1, False),
+    ],
+)
+def test_the_speed_floor_share_counts_from_a_few_ratings_or_a_shorter_quota(quota, ratings, flagged):
+    figures = RaterFigures(fast_share=1.0, ratings=ratings, quota=quota)
+    assert flag_reasons(figures, DEFAULTS) == (["100% under the speed floor > 50%"] if flagged else [])
+
+
+def test_a_careful_rater_of_a_short_quota_is_not_flagged():
+    assert flag_reasons(RaterFigures(fast_share=0.2, ratings=5, quota=5), DEFAULTS) == []
+    assert flag_reasons(RaterFigures(fast_share=0.5, ratings=4, quota=4), DEFAULTS) == [], "at the limit: strict"
 
 
 def test_the_thresholds_describe_themselves_with_their_minimums():
     lines = DEFAULTS.describe()
     assert lines[0] == f"LOO r below 0.30 (from {MIN_SHARED_PAIRS} shared pairs)"
-    assert lines[2] == f"share under the speed floor above 50% (from {MIN_RATINGS} ratings)"
+    assert lines[2] == (
+        f"share under the speed floor above 50% (from {MIN_FAST_RATINGS} ratings, or a participant's whole quota "
+        "when smaller)"
+    )
     assert FlagThresholds().describe()[1] == "gold error: off"

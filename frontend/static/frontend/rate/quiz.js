@@ -21,6 +21,7 @@ const el = {
   notice: document.getElementById("notice"),
   work: document.getElementById("work"),
   result: document.getElementById("quiz-result"),
+  meanError: document.getElementById("quiz-mean-error"),
   review: document.getElementById("quiz-review"),
   again: document.getElementById("quiz-again"),
   proceed: document.getElementById("quiz-proceed"),
@@ -96,8 +97,15 @@ function showResult(state) {
     el.proceed.hidden = !config.next_url;
     el.proceed.textContent = "Continue";
   }
+  el.meanError.textContent = meanErrorText(state.result);
   // The work area is gone: the keyboard goes on from the result's button.
   [el.again, el.proceed].find((button) => !button.hidden)?.focus();
+}
+
+/** The attempt's one number: how far its answers were from the references on average,
+ * against the limit a pass stays under (one aggregate; the review below names levels only). */
+function meanErrorText({ mean_error: error, threshold }) {
+  return `Your answers were on average ${error.toFixed(2)} levels from the reference levels; a pass needs less than ${threshold.toFixed(2)} levels.`;
 }
 
 /** The finished attempt's review: each pair answered, its reference level and why. */
