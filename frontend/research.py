@@ -8,6 +8,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from annotation.catalog.selectors import dataset_list
+from annotation.core.cxc import POSITIVE_THRESHOLDS
 from annotation.core.roles import ADMIN, RESEARCHER, has_role
 from annotation.export import FORMATS
 from annotation.models import EmbeddingSpace, Split
@@ -92,6 +93,7 @@ def research(request):
         "cli_model": cli_model(spaces.get(datasets[0].pk, [])) if datasets else "",
         "config": {
             "exports_url": reverse("export-list"),
+            "positive_at": dict(POSITIVE_THRESHOLDS),
             "evaluations_url": reverse("evaluation-list"),
             "spaces": {d.name: spaces.get(d.pk, []) for d in datasets},
             "splits": {d.name: splits.get(d.pk, []) for d in datasets},

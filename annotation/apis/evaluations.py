@@ -43,16 +43,26 @@ class ComparisonRowSerializer(serializers.Serializer):
     task = serializers.CharField()
     positives = serializers.CharField()
     metric = serializers.CharField()
-    models = serializers.DictField(help_text='Per model: {"value": number or null, "ci": [low, high] or null}.')
+    models = serializers.DictField(
+        help_text='Per model: {"value": number or null, "ci": [low, high] or null}; a null value comes with '
+        '"unavailable": why it could not be computed.'
+    )
 
 
 class EvaluationJobSerializer(serializers.ModelSerializer):
+    number = serializers.IntegerField(
+        read_only=True,
+        help_text="The evaluation's place in the order evaluations were started, from 1 (the id is a job id, "
+        "shared with exports and imports).",
+    )
     dataset = serializers.SerializerMethodField()
     split = serializers.SerializerMethodField()
     models = serializers.SerializerMethodField()
     ratings_export = serializers.SerializerMethodField()
     audited = serializers.SerializerMethodField()
     comparison = serializers.SerializerMethodField()
+    skipped = serializers.SerializerMethodField()
+    items = serializers.SerializerMethodField()
     files = serializers.SerializerMethodField()
     stale = StaleRunField(JOB_RUNS)
 
@@ -60,6 +70,7 @@ class EvaluationJobSerializer(serializers.ModelSerializer):
         model = Job
         fields = [
             "id",
+            "number",
             "status",
             "stale",
             "dataset",
@@ -72,6 +83,8 @@ class EvaluationJobSerializer(serializers.ModelSerializer):
             "progress_message",
             "error",
             "comparison",
+            "skipped",
+            "items",
             "files",
             "created_at",
             "started_at",
@@ -97,6 +110,23 @@ class EvaluationJobSerializer(serializers.ModelSerializer):
     @extend_schema_field(ComparisonRowSerializer(many=True))
     def get_comparison(self, job) -> list[dict]:
         return job.result.get("comparison", [])
+
+    @extend_schema_field(
+        serializers.DictField(
+            child=serializers.DictField(child=serializers.CharField()),
+            help_text="Per model: {task: why it was not evaluated} (empty until the job has succeeded).",
+        )
+    )
+    def get_skipped(self, job) -> dict:
+        return job.result.get("skipped", {})
+
+    @extend_schema_field(
+        serializers.DictField(
+            child=serializers.IntegerField(), help_text='The split\'s {"images": n, "captions": n} once it has run.'
+        )
+    )
+    def get_items(self, job) -> dict:
+        return job.result.get("items", {})
 
     @extend_schema_field(EvaluationFileSerializer(many=True))
     def get_files(self, job) -> list[dict]:
@@ -148,6 +178,7 @@ class EvaluationListApi(APIView):
             audited=values["audited"],
             created_by=request.user,
         )
+        job = evaluations.evaluation_job_get(job_id=job.id)  # with its number
         body = EvaluationJobSerializer(job, context={"request": request}).data
         return Response(body, status=status.HTTP_202_ACCEPTED)
 

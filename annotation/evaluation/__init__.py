@@ -22,12 +22,14 @@ A pair rated in more than one row (the public SIS file rates some pairs in both 
 is a positive when the mean of its rows reaches the threshold.
 
 Correlation with human scores (STS, SIS, SITS): the sampled bootstrap of the CxC paper
-(see ``correlation``).
+(see ``correlation``), with a 95% interval from its samples.
 
 Modules: ``inputs`` (files, vectors, split items, EvaluationError), ``rows`` (rated rows
 mapped to the split), ``ranks`` (first correct rank, recall), ``retrieval`` (the four
-retrieval tasks), ``correlation`` (Spearman, bootstrap), ``report`` (``evaluate``),
-``table`` (``format_report``). The names below are the package's public interface.
+retrieval tasks), ``correlation`` (Spearman, bootstrap), ``intervals`` (bootstrap,
+percentile and Fisher-z intervals), ``unavailable`` (why a figure has no value),
+``report`` (``evaluate``), ``table`` (``format_report``). The names below are the
+package's public interface.
 """
 
 from annotation.evaluation.correlation import (

@@ -4,7 +4,8 @@ across all queries? Pure numpy.
 Over every rated pair of a kind (repeated rows merged to their mean score), not per
 query: the precision-recall AUC (average precision) of the model's similarity against
 the human positives (mean score at the kind's threshold), and Spearman's rho of the
-similarity against the human mean.
+similarity against the human mean; 95% intervals of both: the logit interval for the
+PR-AUC, Fisher's z for Spearman (``intervals``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from annotation.evaluation.correlation import spearman
+from annotation.evaluation.intervals import fisher_z_interval, logit_interval
 
 
 def average_precision(scores: np.ndarray, labels: np.ndarray) -> float | None:
@@ -36,16 +38,25 @@ def average_precision(scores: np.ndarray, labels: np.ndarray) -> float | None:
 
 def global_calibration(similarity: np.ndarray, human: np.ndarray, threshold: float) -> dict:
     """``similarity`` and ``human`` float (p,), one value per distinct rated pair.
-    Returns pairs, positives, PR-AUC x 100 and Spearman x 100 (None where undefined)."""
+    Returns pairs, positives, PR-AUC x 100 with ``pr_auc_ci`` (the logit interval over
+    the positives), Spearman x 100 with ``spearman_ci`` (Fisher's z), intervals x 100 and
+    at 95%; None where undefined."""
     similarity = np.asarray(similarity, np.float64)
     human = np.asarray(human, np.float64)
     labels = human >= threshold
     ap = average_precision(similarity, labels) if labels.size else None
+    ap_ci = logit_interval(ap, int(labels.sum())) if ap is not None else None
     rho = spearman(human, similarity) if human.size > 1 else float("nan")
     return {
         "pairs": int(human.size),
         "positives": int(labels.sum()),
         "positive_share": float(100.0 * labels.mean()) if labels.size else None,
         "pr_auc": None if ap is None else 100.0 * ap,
+        "pr_auc_ci": _times_100(ap_ci),
         "spearman": None if np.isnan(rho) else 100.0 * float(rho),
+        "spearman_ci": _times_100(fisher_z_interval(float(rho), int(human.size))),
     }
+
+
+def _times_100(interval: list[float] | None) -> list[float] | None:
+    return None if interval is None else [100.0 * bound for bound in interval]

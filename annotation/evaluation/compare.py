@@ -1,9 +1,10 @@
 """Several models' reports as one comparison: flat rows, a text table, CSV. Pure Python.
 
 A row is one figure of one task: section, task, positives (or ratings source), metric,
-then per model its value and, where the figure is a mean over queries, the bootstrap
-interval. Models evaluated on the same split and seed are resampled alike, so their
-intervals compare like with like.
+then per model its value, its 95% interval where the figure carries one (a bootstrap
+over queries for the means over queries, see ``correlation`` and ``calibration`` for the
+others) and, for a value that could not be computed, why. Models evaluated on the same
+split and seed are resampled alike, so their intervals compare like with like.
 """
 
 from __future__ import annotations
@@ -13,14 +14,19 @@ from collections.abc import Iterator, Mapping
 
 from annotation.core import spreadsheet_csv
 from annotation.core.cxc import KINDS
+from annotation.evaluation import unavailable
 from annotation.evaluation.ranks import RECALL_AT
 
 RANKED = (*(f"R@{k}" for k in RECALL_AT), "R-Precision", "mAP@R")
 CSV_COLUMNS = ("section", "task", "positives", "metric", "model", "value", "ci_low", "ci_high")
 
 
-def _figures(report: dict) -> Iterator[tuple[tuple[str, str, str, str], float | None, list | None]]:
-    """((section, task, positives, metric), value, interval or None) of every figure."""
+Figure = tuple[tuple[str, str, str, str], float | None, list | None, str | None]
+
+
+def _figures(report: dict) -> Iterator[Figure]:
+    """((section, task, positives, metric), value, interval or None, why the value is
+    None or None) of every figure."""
     for task, sets in report.get("retrieval", {}).items():
         for name, summary in sets.items():
             yield from _ranked("retrieval", task, name, summary)
@@ -29,38 +35,47 @@ def _figures(report: dict) -> Iterator[tuple[tuple[str, str, str, str], float | 
     for kind in KINDS:
         entry = report.get("correlation", {}).get(kind)
         if entry is not None:
-            yield ("correlation", kind, entry.get("ratings", ""), "spearman_mean"), entry["mean"], None
-            yield ("correlation", kind, entry.get("ratings", ""), "spearman_std"), entry["std"], None
+            key = ("correlation", kind, entry.get("ratings", ""))
+            why = None if entry["mean"] is not None else unavailable.undefined_correlation(entry)
+            yield (*key, "spearman_mean"), entry["mean"], entry.get("ci"), why
+            yield (*key, "spearman_std"), entry["std"], None, why
     for source, kinds in report.get("calibration", {}).items():
         for kind, entry in kinds.items():
-            yield ("calibration", kind, source, "pr_auc"), entry["pr_auc"], None
-            yield ("calibration", kind, source, "spearman"), entry["spearman"], None
+            pr_auc_why = None if entry["pr_auc"] is not None else unavailable.no_positive_pair(entry)
+            rho_why = None if entry["spearman"] is not None else unavailable.constant_scores(entry)
+            yield ("calibration", kind, source, "pr_auc"), entry["pr_auc"], entry.get("pr_auc_ci"), pr_auc_why
+            yield ("calibration", kind, source, "spearman"), entry["spearman"], entry.get("spearman_ci"), rho_why
     for task, entry in report.get("own_top_k", {}).items():
         judged_by = "+".join(entry["judged_by"]) or "nothing rated yet"
         metric = f"P@{entry['k']}"
-        yield ("own_top_k", task, judged_by, metric), entry[metric], entry.get("ci", {}).get(metric)
-        yield ("own_top_k", task, judged_by, "precision_judged"), entry["precision_judged"], None
+        why = unavailable.top_k_reasons(entry)
+        yield ("own_top_k", task, judged_by, metric), entry[metric], entry.get("ci", {}).get(metric), why[metric]
+        yield ("own_top_k", task, judged_by, "precision_judged"), entry["precision_judged"], None, why["judged"]
         for count in ("queries_fully_judged", "retrieved", "judged", "unrated"):
-            yield ("own_top_k", task, judged_by, count), entry[count], None
+            yield ("own_top_k", task, judged_by, count), entry[count], None, None
 
 
-def _ranked(section: str, task: str, name: str, summary: dict):
+def _ranked(section: str, task: str, name: str, summary: dict) -> Iterator[Figure]:
     intervals = summary.get("ci", {})
+    why = unavailable.no_query(summary) if not summary.get("queries") else None
     for metric in RANKED:
-        yield (section, task, name, metric), summary[metric], intervals.get(metric)
-    yield (section, task, name, "median_rank"), summary["median_rank"], None
+        yield (section, task, name, metric), summary[metric], intervals.get(metric), why
+    yield (section, task, name, "median_rank"), summary["median_rank"], None, why
 
 
 def comparison_rows(reports: Mapping[str, dict]) -> list[dict]:
     """One row per figure any model has: {"section", "task", "positives", "metric",
-    "models": {name: {"value", "ci"}}}, in the order the first model that has it gives."""
+    "models": {name: {"value", "ci"}}}, in the order the first model that has it gives.
+    A value of None comes with "unavailable": why it could not be computed."""
     rows: dict[tuple, dict] = {}
     for model, report in reports.items():
-        for key, value, interval in _figures(report):
+        for key, value, interval, why in _figures(report):
             row = rows.setdefault(
                 key, {"section": key[0], "task": key[1], "positives": key[2], "metric": key[3], "models": {}}
             )
-            row["models"][model] = {"value": value, "ci": interval}
+            entry = row["models"][model] = {"value": value, "ci": interval}
+            if value is None:
+                entry["unavailable"] = why or "not computed"
     return list(rows.values())
 
 

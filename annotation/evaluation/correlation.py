@@ -4,7 +4,14 @@ Each of ``samples`` samples takes half of the queries at random (a query is an i
 a rated row: by default both of its items, see query_memberships) and, per query, one
 of its rated rows at random;
 Spearman's rho (average ranks for ties) between the human scores and the model's
-cosine similarities. Reported as mean and standard deviation over the samples, x 100.
+cosine similarities. Reported as mean and standard deviation over the samples, x 100,
+and a 95% interval: the 2.5th and 97.5th percentiles of the samples' rho.
+
+Why the samples' spread is an interval for rho: a sample keeps half of the queries, so
+the samples form a delete-half jackknife, whose histogram needs no rescaling (the factor
+sqrt(d / (n - d)) is 1 at d = n / 2; Wu, Ann. Statist. 1990). Its spread estimates the
+sampling spread of rho over all the queries, not that of a half: the standard deviation
+reported is that standard error, and the percentiles a 95% interval of rho.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from annotation.evaluation.inputs import EvaluationError, chunk_rows
+from annotation.evaluation.intervals import INTERVAL_LEVEL, percentile_interval
 
 BOOTSTRAP_SAMPLES = 1000
 # Values drawn at a time by the bootstrap: a chunk of samples, each over all queries.
@@ -125,13 +133,16 @@ def bootstrap_spearman(
     rows: np.ndarray | None = None,
     samples: int = BOOTSTRAP_SAMPLES,
     seed: int = 0,
+    level: float = INTERVAL_LEVEL,
 ) -> dict:
     """The CxC sampled bootstrap of Spearman's rho between human and model scores.
 
     ``human``, ``model``: float (n,), one value per rated row. ``queries``: int (m,), a
     query each; with ``rows`` int (m,) the row of each entry (see query_memberships),
     without, m = n and entry i is row i. Samples as ``bootstrap_rows``. Returns mean and
-    std (x 100, population std) over the samples where rho is defined, and the counts.
+    std (x 100, population std) over the samples where rho is defined, ``ci`` (x 100, the
+    percentile interval of those samples at ``level``, see the module docstring; None
+    when no sample is defined), and the counts.
     The same inputs and seed give the same figures. Raises EvaluationError for fewer than
     4 queries.
     """
@@ -155,6 +166,7 @@ def bootstrap_spearman(
     return {
         "mean": float(100.0 * defined.mean()) if defined.size else None,
         "std": float(100.0 * defined.std()) if defined.size else None,
+        "ci": percentile_interval(100.0 * defined, level),
         "samples": samples,
         "undefined_samples": int(samples - defined.size),
         "seed": seed,

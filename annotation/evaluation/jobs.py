@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, OuterRef, Subquery
 
 from annotation.catalog.selectors import dataset_get, embedding_space_get, split_get, split_item_keys, split_rated_pairs
 from annotation.core.errors import Conflict, DomainError, NotFound
@@ -196,18 +197,42 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
     )
     _write_text(comparison_csv(rows), out / COMPARISON)
     files = [{"name": name, "bytes": (out / name).stat().st_size} for name in FILES]
-    return {"out": str(out), "models": list(reports), "comparison": rows, "files": files}
+    skipped = {name: report["skipped"] for name, report in reports.items()}
+    return {
+        "out": str(out),
+        "models": list(reports),
+        "items": {"images": len(items.image_keys), "captions": len(items.caption_keys)},
+        "comparison": rows,
+        "skipped": skipped,
+        "files": files,
+    }
+
+
+def _numbered(jobs):
+    """``jobs`` with ``number``: the evaluation's place among all evaluations in the order
+    they were started (1 for the first). Job ids are shared with every other kind of job
+    (imports, exports), so an id counts no one's evaluations."""
+    started_before = (
+        Job.objects.filter(kind=Job.Kind.EVALUATE, id__lte=OuterRef("id"))
+        .order_by()
+        .values("kind")
+        .annotate(count=Count("id"))
+        .values("count")
+    )
+    return jobs.annotate(number=Subquery(started_before))
 
 
 def evaluation_job_list(*, dataset_name: str | None = None):
-    """Evaluation jobs, newest first; only those of ``dataset_name`` when given."""
-    jobs = Job.objects.filter(kind=Job.Kind.EVALUATE).order_by("-created_at", "-id")
+    """Evaluation jobs, newest first, each with its ``number``; only those of
+    ``dataset_name`` when given (the numbers still count every evaluation)."""
+    jobs = _numbered(Job.objects.filter(kind=Job.Kind.EVALUATE)).order_by("-created_at", "-id")
     return jobs.filter(params__dataset=dataset_name) if dataset_name else jobs
 
 
 def evaluation_job_get(*, job_id: int) -> Job:
-    """The evaluation job ``job_id``; NotFound for a missing id or a job of another kind."""
-    job = Job.objects.filter(pk=job_id, kind=Job.Kind.EVALUATE).first()
+    """The evaluation job ``job_id`` with its ``number``; NotFound for a missing id or a
+    job of another kind."""
+    job = _numbered(Job.objects.filter(pk=job_id, kind=Job.Kind.EVALUATE)).first()
     if job is None:
         raise NotFound(f"no evaluation job #{job_id}")
     return job

@@ -25,7 +25,7 @@ from annotation.evaluation.calibration import global_calibration
 from annotation.evaluation.correlation import pair_cosines
 from annotation.evaluation.inputs import MODALITIES
 from annotation.evaluation.ranks import Positives
-from annotation.evaluation.retrieval import Intervals, coco_1k
+from annotation.evaluation.retrieval import COCO_5K_IMAGES, Intervals, coco_1k
 from annotation.evaluation.rows import IndexedRows, SplitRows, pair_means
 from annotation.evaluation.topk import topk_precision
 from sampling.search.topk import exact_top_k
@@ -42,6 +42,17 @@ TOP_K_TASKS = {
     "text_to_text": (STS, True),
     "image_to_image": (SIS, True),
 }
+
+
+def coco_5k_note(n_images: int) -> str | None:
+    """Why the original-pair image <-> text figures of a split are not COCO 5K's (None
+    when they are: a split of COCO_5K_IMAGES images)."""
+    if n_images == COCO_5K_IMAGES:
+        return None
+    return (
+        f"COCO 5K needs the {COCO_5K_IMAGES:,}-image test split; this split has {n_images:,} images "
+        f"(its image <-> text figures with the original pairs are over those {n_images:,})"
+    )
 
 
 def coco_1k_section(
@@ -71,7 +82,7 @@ def calibration_section(
     progress: Progress,
 ) -> None:
     """PR-AUC and Spearman of the model's similarity over every distinct rated pair of a
-    kind, per ratings source ("cxc", "audited")."""
+    kind, per ratings source ("cxc", "audited"), with their intervals."""
     for source, rows in sources.items():
         for kind in (STS, SIS, SITS):
             if not runs[kind] or rows.missing(kind) is not None:

@@ -38,6 +38,7 @@ from annotation.evaluation.protocols import (
     TOP_K,
     calibration_section,
     coco_1k_section,
+    coco_5k_note,
     top_k_section,
 )
 from annotation.evaluation.ranks import RECALL_AT
@@ -46,6 +47,8 @@ from annotation.evaluation.rows import SplitRows, index_rows
 
 Progress = Callable[[str], None]
 UNIMODAL = "unimodal spaces: no image-caption similarity"
+# The tasks unimodal spaces cannot run, with the protocol that asks for each (None: any).
+NEED_JOINT = (("image_to_text", None), ("text_to_image", None), ("coco_5k", COCO_5K), ("coco_1k", COCO_1K))
 
 
 def _quiet(message: str) -> None:
@@ -107,8 +110,8 @@ def evaluate(
         pair = (images, captions)
         _intermodal(report, pair, items.caption_image, positives_from, protocols, intervals, tops, progress)
     else:
-        for task in ("image_to_text", "text_to_image", "coco_1k"):
-            if task != "coco_1k" or COCO_1K in protocols:
+        for task, protocol in NEED_JOINT:
+            if protocol is None or protocol in protocols:
                 report["skipped"][task] = UNIMODAL
     for task, kind in (("text_to_text", STS), ("image_to_image", SIS)):
         _intramodal(report, task, kind, vectors[MODALITIES[kind][0]], positives_from, intervals, tops, progress)
@@ -172,7 +175,11 @@ def _empty_report(items: SplitItems, joint: bool, samples: int, seed: int) -> di
             "samples": samples,
             "seed": seed,
             "ties": "a candidate tied with a positive ranks ahead of it",
-            "intervals": f"{100 * INTERVAL_LEVEL:g}% bootstrap over queries, samples and seed as above",
+            "intervals": (
+                f"{100 * INTERVAL_LEVEL:g}%: a bootstrap over queries for the means over queries (samples and "
+                "seed as above); the central share of the correlation's samples; for calibration, the logit "
+                "interval of the PR-AUC and Fisher's z of Spearman"
+            ),
         },
     }
 
@@ -223,6 +230,8 @@ def _intermodal(
             report["skipped"][f"image_to_text.{name}"] = reason
             report["skipped"][f"text_to_image.{name}"] = reason
     n_images, n_captions = images.shape[0], captions.shape[0]
+    if COCO_5K in protocols and coco_5k_note(n_images) is not None:
+        report["skipped"]["coco_5k"] = coco_5k_note(n_images)
     if COCO_5K in protocols or rated:
         filled = _top_arrays(
             report, tops, ("image_to_text", n_images, n_captions), ("text_to_image", n_captions, n_images)

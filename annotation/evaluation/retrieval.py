@@ -28,6 +28,8 @@ from annotation.evaluation.ranks import Positives, retrieval_summary
 from annotation.evaluation.rows import IndexedRows, pair_means
 
 ORIGINAL = "original"
+# The Karpathy test split's size: image <-> text over it is the COCO 5K protocol.
+COCO_5K_IMAGES = 5000
 FOLD_IMAGES = 1000
 MAX_FOLDS = 5
 

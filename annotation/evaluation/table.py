@@ -87,19 +87,26 @@ def _retrieval_table(
 
 
 def _correlation_table(correlation: dict, settings: dict) -> list[str]:
-    cells = []
+    cells, intervals = [], []
     for kind in KINDS:
         entry = correlation.get(kind)
         if entry is None or entry["mean"] is None:
             cells.append("-".rjust(16))
         else:
             cells.append(f"{entry['mean']:.1f} ± {entry['std']:.1f}".rjust(16))
+        ci = (entry or {}).get("ci")
+        intervals.append((f"[{ci[0]:.1f}, {ci[1]:.1f}]" if ci else "").rjust(16))
     return [
         "",
         f"Spearman x 100 with human scores (mean ± std over {settings['samples']} samples, seed {settings['seed']}; "
         f"{_QUERIES_FROM[settings.get('bootstrap_queries', FIRST_COLUMN)]})",
         "".join(kind.rjust(16) for kind in KINDS),
         "".join(cells),
+        *(
+            ["".join(intervals) + "  (95% interval: the central 95% of the samples)"]
+            if "".join(intervals).strip()
+            else []
+        ),
     ]
 
 

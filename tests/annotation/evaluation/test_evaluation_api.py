@@ -138,3 +138,23 @@ def test_an_unfinished_export_is_refused_and_files_wait_for_success(spaces):
     response = client.get(f"/api/evaluations/{pending['id']}/files/report.json")
     assert response.status_code == 409 and "is pending" in response.json()["detail"]
     assert client.get(f"/api/evaluations/{spaces['export']}/").status_code == 404, "an export is no evaluation"
+
+
+def test_evaluations_are_numbered_from_one_though_job_ids_are_shared(spaces, django_capture_on_commit_callbacks):
+    """Imports and exports take job ids too (the fixture's export is one): the number a
+    researcher reads counts evaluations only."""
+    client = client_for("researcher")
+    payload = {"dataset": spaces["dataset"], "split": "val", "models": [joint_model()], "audited": False}
+    first = start(client, payload, django_capture_on_commit_callbacks).json()
+    second = start(client, payload, django_capture_on_commit_callbacks).json()
+    assert first["id"] > spaces["export"] and (first["number"], second["number"]) == (1, 2)
+    listed = client.get("/api/evaluations/", {"dataset": spaces["dataset"]}).json()
+    assert [(job["id"], job["number"]) for job in listed] == [(second["id"], 2), (first["id"], 1)]
+    done = client.get(f"/api/evaluations/{first['id']}/").json()
+    assert done["number"] == 1 and done["items"] == {"images": 3, "captions": 6}
+    # What was not evaluated, and why, per model; a figure without a value says why too.
+    assert done["skipped"]["mine"]["coco_1k"] == "COCO 1K needs at least 1000 images; the split has 3"
+    assert "this split has 3 images" in done["skipped"]["mine"]["coco_5k"]
+    for row in done["comparison"]:
+        entry = row["models"]["mine"]
+        assert entry["value"] is not None or entry["unavailable"], row

@@ -111,6 +111,8 @@ async function refresh() {
     const answer = await call("GET", config.exports_url);
     if (answer.status === 200) {
       renderJobs(answer.body);
+      // The evaluation form offers the succeeded exports as ratings: it follows this list.
+      document.dispatchEvent(new CustomEvent("research:exports", { detail: answer.body }));
       const busy = answer.body.some((job) => (job.status === "pending" || job.status === "running") && !job.stale);
       if (busy) pollTimer = window.setTimeout(refresh, POLL_MS);
       return;
