@@ -19,7 +19,8 @@ from annotation.apis import (
     rating,
     rating_progress,
 )
-from annotation.apis.rating_cycle import claim_input, submit_input, token_fast_path
+from annotation.apis.fast_path import token_fast_path
+from annotation.apis.rating_cycle import claim_input, submit_input
 
 urlpatterns = [
     # The rating cycle first: every request walks the patterns in order until one matches,

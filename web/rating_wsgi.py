@@ -3,7 +3,7 @@
 A rater's claim and submit are nearly every request the server sees, and each walked the
 whole chain (static files, sessions, messages, authentication, lockouts, the URL
 resolver and a handler around every middleware) before the view, which then did the
-work itself: a token POST with a plain JSON body (``annotation.apis.rating_cycle``'s fast
+work itself: a token POST with a plain JSON body (``annotation.apis.fast_path``'s fast
 path) never reads a session or a cookie. ``RatingCycleApplication`` wraps Django's WSGI
 application; a POST to one of the two URLs with ``Authorization: Token``, no query
 string and no cookie goes to the fast path directly, through the steps of the chain
