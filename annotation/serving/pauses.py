@@ -23,11 +23,6 @@ def is_paused(*, rater, dataset_id: int) -> bool:
     return RaterPause.objects.filter(rater=rater, dataset_id=dataset_id, lifted_at__isnull=True).exists()
 
 
-def is_paused_in(*, rater, dataset: str) -> bool:
-    """The rater has an active pause in the dataset named ``dataset`` (one query)."""
-    return RaterPause.objects.filter(rater=rater, dataset__name=dataset, lifted_at__isnull=True).exists()
-
-
 def paused_error(*, username: str, dataset: str) -> RaterPaused:
     return RaterPaused(
         f"{username} is paused in {dataset}: an admin will review your ratings and lift the pause; "

@@ -81,10 +81,6 @@ class GoldFile:
     problems: list[GoldRow] = field(default_factory=list)
     stopped_at: int | None = None
 
-    def refusal(self) -> GoldInputError | None:
-        """The error naming the first bad row, or None when every row is good."""
-        return GoldInputError(f"{self.name}: {self.problems[0].problem}") if self.problems else None
-
 
 def gold_file_check(
     *,
