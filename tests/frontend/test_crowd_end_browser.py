@@ -103,6 +103,7 @@ def test_a_failed_quiz_ends_on_a_page_that_stays_with_the_screen_out_code(page, 
     assert back.inner_text() == "Back to Prolific"
     assert back.get_attribute("href") == "https://app.prolific.com/submissions/complete?cc=SCR33N"
     page.click("[data-testid=copy-code]")
+    page.wait_for_function("document.getElementById('copy-status').textContent !== ''")
     assert page.locator("#copy-status").inner_text() == "Copied. Paste it on the platform."
     assert page.evaluate("navigator.clipboard.readText()") == "SCR33N"
     fits(page)
