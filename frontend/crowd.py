@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
-from annotation.models import Participant, ParticipantOutcome, Qualification
+from annotation.models import Participant, ParticipantOutcome
 from annotation.people.crowd.completion import (
     PROLIFIC_HOME,
     Step,
@@ -28,9 +28,6 @@ from annotation.people.crowd.completion import (
 from annotation.people.crowd.join import JoinRefused, JoinTarget, join_target, participant_join
 from annotation.people.crowd.study import ENDED_BY_PARTICIPANT
 from config.client_ip import request_client_ip
-
-# Long enough to copy the code, short enough that nobody wonders what to do next.
-REDIRECT_SECONDS = 8
 
 
 @require_http_methods(["GET", "POST"])
@@ -101,7 +98,10 @@ def _next_step(participant: Participant):
 def join_done(request, token: str):
     """The end of a participant's run, decided once and shown the same way after:
     the completion code once the quota is rated; the partial code when the pairs ran
-    out first and the run earned it; else a request to return the study."""
+    out first and the run earned it; the screen-out code after a failed quiz; else a
+    request to return the study. The page stays until the participant leaves it (no
+    timed redirect: the code must not vanish before it is copied), with a link back to
+    the platform where the link knows one."""
     participant = own_participation(request, token)
     if participant is None:
         return not_yours(request)
@@ -111,13 +111,15 @@ def join_done(request, token: str):
     if step != Step.FINISHED:
         participant = participant_finish(participant, step=step)
     link = participant.link
+    url = completion_url(link, participant.outcome)
+    extra = {"return_url": url, "return_label": _return_label(url)}
     if participant.outcome in ENDED_BY_PARTICIPANT:
-        return _ended_page(request, participant)
+        return _ended_page(request, participant, extra)
     numbers = f"you rated {participant.items_done} of {link.quota} items"
-    extra = {"redirect_url": completion_url(link, participant.outcome), "return_label": _return_label(link)}
+    code = participant_code(participant)
     if participant.outcome == ParticipantOutcome.COMPLETED:
         text = f"You rated every item of this study ({participant.items_done} of {link.quota}). Thank you!"
-        return _crowd_page(request, "done", "Study complete", text, code=participant_code(participant), **extra)
+        return _crowd_page(request, "done", "Study complete", text, code=code, **extra)
     if participant.outcome == ParticipantOutcome.PARTIAL:
         text = (
             f"There are no more items for you in this study; {numbers}. Thank you! "
@@ -128,26 +130,32 @@ def join_done(request, token: str):
             "partial",
             "No more items for you",
             text,
-            code=participant_code(participant),
+            code=code,
             code_label="Your partial completion code",
             **extra,
         )
-    granted = Qualification.objects.filter(rater_id=participant.user_id, kind__in=link.kinds)
-    if not granted.in_dataset(link.dataset_id).exists():
-        text = (
-            "You did not pass the qualification quiz, so this study cannot continue. Thank you for your time; "
-            "please return the study on the platform."
+    if participant.outcome == ParticipantOutcome.SCREENED_OUT:
+        return _screened_out_page(request, code, extra)
+    return _crowd_page(request, "returned", "No more items for you", _returned_text(participant, numbers), **extra)
+
+
+def _screened_out_page(request, code: str, extra: dict):
+    """A failed quiz: the link's screen-out code, which tells the platform the study
+    screened them out (not that they gave up), or without one a request to return it."""
+    said = "You did not pass the qualification quiz, so this study cannot continue. Thank you for your time."
+    if code:
+        text = f"{said} Enter the screen-out code below on the platform: it records that the quiz ended your study."
+        return _crowd_page(
+            request, "screened_out", "Thank you for trying", text, code=code, code_label="Your screen-out code", **extra
         )
-        return _crowd_page(request, "screened_out", "Thank you for trying", text)
-    return _crowd_page(request, "returned", "No more items for you", _returned_text(participant, numbers))
+    return _crowd_page(
+        request, "screened_out", "Thank you for trying", f"{said} Please return the study on the platform.", **extra
+    )
 
 
-def _ended_page(request, participant: Participant):
+def _ended_page(request, participant: Participant, extra: dict):
     """The end of a run the participant ended: declined consent, or left the study."""
     link = participant.link
-    url = completion_url(link, participant.outcome)
-    label = "Back to Prolific" if url == PROLIFIC_HOME else "Back to the platform"
-    extra = {"redirect_url": url, "return_label": label}
     back = "Please return the study on the platform."
     if participant.outcome == ParticipantOutcome.DECLINED:
         text = f"You did not agree, so you take no part in this study and nothing of yours was recorded. {back}"
@@ -161,7 +169,9 @@ def _ended_page(request, participant: Participant):
 
 def _returned_text(participant: Participant, numbers: str) -> str:
     link = participant.link
-    if not link.partial_code:
+    if participant.items_done == 0 and participant.skips_done == 0:
+        reason = "This study has nothing for you to rate"
+    elif not link.partial_code:
         reason = "This study has no completion code for unfinished work"
     else:
         # The rule of annotation.people.crowd.completion.completion_outcome, in the participant's words.
@@ -175,8 +185,8 @@ def _returned_text(participant: Participant, numbers: str) -> str:
     )
 
 
-def _return_label(link) -> str:
-    return "Back to Prolific" if link.id_param == "PROLIFIC_PID" and not link.return_url else "Back to the study"
+def _return_label(url: str) -> str:
+    return "Back to Prolific" if url.startswith(PROLIFIC_HOME) else "Back to the platform"
 
 
 def participant_next_url(participant: Participant) -> str:
@@ -199,5 +209,7 @@ def not_yours(request, *, text: str = "", status: int = 403):
 
 
 def _crowd_page(request, state: str, title: str, text: str, *, status: int = 200, **extra):
-    context = {"state": state, "title": title, "text": text, "redirect_seconds": REDIRECT_SECONDS, **extra}
+    context = {"state": state, "title": title, "text": text, **extra}
+    code, url = extra.get("code", ""), extra.get("return_url", "")
+    context["code_in_url"] = bool(code and url and code in url)
     return render(request, "frontend/crowd.html", context, status=status)

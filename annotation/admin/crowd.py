@@ -15,6 +15,7 @@ from annotation.people.crowd.links import (
     CampaignLinkError,
     campaign_link_check,
     campaign_link_quiz_check,
+    campaign_link_quota_check,
     link_stats,
     new_link_token,
     study_url,
@@ -27,6 +28,13 @@ class CampaignLinkForm(forms.ModelForm):
         choices=TaskKind.choices, widget=forms.CheckboxSelectMultiple, help_text="The task kinds participants rate."
     )
 
+    keep_quota = forms.BooleanField(
+        required=False,
+        label="Keep a quota over the pairs left",
+        help_text="The form refuses a quota larger than the items a participant can rate of the link's kinds now "
+        "(every participant would run out of pairs and end with the partial code, or none), and says how many "
+        "that is. Tick to save such a quota anyway.",
+    )
     return_url = forms.URLField(
         required=False,
         max_length=1000,
@@ -47,8 +55,10 @@ class CampaignLinkForm(forms.ModelForm):
             "dataset",
             "kinds",
             "quota",
+            "keep_quota",
             "completion_code",
             "partial_code",
+            "screenout_code",
             "return_url",
             "leave_url",
             "id_param",
@@ -61,27 +71,52 @@ class CampaignLinkForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        for field in ("completion_code", "partial_code"):
+        for field in ("completion_code", "partial_code", "screenout_code"):
             if field in data:
                 data[field] = (data[field] or "").strip()
-        try:
-            campaign_link_check(
-                kinds=data.get("kinds") or [],
-                quota=data.get("quota"),
-                completion_code=(data.get("completion_code") or "").strip(),
-                partial_code=(data.get("partial_code") or "").strip(),
-                return_url=data.get("return_url") or "",
-                leave_url=data.get("leave_url") or "",
-                id_param=data.get("id_param") or "",
-                id_pattern=(data.get("id_pattern") or "").strip(),
+        self._checked(
+            campaign_link_check,
+            kinds=data.get("kinds") or [],
+            quota=data.get("quota"),
+            completion_code=data.get("completion_code") or "",
+            partial_code=data.get("partial_code") or "",
+            screenout_code=data.get("screenout_code") or "",
+            return_url=data.get("return_url") or "",
+            leave_url=data.get("leave_url") or "",
+            id_param=data.get("id_param") or "",
+            id_pattern=(data.get("id_pattern") or "").strip(),
+        )
+        # A link saved again with its kinds as they were keeps its participants going.
+        if data.get("dataset") is not None and {"dataset", "kinds"} & set(self.changed_data):
+            self._checked(campaign_link_quiz_check, dataset_id=data["dataset"].pk, kinds=data.get("kinds") or [])
+        # The quota is named beside any other problem: the admin fixes both in one go.
+        if self._quota_to_check(data):
+            self._checked(
+                campaign_link_quota_check,
+                dataset=data["dataset"],
+                kinds=data["kinds"],
+                quota=data["quota"],
+                hint=f"Lower the quota, or tick “{self.fields['keep_quota'].label}” to save it anyway.",
             )
-            # A link saved again with its kinds as they were keeps its participants going.
-            if data.get("dataset") is not None and {"dataset", "kinds"} & set(self.changed_data):
-                campaign_link_quiz_check(dataset_id=data["dataset"].pk, kinds=data.get("kinds") or [])
-        except CampaignLinkError as problem:
-            # On its field where the check knows it (the id pattern, the kinds).
-            raise ValidationError({problem.field: str(problem)} if problem.field else str(problem)) from None
         return data
+
+    def _checked(self, check, *, hint: str = "", **values) -> None:
+        """Run ``check``; a CampaignLinkError (and ``hint``, what to do about it) goes on
+        its field where the check knows it (the id pattern, the kinds, the quota, the
+        screen-out code), else on the form."""
+        try:
+            check(**values)
+        except CampaignLinkError as problem:
+            text = f"{problem} {hint}" if hint else str(problem)
+            self.add_error(problem.field if problem.field in self.fields else None, text)
+
+    def _quota_to_check(self, data: dict) -> bool:
+        """Whether to hold the quota against the pairs left: a new or changed quota, kinds
+        or dataset, not confirmed by the admin (a link saved again as it was is not
+        refused for pairs its participants have rated since)."""
+        if data.get("keep_quota") or data.get("dataset") is None or not data.get("kinds") or not data.get("quota"):
+            return False
+        return bool({"dataset", "kinds", "quota"} & set(self.changed_data))
 
 
 class StudyQuestionForm(forms.ModelForm):

@@ -36,6 +36,7 @@ class CampaignLinkSerializer(serializers.ModelSerializer):
     dataset = serializers.CharField(source="dataset.name")
     completion_code = serializers.SerializerMethodField(help_text=SECRET)
     partial_code = serializers.SerializerMethodField(help_text=f"Empty: no partial code. {SECRET}")
+    screenout_code = serializers.SerializerMethodField(help_text=f"Empty: no screen-out code. {SECRET}")
     study_url = serializers.SerializerMethodField(help_text=f"The URL to paste into the platform's study. {SECRET}")
     stats = serializers.SerializerMethodField()
 
@@ -49,6 +50,7 @@ class CampaignLinkSerializer(serializers.ModelSerializer):
             "quota",
             "completion_code",
             "partial_code",
+            "screenout_code",
             "return_url",
             "id_param",
             "id_pattern",
@@ -70,6 +72,10 @@ class CampaignLinkSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.CharField(allow_null=True, allow_blank=True))
     def get_partial_code(self, link: CampaignLink) -> str | None:
         return self._secret(link.partial_code)
+
+    @extend_schema_field(serializers.CharField(allow_null=True, allow_blank=True))
+    def get_screenout_code(self, link: CampaignLink) -> str | None:
+        return self._secret(link.screenout_code)
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_study_url(self, link: CampaignLink) -> str | None:
@@ -102,6 +108,13 @@ class CampaignLinkListApi(APIView):
             allow_blank=True,
             default="",
             help_text="Shown when the pairs run out before the quota; empty: no partial code.",
+        )
+        screenout_code = serializers.CharField(
+            max_length=100,
+            required=False,
+            allow_blank=True,
+            default="",
+            help_text="Shown to a participant who failed the qualification quiz; empty: no screen-out code.",
         )
         return_url = serializers.URLField(max_length=1000, required=False, allow_blank=True, default="")
         id_param = serializers.CharField(max_length=50, required=False, default="PROLIFIC_PID")

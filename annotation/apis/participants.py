@@ -14,7 +14,8 @@ from config.openapi import error_response
 
 class CampaignLinkParticipantsApi(APIView):
     """One row per participant of the link, in the order they joined: ``external_id``,
-    ``status`` (started, finished, partial, returned), ``started_at``, ``finished_at``,
+    ``status`` (started, or how the run ended: completed, partial, returned, left, declined,
+    screened_out), ``started_at``, ``finished_at``,
     ``items_rated`` (ratings of any status and gold items), ``gold_items``,
     ``gold_error``, ``median_seconds_per_item``, ``share_under_speed_floor``,
     ``gold_skip_share``, ``loo_r`` (from the dataset's newest campaign snapshot),

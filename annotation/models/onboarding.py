@@ -103,7 +103,8 @@ class CampaignLink(models.Model):
     participant id to a URL): whoever opens ``/join/<token>/?<id_param>=...`` becomes
     (or resumes) the participant of that external id, rates up to ``quota`` items of
     ``kinds`` in ``dataset`` and is shown ``completion_code``; one whose queue runs dry
-    first is shown ``partial_code`` (when set and earned, see annotation.people.crowd). The token
+    first is shown ``partial_code`` (when set and earned, see annotation.people.crowd), and
+    one who failed the qualification quiz ``screenout_code`` (when set). The token
     is shown to admins again, so it is stored as is: it lets a visitor in as a
     participant, never as anyone else."""
 
@@ -118,6 +119,13 @@ class CampaignLink(models.Model):
         blank=True,
         help_text="Shown to a participant whose pairs ran out before the quota (after real work); "
         "empty: such participants are asked to return the study.",
+    )
+    screenout_code = models.CharField(
+        "screen-out code",
+        max_length=100,
+        blank=True,
+        help_text="Shown to a participant who failed the qualification quiz (the platform's screen-out code, "
+        "e.g. Prolific's 'screened out' completion code); empty: such participants are asked to return the study.",
     )
     return_url = models.URLField(
         max_length=1000,
@@ -173,6 +181,12 @@ class CampaignLink(models.Model):
             models.CheckConstraint(
                 condition=~Q(partial_code=models.F("completion_code")), name="campaign_link_partial_code_differs"
             ),
+            # The screen-out code pays for a failed quiz: it is neither of the codes for work done.
+            models.CheckConstraint(
+                condition=~Q(screenout_code=models.F("completion_code"))
+                & (Q(screenout_code="") | ~Q(screenout_code=models.F("partial_code"))),
+                name="campaign_link_screenout_code_differs",
+            ),
             # Who leaves without a code must not be sent to a URL that hands them one.
             models.CheckConstraint(
                 condition=~Q(leave_url__contains=models.F("completion_code")),
@@ -192,6 +206,7 @@ class ParticipantOutcome(models.TextChoices):
     RETURNED = "returned", "returned (no code: asked to return the study)"
     LEFT = "left", "left (returned: left the study with the button, no code)"
     DECLINED = "declined", "declined (did not consent: no code, nothing rated)"
+    SCREENED_OUT = "screened_out", "screened out (failed the quiz: screen-out code shown, if the link has one)"
 
 
 class Participant(models.Model):
@@ -220,7 +235,7 @@ class Participant(models.Model):
         null=True, blank=True, help_text="When the participant sent the link's questions asked after rating."
     )
     outcome = models.CharField(
-        max_length=10,
+        max_length=20,
         choices=ParticipantOutcome.choices,
         blank=True,
         help_text="How the run ended (which code, if any, was shown); empty while it goes on.",

@@ -35,14 +35,9 @@ from annotation.quality.aggregation import group_medians
 from annotation.quality.flag_settings import flag_thresholds_get
 from annotation.quality.flags import FlagThresholds, RaterFigures, flag_reasons
 
-STATUS = {
-    "": "started",
-    ParticipantOutcome.COMPLETED: "finished",
-    ParticipantOutcome.PARTIAL: "partial",
-    ParticipantOutcome.RETURNED: "returned",
-    ParticipantOutcome.LEFT: "left",
-    ParticipantOutcome.DECLINED: "declined",
-}
+# The CSV's status is the run's outcome as the admin lists it ("completed", never a
+# synonym), or "started" while the run goes on.
+STATUS = {"": "started", **{outcome.value: outcome.value for outcome in ParticipantOutcome}}
 HEADER = [
     "external_id",
     "status",

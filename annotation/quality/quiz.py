@@ -228,6 +228,20 @@ def quiz_offered(*, rater, dataset_id: int, kind: str) -> bool:
     return bool(_draw_size(dataset_id, kind, attempts)[1])
 
 
+def quiz_failed_kinds(*, rater, dataset_id: int, kinds: list[str]) -> set[str]:
+    """The kinds of ``kinds`` whose quiz the rater failed in every attempt allowed in the
+    dataset: what screens a crowd participant out (a quiz never taken fails nothing)."""
+    failed = (
+        QuizAttempt.objects.filter(
+            rater=rater, dataset_id=dataset_id, kind__in=kinds, passed=False, finished_at__isnull=False
+        )
+        .values("kind")
+        .annotate(n=Count("id"))
+        .filter(n__gte=QUIZ_ATTEMPTS)
+    )
+    return {row["kind"] for row in failed}
+
+
 def quiz_state(*, rater, dataset: str, kind: str, start: bool = False, rng=None, now=None) -> QuizState:
     """The rater's place in the quiz, beginning the first attempt when there is none and,
     with ``start``, the next attempt after a failed one. Raises NotFound without a quiz,

@@ -9,6 +9,7 @@ from django.db.models import Count, F, QuerySet, Sum
 from annotation.models import (
     GoldLease,
     GoldLeaseState,
+    GoldPair,
     PairSkip,
     QualitySettings,
     QueueCounter,
@@ -49,6 +50,28 @@ def rater_kinds_with_pairs_left(*, rater, kinds: list[str], dataset_id: int) -> 
     for key, n in _held_gold(rater=rater, kinds=kinds, dataset_id=dataset_id).items():
         left[key] = left.get(key, 0) + n
     return {kind for (_, kind), n in left.items() if n > 0}
+
+
+def pairs_left_for_a_newcomer(*, dataset_id: int, kinds: list[str]) -> dict[str, int]:
+    """kind -> the pairs a rater who has rated nothing in the dataset could rate there
+    now (``rater_pairs_left`` of such a rater): the ordinary pairs that still need
+    ratings, plus, while some are left and the dataset serves gold, its active gold pairs
+    outside the quiz. Kinds with nothing left map to 0. Two reads."""
+    open_pairs = dict(
+        QueueCounter.objects.filter(dataset_id=dataset_id, kind__in=kinds).values_list("kind", "pairs_open")
+    )
+    gold = {}
+    if not _datasets_without_gold({dataset_id}):
+        gold = _count_by(
+            GoldPair.objects.filter(dataset_id=dataset_id, kind__in=kinds, active=True, in_quiz=False),
+            ("dataset_id", "kind"),
+            Count("id"),
+        )
+    left = {}
+    for kind in kinds:
+        ordinary = open_pairs.get(kind, 0)
+        left[kind] = ordinary + (gold.get((dataset_id, kind), 0) if ordinary > 0 else 0)
+    return left
 
 
 def _ordinary_left(*, rater, kinds: list[str], dataset_id: int | None) -> dict[tuple[int, str], int]:

@@ -2,7 +2,7 @@
 and links of two kinds: the campaign link, the quiz first with its review once an attempt
 ends (the reference level's name of each question answered, never a number; failed once,
 passed on the second attempt with other questions), pairs up to the quota, the
-completion code and the way back; a run whose pairs ran out first, over both kinds, to
+completion code and the button back; a run whose pairs ran out first, over both kinds, to
 the partial code; and a link whose id names another account, refused with nobody signed
 in."""
 
@@ -71,7 +71,10 @@ def test_a_participant_goes_from_the_link_through_the_quiz_and_quota_to_the_code
     assert page.locator("[data-testid=completion-code]").inner_text() == "C0DE42"
     assert "(3 of 3)" in page.locator("[data-testid=crowd-done]").inner_text()
     page.screenshot(path=str(screenshot_dir / "crowd-done.png"), full_page=True)
-    page.wait_for_url("**/login/?returned=yes", timeout=20_000)
+    # The page stays until the participant goes back (no timed redirect).
+    assert page.locator("meta[http-equiv=refresh]").count() == 0
+    page.click("[data-testid=return-link]")
+    page.wait_for_url("**/login/?returned=yes")
 
     users = get_user_model().objects.filter(username=f"prolific-{link.pk}-{PID}")
     assert users.count() == 1

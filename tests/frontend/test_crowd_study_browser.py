@@ -155,5 +155,8 @@ def test_a_participant_who_leaves_mid_pair_frees_it_and_is_sent_back(sized_page,
     assert participant.outcome == "left"
     assert not RatingSlot.objects.filter(rater=participant.user, state="leased").exists()
     assert RatingSlot.objects.filter(pair_id=held, state="open").exists(), "the pair is open to others at once"
-    page.wait_for_url("**/login/?left=yes", timeout=20_000)
+    # No timed redirect: the button takes them back.
+    assert page.locator("meta[http-equiv=refresh]").count() == 0
+    page.click("[data-testid=return-link]")
+    page.wait_for_url("**/login/?left=yes")
     assert page.locator(END_PAGE).count() == 0

@@ -117,6 +117,7 @@ def test_pairs_left_counts_this_kind_and_no_work_links_the_kinds_with_work(page,
     page.goto(f"{live_server.url}/rate/demo/sis/")
     page.wait_for_selector("#other-work:not([hidden])")
     assert "No work left" in page.locator("#state").inner_text()
+    assert page.locator("#waiting").is_hidden(), "a rater has no study to wait in"
     links = page.locator("#other-work a")
     assert [(a.inner_text(), a.get_attribute("href")) for a in links.all()] == [
         ("Compare a sentence with a picture", "/rate/demo/sits/"),

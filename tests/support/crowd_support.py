@@ -12,7 +12,7 @@ from django.test import Client
 from annotation.core.cxc import ITEM_COLUMNS
 from annotation.models import GoldPurpose, GoldRating, QualitySettings, Rating, TaskKind
 from annotation.quality.gold.upload import gold_pairs_upload
-from annotation.quality.quiz import quiz_set
+from annotation.quality.quiz import quiz_answer, quiz_set, quiz_state
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory
 from tests.support.queue_support import queue_pairs
 
@@ -53,6 +53,33 @@ def sts_quiz(dataset) -> list[int]:
     quiz_set(dataset_id=dataset.pk, gold_pair_ids=ids, in_quiz=True)
     QualitySettings.objects.update_or_create(dataset=dataset, defaults={"quiz_length": 1})
     return ids
+
+
+def quiz_fail_every_attempt(user, dataset, kind: str, *, attempts: int | None = None) -> None:
+    """Answer every question of every attempt (or of the first ``attempts``) far from
+    its reference score."""
+    state = quiz_state(rater=user, dataset=dataset.name, kind=kind)
+    for step in range(100):
+        if state.result is not None:
+            if state.attempt >= (attempts or state.attempts_allowed):
+                assert not state.qualified
+                return
+            state = quiz_state(rater=user, dataset=dataset.name, kind=kind, start=True)
+            continue
+        reference = dataset.gold_pairs.get(pk=state.gold_pair_id).gold_score
+        quiz_answer(
+            rater=user,
+            dataset=dataset.name,
+            kind=kind,
+            gold_pair_id=state.gold_pair_id,
+            score=5.0 if reference < 2.5 else 0.0,
+            time_on_item_ms=3000,
+            time_to_first_move_ms=500,
+            adjustments=1,
+            idempotency_key=f"fail-{step}",
+        )
+        state = quiz_state(rater=user, dataset=dataset.name, kind=kind)
+    raise AssertionError("the quiz never ended")
 
 
 def items_rated(user, dataset) -> int:

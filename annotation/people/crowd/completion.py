@@ -25,7 +25,7 @@ from annotation.models import (
 from annotation.people.crowd.quota import QuotaReached as QuotaReached
 from annotation.people.crowd.quota import participant_items_done
 from annotation.people.crowd.study import ENDED_BY_PARTICIPANT, consent_owed, questions_owed
-from annotation.quality.quiz import quiz_offered
+from annotation.quality.quiz import quiz_failed_kinds, quiz_offered
 from annotation.serving.pairs_left import rater_kinds_with_pairs_left
 
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"
@@ -43,7 +43,7 @@ class Step:
     POST = "post"  # answer the link's questions asked after rating
     DONE = "done"  # the quota is rated: the completion code
     NO_WORK = "no_work"  # nothing left for them before the quota: the partial code, if earned
-    SCREENED_OUT = "screened_out"  # every kind's quiz failed: no code, return the study
+    SCREENED_OUT = "screened_out"  # qualified for no kind, a quiz failed: the screen-out code, if set
     FINISHED = "finished"  # the end page was shown: ``Participant.outcome`` says which
 
 
@@ -86,7 +86,12 @@ def _rating_step(participant: Participant) -> tuple[str, str | None]:
             return Step.RATE, kind
     if qualified.intersection(link.kinds):
         return Step.NO_WORK, None
-    return Step.SCREENED_OUT, None
+    # Screened out only by a quiz failed: a kind closed for any other reason (its quiz
+    # pool shrank under the attempt's size) is no failure of theirs and earns no
+    # screen-out code; the run ends with nothing to rate.
+    if quiz_failed_kinds(rater=participant.user, dataset_id=link.dataset_id, kinds=list(link.kinds)):
+        return Step.SCREENED_OUT, None
+    return Step.NO_WORK, None
 
 
 def participant_skips(participant: Participant) -> int:
@@ -112,10 +117,14 @@ def completion_outcome(*, step: str, items_done: int, skips_done: int, partial_c
     The full code needs the quota rated (``Step.DONE``). A run whose pairs ran out first
     earns the link's partial code only with real work in it: at least one rating and no
     more skips than ratings, so skipping pairs until the queue is empty (each skip takes
-    a pair out of the participant's queue for good) earns nothing. Everything else,
-    and any run of a link without a partial code, is asked to return the study."""
+    a pair out of the participant's queue for good) earns nothing. A failed quiz
+    (``Step.SCREENED_OUT``) is screened out, with the link's screen-out code if it has
+    one. Everything else, and any run of a link without a partial code, is asked to
+    return the study."""
     if step == Step.DONE:
         return ParticipantOutcome.COMPLETED
+    if step == Step.SCREENED_OUT:
+        return ParticipantOutcome.SCREENED_OUT
     if step == Step.NO_WORK and partial_code and items_done >= 1 and skips_done <= items_done:
         return ParticipantOutcome.PARTIAL
     return ParticipantOutcome.RETURNED
@@ -159,29 +168,30 @@ def participant_end(participant: Participant, *, outcome: str, now: datetime | N
 
 def participant_code(participant: Participant) -> str:
     """The code the participant's finished run was given: the completion code, the
-    partial code, or '' (returned)."""
+    partial code, the screen-out code (which may be ''), or '' (returned, left, declined)."""
     link = participant.link
     return {
         ParticipantOutcome.COMPLETED: link.completion_code,
         ParticipantOutcome.PARTIAL: link.partial_code,
+        ParticipantOutcome.SCREENED_OUT: link.screenout_code,
     }.get(participant.outcome, "")
 
 
 def completion_url(link: CampaignLink, outcome: str = ParticipantOutcome.COMPLETED) -> str:
-    """Where the end page sends the participant back to the platform; '' for nowhere.
-    A completed run goes to the link's return URL, or Prolific's with the code. A
-    partial run goes to Prolific's URL with the partial code only when the link has no
-    return URL of its own (that one may carry the full code); a returned run goes
-    nowhere (it is returned on the platform). A run the participant ended (left,
-    declined) goes to the link's leave URL, or Prolific's home for a Prolific link."""
-    if outcome in ENDED_BY_PARTICIPANT:
-        if link.leave_url:
-            return link.leave_url
-        return PROLIFIC_HOME if link.id_param == "PROLIFIC_PID" else ""
+    """Where the end page sends the participant back to the platform; '' when the link
+    names no page for it. A completed run goes to the link's return URL, or Prolific's
+    with the code. A partial or screened-out run with a code of its own goes to
+    Prolific's URL with that code only when the link has no return URL of its own (that
+    one may carry the full code). Every other run (no code: returned, left, declined,
+    or screened out by a link without a screen-out code) goes to the link's leave URL,
+    or Prolific's home for a Prolific link, where they return the study."""
     if outcome == ParticipantOutcome.COMPLETED:
         if link.return_url:
             return link.return_url
         return f"{PROLIFIC_COMPLETE}?{urlencode({'cc': link.completion_code})}"
-    if outcome == ParticipantOutcome.PARTIAL and not link.return_url and link.id_param == "PROLIFIC_PID":
-        return f"{PROLIFIC_COMPLETE}?{urlencode({'cc': link.partial_code})}"
-    return ""
+    code = {ParticipantOutcome.PARTIAL: link.partial_code, ParticipantOutcome.SCREENED_OUT: link.screenout_code}
+    if code.get(outcome) and not link.return_url and link.id_param == "PROLIFIC_PID":
+        return f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code[outcome]})}"
+    if link.leave_url:
+        return link.leave_url
+    return PROLIFIC_HOME if link.id_param == "PROLIFIC_PID" else ""

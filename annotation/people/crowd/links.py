@@ -17,6 +17,7 @@ from annotation.core.errors import DomainError
 from annotation.models import CampaignLink, GoldPurpose, GoldRating, Rating, TaskKind
 from annotation.people.crowd.external_ids import IdPatternInvalid, id_pattern_check
 from annotation.quality.quiz import quiz_pools
+from annotation.serving.pairs_left import pairs_left_for_a_newcomer
 
 CODE = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
@@ -43,6 +44,7 @@ def campaign_link_check(
     id_pattern: str = "",
     partial_code: str = "",
     leave_url: str = "",
+    screenout_code: str = "",
 ) -> None:
     """Raise CampaignLinkError naming the first bad value of a campaign link."""
     if not kinds or any(kind not in TaskKind.values for kind in kinds):
@@ -55,6 +57,7 @@ def campaign_link_check(
         raise CampaignLinkError("the partial code must be empty or 1-100 letters, digits, '-' or '_'")
     if partial_code and partial_code == completion_code:
         raise CampaignLinkError("the partial code must differ from the completion code")
+    _screenout_code_check(screenout_code, completion_code=completion_code, partial_code=partial_code)
     if return_url and urlsplit(return_url).scheme not in ("http", "https"):
         raise CampaignLinkError(f"the return URL must start with http:// or https://, got {return_url!r}")
     if leave_url and urlsplit(leave_url).scheme not in ("http", "https"):
@@ -71,6 +74,22 @@ def campaign_link_check(
         raise _on_field(CampaignLinkError(str(problem)), "id_pattern") from None
 
 
+def _screenout_code_check(screenout_code: str, *, completion_code: str, partial_code: str) -> None:
+    """The screen-out code is optional, shaped like the other codes, and neither of them:
+    a participant who failed the quiz must not be paid as one who did the work."""
+    if not screenout_code:
+        return
+    if not CODE.fullmatch(screenout_code):
+        problem = "the screen-out code must be empty or 1-100 letters, digits, '-' or '_'"
+    elif screenout_code == completion_code:
+        problem = "the screen-out code must differ from the completion code"
+    elif screenout_code == partial_code:
+        problem = "the screen-out code must differ from the partial code"
+    else:
+        return
+    raise _on_field(CampaignLinkError(problem), "screenout_code")
+
+
 def campaign_link_quiz_check(*, dataset_id: int, kinds: list[str]) -> None:
     """Raise CampaignLinkError when a kind of the link has a quiz too small to run: its
     participants would be turned away without ever being asked (issue #57)."""
@@ -78,6 +97,30 @@ def campaign_link_quiz_check(*, dataset_id: int, kinds: list[str]) -> None:
         if pool.kind in kinds and pool.too_small:
             problem = CampaignLinkError(f"participants of this link could never rate {pool.kind}. {pool.describe()}")
             raise _on_field(problem, "kinds")
+
+
+class QuotaOverPairs(CampaignLinkError):
+    """The quota asks more items than a participant can rate of the link's kinds now."""
+
+    code = "campaign_link_quota_over_pairs"
+
+
+def campaign_link_quota_check(*, dataset, kinds: list[str], quota: int) -> None:
+    """Raise QuotaOverPairs (on the quota) when ``quota`` exceeds the items a newcomer
+    could rate of ``kinds`` in ``dataset`` now: every participant would run out of pairs
+    first and end with the partial code, or none. The figure only falls as the campaign
+    goes on (pairs get their ratings), so the admin decides knowing the numbers."""
+    left = pairs_left_for_a_newcomer(dataset_id=dataset.pk, kinds=kinds)
+    most = sum(left.values())
+    if quota is None or quota <= most:
+        return
+    per_kind = ", ".join(f"{kind}: {left[kind]}" for kind in kinds)
+    problem = QuotaOverPairs(
+        f"a participant can rate at most {most} items of this link's kinds in {dataset.name} now ({per_kind}, "
+        f"gold items included), fewer than the quota of {quota}: every participant would run out of pairs and "
+        "end with the partial code, or none."
+    )
+    raise _on_field(problem, "quota")
 
 
 def _on_field(error: CampaignLinkError, field: str) -> CampaignLinkError:
@@ -94,6 +137,7 @@ def campaign_link_create(
     quota: int,
     completion_code: str,
     partial_code: str = "",
+    screenout_code: str = "",
     return_url: str = "",
     leave_url: str = "",
     consent_text: str = "",
@@ -108,11 +152,13 @@ def campaign_link_create(
     bad value."""
     kinds = sorted({kind.upper() for kind in kinds})
     completion_code, partial_code, id_pattern = completion_code.strip(), partial_code.strip(), id_pattern.strip()
+    screenout_code = screenout_code.strip()
     campaign_link_check(
         kinds=kinds,
         quota=quota,
         completion_code=completion_code,
         partial_code=partial_code,
+        screenout_code=screenout_code,
         return_url=return_url,
         leave_url=leave_url,
         id_param=id_param,
@@ -128,6 +174,7 @@ def campaign_link_create(
             quota=quota,
             completion_code=completion_code,
             partial_code=partial_code,
+            screenout_code=screenout_code,
             return_url=return_url,
             leave_url=leave_url,
             consent_text=consent_text.strip(),

@@ -45,6 +45,7 @@ from tests.support.crowd_support import (
     crowd_dataset,
     gold_upload,
     items_rated,
+    quiz_fail_every_attempt,
     sts_quiz,
 )
 from tests.support.crowd_support import (
@@ -115,7 +116,7 @@ def test_the_claim_holds_the_quota_and_the_submit_stops_serving_at_it(dataset):
     assert participant_next(participant) == (Step.DONE, None)
 
 
-def test_a_participant_with_nothing_left_is_done_early_and_one_who_failed_every_quiz_is_screened_out(dataset):
+def test_a_participant_with_nothing_left_is_done_early_and_losing_a_grant_is_no_screen_out(dataset):
     participant = participant_join(token=make_link(dataset, quota=100).token, params={"PROLIFIC_PID": PID})
     assert participant_next(participant) == (Step.RATE, "SIS")
     slot = slot_claim(rater=participant.user, dataset=dataset.name, kind="SIS")
@@ -123,8 +124,10 @@ def test_a_participant_with_nothing_left_is_done_early_and_one_who_failed_every_
         _, slot = rate(participant, slot)
     assert items_rated(participant.user, dataset) >= SIS_PAIRS
     assert participant_next(participant) == (Step.NO_WORK, None)
+    # Qualified for nothing without a quiz failed (a grant withdrawn): nothing to rate,
+    # and no screen-out code, which only a failed quiz earns.
     Qualification.objects.filter(rater=participant.user).delete()
-    assert participant_next(participant) == (Step.SCREENED_OUT, None)
+    assert participant_next(participant) == (Step.NO_WORK, None)
 
 
 def test_a_link_of_two_kinds_moves_on_to_the_second_and_counts_the_quota_over_both(dataset):
@@ -206,7 +209,8 @@ def test_the_join_pages_lead_to_the_task_then_to_the_code(dataset):
     response = client.get(f"/rate/{dataset.name}/sis/", follow=True)
     page = response.content.decode()
     assert response.redirect_chain[-1][0] == f"/join/{link.token}/done/"
-    assert "DONE-1" in page and 'content="8;url=https://example.org/back"' in page
+    assert "DONE-1" in page and 'href="https://example.org/back"' in page
+    assert "http-equiv" not in page, "no timed redirect: the code stays until they leave"
     participant.refresh_from_db()
     assert participant.items_done == 2 and participant.finished_at is not None
     # Another signed-in user cannot read this link's code.
@@ -258,7 +262,7 @@ def test_the_admin_makes_a_link_and_shows_its_numbers(dataset, admin_client):
             "name": "wave 1",
             "dataset": dataset.pk,
             "kinds": ["SIS"],
-            "quota": 20,
+            "quota": 10,
             "completion_code": "CODE7",
             "return_url": "",
             "id_param": "PROLIFIC_PID",
@@ -355,7 +359,9 @@ def refusal(message: str) -> str:
         (Step.NO_WORK, 1, 2, "PART-1", ParticipantOutcome.RETURNED),
         (Step.NO_WORK, 0, 0, "PART-1", ParticipantOutcome.RETURNED),
         (Step.NO_WORK, 5, 0, "", ParticipantOutcome.RETURNED),
-        (Step.SCREENED_OUT, 2, 0, "PART-1", ParticipantOutcome.RETURNED),
+        # A failed quiz is screened out, whatever was rated before it.
+        (Step.SCREENED_OUT, 2, 0, "PART-1", ParticipantOutcome.SCREENED_OUT),
+        (Step.SCREENED_OUT, 0, 0, "", ParticipantOutcome.SCREENED_OUT),
     ],
 )
 def test_the_partial_code_needs_a_rating_and_no_more_skips_than_ratings(
@@ -610,32 +616,6 @@ def test_a_runs_skips_are_its_raters_ordinary_and_gold_skips_since_it_started(tm
     assert participant_skips(skipper) == 0, "skips before the run started are not the run's"
 
 
-def _quiz_fail_every_attempt(user, dataset, kind: str) -> None:
-    """Answer every question of every attempt far from its reference score."""
-    state = quiz_state(rater=user, dataset=dataset.name, kind=kind)
-    for step in range(100):
-        if state.result is not None:
-            if state.attempt >= state.attempts_allowed:
-                assert not state.qualified
-                return
-            state = quiz_state(rater=user, dataset=dataset.name, kind=kind, start=True)
-            continue
-        reference = dataset.gold_pairs.get(pk=state.gold_pair_id).gold_score
-        quiz_answer(
-            rater=user,
-            dataset=dataset.name,
-            kind=kind,
-            gold_pair_id=state.gold_pair_id,
-            score=5.0 if reference < 2.5 else 0.0,
-            time_on_item_ms=3000,
-            time_to_first_move_ms=500,
-            adjustments=1,
-            idempotency_key=f"fail-{step}",
-        )
-        state = quiz_state(rater=user, dataset=dataset.name, kind=kind)
-    raise AssertionError("the quiz never ended")
-
-
 def test_a_participant_who_failed_every_attempt_of_the_links_quiz_is_screened_out(tmp_path):
     """Failing the quiz ends the study for them: it is not offered again."""
     dataset = crowd_dataset(tmp_path)
@@ -643,7 +623,7 @@ def test_a_participant_who_failed_every_attempt_of_the_links_quiz_is_screened_ou
     link = make_run_link(dataset, kinds=["STS"])
     participant = participant_join(token=link.token, params={"PROLIFIC_PID": pid("p1")})
     assert participant_next(participant) == (Step.RATE, "STS"), "the quiz first"
-    _quiz_fail_every_attempt(participant.user, dataset, "STS")
+    quiz_fail_every_attempt(participant.user, dataset, "STS")
     assert participant_next(participant) == (Step.SCREENED_OUT, None)
 
 

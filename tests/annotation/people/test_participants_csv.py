@@ -84,7 +84,9 @@ def test_each_participant_has_a_row_with_status_figures_and_flag(world):
     rows = _rows(_token_client("admin").get(_url(dataset, link)))
     assert [row["external_id"] for row in rows] == ["careful_2", "'-quick", "idle3"], "in joining order, escaped"
     careful, quick, idle = rows
-    assert (careful["status"], quick["status"], idle["status"]) == ("started", "finished", "started")
+    # The admin's word for the outcome, not a synonym of it.
+    assert (careful["status"], quick["status"], idle["status"]) == ("started", "completed", "started")
+    assert link.participants.get(external_id="-quick").outcome == quick["status"]
     assert quick["finished_at"] != "" and careful["finished_at"] == ""
     user = people["quick"].http.session["_auth_user_id"]
     ratings = Rating.objects.filter(rater_id=user, pair__dataset=dataset)

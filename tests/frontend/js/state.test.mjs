@@ -5,6 +5,7 @@ import { test } from "node:test";
 import {
   ItemTimer,
   Outbox,
+  heldPairsWaitSeconds,
   newKey,
   reconnectDelay,
   retryAfterMs,
@@ -93,4 +94,11 @@ test("a retry waits the backoff or the server's Retry-After, whichever is longer
 test("a participant's progress reads items rated of the quota", () => {
   assert.equal(studyProgressText({ items_done: 0, quota: 4 }), "Rated 0 of 4");
   assert.equal(studyProgressText({ items_done: 3, quota: 4 }), "Rated 3 of 4");
+});
+
+test("a participant waiting for pairs others hold asks again after 3 s, doubling up to a minute", () => {
+  const none = () => 0;
+  assert.deepEqual([0, 1, 2, 3, 4, 5, 9].map((round) => heldPairsWaitSeconds(round, none)), [3, 6, 12, 24, 48, 60, 60]);
+  // Spread by up to a fifth, so that participants waiting together do not ask together.
+  assert.equal(heldPairsWaitSeconds(5, () => 0.999), 72);
 });

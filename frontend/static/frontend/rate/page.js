@@ -4,7 +4,7 @@ import { connectionLine } from "./connection.js";
 import { itemNode, showNoticeIn } from "./items.js";
 import { Focus, enterAction } from "./keys.js";
 import { createSlider } from "./slider.js";
-import { ItemTimer, Outbox, newKey, studyProgressText } from "./state.js";
+import { ItemTimer, Outbox, heldPairsWaitSeconds, newKey, studyProgressText } from "./state.js";
 
 const config = JSON.parse(document.getElementById("rate-config").textContent);
 const api = rateApi(config.api_base);
@@ -25,6 +25,9 @@ const el = {
   work: document.getElementById("work"),
   state: document.getElementById("state"),
   otherWork: document.getElementById("other-work"),
+  waiting: document.getElementById("waiting"),
+  waitingCount: document.getElementById("waiting-count"),
+  checkNow: document.getElementById("check-now"),
 };
 // While the server cannot be reached (or answers 503 while its database restarts): the
 // countdown to the next try, the rating on screen and in the outbox kept meanwhile.
@@ -49,8 +52,11 @@ const slider = createSlider(el.scale, {
 });
 
 // --- instructions: open on the first visit, collapsed once the rater has seen them -------
+// On a phone, open instructions would push the pair a screen or two down: there they start
+// collapsed, their summary naming the task, and open with a tap.
 const seenKey = `cxc-instructions-seen:${config.user}:${config.kind}`;
-el.instructions.open = !window.localStorage.getItem(seenKey);
+const smallScreen = window.matchMedia("(max-width: 700px)").matches;
+el.instructions.open = !smallScreen && !window.localStorage.getItem(seenKey);
 window.localStorage.setItem(seenKey, "1");
 
 // --- rendering -----------------------------------------------------------------------------
@@ -59,9 +65,10 @@ function showNotice(text, kind = "info") {
 }
 
 function showNoWork() {
-  // A crowd participant goes on through their campaign link (next task or their code).
+  // A crowd participant goes on through their campaign link (next task or their code),
+  // unless the pairs left for them are only held by others just now.
   if (config.next_url) {
-    window.location.assign(config.next_url);
+    waitForHeldPairs();
     return;
   }
   showState("No work left", "Every pair of this task is rated or held by someone. Thank you! Check back later.", {
@@ -87,6 +94,7 @@ function showOtherWork(pairsLeftByKind) {
 
 function showState(title, text, { offerOtherWork = false } = {}) {
   assignment = null;
+  el.waiting.hidden = true;
   otherWorkOffered = offerOtherWork;
   el.otherWork.hidden = true;
   stopHeartbeat();
@@ -98,6 +106,8 @@ function showState(title, text, { offerOtherWork = false } = {}) {
 
 async function render(next) {
   assignment = next;
+  waitRound = 0;
+  el.waiting.hidden = true;
   el.state.hidden = true;
   el.work.hidden = false;
   const nodes = next.items.map(itemNode);
@@ -150,6 +160,65 @@ function flagInput() {
     return null;
   }
   return { reason, note };
+}
+
+// --- a participant's wait for pairs others hold ------------------------------------------
+// No pair came, yet pairs are left for the participant: other raters hold them (their
+// leases end when they submit, skip or leave). The page waits here and asks again after
+// a growing pause; going through the link would only send them back here, once a second,
+// until those leases ended.
+let waitRound = 0;
+
+/** This kind's pairs left for the participant (held ones included); null: unknown. */
+async function pairsLeftHere() {
+  try {
+    const answer = await api.progress();
+    if (answer.status !== 200) return null;
+    showProgress(answer.body);
+    return answer.body.pairs_left_by_kind?.[config.kind] ?? 0;
+  } catch (error) {
+    if (!(error instanceof NetworkError)) throw error;
+    return null;
+  }
+}
+
+async function waitForHeldPairs() {
+  if ((await pairsLeftHere()) === 0) {
+    window.location.assign(config.next_url);
+    return;
+  }
+  const seconds = heldPairsWaitSeconds(waitRound);
+  waitRound += 1;
+  showState(
+    "Pairs are being rated by others",
+    "The pairs left for you are being rated by other people just now. Keep this page open: the next pair " +
+      "shows here as soon as one is free, and your study goes on by itself when none is left.",
+  );
+  el.waiting.hidden = false;
+  await countdown(seconds);
+  await claimNext();
+}
+
+/** Count down `seconds` on the waiting line; resolves when due or on "Check now". */
+function countdown(seconds) {
+  return new Promise((resolve) => {
+    const due = Date.now() + seconds * 1000;
+    let ticker = null;
+    const done = () => {
+      window.clearInterval(ticker);
+      el.checkNow.removeEventListener("click", done);
+      el.waitingCount.textContent = "Checking now…";
+      resolve();
+    };
+    const tick = () => {
+      const left = Math.ceil((due - Date.now()) / 1000);
+      if (left <= 0) done();
+      else el.waitingCount.textContent = `Checking again in ${left} s.`;
+    };
+    tick();
+    ticker = window.setInterval(tick, 250);
+    el.checkNow.addEventListener("click", done, { once: true });
+  });
 }
 
 // --- lease heartbeat -------------------------------------------------------------------

@@ -95,6 +95,17 @@ export function reconnectDelay(attempt, retryAfter, random = Math.random) {
   return Math.round(wait * (1 + 0.25 * random()));
 }
 
+/**
+ * Seconds to wait before asking again, after round `round` (0-based) of a participant's
+ * wait for pairs others hold: 3 s doubling up to a minute, and up to a fifth longer at
+ * random (`random` in [0, 1)) so that participants waiting together do not ask together.
+ * A lease lasts minutes; asking every few seconds would find nothing sooner.
+ */
+export function heldPairsWaitSeconds(round, random = Math.random) {
+  const wait = Math.min(60, 3 * 2 ** round);
+  return Math.round(wait * (1 + 0.2 * random()));
+}
+
 /** A study participant's progress line: items rated of the quota, gold items included. */
 export function studyProgressText({ items_done: done, quota }) {
   return `Rated ${done} of ${quota}`;
