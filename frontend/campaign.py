@@ -1,4 +1,4 @@
-"""The campaign pages (issue #14): progress, raters and dataset quality of one dataset, for
+"""The campaign pages: progress, raters and dataset quality of one dataset, for
 admins and researchers. Every page reads the dataset's newest snapshot (one row, made by
 ``annotation.dashboard``) and nothing per rater or per pair, so its cost does not grow with
 the campaign; the rater page adds one query for the captions and pictures of at most ten

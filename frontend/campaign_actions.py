@@ -1,4 +1,4 @@
-"""What an admin does about a rater from the campaign pages (issue #26): pause, lift a
+"""What an admin does about a rater from the campaign pages: pause, lift a
 pause, exclude the rater's ratings (after a page that says how many ratings and pairs it
 hits) and undo the exclusion. Admins only: researchers see the flags but no buttons.
 

@@ -1,4 +1,4 @@
-"""The study steps of a campaign link around the ratings (issue #26): the consent page
+"""The study steps of a campaign link around the ratings: the consent page
 (agree, or decline and go back to the platform without a code), the questions before and
 after rating, and "Leave the study" (a confirmation, then the held item is released and
 the run ends as left). Each page answers only the participant of the link signed in, and

@@ -1,4 +1,4 @@
-"""The gold list's pages (issue #26): upload a gold CSV with a preview of every row as
+"""The gold list's pages: upload a gold CSV with a preview of every row as
 raters will see it, promote agreed complete pairs, choose the quiz questions. Thin views:
 the services in ``annotation.quality`` check and write; these parse forms and show."""
 

@@ -43,7 +43,7 @@ class CampaignInputs:
     last_passed: dict[int, float]
     speed_floors: dict[str, float]
     now_s: float
-    # Quality control (issue #15): queue gold ratings as (rater id, score - reference);
+    # Quality control: queue gold ratings as (rater id, score - reference);
     # per rater the count of excluded and superseded ratings, and the active pause.
     gold_rater: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     gold_difference: np.ndarray = field(default_factory=lambda: np.empty(0))

@@ -1,4 +1,4 @@
-"""The participants' answers to their campaign links' questions (issue #26):
+"""The participants' answers to their campaign links' questions:
 ``study_answers.csv`` beside the ratings, one row per answer, the participant named by the
 same pseudonym as in the rating files (``rater_id``). Written only when the dataset has
 answers (no empty files, as for the tasks). Answers, prompts and link names are free text:

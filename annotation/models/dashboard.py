@@ -6,7 +6,7 @@ from django.db.models import Q
 from annotation.models.items import Dataset, TaskKind
 
 # Seconds per item under which a rating counts as too fast, when a dataset sets none for
-# the kind (issue #14): reading two captions takes longer than glancing at two pictures.
+# the kind: reading two captions takes longer than glancing at two pictures.
 DEFAULT_SPEED_FLOORS: dict[str, float] = {TaskKind.STS: 3.0, TaskKind.SIS: 1.5, TaskKind.SITS: 1.5}
 
 

@@ -1,4 +1,4 @@
-"""Onboarding raters (issue #16): invitations that let a new rater set their password."""
+"""Onboarding raters: invitations that let a new rater set their password."""
 
 from django.conf import settings
 from django.db import models

@@ -1,4 +1,4 @@
-"""Quality control (issue #15): gold pairs and their ratings, per-dataset quality settings,
+"""Quality control: gold pairs and their ratings, per-dataset quality settings,
 rater pauses, and exclusions of a rater's ratings.
 
 Gold pairs are served inside the normal queue and must look like any other pair in the

@@ -1,4 +1,4 @@
-"""A campaign link's short questions before and after the ratings (issue #26), and each
+"""A campaign link's short questions before and after the ratings, and each
 participant's answers to them. The checks of a question's options and of an answer live
 in ``annotation.people.crowd.questions``; what the database can hold, it holds here."""
 

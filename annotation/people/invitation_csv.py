@@ -1,4 +1,4 @@
-"""The invitation links of a bulk add as a CSV file, downloadable once (issue #26).
+"""The invitation links of a bulk add as a CSV file, downloadable once.
 
 The links are shown once and only digests are stored, so the file cannot be kept on the
 server. Instead the bulk add draws a download token and derives every new rater's

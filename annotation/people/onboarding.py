@@ -1,4 +1,4 @@
-"""Raters in bulk (issue #16): a CSV of username, email and kinds becomes accounts in the
+"""Raters in bulk: a CSV of username, email and kinds becomes accounts in the
 rater group, qualified for their kinds, each with a one-time invitation link to set a
 password. No password is ever made, printed or stored in clear; only the SHA-256 of an
 invitation's token is stored. All or nothing: one bad row refuses the file."""

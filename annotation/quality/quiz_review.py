@@ -1,4 +1,4 @@
-"""A finished quiz attempt's review (issue #57): what its rater is shown once the attempt
+"""A finished quiz attempt's review: what its rater is shown once the attempt
 has ended, for each question THEY answered in it and for no other question of the pool:
 the names of the levels nearest their answer and the reference, the reference level's
 description for the kind, and the pair's explanation. Never a number (see

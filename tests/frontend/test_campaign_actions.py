@@ -1,4 +1,4 @@
-"""Flags that act (issue #26) over HTTP: the flagged rater first with the reasons, the
+"""Flags that act over HTTP: the flagged rater first with the reasons, the
 admin's Pause / Lift pause / Exclude buttons (researchers see the flags, no buttons),
 the exclude page with what it hits, the exclusion's page with its undo, and every write
 refused to researchers, raters, participants and anonymous users."""

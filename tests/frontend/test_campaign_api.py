@@ -1,4 +1,4 @@
-"""The campaign dashboard as JSON (issue #26): the snapshot and the rater table answer
+"""The campaign dashboard as JSON: the snapshot and the rater table answer
 researchers' and admins' tokens and sessions with the numbers the pages show; raters,
 participants and anonymous callers are refused."""
 

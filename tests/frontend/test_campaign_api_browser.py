@@ -1,4 +1,4 @@
-"""Issue #26 in Chromium at 390x844 and 1280x800: the bulk add's "Download the links as
+"""In Chromium at 390x844 and 1280x800: the bulk add's "Download the links as
 CSV" button gives the file once and then a page saying it is gone; the home page and the
 admin home after the newcomer's notes. Screenshots under test-artifacts/screenshots/."""
 

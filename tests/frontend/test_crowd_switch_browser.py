@@ -1,4 +1,4 @@
-"""The question a campaign link asks a visitor signed in as someone else (issue #57), in a
+"""The question a campaign link asks a visitor signed in as someone else, in a
 real headless Chromium on a laptop and a phone screen: an admin who opens a crafted link
 stays signed in until they press the page's button; Cancel leaves them as they were."""
 

@@ -1,4 +1,4 @@
-"""Flags that act (issue #26) in headless Chromium, at a phone's 390x844 and a laptop's
+"""Flags that act in headless Chromium, at a phone's 390x844 and a laptop's
 1280x800: the demo rated by its five raters, rater1 far too quick on every item (the
 seeded bad rater) and rater5 leaning far from the others (flagged on LOO r). The admin
 finds rater1 flagged on the dashboard and among the first rows of the rater table,

@@ -1,4 +1,4 @@
-"""Gold and quiz set up from pages (issue #26), in Chromium at a phone's and a laptop's
+"""Gold and quiz set up from pages, in Chromium at a phone's and a laptop's
 size: a gold CSV uploaded with its preview, agreed pairs promoted, quiz questions chosen,
 and a gold CSV uploaded through the API docs page's "Try it out"."""
 

@@ -1,4 +1,4 @@
-"""The newcomer's smaller notes of issue #26, as page text: "Exports" once on the home
+"""A newcomer's smaller notes, as page text: "Exports" once on the home
 page, the admin home leading with campaign work, the Paused card saying no. (The
 sampling batch-create message is tested in tests/sampling/admin/test_admin.py.)"""
 

@@ -1,5 +1,5 @@
 """A paused rater sees the pause page, in a real headless Chromium: on opening the rating
-page, and mid-session, where the rating they were giving is refused (issue #25: a pause
+page, and mid-session, where the rating they were giving is refused (a pause
 since the claim stores nothing); lifted, they rate again."""
 
 import pytest

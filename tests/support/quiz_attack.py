@@ -1,4 +1,4 @@
-"""The quiz's answers learned with throwaway accounts (issue #57): a script that takes a
+"""The quiz's answers learned with throwaway accounts: a script that takes a
 kind's quiz through the HTTP API the way a rater's browser does and keeps every reference
 level any answer shows it, for a second account to answer from."""
 

@@ -1,4 +1,4 @@
-"""Crowd-platform entry (issue #16): campaign links for Prolific and platforms alike.
+"""Crowd-platform entry: campaign links for Prolific and platforms alike.
 
 Opening ``/join/<token>/?PROLIFIC_PID=..&STUDY_ID=..&SESSION_ID=..`` makes (or resumes)
 the participant of that link and external id: one (link, external id) is one account
@@ -18,6 +18,6 @@ script gets more items than the quota.
 
 Modules: ``links`` (check and create a link, its study URL and numbers), ``join`` (a
 participant's first and later visits), ``completion`` (the next step, the end of a run
-and its code), ``study`` (issue #26: the consent step and the policy's gate of the steps
+and its code), ``study`` (the consent step and the policy's gate of the steps
 before rating), ``questions`` (the link's questions before and after rating, and the
 participants' answers) and ``quota`` (a participant's items done against the link's quota)."""

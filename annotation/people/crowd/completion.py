@@ -1,4 +1,4 @@
-"""A participant's way through a campaign link (issue #16): where they go next
+"""A participant's way through a campaign link: where they go next
 (``participant_next``), how their run ends and with which code (``completion_outcome``,
 ``participant_finish``, ``participant_code``), and where the end page sends them
 (``completion_url``)."""

@@ -1,4 +1,4 @@
-"""Participant ids (issue #57): an id a campaign link is opened with must look like an id
+"""Participant ids: an id a campaign link is opened with must look like an id
 of the link's platform (Prolific's ``PROLIFIC_PID``: 24 hexadecimal characters; MTurk's
 ``workerId``: 12-14 capital letters and digits starting with A) or match the link's own
 pattern, so a made-up string makes no account. The format proves nothing about a person

@@ -1,8 +1,8 @@
-"""Joining through a campaign link (issue #16): the participant of a link and platform
+"""Joining through a campaign link: the participant of a link and platform
 id, made on the first visit (``participant_join``) under the rules of the crowd package
 (one account per link and id, one link per id and dataset, no other account ever signed
 in). ``join_target`` answers whom a link would sign in without making anything, so the
-page can ask a visitor signed in as someone else before it signs them out. Issue #57: the
+page can ask a visitor signed in as someone else before it signs them out. The
 id must look like one of the link's platform or match its pattern (``external_ids``), and
 new accounts are rate-limited per client address and per link (``signup_limits``)."""
 

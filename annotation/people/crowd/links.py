@@ -1,4 +1,4 @@
-"""Campaign links (issue #16): the checks of a new link, its creation with a fresh token,
+"""Campaign links: the checks of a new link, its creation with a fresh token,
 the URL to paste into the platform's study page, and the numbers per link."""
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def _screenout_code_check(screenout_code: str, *, completion_code: str, partial_
 
 def campaign_link_quiz_check(*, dataset_id: int, kinds: list[str]) -> None:
     """Raise CampaignLinkError when a kind of the link has a quiz too small to run: its
-    participants would be turned away without ever being asked (issue #57)."""
+    participants would be turned away without ever being asked."""
     for pool in quiz_pools(dataset_id=dataset_id):
         if pool.kind in kinds and pool.too_small:
             problem = CampaignLinkError(f"participants of this link could never rate {pool.kind}. {pool.describe()}")

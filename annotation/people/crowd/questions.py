@@ -1,4 +1,4 @@
-"""A link's short questions before and after the ratings (issue #26): the check of a
+"""A link's short questions before and after the ratings: the check of a
 question as the admin writes it (``question_check``), the questions of a phase, and a
 participant's answers, checked against each question's type and options and stored once
 (``answers_save``)."""

@@ -1,4 +1,4 @@
-"""Rate limits on new participant accounts (issue #57): one client address gets at most
+"""Rate limits on new participant accounts: one client address gets at most
 ``CROWD_NEW_PARTICIPANTS_PER_ADDRESS`` new accounts, through any campaign links, in
 ``CROWD_NEW_PARTICIPANTS_ADDRESS_WINDOW_MINUTES``, and one link makes at most
 ``CROWD_NEW_PARTICIPANTS_PER_LINK`` accounts in ``CROWD_NEW_PARTICIPANTS_LINK_WINDOW_MINUTES``

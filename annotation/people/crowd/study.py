@@ -1,4 +1,4 @@
-"""The steps of a study around the ratings (issue #26): the link's consent text first (the
+"""The steps of a study around the ratings: the link's consent text first (the
 participant agrees or declines), its questions before rating, its questions after, and a
 run that ends on the participant's word (declined, or left with the "Leave the study"
 button). ``study_gate`` is the rating policy's check that the steps before rating are

@@ -1,5 +1,5 @@
 """Every multipart operation of the OpenAPI schema declares its files as binary, so the
-docs page's "Try it out" offers a file chooser (issue #26: they said ``format: uri``)."""
+docs page's "Try it out" offers a file chooser (they said ``format: uri``)."""
 
 import pytest
 

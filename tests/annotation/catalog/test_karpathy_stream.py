@@ -1,4 +1,4 @@
-"""A Karpathy JSON file is read as a stream, one ``images`` entry at a time (issue #57): a
+"""A Karpathy JSON file is read as a stream, one ``images`` entry at a time: a
 60 MB file whose third entry is bad is refused at once with the Python allocations flat
 (the whole document was parsed first before), and a valid 60 MB file is read with its
 peak under 250 MB (the parsed document alone took about 420 MB). Pure: no database."""

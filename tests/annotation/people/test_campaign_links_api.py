@@ -1,4 +1,4 @@
-"""Campaign links through the API (issue #26): admins make, list and close them; the list
+"""Campaign links through the API: admins make, list and close them; the list
 carries each link's numbers; researchers read the numbers without a token or a code;
 raters, participants and anonymous callers are refused. A closed link's join page says
 the study is closed, over HTTP."""

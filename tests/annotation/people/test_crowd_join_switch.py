@@ -1,4 +1,4 @@
-"""A campaign link never changes who is signed in by itself (issue #57, hole 3): an admin
+"""A campaign link never changes who is signed in by itself: an admin
 (or any signed-in user) who opens a crafted ``/join/<token>/?PROLIFIC_PID=planted`` gets a
 question, stays signed in, and nothing is made; only the question's own form (a POST with
 its CSRF token) signs them out and the participant in. The same participant coming back

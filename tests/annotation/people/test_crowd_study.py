@@ -1,4 +1,4 @@
-"""The study steps of a campaign link (issue #26), over HTTP as a participant's browser or
+"""The study steps of a campaign link, over HTTP as a participant's browser or
 script meets them: the consent text first (claims before it: 403 consent_required;
 declining ends the run without a code), the questions before rating (403
 questions_first; answers checked against each question), the questions after rating

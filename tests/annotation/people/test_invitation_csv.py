@@ -1,4 +1,4 @@
-"""The invitation links of a bulk add, downloadable once as CSV (issue #26): from the API
+"""The invitation links of a bulk add, downloadable once as CSV: from the API
 answer's Link header and from the admin page's button; a second download or a late one is
 told it is gone (410); nothing that makes the links is stored."""
 

@@ -1,4 +1,4 @@
-"""Issue #57: new participant accounts are rate-limited per client address and per campaign
+"""New participant accounts are rate-limited per client address and per campaign
 link, through the join page (HTTP): the next new account past a limit gets a 429 page
 saying when to come back, with Retry-After, and nothing is made; a participant coming back
 is never counted, nor is a refused join; the limits reset as their window slides on. The
@@ -12,6 +12,7 @@ from django.test import Client
 
 from annotation.models import Participant, ParticipantSignup
 from annotation.people.crowd.links import campaign_link_create
+from annotation.people.crowd.signup_limits import _wait_text, _window
 from tests.factories import SplitFactory
 from tests.support.crowd_support import platform_id
 from tests.support.queue_support import Clock, queue_pairs
@@ -135,3 +136,35 @@ def test_the_counts_are_rows_of_the_database_with_addresses_only_as_keyed_hashes
     assert ParticipantSignup.objects.count() == 1, "the rows out of every window are gone"
     assert ParticipantSignup.objects.get().created_at == clock()
     assert clock() - timedelta(minutes=WINDOW_MINUTES) > row.created_at
+
+
+@pytest.mark.parametrize(
+    ("minutes", "words"),
+    [
+        (1, "minute"),
+        (30, "30 minutes"),
+        (59, "59 minutes"),
+        (60, "hour"),
+        (90, "90 minutes"),
+        (120, "2 hours"),
+        (1440, "24 hours"),
+    ],
+)
+def test_a_window_is_named_as_the_refusal_says_it(minutes, words):
+    assert _window(minutes) == words
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [
+        (1, "about a minute"),
+        (60, "about a minute"),
+        (61, "about 2 minutes"),
+        (5400, "about 90 minutes"),
+        (5401, "about 2 hours"),
+        (7200, "about 2 hours"),
+        (7201, "about 3 hours"),
+    ],
+)
+def test_a_wait_is_rounded_up_to_what_the_refusal_says(seconds, words):
+    assert _wait_text(seconds) == words

@@ -1,4 +1,4 @@
-"""Raters in bulk from a CSV, with invitation links to set a password (issue #16)."""
+"""Raters in bulk from a CSV, with invitation links to set a password."""
 
 import re
 from datetime import timedelta

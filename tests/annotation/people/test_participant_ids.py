@@ -1,4 +1,4 @@
-"""Issue #57: a participant id must look like an id of the link's platform (Prolific: 24
+"""A participant id must look like an id of the link's platform (Prolific: 24
 hexadecimal characters; MTurk: a worker id) or match the link's own pattern, which is
 checked when the link is saved. Through the join page (HTTP); the refusals of malformed
 ids are in test_crowd.py's table of bad links and ids."""

@@ -124,7 +124,7 @@ def _one_long_line(target_bytes: int):
     ids=["rows", "one-line"],
 )
 def test_a_50_mb_rater_list_is_refused_with_flat_memory(tmp_path, settings, lines, message):
-    """Issue #25: a 59.5 MB rater CSV took a worker from 170 MB to 1.5 GB before the row
+    """A 59.5 MB rater CSV took a worker from 170 MB to 1.5 GB before the row
     limit refused it. Read as a stream, the peak of Python allocations while the request
     runs stays within a few MB whatever the file's size."""
     import tracemalloc

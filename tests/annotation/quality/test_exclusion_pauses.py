@@ -1,4 +1,4 @@
-"""Finding 6 of issue #25: excluding a rater stops them. The exclusion pauses the rater in
+"""Excluding a rater stops them. The exclusion pauses the rater in
 the dataset (unless keep_active), so their next claim is refused; the answer says which
 happened. And one exclusion per rater, dataset and window: twins are refused, also when
 sent at the same moment."""

@@ -1,4 +1,4 @@
-"""The gold list's pages in the admin (issue #26): a gold CSV uploaded with a preview of
+"""The gold list's pages in the admin: a gold CSV uploaded with a preview of
 every row and its problems, saved all or nothing; agreed pairs promoted; quiz questions
 chosen against the pool size. Only staff with the gold pairs' change permission get in."""
 

@@ -1,4 +1,4 @@
-"""A large gold CSV is read as a stream (issue #57, hole 4: a 59.5 MB gold CSV was read
+"""A large gold CSV is read as a stream (a 59.5 MB gold CSV was read
 whole before its first problem was reported, 17 s and a worker from 150 to 760 MB): a
 60 MB file with a problem on line 3 is refused at once, naming the line and column, in
 the API and in the admin's preview, with the Python allocations of the request flat; a

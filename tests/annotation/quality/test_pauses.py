@@ -43,7 +43,7 @@ def test_a_paused_rater_claims_nothing_until_the_pause_is_lifted(engine, clock, 
 
 
 def test_a_rating_in_progress_is_refused_once_paused_and_stored_once_lifted(engine, clock, dataset):
-    # Issue #25: a pause stops the rater's new ratings from counting, the one they were
+    # A pause stops the rater's new ratings from counting, the one they were
     # giving included (it was stored before), so the submit is re-checked.
     user, admin = rater(), UserFactory(roles=["admin"])
     held = claim(user, dataset)

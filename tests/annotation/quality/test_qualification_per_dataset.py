@@ -1,4 +1,4 @@
-"""Qualifications hold per dataset and kind (issue #25, finding 4): a quiz passed or a
+"""Qualifications hold per dataset and kind : a quiz passed or a
 quiz-free campaign link joined in one dataset grants the kind there only; an admin's grant
 without a dataset holds everywhere; the migration keeps today's grants for the datasets
 that exist."""

@@ -1,4 +1,4 @@
-"""Issue #57, hole 1: the quiz's answers learned with throwaway accounts. One account takes
+"""The quiz's answers learned with throwaway accounts. One account takes
 both attempts answering 0 and keeps every reference level it is shown; a second answers
 from that list. Through the HTTP API, as participants of a campaign link (invented ids
 from addresses of their own) and as plain raters."""

@@ -1,4 +1,4 @@
-"""Quiz pools (issue #57): a kind's pool must hold at least five times the quiz length; a
+"""Quiz pools: a kind's pool must hold at least five times the quiz length; a
 smaller one runs no quiz (the kind stays closed) and says so with its numbers: to the
 rater, in the admin's pages and API, and when an admin makes a campaign link for it."""
 

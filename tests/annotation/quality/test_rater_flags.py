@@ -16,7 +16,7 @@ from annotation.quality.flags import (
 
 DEFAULTS = FlagThresholds(loo_below=0.3, gold_error_above=1.0, fast_share_above=0.5, gold_skip_share_above=0.5)
 
-# The injected bad rater of the real-data run (issue #26) and a good one.
+# The injected bad rater of the real-data run and a good one.
 BAD = RaterFigures(
     loo_correlation=0.05,
     shared_pairs=200,

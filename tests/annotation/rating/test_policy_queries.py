@@ -91,7 +91,7 @@ def test_a_participants_claim_and_submit_with_the_next_claim_cost_a_fixed_number
 # and dataset, in one query each: the page after the join names the dataset and checks the
 # account without more reads. Counted when the join was written. A new run is made under
 # the lock of its platform id in the dataset (two tabs joining at once make one run), and
-# counted by the limits of new accounts (issue #57: the link's row locked, the link's
+# counted by the limits of new accounts (the link's row locked, the link's
 # recent accounts counted, expired counts deleted, this one counted: four queries; a join
 # with a client address takes the address's lock and counts it too).
 NEW_JOIN_QUERIES = 23

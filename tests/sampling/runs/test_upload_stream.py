@@ -1,4 +1,4 @@
-"""An uploaded pair list is read as a stream (issue #57): a 60 MB list with an unknown id on
+"""An uploaded pair list is read as a stream: a 60 MB list with an unknown id on
 line 3 is refused at once, naming the line, with the request's Python allocations flat;
 a valid 60 MB list (about a million rows) is checked in a request whose process stays
 under 250 MB; a batch writes its list a chunk at a time in one transaction, so a problem
