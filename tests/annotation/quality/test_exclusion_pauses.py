@@ -4,11 +4,13 @@ happened. And one exclusion per rater, dataset and window: twins are refused, al
 sent at the same moment."""
 
 import threading
+from datetime import UTC, datetime
 
 import pytest
 from django.db import connection
 
-from annotation.models import ExclusionPause, RaterPause, RatingExclusion
+from annotation.models import ExclusionPause, ExclusionState, RaterPause, RatingExclusion
+from annotation.quality.exclusion.services import rating_exclusion_undo
 from tests.factories import SplitFactory, UserFactory
 from tests.support.queue_support import claim, client_for, queue_pairs, rater, submit
 
@@ -125,3 +127,23 @@ def test_three_identical_exclusions_at_once_make_one(rated):
             assert f"exclusion #{made.id}" in body["detail"], body
     assert made.pause == ExclusionPause.PAUSED
     assert RaterPause.objects.filter(rater=bad, lifted_at__isnull=True).count() == 1
+
+
+@pytest.mark.parametrize("lift_pause", [False, True])
+def test_an_undo_lifts_the_exclusions_pause_only_when_asked(admin_api, rated, lift_pause):
+    dataset, bad = rated
+    answer = admin_api.post(url(dataset), {"rater": bad.username, "reason": "clicked through"}, format="json")
+    exclusion = RatingExclusion.objects.get(pk=answer.json()["id"])
+    RatingExclusion.objects.filter(pk=exclusion.pk).update(state=ExclusionState.APPLIED)
+    admin = UserFactory(roles=["admin"])
+    at = datetime(2031, 5, 4, 3, 2, 1, tzinfo=UTC)
+    if lift_pause:
+        rating_exclusion_undo(exclusion_id=exclusion.pk, undone_by=admin, lift_pause=True, now=at)
+    else:
+        rating_exclusion_undo(exclusion_id=exclusion.pk, undone_by=admin, now=at)
+    pause = RaterPause.objects.get(rater=bad, dataset=dataset)
+    if not lift_pause:
+        assert pause.lifted_at is None, "the default undo leaves the rater paused"
+        return
+    assert (pause.lifted_at, pause.lifted_by) == (at, admin)
+    assert pause.lift_note == f"lifted with the undo of exclusion #{exclusion.pk}"
