@@ -23,3 +23,17 @@ def int_at_least(name: str, default: int, *, minimum: int) -> int:
     if value < minimum:
         raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
     return value
+
+
+def flag(name: str, default: bool) -> bool:
+    """A true/false setting from the environment. Any other word stops start-up naming the
+    variable: ``env.bool`` reads a misspelt ``ture`` as false, and a switch quietly off is
+    the fallback an operator never sees."""
+    raw = env.str(name, default="").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")

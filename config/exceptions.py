@@ -26,6 +26,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from annotation.core.errors import DomainError
+from config.metrics import DATABASE_UNAVAILABLE
 
 logger = logging.getLogger("config.outage")
 
@@ -72,6 +73,7 @@ def _logged_unavailable(request, exc: BaseException, response):
     that Django's log of every 5xx answer (through handler500, with the traceback) does
     not repeat it: an outage answers every request with this."""
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    DATABASE_UNAVAILABLE.labels(answer="api" if _is_api(request) else "page").inc()
     logger.error("Database unavailable, answered 503 to %s %s: %s", request.method, request.path, reason)
     response._has_been_logged = True  # read by django.utils.log.log_response
     return response

@@ -17,6 +17,10 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.environment import BASE_DIR, env, int_at_least
 
+# The Prometheus endpoint's METRICS_* settings and the log format (LOG_FORMAT).
+from config.operations import *  # noqa: F403
+from config.operations import LOG_FORMAT
+
 # The UPLOAD_* settings: the bytes a file of each kind may have, the characters of an
 # imported field, how long a run's files stay.
 from config.upload_limits import *  # noqa: F403
@@ -71,6 +75,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # The resolved view's name, for the request counts (process_view only).
+    "config.middleware.ViewNameMiddleware",
     # Before anything reads the path or the query (sessions, views, the database).
     "config.middleware.RefuseControlCharactersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -414,8 +420,17 @@ SPECTACULAR_SETTINGS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        # One JSON object a line (LOG_FORMAT=json), with the id of the request being served.
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "filters": {"request_id": {"()": "config.request_id.RequestIdFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},

@@ -20,6 +20,7 @@ from knox.models import AuthToken
 
 from annotation.rating import policy
 from config.exceptions import database_unavailable
+from config.metrics import DATABASE_UNAVAILABLE
 from tests.factories import SplitFactory, UserFactory
 from tests.support.database_outage import (
     closed_port,
@@ -99,6 +100,8 @@ def test_every_entry_answers_503_with_retry_after_while_the_database_refuses(ser
         "rating home": lambda: get("/rate/", HTTP_COOKIE=cookie),
         "admin": lambda: get("/admin/", HTTP_COOKIE=cookie),
     }
+    counted = {answer: DATABASE_UNAVAILABLE.labels(answer=answer) for answer in ("api", "page")}
+    before = {answer: counter._value.get() for answer, counter in counted.items()}
     with database_refusing():
         answers = {name: wsgi_call(served, environ()) for name, environ in {**entries, **pages}.items()}
     for name in entries:
@@ -113,6 +116,12 @@ def test_every_entry_answers_503_with_retry_after_while_the_database_refuses(ser
     assert {r.getMessage().split(":")[0] for r in logged} == {
         f"Database unavailable, answered 503 to {environ['REQUEST_METHOD']} {environ['PATH_INFO']}"
         for environ in (make() for make in {**entries, **pages}.values())
+    }
+    # Each counted for the operator's metrics, by the kind of answer (config/metrics.py).
+    api_lines = sum(" /api/" in r.getMessage() for r in logged)
+    assert {answer: counter._value.get() - before[answer] for answer, counter in counted.items()} == {
+        "api": api_lines,
+        "page": len(logged) - api_lines,
     }
     # The database answers again: so does every entry.
     assert wsgi_call(served, entries["direct way, token remembered"]())[0] == 201

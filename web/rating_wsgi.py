@@ -26,7 +26,8 @@ twice: it only closes connections past their age and resets the query log). The 
 other steps cannot change these answers: the URL has no control character or query
 (``RefuseControlCharactersMiddleware``), it is no static file (WhiteNoise), it carries
 no cookie (a session's or a malformed CSRF cookie is answered with a new one), nothing
-reads the session, the messages or the session's user, the views are CSRF-exempt and
+reads the session, the messages or the session's user, the view's name for the request
+counts (``ViewNameMiddleware``) is left by the direct way itself, the views are CSRF-exempt and
 never ask for a CSRF token, and a token refusal is no login failure (django-axes). So
 that a middleware added later is not skipped unseen, the wrapper refuses to start unless
 ``MIDDLEWARE`` is the list it was written for (``REVIEWED_MIDDLEWARE``, a copy of
@@ -49,10 +50,13 @@ from django.middleware.security import SecurityMiddleware
 from django.urls import get_resolver, set_script_prefix
 from django.utils.log import log_response
 
+from config.metrics import VIEW_KEY
+
 # The chain this module was written against: another list needs a look at what the
 # skipped steps would do to the rating cycle's answers (see the module's docstring).
 REVIEWED_MIDDLEWARE = (
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.ViewNameMiddleware",
     "config.middleware.RefuseControlCharactersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -118,9 +122,10 @@ class RatingCycleApplication:
         if not path.startswith(prefix):
             return None
         rest = path[len(prefix) :]
-        for pattern, fast_view in patterns:
+        for pattern, fast_view, name in patterns:
             matched = pattern.match(rest)  # the URL's converters, as the resolver applies them
             if matched is not None and not matched[0]:
+                environ[VIEW_KEY] = name  # the metrics' view label, without resolving again
                 return fast_view, matched[2]
         return None
 
@@ -161,12 +166,14 @@ class RatingCycleApplication:
 
 def _fast_routes():
     """The URL prefix of the fast URLs (their include's) and, per URL, its pattern below
-    the prefix and its view's fast path (``token_fast_path``'s ``fast``)."""
+    the prefix, its view's fast path (``token_fast_path``'s ``fast``) and its name."""
     found = [_named_pattern(name) for name in FAST_URL_NAMES]
     prefixes = {prefix for prefix, _ in found}
     if len(prefixes) != 1:
         raise ImproperlyConfigured(f"the rating cycle's URLs no longer share one prefix: {sorted(prefixes)}")
-    return prefixes.pop(), [(pattern.pattern, pattern.callback.fast) for _, pattern in found]
+    return prefixes.pop(), [
+        (pattern.pattern, pattern.callback.fast, name) for name, (_, pattern) in zip(FAST_URL_NAMES, found, strict=True)
+    ]
 
 
 def _named_pattern(name: str):

@@ -24,7 +24,9 @@ Settings (environment, checked here: a bad value stops the start naming it):
 - ``WEB_BACKLOG``: pending connections (default 2048);
 - ``WEB_LOG_LEVEL`` (default ``warning``), ``WEB_ACCESS_LOG`` (``true``: a line per request);
 - ``WEB_KEEPALIVE_REQUESTS``: read by ``web.served_wsgi`` (default 20, 0: never),
-  checked here as well.
+  checked here as well;
+- with ``METRICS_ENABLED``, ``PROMETHEUS_MULTIPROC_DIR``: the folder the workers count in,
+  emptied of the web's files at each start (``prepare_metrics``).
 
 A worker that dies is started again; on stop, workers get 10 s to finish their requests.
 ``GUNICORN_*`` variables from the former server (``GUNICORN_CMD_ARGS`` too) stop the
@@ -43,6 +45,7 @@ proxy, raise WEB_THREADS.
 
 from __future__ import annotations
 
+import glob
 import multiprocessing
 import os
 import sys
@@ -120,6 +123,29 @@ def server_options(environ: dict, cores: int) -> dict:
     }
 
 
+def prepare_metrics(environ: dict) -> str | None:
+    """With METRICS_ENABLED, the folder where the workers count (PROMETHEUS_MULTIPROC_DIR,
+    made if missing) emptied of the web's figures from before: a worker's counts live in
+    files of its own (``config.metrics``), and files of processes gone would be summed for
+    ever. Without METRICS_ENABLED, None. The Celery worker's files stay (it empties its
+    own at its start)."""
+    if not _flag(environ, "METRICS_ENABLED"):
+        return None
+    folder = environ.get("PROMETHEUS_MULTIPROC_DIR", "").strip()
+    if not folder:
+        raise ServeSettingError(
+            "METRICS_ENABLED is true but PROMETHEUS_MULTIPROC_DIR is not set: the worker processes "
+            'need a folder to count in (docs/operator-guide.md, "Metrics, health and logs")'
+        )
+    try:
+        os.makedirs(folder, exist_ok=True)
+        for path in glob.glob(os.path.join(folder, "*_web-*.db")):  # config.metrics names them
+            os.remove(path)
+    except OSError as problem:
+        raise ServeSettingError(f"PROMETHEUS_MULTIPROC_DIR {folder!r} cannot be used: {problem}") from None
+    return folder
+
+
 def serve(options: dict) -> None:
     from granian import Granian
     from granian.constants import HTTPModes, Interfaces
@@ -139,6 +165,7 @@ def serve(options: dict) -> None:
 def main() -> None:
     try:
         options = server_options(dict(os.environ), multiprocessing.cpu_count())
+        prepare_metrics(dict(os.environ))
     except ServeSettingError as problem:
         sys.exit(f"web.serve: {problem}")
     serve(options)

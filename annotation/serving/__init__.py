@@ -35,7 +35,8 @@ skip, flag), ``upkeep`` (expired leases, counters), ``statements``,
 submit of a slot or a gold lease among them), ``gold``, ``gold_sql`` and ``gold_ids``
 (gold pairs served inside the queue), ``pauses`` (the pause state a claim and a submit
 check, the automatic pause after too large a gold error), ``pairs`` (pair writes),
-``pairs_left`` (how many pairs are left for a rater) and ``tasks`` (the beat's upkeep).
+``pairs_left`` (how many pairs are left for a rater), ``watch`` (the queue figures the
+metrics endpoint reads) and ``tasks`` (the beat's upkeep).
 
 This package is a mechanism: it knows slots, leases and gold pairs, not crowds, quizzes or
 the rating policy (the import contract's layers). Every entry point goes through

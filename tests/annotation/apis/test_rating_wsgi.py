@@ -260,9 +260,12 @@ def test_another_middleware_list_stops_the_server_from_starting(settings):
 
 
 def test_the_served_application_is_the_wrapper():
+    from web.operations import OperationsApplication
     from web.wsgi import application
     from web.wsgi_environ import WithoutProcessEnvironment
 
-    # Under the process environment's filter (web/wsgi_environ.py), which comes first.
+    # Under the process environment's filter (web/wsgi_environ.py), which comes first, and
+    # the request ids and counts (web/operations.py), which see both ways alike.
     assert isinstance(application, WithoutProcessEnvironment)
-    assert isinstance(application.application, RatingCycleApplication)
+    assert isinstance(application.application, OperationsApplication)
+    assert isinstance(application.application.application, RatingCycleApplication)
