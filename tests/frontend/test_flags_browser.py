@@ -70,8 +70,8 @@ def test_an_admin_excludes_the_flagged_rater_and_undoes_it(browser, live_server,
     assert RatingExclusion.objects.get().state == ExclusionState.UNDONE and valid.count() == count
     shot("undone")
 
-    page.click("#lift-pause")
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.click("#lift-pause")
     assert not RaterPause.objects.filter(rater=bad, lifted_at__isnull=True).exists()
     assert "not paused" in page.locator(".figures").inner_text()
     page.goto(f"{live_server.url}/campaigns/demo/raters/{bad.pk}/")

@@ -206,7 +206,7 @@ def test_the_join_pages_lead_to_the_task_then_to_the_code(dataset):
     response = client.get(f"/rate/{dataset.name}/sis/", follow=True)
     page = response.content.decode()
     assert response.redirect_chain[-1][0] == f"/join/{link.token}/done/"
-    assert "DONE-1" in page and 'content="8;url=https://example.org/back"' in page
+    assert "DONE-1" in page and 'data-reload-seconds="8" data-reload-url="https://example.org/back"' in page
     participant.refresh_from_db()
     assert participant.items_done == 2 and participant.finished_at is not None
     # Another signed-in user cannot read this link's code.

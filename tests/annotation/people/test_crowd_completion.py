@@ -91,7 +91,7 @@ def test_a_participant_whose_pairs_run_out_sees_what_they_rated_and_the_partial_
     page = browser.done_page().content.decode()
     assert end_state(page) == "partial" and PART in page and FULL not in page
     assert f"you rated {rated} of 50 items" in page
-    assert f'url=https://app.prolific.com/submissions/complete?cc={PART}"' in page
+    assert f'data-reload-url="https://app.prolific.com/submissions/complete?cc={PART}"' in page
     participant = Participant.objects.get()
     assert (participant.outcome, participant.items_done, participant.skips_done) == ("partial", rated, 0)
     # New pairs later do not reopen a finished run, nor turn its code into the full one.
@@ -107,7 +107,7 @@ def test_a_link_without_a_partial_code_asks_a_participant_whose_pairs_ran_out_to
     page = browser.done_page().content.decode()
     assert end_state(page) == "returned" and FULL not in page
     assert f"you rated {rated} of 50 items" in page and "no completion code for unfinished work" in page
-    assert "http-equiv" not in page  # nowhere to be sent: they return the study on the platform
+    assert "data-reload-url" not in page  # nowhere to be sent: they return the study on the platform
     assert Participant.objects.get().outcome == ParticipantOutcome.RETURNED
 
 
@@ -116,7 +116,7 @@ def test_a_partial_code_is_never_sent_to_a_links_own_return_url(dataset):
     browser.rate_all("SIS")
     page = browser.done_page().content.decode()
     assert end_state(page) == "partial" and PART in page
-    assert "example.org" not in page and "http-equiv" not in page
+    assert "example.org" not in page and "data-reload-url" not in page
 
 
 def test_the_completion_code_comes_once_the_quotas_items_are_in_over_both_kinds(dataset):
