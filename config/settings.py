@@ -57,6 +57,8 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 CSRF_FAILURE_VIEW = "config.exceptions.csrf_failure"
 
 INSTALLED_APPS = [
+    # Before the admin: its admin/base_site.html adds the project's admin style sheet.
+    "frontend",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -70,7 +72,6 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "annotation",
     "sampling",
-    "frontend",
 ]
 
 MIDDLEWARE = [

@@ -13,6 +13,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
+from annotation.admin.inlines import LabelledTabularInline
 from annotation.catalog.upload_limits import limited_upload_view, upload_form_is_valid
 from annotation.catalog.uploads import PAIR_LIST
 from annotation.core.errors import DomainError
@@ -52,7 +53,7 @@ class UserEditForm(UserChangeForm):
         return _username_free(self, self.cleaned_data.get("username"))
 
 
-class QualificationInline(admin.TabularInline):
+class QualificationInline(LabelledTabularInline):
     """The task kinds this user may be served (only users in the rater group)."""
 
     model = Qualification
@@ -90,6 +91,9 @@ class AccountUserAdmin(UserAdmin):
     ]
     list_display = [*UserAdmin.list_display, "is_active", "kinds"]
     inlines = [*UserAdmin.inlines, QualificationInline]
+    # The browser's own multiple selects, labelled: Django's two-box filter widget puts an
+    # aria-label on a bare span, which assistive technology may ignore (WCAG 4.1.2).
+    filter_horizontal = ()
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("qualifications__dataset")

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from annotation.admin.inlines import LabelledTabularInline
 from annotation.models import CampaignLink, Participant, ParticipantAnswer, StudyQuestion, TaskKind
 from annotation.people.crowd.links import (
     CampaignLinkError,
@@ -150,7 +151,7 @@ class StudyQuestionForm(forms.ModelForm):
         return data
 
 
-class StudyQuestionInline(admin.TabularInline):
+class StudyQuestionInline(LabelledTabularInline):
     """The link's short questions: "before rating" ones after the consent text, "after
     rating" ones before the end page; free text or one of the options."""
 
@@ -197,6 +198,12 @@ class CampaignLinkAdmin(admin.ModelAdmin):
             if obj is None
             else ["link_for_the_platform", "participants_csv", *fields, "created_by", "created_at"]
         )
+
+    def get_inlines(self, request, obj):
+        # No empty participants table before anyone joined (on a phone it would be a
+        # scrolling box with nothing in it to reach by keyboard).
+        joined = obj is not None and obj.participants.exists()
+        return self.inlines if joined else [StudyQuestionInline]
 
     def save_model(self, request, obj, form, change):
         if not change:

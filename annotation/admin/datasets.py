@@ -8,6 +8,7 @@ from django.urls import path, reverse
 
 from annotation.admin.accounts import AccountUserAdmin  # noqa: F401 (registers)
 from annotation.admin.crowd import CampaignLinkAdmin  # noqa: F401 (registers)
+from annotation.admin.inlines import LabelledTabularInline
 from annotation.admin.pairs import FlagAdmin, PairAdmin, RatingAdmin, RatingSlotAdmin  # noqa: F401 (registers)
 from annotation.admin.quality import QualitySettingsInline, RatingExclusionAdmin  # noqa: F401 (registers)
 from annotation.admin.runs import RunAdminMixin
@@ -70,7 +71,7 @@ def _store_uploads(form, params: dict, files: dict[str, tuple[str, UploadKind, s
     return True
 
 
-class SpeedFloorInline(admin.TabularInline):
+class SpeedFloorInline(LabelledTabularInline):
     """The campaign dashboard's speed floor per kind; a kind without a row uses the default."""
 
     model = SpeedFloor

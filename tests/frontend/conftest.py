@@ -1,7 +1,9 @@
 """Browser fixtures: Playwright driving Debian's Chromium against pytest-django's live server.
 
 Never downloads a browser. Without /usr/bin/chromium the browser tests skip, unless
-REQUIRE_SERVICES=1 (CI), where they fail.
+REQUIRE_SERVICES=1 (CI), where they fail. Every page a test opens, through ``page`` or
+through ``browser.new_context()``, is checked with axe-core (WCAG 2.1 A and AA, see
+tests/support/accessibility.py); a violation fails the test at its teardown.
 """
 
 import os
@@ -14,6 +16,7 @@ from tests.conftest import REPO_DIR
 from tests.factories import DatasetFactory, PairFactory, SamplingBatchFactory, SplitFactory, UserFactory
 from tests.frontend.campaign_setup import rate_campaign
 from tests.frontend.rating_setup import rater
+from tests.support.accessibility import AccessibilityAudit
 from tests.support.campaign_views import RATER_NAMES
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -26,7 +29,7 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 @pytest.fixture(scope="session")
-def browser():
+def chromium():
     if not Path(CHROMIUM).exists():
         message = f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
         if os.environ.get("REQUIRE_SERVICES") == "1":
@@ -38,6 +41,43 @@ def browser():
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
         yield browser
         browser.close()
+
+
+class CheckedBrowser:
+    """The session's Chromium as one test sees it: every context it makes is watched by
+    the test's accessibility audit, and closed (after its pages are checked) at the end."""
+
+    def __init__(self, chromium, audit: AccessibilityAudit):
+        self._chromium = chromium
+        self.audit = audit
+        self.contexts = []
+
+    def new_context(self, **options):
+        context = self._chromium.new_context(**options)
+        self.contexts.append(context)
+        return self.audit.watch_context(context)
+
+    def new_page(self, **options):
+        return self.new_context(**options).new_page()
+
+    def __getattr__(self, name):
+        return getattr(self._chromium, name)
+
+
+@pytest.fixture
+def accessibility() -> AccessibilityAudit:
+    """What axe-core found in the pages of this test (``browser`` fails the test on it)."""
+    return AccessibilityAudit()
+
+
+@pytest.fixture
+def browser(chromium, accessibility):
+    checked = CheckedBrowser(chromium, accessibility)
+    with accessibility.gate():
+        yield checked
+        for context in checked.contexts:
+            context.close()
+    accessibility.assert_clean()
 
 
 @pytest.fixture

@@ -145,3 +145,40 @@ def test_a_batch_searching_in_a_chord_shows_its_shards_on_its_page(page, live_se
     assert "worker hosts: worker-a, worker-b" in shards
     assert "searching in a chord: 6 of 8 shards done" in page.locator("#content").inner_text()
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+
+def test_the_admin_forms_name_every_field_at_a_laptop_and_a_phone(page, live_server, screenshot_dir, accessibility):
+    """A link with its questions, a data set with its speed floors, a rater with their
+    qualifications, a new batch: every field has a name (the inline rows' too), checked by
+    axe-core at 1280x800 and at 390x844 (each screenshot is checked)."""
+    from annotation.models import SpeedFloor
+    from annotation.people.crowd.questions import study_question_add
+    from tests.frontend.crowd_setup import crowd_link
+
+    dataset = demo_with_pairs(per_kind=1)
+    link = crowd_link(dataset, kinds=("SIS",), quota=4, expires_at=None)
+    study_question_add(link, phase="pre", prompt="How often do you look at photos online?", answer_type="choice",
+                       options=["Daily", "Weekly", "Rarely"], required=True)  # fmt: skip
+    study_question_add(link, phase="post", prompt="Was anything unclear?")
+    SpeedFloor.objects.create(dataset=dataset, kind="SIS", seconds=2.0)
+    forms = {
+        "link": f"/admin/annotation/campaignlink/{link.pk}/change/",
+        "dataset": f"/admin/annotation/dataset/{dataset.pk}/change/",
+        "rater": f"/admin/auth/user/{rater().pk}/change/",
+        "batch": "/admin/sampling/samplingbatch/create/",
+    }
+    session_for(page, live_server, username="admin")
+    for name, path in forms.items():
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.goto(live_server.url + path)
+        page.screenshot(path=screenshot_dir / f"admin-form-{name}-1280.png", full_page=True)
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.screenshot(path=screenshot_dir / f"admin-form-{name}-390.png", full_page=True)
+        if name == "link":
+            prompts = {page.get_by_label(f"Prompt, study question {row}").input_value() for row in (1, 2)}
+            assert prompts == {"How often do you look at photos online?", "Was anything unclear?"}
+            assert page.get_by_label("Delete, study question 1").count() == 1
+            assert page.get_by_label("Time:").count() == 1  # the expiry's second input
+        if name == "batch":
+            assert page.get_by_label("budget of i2i_csim", exact=False).count() == 1
+    assert len(set(accessibility.checked)) == len(forms) and accessibility.violations == []

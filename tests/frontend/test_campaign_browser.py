@@ -139,8 +139,8 @@ def test_researcher_refreshes_the_numbers(page, live_server, rated_demo, screens
     log_in(page, live_server, "researcher")
     page.goto(f"{live_server.url}/campaigns/demo/")
     charts_drawn(page)
-    page.click("text=Refresh now")
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.click("text=Refresh now")
     assert page.url.startswith(f"{live_server.url}/campaigns/demo/?asked=")
     assert page.locator("#refresh-state").inner_text() == "Refreshed: these are the new numbers."
     assert "s ago" in page.locator("#snapshot-made").inner_text()
@@ -158,8 +158,8 @@ def test_empty_campaign_page_offers_to_compute(page, live_server, demo, screensh
     page.goto(f"{live_server.url}/campaigns/demo/")
     assert page.locator("#no-snapshot h2").inner_text() == "No numbers yet"
     page.screenshot(path=str(screenshot_dir / "campaign-empty-1280.png"), full_page=True)
-    page.click("text=Compute now")
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.click("text=Compute now")
     assert page.locator("#refresh-state").inner_text() == "Refreshed: these are the new numbers."
     drawn = charts_drawn(page, marks=False)
     assert drawn >= 4, "per day, per hour, pair SDs, positives at least"

@@ -18,8 +18,8 @@ def log_in(page, live_server, username: str) -> None:
     page.goto(f"{live_server.url}/login/")
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", "pw-for-tests")
-    page.click("button[type=submit]")
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.click("button[type=submit]")
 
 
 def test_rater_logs_in_and_lands_on_their_work(page, live_server, screenshot_dir):
@@ -45,8 +45,8 @@ def test_rater_logs_in_and_lands_on_their_work(page, live_server, screenshot_dir
     assert left_the_server == []
 
     page.goto(f"{live_server.url}/")
-    page.click("text=Log out")
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.click("text=Log out")
     assert page.url == f"{live_server.url}/login/"
     assert page.locator("h1").inner_text() == "Log in"
 

@@ -35,8 +35,8 @@ def test_a_paused_rater_sees_the_pause_page_and_returns_once_lifted(page, live_s
     assert "gold" not in text.lower(), "the rater is not shown the reason or gold numbers"
     page.screenshot(path=str(screenshot_dir / "paused.png"), full_page=True)
     rater_pause_lift(pause_id=made.id, lifted_by=get_user_model().objects.get(username="admin"))
-    page.click("text=Check again")
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.click("text=Check again")
     assert page.url.endswith("/rate/")
 
 

@@ -69,8 +69,8 @@ def log_in(page, live_server, username: str) -> None:
     page.goto(f"{live_server.url}/login/")
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", PASSWORDS[username])
-    page.click("button[type=submit]")
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.click("button[type=submit]")
 
 
 def watch_errors(page) -> list[str]:
