@@ -86,7 +86,12 @@ def test_a_failed_quiz_ends_on_a_page_that_stays_with_the_screen_out_code(page, 
     sis_quiz(demo)
     link = link_of(demo, kinds=["SIS"], partial_code="P4RT1", screenout_code="SCR33N")
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
-    page.route("https://app.prolific.com/**", lambda route: route.fulfill(body="<title>Prolific</title>Prolific"))
+    page.route(
+        "https://app.prolific.com/**",
+        lambda route: route.fulfill(
+            body='<html lang="en"><title>Prolific</title>Prolific</html>', content_type="text/html"
+        ),
+    )
     page.set_viewport_size(LAPTOP)
     page.goto(f"{live_server.url}/join/{link.token}/?PROLIFIC_PID={PID}")
     page.wait_for_url("**/rate/demo/sis/")
