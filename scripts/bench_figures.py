@@ -44,7 +44,7 @@ COMMANDS = {
     "phase2-cxc": "make bench-phase2-cxc",
     "queue": "make bench-queue",
     "shortcuts": "make bench-shortcuts",
-    "shortcuts-input": "BENCH_SHORTCUTS=input make bench-shortcuts",
+    "shortcuts-input": "make bench-shortcuts BENCH_SHORTCUTS=input",
     "sampling": "make bench-sampling",
     "sampling-1m": "make bench-sampling-1m",
     "sampling-distributed": "make bench-sampling-distributed",
