@@ -92,8 +92,21 @@ def logit_interval(value: float, n: int, level: float = INTERVAL_LEVEL) -> list[
     ``n`` positives: logit(value) +- z / sqrt(n value (1 - value)), mapped back. None
     for no positives or a value at 0 or 1, where the logit is undefined."""
     _check_level(level)
-    if n < 1 or not 0.0 < value < 1.0:
+    # A value a rounding error from 0 or 1 (an average precision summed to 0.9999999999999999)
+    # is at the edge: its logit would be +-37 and the interval all of (0, 1) or overflow.
+    if n < 1 or not _EDGE < value < 1.0 - _EDGE:
         return None
     eta = math.log(value / (1.0 - value))
     half = NormalDist().inv_cdf((1.0 + level) / 2.0) / math.sqrt(n * value * (1.0 - value))
-    return [1.0 / (1.0 + math.exp(-(eta - half))), 1.0 / (1.0 + math.exp(-(eta + half)))]
+    return [_logistic(eta - half), _logistic(eta + half)]
+
+
+_EDGE = 1e-12
+
+
+def _logistic(x: float) -> float:
+    """1 / (1 + e^-x) without overflow for a large negative ``x``."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    ex = math.exp(x)
+    return ex / (1.0 + ex)

@@ -83,6 +83,14 @@ def test_percentile_interval():
         percentile_interval(np.arange(3.0), level=1.0)
 
 
+def test_a_logit_interval_at_the_edge_by_a_rounding_error_is_none_and_near_it_stays_in_range():
+    # An average precision summed to one ulp under 1 over 17 positives overflowed exp().
+    assert logit_interval(0.9999999999999999, 17) is None and logit_interval(1e-13, 17) is None
+    for value in (1e-9, 1 - 1e-9):  # a few positives near the edge: wide, in range, no overflow
+        low, high = logit_interval(value, 3)
+        assert 0.0 <= low < value < high <= 1.0
+
+
 def test_logit_interval_by_hand():
     # logit(0.8) = ln 4 = 1.3863; 1 / sqrt(100 * 0.8 * 0.2) = 0.25; 1.96 * 0.25 = 0.49.
     low, high = logit_interval(0.8, 100)
