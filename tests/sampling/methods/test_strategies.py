@@ -272,6 +272,24 @@ def test_c2i_intrasim_fills_from_the_other_side_when_one_runs_short():
     assert intrasim_pairs(2, pivots=only_sis) == [[1, 2], [1, 0]]
 
 
+def test_c2i_intrasim_counts_only_the_spare_pairs_the_sis_half_took_before_the_last_one_used():
+    # One caption per image (caption i is image i's), so every pivot (a, b) gives (b, a).
+    # STS by score: (1, 0), (2, 0), (3, 0) fill its half of 6; the SIS half has only
+    # P = (5, 4) and Q = (7, 4), one short; the spares are P, F = (6, 4), Q: F is used,
+    # P was passed over (taken by SIS), Q lies after the last spare used and is not counted.
+    one_each = np.arange(10)
+    pivots = Pivots(
+        sts=np.array([[0, 1], [0, 2], [0, 3], [4, 5], [4, 6], [4, 7]]),
+        sts_scores=np.array([9.0, 8.0, 7.0, 6.0, 5.0, 4.0]),
+        sis=np.array([[4, 5], [4, 7]]),
+        sis_scores=np.array([2.0, 1.0]),
+    )
+    chosen = c2i_intrasim(pivots, one_each, CaptionGroups.build(one_each, 10), budget=6, rng=rng())
+    assert chosen.pairs.tolist() == [[1, 0], [2, 0], [3, 0], [6, 4], [5, 4], [7, 4]]
+    assert chosen.report["sts"]["skipped_taken_by_sis"] == 1
+    assert chosen.report["sts"]["taken"] == 4 and chosen.report["sis"]["taken"] == 2
+
+
 def test_c2i_intrasim_breaks_equal_scores_in_a_seeded_order():
     tied = Pivots(sis=np.array([[0, 1], [2, 1], [3, 2]]), sis_scores=[3.0, 3.0, 4.0])
     orders = {tuple(map(tuple, intrasim_pairs(None, pivots=tied, seed=seed))) for seed in range(20)}
