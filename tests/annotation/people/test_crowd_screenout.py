@@ -17,6 +17,7 @@ from annotation.people.crowd.links import (
     campaign_link_create,
     campaign_link_quota_check,
 )
+from annotation.quality.quiz import quiz_failed_kinds, quiz_state
 from tests.factories import UserFactory
 from tests.support.crowd_support import (
     GOLD_PER_KIND,
@@ -183,6 +184,26 @@ def test_the_participants_csv_and_the_admin_say_screened_out(dataset, admin_clie
     assert row[:2] == [browser.external_id, "screened_out"]
     listing = admin_client.get("/admin/annotation/participant/?outcome=screened_out").content.decode()
     assert browser.external_id in listing and "screened out (failed the quiz" in listing
+
+
+def test_only_the_raters_own_finished_failures_of_the_links_kinds_in_its_dataset_screen_out(dataset, tmp_path):
+    """Another rater's failed quiz, a quiz failed in another dataset or of another kind,
+    and an attempt not yet finished screen nobody out."""
+    me, other = UserFactory(), UserFactory()
+    quiz_fail_every_attempt(other, dataset, "STS")
+    assert quiz_failed_kinds(rater=other, dataset_id=dataset.pk, kinds=["STS"]) == {"STS"}
+    assert quiz_failed_kinds(rater=me, dataset_id=dataset.pk, kinds=["STS"]) == set()
+    (tmp_path / "elsewhere").mkdir()
+    elsewhere = crowd_dataset(tmp_path / "elsewhere")
+    sts_quiz(elsewhere)
+    quiz_fail_every_attempt(me, elsewhere, "STS")
+    assert quiz_failed_kinds(rater=me, dataset_id=elsewhere.pk, kinds=["STS", "SIS"]) == {"STS"}
+    assert quiz_failed_kinds(rater=me, dataset_id=elsewhere.pk, kinds=["SIS"]) == set()
+    assert quiz_failed_kinds(rater=me, dataset_id=dataset.pk, kinds=["STS"]) == set()
+    # One attempt failed, the second begun and not finished: not yet screened out.
+    quiz_fail_every_attempt(me, dataset, "STS", attempts=1)
+    assert quiz_state(rater=me, dataset=dataset.name, kind="STS", start=True).result is None
+    assert quiz_failed_kinds(rater=me, dataset_id=dataset.pk, kinds=["STS"]) == set()
 
 
 # --- the quota against the pairs a participant could rate ----------------------------------
