@@ -11,6 +11,7 @@ from django.db import connection
 
 from annotation.models import ExclusionPause, ExclusionState, RaterPause, RatingExclusion
 from annotation.quality.exclusion.services import rating_exclusion_undo
+from annotation.quality.pauses import rater_pause
 from tests.factories import SplitFactory, UserFactory
 from tests.support.queue_support import claim, client_for, queue_pairs, rater, submit
 
@@ -132,6 +133,10 @@ def test_three_identical_exclusions_at_once_make_one(rated):
 @pytest.mark.parametrize("lift_pause", [False, True])
 def test_an_undo_lifts_the_exclusions_pause_only_when_asked(admin_api, rated, lift_pause):
     dataset, bad = rated
+    # Paused before the exclusion (so met first by a careless lookup): another rater here,
+    # and the excluded rater in another dataset. The undo lifts neither.
+    other_here = rater_pause(rater=rater(), dataset=dataset, reason="gold error", created_by=None)
+    bad_elsewhere = rater_pause(rater=bad, dataset=SplitFactory().dataset, reason="gold error", created_by=None)
     answer = admin_api.post(url(dataset), {"rater": bad.username, "reason": "clicked through"}, format="json")
     exclusion = RatingExclusion.objects.get(pk=answer.json()["id"])
     RatingExclusion.objects.filter(pk=exclusion.pk).update(state=ExclusionState.APPLIED)
@@ -142,6 +147,9 @@ def test_an_undo_lifts_the_exclusions_pause_only_when_asked(admin_api, rated, li
     else:
         rating_exclusion_undo(exclusion_id=exclusion.pk, undone_by=admin, now=at)
     pause = RaterPause.objects.get(rater=bad, dataset=dataset)
+    for untouched in (other_here, bad_elsewhere):
+        untouched.refresh_from_db()
+        assert untouched.lifted_at is None, "only the excluded rater's pause in this dataset is lifted"
     if not lift_pause:
         assert pause.lifted_at is None, "the default undo leaves the rater paused"
         return
