@@ -144,7 +144,7 @@ def skip(*, rater, dataset: str, slot_id: int, now: datetime | None = None) -> i
     return slots.slot_skip(rater=rater, dataset=dataset, slot_id=slot_id, now=now)
 
 
-def flag(*, rater, dataset: str, slot_id: int, reason: str, note: str = "", now: datetime | None = None) -> Flag:
+def flag(*, rater, dataset: str, slot_id: int, reason: str, note: str, now: datetime | None = None) -> Flag:
     """Report the pair of a held or rated slot or gold lease; see ``slots.slot_flag``."""
     if is_gold_lease(slot_id):
         return gold.gold_flag(

@@ -62,7 +62,7 @@ def test_flagging_a_held_gold_item_records_the_flag_once_and_skips_the_item(engi
     held = claim(user, all_gold)
     assert GoldLease.objects.filter(pk=held.slot_id).exists()
     flag = slot_flag(rater=user, dataset=all_gold.name, slot_id=held.slot_id, reason="broken_image", note=" grey ")
-    assert (flag.pair_id, flag.reason, flag.note) == (held.pair_id, "broken_image", "grey")
+    assert (flag.pair_id, flag.rater, flag.reason, flag.note) == (held.pair_id, user, "broken_image", "grey")
     repeat = slot_flag(rater=user, dataset=all_gold.name, slot_id=held.slot_id, reason="other", note="again")
     assert flag.id is not None and (repeat.id, repeat.reason, repeat.note) == (flag.id, "broken_image", "grey")
     following = claim(user, all_gold)
