@@ -90,6 +90,9 @@ def test_a_submission_refused_claims_nothing(settings, tmp_path):
     refused, statements = submit(client, dataset, slot, "too late")
     assert refused.status_code == 409, refused.content
     assert statements[0] == TOGETHER  # tried together first, then the usual way said why
+    assert not [name for name in statements[1:] if name.startswith("serving_submit_fast")], (
+        "the usual way does not run the statement that stored nothing again"
+    )
     assert leased_by(mine) == []
     assert not Rating.objects.filter(rater=mine, idempotency_key="too late").exists()
 
