@@ -72,7 +72,7 @@ def join_target(*, token: str, params: Mapping[str, str], now: datetime | None =
     if (participant := known.first()) is not None:
         # Checked on every visit: an account given a password or a role since it joined
         # is no longer the link's to sign in.
-        if not _is_participant_account(participant.user, id_param=link.id_param, external_id=external_id):
+        if not _is_participant_account(participant.user):
             raise _name_taken(link)
         return JoinTarget(link=link, external_id=external_id, participant=participant)
     if not link.active or (link.expires_at is not None and link.expires_at <= now):
@@ -179,16 +179,13 @@ def _crowd_user(link: CampaignLink, external_id: str):
     return user
 
 
-def _is_participant_account(user, *, id_param: str, external_id: str) -> bool:
-    """Whether ``user`` is nothing but the participant account a campaign link of the
-    same platform made for ``external_id``: participant group only, no usable password,
-    no staff or superuser flag, and a participant row with that id."""
+def _is_participant_account(user) -> bool:
+    """Whether ``user`` (the account of a link's participant row) is still nothing but a
+    participant account: participant group only, no usable password, no staff or
+    superuser flag."""
     if user.is_staff or user.is_superuser or user.has_usable_password():
         return False
-    groups = set(user.groups.values_list("name", flat=True))
-    if groups != {PARTICIPANT}:
-        return False
-    return Participant.objects.filter(user=user, link__id_param=id_param, external_id=external_id).exists()
+    return set(user.groups.values_list("name", flat=True)) == {PARTICIPANT}
 
 
 def _name_taken(link: CampaignLink) -> JoinRefused:
