@@ -89,7 +89,8 @@ def study_question_add(
 
 
 def phase_questions(link_id: int, phase: str) -> list[StudyQuestion]:
-    return list(StudyQuestion.objects.filter(link_id=link_id, phase=phase).order_by("position", "id"))
+    """The phase's questions in their order (a position is the link's and phase's once: a constraint)."""
+    return list(StudyQuestion.objects.filter(link_id=link_id, phase=phase).order_by("position"))
 
 
 def _answer_problem(question: StudyQuestion, value: str) -> str | None:
@@ -117,7 +118,7 @@ def answers_save(
         raise AnswersNotExpected(f"this study does not ask its {QuestionPhase(phase).label} questions now")
     now = now or timezone.now()
     questions = phase_questions(participant.link_id, phase)
-    values = {question.pk: str(answers.get(str(question.pk), "") or "").strip() for question in questions}
+    values = {question.pk: str(answers.get(str(question.pk)) or "").strip() for question in questions}
     problems = {q.pk: problem for q in questions if (problem := _answer_problem(q, values[q.pk])) is not None}
     if problems:
         raise AnswersInvalid(problems)

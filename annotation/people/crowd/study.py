@@ -109,7 +109,7 @@ def participant_consent(participant: Participant, *, agree: bool, now: datetime 
         return participant
     if agree:
         Participant.objects.filter(pk=participant.pk, consented_at__isnull=True).update(consented_at=now)
-        participant.refresh_from_db(fields=["consented_at"])
+        participant.refresh_from_db()
         return participant
     Participant.objects.filter(pk=participant.pk, finished_at__isnull=True).update(
         finished_at=now, outcome=ParticipantOutcome.DECLINED
