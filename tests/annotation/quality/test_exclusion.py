@@ -388,6 +388,22 @@ def test_a_chunk_written_twice_changes_nothing_the_second_time(two_on_three):
     assert pair_problems(dataset.id) == []
 
 
+def test_a_restore_written_twice_leaves_a_superseded_rating_superseded(campaign):
+    """A pair topped up before the undo supersedes the restored rating; a second pass over
+    the same pairs finds nothing more to restore there."""
+    dataset, pairs, bad, _, admin = campaign
+    exclusion = rating_exclusion_create(dataset=dataset, rater=bad, reason="x", created_by=admin)  # not run
+    ids = [pair.id for pair in pairs]
+    assert exclude_chunk(exclusion=exclusion, pair_ids=ids) == ChunkResult(excluded=4, reopened=4)
+    newcomer = rater()
+    topped = claim(newcomer, dataset)
+    submit(newcomer, dataset, topped.slot_id, "top-up")
+    assert restore_chunk(exclusion=exclusion, pair_ids=ids) == ChunkResult(restored=3, superseded=1)
+    assert restore_chunk(exclusion=exclusion, pair_ids=ids) == ChunkResult()
+    assert Rating.objects.get(rater=bad, pair_id=topped.pair_id).status == RatingStatus.SUPERSEDED
+    assert pair_problems(dataset.id) == []
+
+
 IDLE = ChunkResult()
 
 
