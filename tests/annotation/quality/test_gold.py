@@ -1,6 +1,7 @@
 """Gold pairs: uploaded or promoted, served inside the queue at the dataset's rate and
 answered exactly like ordinary pairs, their ratings kept apart, the automatic pause."""
 
+import io
 import math
 import re
 import time
@@ -25,7 +26,13 @@ from annotation.models import (
     SamplingMethod,
     TaskKind,
 )
-from annotation.quality.gold.gold_file import MAX_EXPLANATION, GoldInputError, gold_file_check
+from annotation.quality.gold.gold_file import (
+    LISTED_ROWS,
+    MAX_EXPLANATION,
+    MAX_PROBLEMS,
+    GoldInputError,
+    gold_file_check,
+)
 from annotation.quality.gold.staging import SALT, gold_upload_cancel, gold_upload_preview, gold_upload_save
 from annotation.quality.gold.upload import (
     gold_pairs_promote,
@@ -432,6 +439,33 @@ def test_each_row_of_a_gold_file_names_its_own_problem(tmp_path):
         7: f"line 7, column explanation: longer than {MAX_EXPLANATION} characters",
         9: None,
     }, "the blank line 8 is passed over, not the end of the rows"
+
+
+def test_a_checked_file_lists_its_first_rows_and_stops_at_its_last_allowed_problem(tmp_path):
+    """A preview lists the first LISTED_ROWS rows of a long file and counts them all; a file
+    with more than MAX_PROBLEMS bad rows stops at the last problem it lists, naming its line.
+    An upload read where it lies (a stream) keeps the name it came with."""
+    split = SplitFactory()
+    keys = [ImageFactory(split=split, dataset=split.dataset).key for _ in range(30)]
+    pairs = [(a, b) for i, a in enumerate(keys) for b in keys[i + 1 :]][: LISTED_ROWS + 5]
+    text = "image1,image2,gold_score\n" + "".join(f"{a},{b},1\n" for a, b in pairs)
+    path = tmp_path / "long.csv"
+    path.write_text(text)
+    checked = gold_file_check(dataset=split.dataset, path=path)
+    assert (len(checked.rows), checked.count, checked.problems, checked.stopped_at) == (
+        LISTED_ROWS,
+        LISTED_ROWS + 5,
+        [],
+        None,
+    )
+    assert checked.name == "long.csv"
+    streamed = gold_file_check(dataset=split.dataset, stream=io.BytesIO(text.encode()), name="upload 7.csv")
+    assert (streamed.name, streamed.count) == ("upload 7.csv", checked.count)
+    assert [(row.line, row.problem) for row in streamed.rows] == [(row.line, row.problem) for row in checked.rows]
+    bad = "image1,image2,gold_score\n" + "".join(f"{a},{a},1\n" for a in keys[: MAX_PROBLEMS + 3])
+    stopped = gold_file_check(dataset=split.dataset, stream=io.BytesIO(bad.encode()), name="bad.csv")
+    assert len(stopped.problems) == MAX_PROBLEMS and stopped.stopped_at == MAX_PROBLEMS + 1  # the header is line 1
+    assert stopped.problems[-1].line == stopped.stopped_at
 
 
 def test_a_gold_row_without_an_explanation_column_explains_nothing(tmp_path):
