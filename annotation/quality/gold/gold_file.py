@@ -88,14 +88,13 @@ def gold_file_check(
     path: str | Path | None = None,
     stream: BinaryIO | None = None,
     name: str | None = None,
-    created_by=None,
 ) -> GoldFile:
     """Read and check a gold CSV for ``dataset`` (a ``path``, or a binary ``stream`` such
     as an upload, read where it lies, and its ``name``); every row kept gets its gold
     pair or its problem. Raises GoldInputError for a problem with the whole file."""
     with _opened(path, stream, name) as (source, name):
         checked = GoldFile(name=name)
-        chunks = gold_file_chunks(dataset=dataset, stream=source, name=name, created_by=created_by)
+        chunks = gold_file_chunks(dataset=dataset, stream=source, name=name)
         for kind, rows in chunks:
             checked.kind = kind
             for row in rows:
