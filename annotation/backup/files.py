@@ -101,12 +101,19 @@ def files_copy(staging: Path, step: Callable[[str], None]) -> tuple[list[Copied]
             name = f"{sub}/{relative.as_posix()}"
             target = staging / name
             target.parent.mkdir(parents=True, exist_ok=True)
+            source = root / relative
+            if not source.is_file():
+                reason = "removed while the backup ran" if not source.exists() else "not a regular file"
+                skipped.append({"name": name, "reason": reason})
+                continue
             try:
-                size, sha = _stable_copy(root / relative, target)
+                size, sha = _stable_copy(source, target)
             except FileNotFoundError:
                 target.unlink(missing_ok=True)
                 skipped.append({"name": name, "reason": "removed while the backup ran"})
                 continue
+            except OSError as exc:
+                raise BackupError(f"{source} cannot be copied: {exc}") from exc
             copied.append(Copied(name, size, sha))
             step(name)
     return copied, skipped

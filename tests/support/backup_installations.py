@@ -67,6 +67,27 @@ class Installation:
         with psycopg2.connect(self.env["DATABASE_URL"]) as db, db.cursor() as cursor:
             cursor.execute(statement)
 
+    def tables(self) -> list[str]:
+        """The tables of the installation's database, read outside the app."""
+        if self.engine == "sqlite":
+            import sqlite3
+
+            path = self.folder / "db.sqlite3"
+            if not path.exists():
+                return []
+            with sqlite3.connect(path) as db:
+                return [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        import psycopg2
+
+        with psycopg2.connect(self.env["DATABASE_URL"]) as db, db.cursor() as cursor:
+            cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+            return [row[0] for row in cursor.fetchall()]
+
+    def files(self) -> list[str]:
+        """The files in the installation's DATA_DIR and EXPORT_DIR."""
+        folders = (self.data_dir, self.export_dir)
+        return sorted(str(path) for folder in folders for path in folder.rglob("*") if path.is_file())
+
     def drop(self) -> None:
         if self.database:
             _admin_execute(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
