@@ -57,7 +57,7 @@ def tool(name: str) -> tuple[Path, str, int]:
         where = f"in BACKUP_PG_BIN_DIR={folder}" if folder else "on PATH"
         raise BackupError(
             f"{name} is not {where}: install PostgreSQL's client programs of the server's major version "
-            f"(Debian: apt-get install postgresql-client-15) or set BACKUP_PG_BIN_DIR to their folder"
+            f"(Debian: apt-get install postgresql-client) or set BACKUP_PG_BIN_DIR to their folder"
         )
     shown = subprocess.run([str(found), "--version"], capture_output=True, text=True, timeout=30, check=False)
     match = re.search(r"\(PostgreSQL\) (\d+)(\.\d+)?", shown.stdout)
