@@ -23,6 +23,7 @@ from pathlib import Path
 from django.conf import settings
 
 from annotation.core.errors import BackupError
+from annotation.export.manifest import sha256_file
 
 # Subfolders of the backup, one per folder of the installation.
 DATA, EXPORTS = "data", "exports"
@@ -139,13 +140,7 @@ def file_problems(folder: Path, entries: list[dict]) -> list[str]:
 
 def file_checksum(path: Path) -> tuple[int, str]:
     """``(bytes, sha256)`` of a file, read in blocks."""
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as reading:
-        while chunk := reading.read(_BLOCK):
-            digest.update(chunk)
-            size += len(chunk)
-    return size, digest.hexdigest()
+    return path.stat().st_size, sha256_file(path)
 
 
 def installation_entries(entries: list[dict]) -> list[dict]:

@@ -14,7 +14,8 @@ import pytest
 from tests.support.backup_installations import SECRET_KEY, installation
 
 ENGINE_PARAMS = [pytest.param("postgresql", marks=pytest.mark.postgres), "sqlite"]
-pytestmark = pytest.mark.slow
+# One worker builds each engine's backup once for the whole module (not once per worker).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("backup-refusals")]
 
 
 @pytest.fixture(scope="module", params=ENGINE_PARAMS)
