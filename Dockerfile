@@ -1,6 +1,10 @@
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
+# pg_dump and pg_restore for `manage.py backup` and `restore`: their major version must be
+# at least the server's (PostgreSQL 15 in the compose stack; Debian's client is 15 or later).
+RUN apt-get update && apt-get install -y --no-install-recommends postgresql-client \
+    && rm -rf /var/lib/apt/lists/*
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .

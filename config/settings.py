@@ -42,6 +42,10 @@ VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
 # Embedding vectors and export files live on disk, not in database rows.
 DATA_DIR = Path(env.str("DATA_DIR", default=str(VAR_DIR / "data")))
 EXPORT_DIR = Path(env.str("EXPORT_DIR", default=str(VAR_DIR / "exports")))
+# The folder of PostgreSQL's client programs (pg_dump, pg_restore) that `manage.py backup`
+# and `restore` run, e.g. /usr/lib/postgresql/15/bin; empty: the ones on PATH. Their major
+# version must be at least the server's (annotation.backup.postgres checks it).
+BACKUP_PG_BIN_DIR = env.str("BACKUP_PG_BIN_DIR", default="")
 
 SECRET_KEY = env.str("SECRET_KEY", default="")
 DEBUG = env.bool("DEBUG", default=RUN_MODE == "embedded")

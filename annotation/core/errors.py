@@ -45,3 +45,10 @@ class UploadRemoved(Conflict):
     """A run cannot start again: the file uploaded for it was removed (UPLOAD_KEEP_FAILED_DAYS)."""
 
     code = "upload_removed"
+
+
+class BackupError(DomainError):
+    """A backup that cannot be made, or a backup that is not restored: the message names the
+    file, table, version or folder at fault and says what was left as it was."""
+
+    code = "backup_refused"
