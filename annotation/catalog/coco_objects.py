@@ -81,9 +81,10 @@ def coco_index(path: str | Path, *, match: Callable[[CocoImage], int | None], ca
     return index
 
 
-def coco_objects(path: str | Path, index: CocoIndex) -> Iterator[tuple[int, CocoObject]]:
+def coco_objects(path: str | Path, index: CocoIndex, *, max_measure: float) -> Iterator[tuple[int, CocoObject]]:
     """The file's annotations in order, as (position, object), each checked against the
-    first pass's ``index``."""
+    first pass's ``index``; a box's corner within +-``max_measure``, its width, height
+    and the area from 0 to ``max_measure``."""
     path = Path(path)
     for _member, position, entry in _entries(path, ("annotations",)):
         where = f"{path}: annotations[{position}]"
@@ -107,8 +108,8 @@ def coco_objects(path: str | Path, index: CocoIndex) -> Iterator[tuple[int, Coco
                 annotation_id=annotation_id,
                 image_id=image_id,
                 category_id=category_id,
-                bbox=_bbox(entry, where),
-                area=_size(entry, "area", where),
+                bbox=_bbox(entry, where, max_measure),
+                area=_size(entry, "area", where, max_measure),
                 iscrowd=bool(iscrowd),
             ),
         )
@@ -185,22 +186,24 @@ def _whole(entry: dict, name: str, where: str, *, required: bool = True) -> int 
     return value
 
 
-def _finite(value: object) -> bool:
+def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _size(entry: dict, name: str, where: str) -> float:
+def _size(entry: dict, name: str, where: str, most: float) -> float:
     value = entry.get(name)
-    if not _finite(value) or value < 0:
-        raise CocoError(f"{where}: field {name!r} must be a finite number at least 0, got {value!r}")
+    if not _number(value) or not 0 <= value <= most:
+        raise CocoError(f"{where}: field {name!r} must be a number from 0 to {most:g}, got {value!r}")
     return float(value)
 
 
-def _bbox(entry: dict, where: str) -> tuple[float, float, float, float]:
+def _bbox(entry: dict, where: str, most: float) -> tuple[float, float, float, float]:
     box = entry.get("bbox")
-    if not isinstance(box, list) or len(box) != 4 or not all(_finite(value) for value in box):
+    if not isinstance(box, list) or len(box) != 4 or not all(_number(value) for value in box):
         raise CocoError(f"{where}: field 'bbox' must be four finite numbers [x, y, width, height], got {box!r}")
     x, y, width, height = (float(value) for value in box)
     if width < 0 or height < 0:
         raise CocoError(f"{where}: field 'bbox' has a negative width or height: {box!r}")
+    if max(abs(x), abs(y), width, height) > most:
+        raise CocoError(f"{where}: field 'bbox' has a number beyond {most:g}: {box!r}")
     return x, y, width, height

@@ -26,7 +26,7 @@ from annotation.core.errors import DatasetImportError, NotFound
 from annotation.core.progress import Progress
 from annotation.core.sql import default_vendor
 from annotation.models import Dataset, Image, ObjectAnnotation
-from annotation.models.objects import CATEGORY_CHARS
+from annotation.models.objects import CATEGORY_CHARS, MAX_MEASURE
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def _write_objects(path, index: CocoIndex, matched: dict[int, int], progress: Pr
     rows: list[tuple] = []
     written = skipped = 0
     try:
-        for position, item in coco_objects(path, index):
+        for position, item in coco_objects(path, index, max_measure=MAX_MEASURE):
             image_id = matched.get(item.image_id)
             if image_id is None:
                 skipped += 1

@@ -7,6 +7,9 @@ from django.db.models import Q
 from annotation.models.items import Image
 
 CATEGORY_CHARS = 100
+# The largest coordinate, size or area stored, in pixels (or square pixels): far beyond
+# any image, and a finite bound.
+MAX_MEASURE = 1e15
 
 
 class ObjectAnnotation(models.Model):
@@ -28,21 +31,22 @@ class ObjectAnnotation(models.Model):
     iscrowd = models.BooleanField(default=False, help_text="COCO's crowd flag: the region covers a group of objects.")
 
     class Meta:
+        # The bounds keep NaN and infinity out on PostgreSQL (NaN sorts above every
+        # number there) and on SQLite (which stores infinity as a number and NaN as NULL).
         constraints = [
-            # NaN compares greater than every number in PostgreSQL, so the upper bounds keep it out too.
             models.CheckConstraint(
-                condition=Q(area__gte=0) & Q(area__lt=float("inf")), name="object_area_finite_nonnegative"
+                condition=Q(area__gte=0) & Q(area__lte=MAX_MEASURE), name="object_area_within_bounds"
             ),
             models.CheckConstraint(
-                condition=Q(bbox_w__gte=0) & Q(bbox_h__gte=0) & Q(bbox_w__lt=float("inf")) & Q(bbox_h__lt=float("inf")),
-                name="object_box_size_finite_nonnegative",
+                condition=Q(bbox_w__gte=0) & Q(bbox_w__lte=MAX_MEASURE) & Q(bbox_h__gte=0) & Q(bbox_h__lte=MAX_MEASURE),
+                name="object_box_size_within_bounds",
             ),
             models.CheckConstraint(
-                condition=Q(bbox_x__gt=float("-inf"))
-                & Q(bbox_x__lt=float("inf"))
-                & Q(bbox_y__gt=float("-inf"))
-                & Q(bbox_y__lt=float("inf")),
-                name="object_box_corner_finite",
+                condition=Q(bbox_x__gte=-MAX_MEASURE)
+                & Q(bbox_x__lte=MAX_MEASURE)
+                & Q(bbox_y__gte=-MAX_MEASURE)
+                & Q(bbox_y__lte=MAX_MEASURE),
+                name="object_box_corner_within_bounds",
             ),
             models.CheckConstraint(condition=~Q(category=""), name="object_category_not_empty"),
         ]
