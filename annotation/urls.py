@@ -97,6 +97,7 @@ urlpatterns = [
     path("datasets/<slug:dataset>/quality/", gold.QualitySettingsApi.as_view(), name="quality-settings"),
     path("imports/karpathy/", datasets.ImportKarpathyApi.as_view(), name="import-karpathy"),
     path("imports/embeddings/", datasets.ImportEmbeddingsApi.as_view(), name="import-embeddings"),
+    path("imports/objects/", datasets.ImportObjectsApi.as_view(), name="import-objects"),
     path("jobs/<id:job_id>/", jobs.JobDetailApi.as_view(), name="job-detail"),
     path("exports/", exports.ExportListApi.as_view(), name="export-list"),
     path("exports/<id:job_id>/", exports.ExportDetailApi.as_view(), name="export-detail"),

@@ -12,6 +12,7 @@ __all__ = [
     "UPLOAD_MAX_EMBEDDINGS_BYTES",
     "UPLOAD_MAX_FILENAME_CHARS",
     "UPLOAD_MAX_KARPATHY_BYTES",
+    "UPLOAD_MAX_OBJECTS_BYTES",
     "UPLOAD_MAX_PAIRLIST_BYTES",
     "UPLOAD_PRUNE_SECONDS",
 ]
@@ -19,8 +20,9 @@ __all__ = [
 
 # Uploads (API, admin forms, CLI copies) are bounded per kind, in bytes; a file over its
 # limit is refused while it streams in. The defaults fit COCO: its Karpathy JSON is
-# about 140 MB, its 616,767 caption embeddings of 1,024 float32 about 2.5 GB, and the
-# largest CxC pair list a few MB.
+# about 140 MB, its 616,767 caption embeddings of 1,024 float32 about 2.5 GB, its largest
+# instances file (train2017's object annotations) about 450 MB, and the largest CxC pair
+# list a few MB.
 def _bytes_setting(name: str, default: int) -> int:
     value = env.int(name, default=default)
     if value < 1:
@@ -31,6 +33,7 @@ def _bytes_setting(name: str, default: int) -> int:
 UPLOAD_MAX_KARPATHY_BYTES = _bytes_setting("UPLOAD_MAX_KARPATHY_BYTES", 512 * 2**20)
 UPLOAD_MAX_EMBEDDINGS_BYTES = _bytes_setting("UPLOAD_MAX_EMBEDDINGS_BYTES", 4 * 2**30)
 UPLOAD_MAX_PAIRLIST_BYTES = _bytes_setting("UPLOAD_MAX_PAIRLIST_BYTES", 64 * 2**20)
+UPLOAD_MAX_OBJECTS_BYTES = _bytes_setting("UPLOAD_MAX_OBJECTS_BYTES", 1 * 2**30)
 # A run's uploaded files go when it succeeds; a failed run's stay this many days for
 # diagnosis (0: until the next prune). The prune runs every UPLOAD_PRUNE_SECONDS.
 UPLOAD_KEEP_FAILED_DAYS = env.int("UPLOAD_KEEP_FAILED_DAYS", default=7)

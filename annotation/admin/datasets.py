@@ -13,7 +13,7 @@ from annotation.admin.pairs import FlagAdmin, PairAdmin, RatingAdmin, RatingSlot
 from annotation.admin.quality import QualitySettingsInline, RatingExclusionAdmin  # noqa: F401 (registers)
 from annotation.admin.runs import RunAdminMixin
 from annotation.catalog.upload_limits import limited_upload_view, upload_form_is_valid
-from annotation.catalog.uploads import EMBEDDINGS, KARPATHY, UploadKind, upload_store_all
+from annotation.catalog.uploads import EMBEDDINGS, KARPATHY, OBJECTS, UploadKind, upload_store_all
 from annotation.core.errors import DomainError
 from annotation.dashboard.speed_floors import speed_floor_marks_request
 from annotation.jobs.dispatch import JOB_RUNS, import_job_start
@@ -24,6 +24,7 @@ from annotation.models import (
     Image,
     Job,
     Modality,
+    ObjectAnnotation,
     Qualification,
     SpeedFloor,
     Split,
@@ -49,6 +50,13 @@ class EmbeddingImportForm(forms.Form):
     vectors = forms.FileField(help_text=".npy, float (rows, dims)")
     ids = forms.FileField(help_text="One item key per line, in row order")
     model_name = forms.CharField(required=False)
+
+
+class ObjectImportForm(forms.Form):
+    dataset = forms.ModelChoiceField(queryset=Dataset.objects.all(), help_text="The dataset whose images they are")
+    file = forms.FileField(
+        help_text="COCO instances JSON (instances_val2014.json shape); images matched by COCO id, else by file name"
+    )
 
 
 def _start_job(request, kind: str, params: dict) -> Job:
@@ -115,6 +123,11 @@ class DatasetAdmin(admin.ModelAdmin):
                 ),
                 name="dataset-import-embeddings",
             ),
+            path(
+                "import-objects/",
+                self.admin_site.admin_view(limited_upload_view(self.import_objects, {"file": OBJECTS})),
+                name="dataset-import-objects",
+            ),
             *super().get_urls(),
         ]
 
@@ -150,6 +163,15 @@ class DatasetAdmin(admin.ModelAdmin):
                 return redirect(reverse("admin:annotation_job_changelist"))
         return self._form_page(request, form, "Import embeddings")
 
+    def import_objects(self, request):
+        form = ObjectImportForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and upload_form_is_valid(request, form):
+            params = {"dataset": form.cleaned_data["dataset"].name}
+            if _store_uploads(form, params, {"path": ("file", OBJECTS, ".json")}):
+                _start_job(request, Job.Kind.IMPORT_OBJECTS, params)
+                return redirect(reverse("admin:annotation_job_changelist"))
+        return self._form_page(request, form, "Import object annotations")
+
     def _form_page(self, request, form, title):
         context = {**self.admin_site.each_context(request), "form": form, "title": title, "opts": self.model._meta}
         return TemplateResponse(request, "admin/annotation/import_form.html", context)
@@ -167,6 +189,18 @@ class ImageAdmin(admin.ModelAdmin):
     list_filter = ["dataset", "split"]
     search_fields = ["key"]
     list_select_related = ["dataset", "split"]
+    show_full_result_count = False
+
+
+@admin.register(ObjectAnnotation)
+class ObjectAnnotationAdmin(admin.ModelAdmin):
+    """The objects imported into images (``manage.py import_objects``), to look at."""
+
+    list_display = ["category", "image", "area", "bbox_x", "bbox_y", "bbox_w", "bbox_h", "iscrowd"]
+    list_filter = ["image__dataset"]
+    search_fields = ["category", "image__key"]
+    raw_id_fields = ["image"]
+    list_select_related = ["image"]
     show_full_result_count = False
 
 
@@ -206,6 +240,8 @@ class JobAdmin(RunAdminMixin, admin.ModelAdmin):
             return params.get("out", "-")
         if job.kind == Job.Kind.IMPORT_EMBEDDINGS:
             return f"space {params.get('space', '?')} ({params.get('modality', '?')})"
+        if job.kind == Job.Kind.IMPORT_OBJECTS:
+            return "object annotations"
         return f"splits {', '.join(params.get('splits') or []) or 'all'}"
 
     def has_add_permission(self, request) -> bool:

@@ -2,7 +2,13 @@
 selector and serializes the result. The views are importable from here too."""
 
 from annotation.apis.accounts import TokenApi
-from annotation.apis.datasets import DatasetListApi, DatasetSerializer, ImportEmbeddingsApi, ImportKarpathyApi
+from annotation.apis.datasets import (
+    DatasetListApi,
+    DatasetSerializer,
+    ImportEmbeddingsApi,
+    ImportKarpathyApi,
+    ImportObjectsApi,
+)
 from annotation.apis.exports import (
     ExportDetailApi,
     ExportFileDownloadApi,
@@ -43,6 +49,7 @@ __all__ = [
     "ImageFileApi",
     "ImportEmbeddingsApi",
     "ImportKarpathyApi",
+    "ImportObjectsApi",
     "ItemSerializer",
     "JobDetailApi",
     "JobSerializer",

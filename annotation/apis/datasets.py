@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 from annotation.apis.jobs import JobSerializer
 from annotation.catalog import selectors
 from annotation.catalog.upload_limits import LimitedMultiPartParser
-from annotation.catalog.uploads import EMBEDDINGS, KARPATHY, upload_store, upload_store_all
+from annotation.catalog.uploads import EMBEDDINGS, KARPATHY, OBJECTS, upload_store, upload_store_all
 from annotation.core.roles import IsAdmin, IsTeamMember
 from annotation.jobs.dispatch import import_job_start
 from annotation.models import Job, Modality
@@ -98,4 +98,29 @@ class ImportEmbeddingsApi(APIView):
             ),
         }
         job = import_job_start(kind=Job.Kind.IMPORT_EMBEDDINGS, params=params, created_by=request.user)
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ImportObjectsApi(APIView):
+    """Start an import of object annotations (COCO instances JSON) into a dataset's images
+    as a background job (admins). A file over UPLOAD_MAX_OBJECTS_BYTES is refused with 413."""
+
+    permission_classes = [IsAdmin]
+    # Files travel in multipart forms only (an urlencoded form cannot carry them).
+    parser_classes = [LimitedMultiPartParser]
+    upload_kinds = {"file": OBJECTS}
+
+    class ImportObjectsInputSerializer(serializers.Serializer):
+        dataset = serializers.CharField(help_text="The dataset whose images the objects belong to.")
+        file = serializers.FileField(help_text="COCO instances JSON: categories, images and annotations.")
+
+    @extend_schema(request=ImportObjectsInputSerializer, responses={202: JobSerializer})
+    def post(self, request):
+        data = self.ImportObjectsInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        params = {
+            "dataset": data.validated_data["dataset"],
+            "path": upload_store(data.validated_data["file"], kind=OBJECTS, suffix_hint=".json"),
+        }
+        job = import_job_start(kind=Job.Kind.IMPORT_OBJECTS, params=params, created_by=request.user)
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)

@@ -1,18 +1,20 @@
-"""The entries of one array of a JSON object read one at a time (a Karpathy file's
-``images``, ``JsonArray``), so memory holds one entry and a window of the text, not the
-whole document.
+"""The entries of arrays of a JSON object read one at a time (a Karpathy file's
+``images``, ``JsonArray``; a COCO file's ``images``, ``categories`` or ``annotations``,
+``JsonArrays``), so memory holds one entry and a window of the text, not the whole
+document.
 Pure Python: the standard decoder parses each entry (``raw_decode``) from a window of
 the file that grows only while an entry does not fit, up to ``max_entry_chars``.
 
-Other members of the object are parsed and dropped the same way; text after the object,
-an entry or member longer than the bound, and bad JSON raise JsonStreamError naming the
-line and column."""
+Other members of the object are parsed and dropped the same way: an array entry by entry
+(so an array not asked for may be of any length), anything else whole. Text after the
+object, an entry or member longer than the bound, and bad JSON raise JsonStreamError
+naming the line and column."""
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TextIO
 
 # Characters read at a time.
@@ -37,15 +39,16 @@ class TooDeep(JsonStreamError):
     """A value nested deeper than the decoder's recursion limit (about 1,000 levels)."""
 
 
-class JsonArray:
-    """Iterating gives each entry of the array ``member`` of the object ``handle`` holds,
-    parsed, one at a time; ``found`` says afterwards whether the object had that array.
-    Raises NotAnObject, TooDeep or JsonStreamError naming where the text goes wrong."""
+class JsonArrays:
+    """Iterating gives ``(member, entry)`` for each entry of the arrays named in
+    ``members`` that the object ``handle`` holds, parsed, one at a time, in the file's
+    order; ``found`` says afterwards which of them the object had as arrays. Raises
+    NotAnObject, TooDeep or JsonStreamError naming where the text goes wrong."""
 
-    def __init__(self, handle: TextIO, *, member: str, max_entry_chars: int):
-        self.reader, self.member, self.found = _Reader(handle, max_entry_chars), member, False
+    def __init__(self, handle: TextIO, *, members: Collection[str], max_entry_chars: int):
+        self.reader, self.members, self.found = _Reader(handle, max_entry_chars), frozenset(members), set()
 
-    def __iter__(self) -> Iterator[object]:
+    def __iter__(self) -> Iterator[tuple[str, object]]:
         reader = self.reader
         if reader.peek() != "{":
             reader.value()  # bad JSON is named as such
@@ -59,15 +62,36 @@ class JsonArray:
                 if not isinstance(key, str):
                     raise reader.error("expected a member name")
                 reader.expect(":")
-                if key == self.member and reader.peek() == "[":
-                    self.found = True
-                    yield from _entries(reader, self.member)
+                if reader.peek() == "[":
+                    wanted = key in self.members
+                    if wanted:
+                        self.found.add(key)
+                    for entry in _entries(reader, key):
+                        if wanted:
+                            yield key, entry
                 else:
                     reader.value()
                 if reader.expect(",", "}") == "}":
                     break
         if reader.peek() != "":
             raise reader.error("text after the end of the object")
+
+
+class JsonArray:
+    """Iterating gives each entry of the array ``member`` of the object ``handle`` holds,
+    parsed, one at a time; ``found`` says afterwards whether the object had that array.
+    Raises as JsonArrays."""
+
+    def __init__(self, handle: TextIO, *, member: str, max_entry_chars: int):
+        self.arrays = JsonArrays(handle, members=(member,), max_entry_chars=max_entry_chars)
+
+    @property
+    def found(self) -> bool:
+        return bool(self.arrays.found)
+
+    def __iter__(self) -> Iterator[object]:
+        for _member, entry in self.arrays:
+            yield entry
 
 
 def _entries(reader: _Reader, member: str) -> Iterator[object]:

@@ -48,6 +48,7 @@ KARPATHY = UploadKind("Karpathy JSON", "UPLOAD_MAX_KARPATHY_BYTES")
 # The .npy file and its ids file alike.
 EMBEDDINGS = UploadKind("embeddings", "UPLOAD_MAX_EMBEDDINGS_BYTES")
 PAIR_LIST = UploadKind("pair list", "UPLOAD_MAX_PAIRLIST_BYTES")
+OBJECTS = UploadKind("COCO instances JSON", "UPLOAD_MAX_OBJECTS_BYTES")
 
 
 def human_bytes(size: int) -> str:

@@ -29,7 +29,8 @@ mapped to the split), ``ranks`` (first correct rank, recall), ``retrieval`` (the
 retrieval tasks), ``correlation`` (Spearman, bootstrap), ``intervals`` (bootstrap,
 percentile and Fisher-z intervals), ``unavailable`` (why a figure has no value),
 ``report`` (``evaluate``), ``table`` (``format_report``). The names below are the
-package's public interface.
+package's public interface. ``explain`` is a package of its own: why a model failed a
+query, from the objects annotated in the images (numpy and scipy, no Django).
 """
 
 from annotation.evaluation.correlation import (

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from django.db import transaction
 
+from annotation.catalog.objects import dataset_import_objects
 from annotation.catalog.services import dataset_import_karpathy, embedding_space_import
 from annotation.core.progress import Progress
 from annotation.core.task_queue import task_queue_on_commit
@@ -50,9 +51,15 @@ def _run_import_embeddings(params: dict, progress: Progress) -> dict:
     return {"space_id": space.id, "count": space.count, "dimension": space.dimension}
 
 
+def _run_import_objects(params: dict, progress: Progress) -> dict:
+    summary = dataset_import_objects(path=params["path"], dataset_name=params["dataset"], progress=progress)
+    return summary.as_dict()
+
+
 RUNNERS: dict[str, Callable[[dict, Progress], dict]] = {
     Job.Kind.IMPORT_KARPATHY: _run_import_karpathy,
     Job.Kind.IMPORT_EMBEDDINGS: _run_import_embeddings,
+    Job.Kind.IMPORT_OBJECTS: _run_import_objects,
     Job.Kind.EXPORT_DATASET: run_export_params,
     Job.Kind.EVALUATE: run_evaluation_params,
 }

@@ -21,6 +21,7 @@ from annotation.models.items import (
     Split,
     TaskKind,
 )
+from annotation.models.objects import ObjectAnnotation
 from annotation.models.onboarding import (
     QUIZ_ATTEMPTS,
     CampaignLink,
@@ -111,6 +112,7 @@ __all__ = [
     "Job",
     "JobStatus",
     "Modality",
+    "ObjectAnnotation",
     "Pair",
     "PairSkip",
     "Participant",

@@ -78,6 +78,7 @@ class Job(BackgroundRun):
     class Kind(models.TextChoices):
         IMPORT_KARPATHY = "import_karpathy", "import Karpathy JSON"
         IMPORT_EMBEDDINGS = "import_embeddings", "import embeddings"
+        IMPORT_OBJECTS = "import_objects", "import object annotations"
         EXPORT_DATASET = "export_dataset", "export dataset"
         EVALUATE = "evaluate", "evaluate models"
 
@@ -105,4 +106,5 @@ class Job(BackgroundRun):
 JOB_UPLOAD_PARAMS = {
     Job.Kind.IMPORT_KARPATHY: ("path",),
     Job.Kind.IMPORT_EMBEDDINGS: ("vectors_path", "ids_path"),
+    Job.Kind.IMPORT_OBJECTS: ("path",),
 }

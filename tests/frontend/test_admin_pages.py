@@ -149,8 +149,9 @@ def test_a_batch_searching_in_a_chord_shows_its_shards_on_its_page(page, live_se
 
 def test_the_admin_forms_name_every_field_at_a_laptop_and_a_phone(page, live_server, screenshot_dir, accessibility):
     """A link with its questions, a data set with its speed floors, a rater with their
-    qualifications, a new batch: every field has a name (the inline rows' too), checked by
-    axe-core at 1280x800 and at 390x844 (each screenshot is checked)."""
+    qualifications, a new batch, an import of object annotations: every field has a name
+    (the inline rows' too), checked by axe-core at 1280x800 and at 390x844 (each
+    screenshot is checked)."""
     from annotation.models import SpeedFloor
     from annotation.people.crowd.questions import study_question_add
     from tests.frontend.crowd_setup import crowd_link
@@ -166,6 +167,7 @@ def test_the_admin_forms_name_every_field_at_a_laptop_and_a_phone(page, live_ser
         "dataset": f"/admin/annotation/dataset/{dataset.pk}/change/",
         "rater": f"/admin/auth/user/{rater().pk}/change/",
         "batch": "/admin/sampling/samplingbatch/create/",
+        "objects": "/admin/annotation/dataset/import-objects/",
     }
     session_for(page, live_server, username="admin")
     for name, path in forms.items():

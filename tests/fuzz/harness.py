@@ -132,6 +132,7 @@ SEMANTIC_400 = {
     ("POST", "/api/exports/"): "split names the dataset does not have",
     ("POST", "/api/imports/karpathy/"): "the file must be a Karpathy-split JSON",
     ("POST", "/api/imports/embeddings/"): "the files must be a .npy array and its ids",
+    ("POST", "/api/imports/objects/"): "the file must be a COCO instances JSON of the dataset's images",
     ("POST", "/api/sampling/batches/"): "method names, budgets and spaces the split must have",
     ("POST", "/api/sampling/batches/upload/"): "the file must be a CxC-shaped CSV pair list",
     ("PUT", "/api/raters/{username}/qualifications/"): "the user must be a rater",

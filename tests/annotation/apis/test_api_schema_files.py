@@ -12,6 +12,7 @@ FILES = {
     ("post", "/api/datasets/{dataset}/gold/"): {"file"},
     ("post", "/api/imports/embeddings/"): {"vectors", "ids"},
     ("post", "/api/imports/karpathy/"): {"file"},
+    ("post", "/api/imports/objects/"): {"file"},
     ("post", "/api/raters/"): {"file"},
     ("post", "/api/sampling/batches/upload/"): {"file"},
 }

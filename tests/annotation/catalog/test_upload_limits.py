@@ -195,6 +195,7 @@ def test_the_defaults_fit_coco():
     assert config_settings.UPLOAD_MAX_KARPATHY_BYTES == 512 * 2**20 > karpathy_coco
     assert config_settings.UPLOAD_MAX_EMBEDDINGS_BYTES == 4 * 2**30 > caption_vectors_coco
     assert config_settings.UPLOAD_MAX_PAIRLIST_BYTES == 64 * 2**20
+    assert config_settings.UPLOAD_MAX_OBJECTS_BYTES == 2**30 > 450_000_000  # train2017's instances JSON
     assert config_settings.UPLOAD_KEEP_FAILED_DAYS == 7
 
 

@@ -6,8 +6,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from annotation.core.roles import ADMIN, RATER, RESEARCHER, has_role
+from annotation.evaluation.explain.vocabulary import vocabulary
 from annotation.management.commands.load_demo import DEMO_ACCOUNTS, DEMO_DIR
-from annotation.models import Caption, Dataset, EmbeddingSpace, Image, Qualification
+from annotation.models import Caption, Dataset, EmbeddingSpace, Image, ObjectAnnotation, Qualification
 from frontend.models import WorkedExample
 from sampling.encoders import cocaption_retrieval_rate
 
@@ -43,6 +44,12 @@ def test_load_demo_loads_dataset_spaces_and_accounts(settings, capsys):
     assert set(examples.values_list("kind", flat=True)) == {"SIS", "SITS", "STS"}
     assert examples.count() == 9
     assert has_role(get_user_model().objects.get(username="researcher"), RESEARCHER)
+    assert "Loaded 63 object annotations of 18 categories into the demo photos." in out
+    assert Image.objects.filter(dataset=dataset, annotated_objects__isnull=True).count() == 0
+    cat = ObjectAnnotation.objects.filter(image__key="DEMO_demo_000000000003.jpg")
+    assert sorted(cat.values_list("category", flat=True)) == ["cat", "eye", "eye"]
+    # Every category of the demo has its WordNet synset (the explainable evaluation needs them).
+    assert all(name in vocabulary() for name in ObjectAnnotation.objects.values_list("category", flat=True))
 
 
 @pytest.mark.django_db
@@ -51,10 +58,22 @@ def test_load_demo_twice_changes_nothing(settings, capsys):
     call_command("load_demo")
     counts = (Image.objects.count(), Caption.objects.count(), EmbeddingSpace.objects.count())
     users = get_user_model().objects.count()
+    objects = ObjectAnnotation.objects.count()
     call_command("load_demo")
     assert "already loaded" in capsys.readouterr().out
     assert (Image.objects.count(), Caption.objects.count(), EmbeddingSpace.objects.count()) == counts
+    assert ObjectAnnotation.objects.count() == objects
     assert get_user_model().objects.count() == users
+
+
+@pytest.mark.django_db
+def test_load_demo_brings_the_objects_to_a_demo_loaded_before_them(settings, capsys):
+    settings.RUN_MODE = "embedded"
+    call_command("load_demo")
+    ObjectAnnotation.objects.all().delete()
+    call_command("load_demo")
+    assert "Loaded 63 object annotations" in capsys.readouterr().out
+    assert ObjectAnnotation.objects.count() == 63
 
 
 @pytest.mark.django_db
