@@ -20,7 +20,9 @@ from django.db.migrations.state import ProjectState
 from annotation.schema.rules import RecordedMigration
 from annotation.schema.statements import read, split, unquote
 
-_DROP_INDEX = re.compile(r'^DROP INDEX (?:CONCURRENTLY )?(?:IF EXISTS )?((?:"[^"]+"|[\w$]+)(?:\.(?:"[^"]+"|[\w$]+))?)', re.I)
+_DROP_INDEX = re.compile(
+    r'^DROP INDEX (?:CONCURRENTLY )?(?:IF EXISTS )?((?:"[^"]+"|[\w$]+)(?:\.(?:"[^"]+"|[\w$]+))?)', re.I
+)
 
 
 class _Recorder:
@@ -128,4 +130,6 @@ def record_every_migration(connection) -> list[RecordedMigration]:
     latest, recorded."""
     executor = MigrationExecutor(connection)
     plan = executor.migration_plan(executor.loader.graph.leaf_nodes(), clean_start=True)
-    return record(connection, [migration for migration, _ in plan], ProjectState(real_apps=executor.loader.unmigrated_apps))
+    return record(
+        connection, [migration for migration, _ in plan], ProjectState(real_apps=executor.loader.unmigrated_apps)
+    )

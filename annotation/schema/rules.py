@@ -100,7 +100,10 @@ def judge(migration: RecordedMigration, hot: Iterable[str], volatile: set[str]) 
                 )
             )
         if statement.table in hot_old:
-            refusals += [Refusal(migration.label, rule, statement.table, why, statement.text) for rule, why in _refused(statement, volatile)]
+            refusals += [
+                Refusal(migration.label, rule, statement.table, why, statement.text)
+                for rule, why in _refused(statement, volatile)
+            ]
             if statement.verb in _WRITE_BLOCKING and not statement.concurrently:
                 locked = locked or statement.table
         refusals += _references_hot(migration.label, statement, hot_old, migration.created_tables())
@@ -113,7 +116,9 @@ def _refused(statement: Statement, volatile: set[str]) -> list[tuple[str, str]]:
     if statement.verb == "create index" and not statement.concurrently:
         return [("index-build", f"builds an index on {table} without CONCURRENTLY")]
     if statement.verb in ("update", "delete") and is_backfill(statement) and statement.table:
-        return [("whole-table-write", f"{statement.verb.upper()} of {table} reaching every row or reading another table")]
+        return [
+            ("whole-table-write", f"{statement.verb.upper()} of {table} reaching every row or reading another table")
+        ]
     if statement.verb in ("rewrite", "reindex"):
         return [("table-rewrite", f"writes {table} again")]
     if statement.verb == "lock":
@@ -133,7 +138,9 @@ def _alter_action(table: str, action: str, volatile: set[str]) -> list[tuple[str
     if re.match(r"^ALTER (?:COLUMN )?\S+ SET NOT NULL\b", action, re.I):
         return [("set-not-null", f"sets NOT NULL on {table}: {action[:120]}")]
     if re.match(r"^ADD\b", action, re.I) and not re.search(r"\bNOT VALID\b|\bUSING INDEX\b", action, re.I):
-        return [("validated-constraint", f"adds a constraint to {table} that is checked or built at once: {action[:120]}")]
+        return [
+            ("validated-constraint", f"adds a constraint to {table} that is checked or built at once: {action[:120]}")
+        ]
     if re.match(r"^(?:SET TABLESPACE|SET (?:UN)?LOGGED)\b", action, re.I):
         return [("table-rewrite", f"{action[:40]} on {table}")]
     return []

@@ -16,11 +16,18 @@ import sqlparse
 _NAME = r'(?:"[^"]+"|[A-Za-z_][A-Za-z0-9_$]*)(?:\.(?:"[^"]+"|[A-Za-z_][A-Za-z0-9_$]*))?'
 
 _SUBJECTS = (
-    ("create table", re.compile(rf"^CREATE (?:(?:GLOBAL |LOCAL )?(?:TEMP|TEMPORARY|UNLOGGED) )?TABLE (?:IF NOT EXISTS )?({_NAME})", re.I)),
+    (
+        "create table",
+        re.compile(
+            rf"^CREATE (?:(?:GLOBAL |LOCAL )?(?:TEMP|TEMPORARY|UNLOGGED) )?TABLE (?:IF NOT EXISTS )?({_NAME})", re.I
+        ),
+    ),
     ("alter table", re.compile(rf"^ALTER TABLE (?:IF EXISTS )?(?:ONLY )?({_NAME})", re.I)),
     (
         "create index",
-        re.compile(rf"^CREATE (?:UNIQUE )?INDEX (?:CONCURRENTLY )?(?:IF NOT EXISTS )?(?:{_NAME} )?ON (?:ONLY )?({_NAME})", re.I),
+        re.compile(
+            rf"^CREATE (?:UNIQUE )?INDEX (?:CONCURRENTLY )?(?:IF NOT EXISTS )?(?:{_NAME} )?ON (?:ONLY )?({_NAME})", re.I
+        ),
     ),
     ("drop index", re.compile(rf"^DROP INDEX (?:CONCURRENTLY )?(?:IF EXISTS )?({_NAME})", re.I)),
     ("trigger", re.compile(rf"^(?:CREATE (?:OR REPLACE )?(?:CONSTRAINT )?|DROP )TRIGGER .*? ON ({_NAME})", re.I)),
@@ -155,4 +162,6 @@ def is_backfill(statement: Statement) -> bool:
         return False
     top = outside_parentheses(statement.text)
     joined = re.search(r"\bFROM\b", top[len("DELETE FROM") :] if statement.verb == "delete" else top, re.I)
-    return not re.search(r"\bWHERE\b", top, re.I) or bool(joined or re.search(r"\bUSING\b|\bSELECT\b", statement.text, re.I))
+    return not re.search(r"\bWHERE\b", top, re.I) or bool(
+        joined or re.search(r"\bUSING\b|\bSELECT\b", statement.text, re.I)
+    )
