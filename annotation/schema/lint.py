@@ -17,10 +17,13 @@ from annotation.schema.rules import RecordedMigration, Refusal, judge
 
 @dataclass
 class Verdict:
-    """``refused``: what the linter refuses (nothing: it passes); ``excused``: migration
-    label -> the rules its excuse covered; ``stale``: excuses that no longer match."""
+    """``recorded``: every migration in the order they apply, as ``{"migration",
+    "hot_tables" (those its statements act on), "reversible"}``; ``refused``: what the linter
+    refuses (nothing: it passes); ``excused``: migration label -> the rules its excuse
+    covered; ``stale``: excuses that no longer match."""
 
     migrations: int
+    recorded: list[dict] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
     excused: dict[str, frozenset[str]] = field(default_factory=dict)
     stale: list[str] = field(default_factory=list)
@@ -42,6 +45,10 @@ def verdict(
     seen = set()
     for migration in recorded:
         refusals = judge(migration, hot, volatile)
+        touched = sorted(migration.touched_tables() & hot)
+        result.recorded.append(
+            {"migration": migration.label, "hot_tables": touched, "reversible": migration.reversible}
+        )
         excuse = excused.get(migration.label)
         seen.add(migration.label)
         if excuse is None:

@@ -85,6 +85,7 @@ def record(connection, migrations: list[Migration], state: ProjectState) -> list
     recorded = []
     for migration in migrations:
         entry = RecordedMigration(f"{migration.app_label}.{migration.name}", migration.atomic)
+        entry.reversible = all(operation.reversible for operation in migration.operations)
         entry.callable_defaults = callable_defaults(migration, state)
         with connection.execute_wrapper(_Recorder(connection, entry)):
             state = executor.apply_migration(state, migration)

@@ -62,12 +62,14 @@ class Refusal:
 @dataclass
 class RecordedMigration:
     """What one migration ran on PostgreSQL: its statements in order and the Python
-    callable defaults of the columns it added, as ``(table, column, callable's name)``."""
+    callable defaults of the columns it added, as ``(table, column, callable's name)``;
+    ``reversible``: whether every operation of it can be unapplied."""
 
     label: str
     atomic: bool
     statements: list[Statement] = field(default_factory=list)
     callable_defaults: list[tuple[str, str, str]] = field(default_factory=list)
+    reversible: bool = True
 
     def created_tables(self) -> set[str]:
         return {s.table for s in self.statements if s.verb == "create table"}

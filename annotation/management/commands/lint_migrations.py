@@ -7,6 +7,8 @@ judged (annotation.schema.rules). Exits non-zero naming each refused migration, 
 and its statement. Runs in the test command (scripts/test).
 """
 
+import json
+
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
@@ -28,6 +30,12 @@ class Command(BaseCommand):
             default="",
             help="the database to create, migrate and drop (default: the configured one's name + _migration_lint)",
         )
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="end with one JSON line: whether it passed and every migration in the order they apply, with the "
+            "hot tables it touches and whether it can be unapplied",
+        )
 
     def handle(self, *args, **options):
         if connection.vendor != "postgresql":
@@ -47,9 +55,12 @@ class Command(BaseCommand):
             self.stderr.write(f"REFUSED {refusal}\n    rule: {RULES[refusal.rule]}")
         for stale in result.stale:
             self.stderr.write(f"STALE EXCUSE {stale} (annotation/schema/excused.py)")
+        if result.passed:
+            self.stdout.write(f"ok: no migration rewrites or long-locks a hot table ({len(result.excused)} excused)")
+        if options["json"]:
+            self.stdout.write(json.dumps({"passed": result.passed, "migrations": result.recorded}))
         if not result.passed:
             raise CommandError(
                 f"{len(result.refused)} refused statement(s), {len(result.stale)} stale excuse(s): make the migration "
                 "safe (docs/operator-guide.md, 'Safe migrations')"
             )
-        self.stdout.write(f"ok: no migration rewrites or long-locks a hot table ({len(result.excused)} excused)")
