@@ -31,7 +31,7 @@ Last line: ``{"migrations", "seconds", "submits", "failed_submits", "max_claim_m
 
 Environment (smoke size under BENCH_SMOKE=1 in brackets): BENCH_SLOTS 1,000,000 [5,000],
 BENCH_RATERS 32 [4], BENCH_UPGRADE_N (default: back to the fifth-last migration touching a
-hot table), BENCH_BEFORE_SECONDS 3 [1], BENCH_AFTER_SECONDS 3 [1], BENCH_FIRST_PORT 8181,
+hot table), BENCH_BEFORE_SECONDS 3 [1], BENCH_AFTER_SECONDS 3 [1], BENCH_UPGRADE_PORT 8181,
 BENCH_DATABASE cxc_bench_upgrade (and <it>_lint, the linter's scratch database),
 MIGRATION_LOCK_TIMEOUT_MS and the other MIGRATION_* settings (passed to both migrations),
 WEB_WORKERS / WEB_THREADS (defaults from web/serve.py).
@@ -72,7 +72,7 @@ from _queue_data import django_env, fill, server_dsn, stored_check
 
 SMOKE = smoke()
 DATABASE = env_database("cxc_bench_upgrade")
-PORT = env_number("BENCH_FIRST_PORT", 8181, minimum=1024)
+PORT = env_number("BENCH_UPGRADE_PORT", 8181, minimum=1024)
 OPEN_SLOTS = sized("BENCH_SLOTS", 1_000_000, 5_000)
 RATERS = sized("BENCH_RATERS", 32, 4)
 BEFORE_SECONDS = sized("BENCH_BEFORE_SECONDS", 3.0, 1.0, minimum=0)
@@ -283,7 +283,7 @@ def main() -> int:
         env.setdefault("WEB_WORKERS", "1")
     try:
         with tempfile.TemporaryDirectory(prefix="bench-upgrade-") as tmp:
-            server = start_web_server(env, PORT, Path(tmp) / "web.log", port_setting="BENCH_FIRST_PORT")
+            server = start_web_server(env, PORT, Path(tmp) / "web.log", port_setting="BENCH_UPGRADE_PORT")
             tally = Tally()
             try:
                 started, ended, out, err = asyncio.run(migrate_while_rating(tokens, tally))

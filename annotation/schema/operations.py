@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from django.contrib.postgres.operations import AddIndexConcurrently as PostgresAddIndexConcurrently
 from django.contrib.postgres.operations import RemoveIndexConcurrently as PostgresRemoveIndexConcurrently
 from django.db import models
 from django.db.migrations.operations import AddConstraint, AddIndex, RemoveConstraint, RemoveIndex
@@ -137,3 +138,19 @@ class RemoveIndexConcurrently(PostgresRemoveIndexConcurrently):
         if schema_editor.connection.vendor == "postgresql":
             return super().database_backwards(app_label, schema_editor, from_state, to_state)
         return RemoveIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)
+
+
+class AddIndexConcurrently(PostgresAddIndexConcurrently):
+    """django.contrib.postgres's (``CREATE INDEX CONCURRENTLY``) on PostgreSQL, Django's
+    AddIndex elsewhere. Not safe to run again by itself: a failed build leaves an invalid
+    index of the name (drop it, then migrate again)."""
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        if schema_editor.connection.vendor == "postgresql":
+            return super().database_forwards(app_label, schema_editor, from_state, to_state)
+        return AddIndex.database_forwards(self, app_label, schema_editor, from_state, to_state)
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        if schema_editor.connection.vendor == "postgresql":
+            return super().database_backwards(app_label, schema_editor, from_state, to_state)
+        return AddIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)

@@ -2,16 +2,21 @@
 migrations 0032 and 0035) on PostgreSQL: the new index is built before the old one goes,
 so the one-rating-per-rater rule holds throughout; the result is the definition Django's
 own operations made (as PostgreSQL prints it); a try cut short is finished by the next;
-reversed, the old definitions come back."""
+reversed, the old definitions come back. An index added CONCURRENTLY passes the linter on
+PostgreSQL, and elsewhere is Django's AddIndex."""
+
+from types import SimpleNamespace
 
 import pytest
-from django.db import connection
+from django.db import connection, models
 from django.db.migrations.loader import MigrationLoader
 
 from annotation.schema.hot_tables import hot_tables
+from annotation.schema.operations import AddIndexConcurrently
 from annotation.schema.recording import record, volatile_functions
 from annotation.schema.rules import judge
 from tests.support.migration_support import migrate_to, migrate_to_latest
+from tests.support.planted_migrations import in_memory
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -85,3 +90,35 @@ def test_a_try_cut_short_is_finished_by_the_next():
         assert rater_indexes() == LATEST
     finally:
         migrate_to_latest()
+
+
+PLANTED_INDEX = models.Index(fields=["priority"], name="planted_priority_idx")
+
+
+def test_an_index_added_concurrently_passes_the_linter():
+    state = MigrationLoader(connection).project_state()
+    plant = in_memory([AddIndexConcurrently("ratingslot", PLANTED_INDEX)], atomic=False)
+    try:
+        (recorded,) = record(connection, [plant], state)
+        assert [s.text for s in recorded.statements if s.verb == "create index"] == [
+            'CREATE INDEX CONCURRENTLY "planted_priority_idx" ON "annotation_ratingslot" ("priority")'
+        ]
+        assert judge(recorded, set(hot_tables()), volatile_functions(connection)) == []
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP INDEX IF EXISTS planted_priority_idx")
+            cursor.execute("DELETE FROM django_migrations WHERE app = 'annotation' AND name = %s", [plant.name])
+
+
+def test_elsewhere_the_index_is_added_as_django_adds_it():
+    added = []
+    editor = SimpleNamespace(
+        connection=SimpleNamespace(vendor="sqlite", alias="default"),
+        add_index=lambda model, index: added.append((model._meta.db_table, index.name)),
+    )
+    before = MigrationLoader(None, ignore_no_migrations=True).project_state()
+    after = before.clone()
+    operation = AddIndexConcurrently("ratingslot", PLANTED_INDEX)
+    operation.state_forwards("annotation", after)
+    operation.database_forwards("annotation", editor, before, after)
+    assert added == [("annotation_ratingslot", "planted_priority_idx")]
