@@ -125,32 +125,33 @@ class SwapIndexConcurrently(Operation):
         return f"swap_{self.new.name.lower()}"
 
 
-class RemoveIndexConcurrently(PostgresRemoveIndexConcurrently):
-    """django.contrib.postgres's (``DROP INDEX CONCURRENTLY IF EXISTS``) on PostgreSQL,
-    Django's RemoveIndex elsewhere."""
+class _ElsewhereAsDjango:
+    """The PostgreSQL operation it is mixed into on PostgreSQL; ``elsewhere``, Django's
+    own operation of the same arguments, on any other database."""
+
+    elsewhere: type[Operation]
 
     def database_forwards(self, app_label, schema_editor, from_state, to_state):
         if schema_editor.connection.vendor == "postgresql":
             return super().database_forwards(app_label, schema_editor, from_state, to_state)
-        return RemoveIndex.database_forwards(self, app_label, schema_editor, from_state, to_state)
+        return self.elsewhere.database_forwards(self, app_label, schema_editor, from_state, to_state)
 
     def database_backwards(self, app_label, schema_editor, from_state, to_state):
         if schema_editor.connection.vendor == "postgresql":
             return super().database_backwards(app_label, schema_editor, from_state, to_state)
-        return RemoveIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)
+        return self.elsewhere.database_backwards(self, app_label, schema_editor, from_state, to_state)
 
 
-class AddIndexConcurrently(PostgresAddIndexConcurrently):
+class RemoveIndexConcurrently(_ElsewhereAsDjango, PostgresRemoveIndexConcurrently):
+    """django.contrib.postgres's (``DROP INDEX CONCURRENTLY IF EXISTS``) on PostgreSQL,
+    Django's RemoveIndex elsewhere."""
+
+    elsewhere = RemoveIndex
+
+
+class AddIndexConcurrently(_ElsewhereAsDjango, PostgresAddIndexConcurrently):
     """django.contrib.postgres's (``CREATE INDEX CONCURRENTLY``) on PostgreSQL, Django's
     AddIndex elsewhere. Not safe to run again by itself: a failed build leaves an invalid
     index of the name (drop it, then migrate again)."""
 
-    def database_forwards(self, app_label, schema_editor, from_state, to_state):
-        if schema_editor.connection.vendor == "postgresql":
-            return super().database_forwards(app_label, schema_editor, from_state, to_state)
-        return AddIndex.database_forwards(self, app_label, schema_editor, from_state, to_state)
-
-    def database_backwards(self, app_label, schema_editor, from_state, to_state):
-        if schema_editor.connection.vendor == "postgresql":
-            return super().database_backwards(app_label, schema_editor, from_state, to_state)
-        return AddIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)
+    elsewhere = AddIndex
