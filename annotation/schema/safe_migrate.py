@@ -24,13 +24,16 @@ logger = logging.getLogger(__name__)
 # SQLSTATEs of a lock wait given up: lock_timeout (lock_not_available) and a deadlock
 # PostgreSQL broke by cancelling this side. Both leave an atomic migration rolled back.
 LOCK_WAIT_CODES = {"55P03": "its lock timeout", "40P01": "a deadlock"}
+# The longest pause between two tries: the retries stay spread over minutes, not hours.
+BACKOFF_CAP_S = 30.0
 
 
 @dataclass(frozen=True)
 class MigrationTimeouts:
     """``lock_ms``: how long a statement waits for a lock; ``statement_ms``: how long one
     runs (0: no limit); ``retries``: how often a migration that gave up a lock wait is
-    tried again; ``backoff_ms``: the wait before the first retry, doubled for each next."""
+    tried again; ``backoff_ms``: the wait before the first retry, doubled for each next up
+    to BACKOFF_CAP_S."""
 
     lock_ms: int
     statement_ms: int
@@ -110,7 +113,7 @@ class RetryBudget:
                 f"{self.timeouts.retries}): something holds its table; see pg_locks and pg_stat_activity"
             )
         self.tried[label] = retry
-        delay = self.timeouts.backoff_ms * 2 ** (retry - 1) / 1000
+        delay = min(self.timeouts.backoff_ms * 2 ** (retry - 1) / 1000, BACKOFF_CAP_S)
         logger.warning(
             "migration %s gave up waiting for a lock (%s, %s ms); rolled back, retry %d of %d in %.1f s",
             label,
