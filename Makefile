@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv docs docs-serve fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-cycle bench-ui bench-sampling bench-sampling-1m bench-sampling-distributed bench-field-cxc bench-phase2-cxc bench-adaptive bench-dashboard bench-exclusion bench-join bench-peer bench-shortcuts bench-smoke mutation wordnet-tables
+.PHONY: run test lint format venv docs docs-serve fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-cycle bench-ui bench-sampling bench-sampling-1m bench-sampling-distributed bench-field-cxc bench-phase2-cxc bench-adaptive bench-dashboard bench-exclusion bench-upgrade bench-join bench-peer bench-shortcuts bench-smoke mutation wordnet-tables
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -96,6 +96,14 @@ bench-cycle: $(STAMP)
 # 16 raters claim and submit; BENCH_BEFORE_SECONDS of load before it (default 8).
 bench-exclusion: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_exclusion.py
+
+# Migrate forward while raters rate (the web server + PostgreSQL, own database cxc_bench_upgrade,
+# port 8181): BENCH_SLOTS open slots (1,000,000), BENCH_RATERS (32) claiming and submitting
+# through the API, the schema rolled back BENCH_UPGRADE_N migrations first (default: to before
+# the fifth-last that touches a hot table); last line {"migrations", "seconds", "submits",
+# "failed_submits", "max_claim_ms", "p99_claim_ms", "lost", ...} (see the script's docstring).
+bench-upgrade: $(STAMP)
+	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_upgrade.py
 
 # 200 Prolific participants arriving through a campaign link over HTTP (the web server +
 # PostgreSQL, own database cxc_bench_join), each rating to the quota; join latency and

@@ -146,6 +146,19 @@ else:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# The migrate command on PostgreSQL (annotation/schema/safe_migrate.py): each migration's
+# statements wait at most MIGRATION_LOCK_TIMEOUT_MS for a lock (the raters' requests queue
+# behind a waiting ALTER TABLE that long) and run at most MIGRATION_STATEMENT_TIMEOUT_MS
+# (0: no limit); a migration that gave up a lock wait is rolled back and tried again up to
+# MIGRATION_LOCK_RETRIES times, MIGRATION_RETRY_BACKOFF_MS after the first try, twice as long
+# after each next (at most 30 s). Ten tries: a disk or CPU so busy that the rating cycle's
+# transactions hold their locks for long gave five tries of 500 ms no window (bench-upgrade).
+MIGRATION_LOCK_TIMEOUT_MS = int_at_least("MIGRATION_LOCK_TIMEOUT_MS", 500, minimum=1)
+MIGRATION_STATEMENT_TIMEOUT_MS = int_at_least("MIGRATION_STATEMENT_TIMEOUT_MS", 60_000, minimum=0)
+MIGRATION_LOCK_RETRIES = int_at_least("MIGRATION_LOCK_RETRIES", 10, minimum=0)
+MIGRATION_RETRY_BACKOFF_MS = int_at_least("MIGRATION_RETRY_BACKOFF_MS", 1000, minimum=0)
+
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

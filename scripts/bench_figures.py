@@ -49,6 +49,7 @@ COMMANDS = {
     "sampling-1m": "make bench-sampling-1m",
     "sampling-distributed": "make bench-sampling-distributed",
     "ui": "make bench-ui",
+    "upgrade": "make bench-upgrade",
 }
 
 HEADER = """\
