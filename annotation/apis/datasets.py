@@ -103,7 +103,8 @@ class ImportEmbeddingsApi(APIView):
 
 class ImportObjectsApi(APIView):
     """Start an import of object annotations (COCO instances JSON) into a dataset's images
-    as a background job (admins). A file over UPLOAD_MAX_OBJECTS_BYTES is refused with 413."""
+    as a background job (admins). An unknown dataset is refused with 404, a file over
+    UPLOAD_MAX_OBJECTS_BYTES with 413."""
 
     permission_classes = [IsAdmin]
     # Files travel in multipart forms only (an urlencoded form cannot carry them).
@@ -118,8 +119,10 @@ class ImportObjectsApi(APIView):
     def post(self, request):
         data = self.ImportObjectsInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        # An unknown dataset is named now (404), not by a job that fails later.
+        dataset = selectors.dataset_get(name=data.validated_data["dataset"])
         params = {
-            "dataset": data.validated_data["dataset"],
+            "dataset": dataset.name,
             "path": upload_store(data.validated_data["file"], kind=OBJECTS, suffix_hint=".json"),
         }
         job = import_job_start(kind=Job.Kind.IMPORT_OBJECTS, params=params, created_by=request.user)

@@ -72,3 +72,13 @@ def test_the_admin_form_starts_the_import(client, image, django_capture_on_commi
     assert ObjectAnnotation.objects.count() == 1
     listing = client.get("/admin/annotation/objectannotation/").content.decode()
     assert ">dog</a>" in listing and "COCO_val2014_000000000001.jpg" in listing
+
+
+def test_an_unknown_dataset_is_named_at_once_and_nothing_is_kept(image, settings, tmp_path):
+    settings.DATA_DIR = tmp_path
+    api = APIClient()
+    api.force_authenticate(UserFactory(roles=["admin"]))
+    answer = api.post("/api/imports/objects/", {"dataset": "cocoa", "file": _upload([coco_annotation(1, 1, 18)])})
+    assert answer.status_code == 404 and "no dataset named 'cocoa'" in answer.json()["detail"]
+    assert Job.objects.count() == 0
+    assert not [path for path in tmp_path.rglob("*") if path.is_file()], "the upload is not stored"

@@ -95,7 +95,7 @@ def test_a_participants_claim_and_submit_with_the_next_claim_cost_a_fixed_number
 # recent accounts counted, expired counts deleted, this one counted: four queries; a join
 # with a client address takes the address's lock and counts it too).
 NEW_JOIN_QUERIES = 23
-RETURNING_JOIN_QUERIES = 4
+RETURNING_JOIN_QUERIES = 3
 PID = "5e0f1a2b3c4d5e6f7a8b9c0d"
 
 
