@@ -60,6 +60,7 @@ class EvaluationJobSerializer(serializers.ModelSerializer):
     models = serializers.SerializerMethodField()
     ratings_export = serializers.SerializerMethodField()
     audited = serializers.SerializerMethodField()
+    explain = serializers.SerializerMethodField()
     comparison = serializers.SerializerMethodField()
     skipped = serializers.SerializerMethodField()
     items = serializers.SerializerMethodField()
@@ -78,6 +79,7 @@ class EvaluationJobSerializer(serializers.ModelSerializer):
             "models",
             "ratings_export",
             "audited",
+            "explain",
             "progress_done",
             "progress_total",
             "progress_message",
@@ -106,6 +108,15 @@ class EvaluationJobSerializer(serializers.ModelSerializer):
 
     def get_audited(self, job) -> bool:
         return bool(job.params.get("audited"))
+
+    @extend_schema_field(
+        serializers.DictField(
+            allow_null=True,
+            help_text='With explained failures: {"size_threshold": T_D, "adversarial": ...}; null without.',
+        )
+    )
+    def get_explain(self, job) -> dict | None:
+        return job.params.get("explain")
 
     @extend_schema_field(ComparisonRowSerializer(many=True))
     def get_comparison(self, job) -> list[dict]:
@@ -142,6 +153,20 @@ class EvaluationRequestSerializer(serializers.Serializer):
         required=False, allow_null=True, default=None, help_text="A succeeded export with CxC files: its ratings."
     )
     audited = serializers.BooleanField(required=False, default=True, help_text="Use the split's own ratings too.")
+    explain = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Also explain each model's failures: captions ranked against the images' other captions, each "
+        "failure's concept metrics over the annotated objects (failures.csv), the global means.",
+    )
+    size_threshold = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=0,
+        max_value=1,
+        help_text="SD's binary threshold T_D, a share of the image's area (default 0.1).",
+    )
 
 
 class EvaluationListApi(APIView):
@@ -176,6 +201,8 @@ class EvaluationListApi(APIView):
             models=[evaluations.ModelSpec(**model) for model in values["models"]],
             ratings_export=values["ratings_export"],
             audited=values["audited"],
+            explain=values["explain"],
+            size_threshold=values["size_threshold"],
             created_by=request.user,
         )
         job = evaluations.evaluation_job_get(job_id=job.id)  # with its number

@@ -23,6 +23,8 @@ from annotation.catalog.selectors import dataset_get, embedding_space_get, split
 from annotation.core.errors import Conflict, DomainError, NotFound
 from annotation.core.progress import Progress
 from annotation.evaluation.compare import comparison_csv, comparison_rows
+from annotation.evaluation.explain.failures import SIZE_THRESHOLD
+from annotation.evaluation.explained import FAILURES, explain_inputs, explain_model, failures_csv
 from annotation.evaluation.inputs import EvaluationError, RatedPairs, SplitItems, load_space, read_ratings_folder
 from annotation.evaluation.report import evaluate
 from annotation.models import Dataset, Job, JobStatus, Modality
@@ -32,7 +34,9 @@ from annotation.runs.selectors import export_job_get
 REPORT = "report.json"
 COMPARISON = "comparison.csv"
 FILES = (REPORT, COMPARISON)
-MEDIA_TYPES = {REPORT: "application/json", COMPARISON: "text/csv"}
+# An evaluation with ``explain`` writes the failures file too.
+EXPLAIN_FILES = (FAILURES,)
+MEDIA_TYPES = {REPORT: "application/json", COMPARISON: "text/csv", FAILURES: "text/csv"}
 
 
 class EvaluationRequestError(DomainError):
@@ -96,10 +100,14 @@ def evaluation_job_params(
     models: Sequence[ModelSpec],
     ratings_export: int | None = None,
     audited: bool = True,
+    explain: bool = False,
+    size_threshold: float = SIZE_THRESHOLD,
 ) -> dict:
     """The checked parameters of an evaluation job. Raises NotFound /
     EvaluationRequestError / Conflict naming a bad request (an export still running among
-    them), before anything is written or tidied."""
+    them), before anything is written or tidied. ``explain``: also the explained failures
+    of each model with a caption space, SD's binary threshold ``size_threshold`` (a share
+    of the image's area, 0-1)."""
     dataset = dataset_get(name=dataset_name)
     split_get(dataset=dataset, name=split)
     if not models:
@@ -108,6 +116,10 @@ def evaluation_job_params(
     names = [model["name"] for model in checked]
     if len(set(names)) != len(names):
         raise EvaluationRequestError(f"give each model a name of its own (got {', '.join(names)})")
+    if explain and not any(model["caption_space"] for model in checked):
+        raise EvaluationRequestError("explained failures rank captions: give a model a caption space")
+    if not 0 <= size_threshold <= 1:
+        raise EvaluationRequestError(f"the size threshold is a share of the image, 0-1; got {size_threshold!r}")
     return {
         "dataset": dataset.name,
         "split": split,
@@ -115,6 +127,7 @@ def evaluation_job_params(
         "ratings_export": ratings_export,
         "ratings_dir": _ratings_dir(dataset, ratings_export),
         "audited": bool(audited),
+        "explain": {"size_threshold": float(size_threshold)} if explain else None,
     }
 
 
@@ -162,7 +175,9 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
         items = SplitItems.from_pairs(split.name, image_keys, caption_pairs)
         ratings = read_ratings_folder(params["ratings_dir"], split.name) if params.get("ratings_dir") else None
         audited = split_audited(split) if params.get("audited") else None
-        reports = {}
+        explain = params.get("explain")
+        inputs = explain_inputs(split, items) if explain else None
+        reports, failures = {}, []
         for done, model in enumerate(models):
             spaces = {}
             for modality in (Modality.IMAGE, Modality.CAPTION):
@@ -182,7 +197,18 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
                 caption_space=spaces[Modality.CAPTION],
                 joint=model["joint"],
                 progress=step,
+                require_task=not explain,
             )
+            if explain and spaces[Modality.CAPTION] is not None:
+                report["explain"], records = explain_model(
+                    model["name"],
+                    items,
+                    spaces[Modality.CAPTION],
+                    inputs,
+                    size_threshold=explain["size_threshold"],
+                    progress=step,
+                )
+                failures += records
             vectors = {m: space.source if space is not None else None for m, space in spaces.items()}
             reports[model["name"]] = {"vectors": vectors, **report}
     except EvaluationError as exc:
@@ -196,7 +222,11 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
         json.dumps(head | {"models": reports, "comparison": rows}, indent=2, allow_nan=False) + "\n", out / REPORT
     )
     _write_text(comparison_csv(rows), out / COMPARISON)
-    files = [{"name": name, "bytes": (out / name).stat().st_size} for name in FILES]
+    names = FILES
+    if explain:
+        _write_text(failures_csv(failures), out / FAILURES)
+        names += EXPLAIN_FILES
+    files = [{"name": name, "bytes": (out / name).stat().st_size} for name in names]
     skipped = {name: report["skipped"] for name, report in reports.items()}
     return {
         "out": str(out),
@@ -243,7 +273,7 @@ def evaluation_file_path(*, job: Job, name: str) -> Path:
     NotFound for another name or a removed file."""
     if job.status != JobStatus.SUCCEEDED:
         raise Conflict(f"evaluation job #{job.id} is {job.status}; its files can be downloaded once it has succeeded")
-    if name not in FILES:
+    if name not in FILES + (EXPLAIN_FILES if job.params.get("explain") else ()):
         raise NotFound(f"evaluation job #{job.id} has no file {name!r}")
     path = Path(job.result["out"]) / name
     if not path.is_file():

@@ -50,3 +50,13 @@ def top_k_reasons(entry: dict) -> dict[str, str | None]:
         if entry["precision_judged"] is not None
         else f"none of the {_plural(entry['retrieved'], 'retrieved item', 'retrieved items')} is rated yet",
     }
+
+
+def no_defined_failure(metric: str, summary: dict) -> str:
+    """A concept metric's global mean without a failure where the metric is defined."""
+    if not summary["failures"]:
+        return "the model failed no query"
+    return (
+        f"{metric} is undefined in all {_plural(summary['failures'], 'failure', 'failures')} (no annotated "
+        "objects, nothing in common or nothing apart, or an image of unknown size)"
+    )

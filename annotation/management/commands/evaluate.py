@@ -21,6 +21,9 @@ from annotation.evaluation import (
     read_ratings_folder,
 )
 from annotation.evaluation.compare import comparison_csv, comparison_rows, format_comparison
+from annotation.evaluation.explain.failures import SIZE_THRESHOLD
+from annotation.evaluation.explain.tables import format_explained
+from annotation.evaluation.explained import explain_inputs, explain_model, failures_csv
 from annotation.evaluation.jobs import split_audited
 from annotation.evaluation.protocols import PROTOCOLS
 from annotation.evaluation.report import check_protocols
@@ -105,6 +108,22 @@ class Command(BaseCommand):
             "means nothing, as in CxC's release) or first (the first column only)",
         )
         parser.add_argument("--out", help="write the report as JSON to this file")
+        parser.add_argument(
+            "--explain",
+            action="store_true",
+            help="also explain each model's failures: every caption ranked against the images' other captions "
+            "(caption space), each failure's concept metrics over the annotated objects; prints the global table "
+            "and writes the failures (--failures)",
+        )
+        parser.add_argument(
+            "--size-threshold",
+            type=float,
+            default=SIZE_THRESHOLD,
+            help=f"SD's binary threshold T_D, a share of the image's area ({SIZE_THRESHOLD:g})",
+        )
+        parser.add_argument(
+            "--failures", default="failures.csv", help="with --explain: the failures' CSV file (failures.csv)"
+        )
 
     def handle(self, *args, **options):
         try:
@@ -114,12 +133,17 @@ class Command(BaseCommand):
             dataset = dataset_get(name=options["dataset"])
             split = split_get(dataset=dataset, name=options["split"])
             models = self._models(dataset, options)
+            if options["explain"] and not any(spaces[Modality.CAPTION] for spaces, _ in models.values()):
+                raise CommandError("--explain ranks captions: give a model caption vectors")
             image_keys, caption_pairs = split_item_keys(split=split)
             items = SplitItems.from_pairs(split.name, image_keys, caption_pairs)
             ratings_split = options["ratings_split"] or options["split"]
             ratings = read_ratings_folder(options["ratings"], ratings_split) if options["ratings"] else None
             audited = split_audited(split) if options["audited"] else None
-            reports = {}
+            if options["explain"] and not 0 <= options["size_threshold"] <= 1:
+                raise CommandError(f"--size-threshold is a share of the image, 0-1; got {options['size_threshold']}")
+            inputs = explain_inputs(split, items) if options["explain"] else None
+            reports, failures = {}, []
             for name, (spaces, joint) in models.items():
                 self._progress(f"model {name}")
                 report = evaluate(
@@ -136,7 +160,18 @@ class Command(BaseCommand):
                     seed=options["seed"],
                     queries=options["bootstrap_queries"],
                     progress=self._progress,
+                    require_task=inputs is None,
                 )
+                if inputs is not None and spaces[Modality.CAPTION] is not None:
+                    report["explain"], records = explain_model(
+                        name,
+                        items,
+                        spaces[Modality.CAPTION],
+                        inputs,
+                        size_threshold=options["size_threshold"],
+                        progress=self._progress,
+                    )
+                    failures += records
                 reports[name] = {
                     "vectors": {m: s.source if s is not None else None for m, s in spaces.items()},
                     **report,
@@ -161,12 +196,20 @@ class Command(BaseCommand):
         else:
             (output,) = (head | report for report in reports.values())
             self.stdout.write(format_report(output))
+        if options["explain"]:
+            self._write_explained(reports, failures, Path(options["failures"]))
         if options["out"]:
             _write_text(json.dumps(output, indent=2, allow_nan=False) + "\n", Path(options["out"]))
             self.stdout.write(f"\nreport written to {options['out']}")
         if options["csv"]:
             _write_text(comparison_csv(rows), Path(options["csv"]))
             self.stdout.write(f"\ncomparison written to {options['csv']}")
+
+    def _write_explained(self, reports: dict, failures: list, path: Path) -> None:
+        """The global table of the explained failures, side by side; the failures file."""
+        self.stdout.write("\n" + format_explained({n: r["explain"] for n, r in reports.items() if "explain" in r}))
+        _write_text(failures_csv(failures), path)
+        self.stdout.write(f"\n{len(failures):,} failures written to {path}")
 
     def _models(self, dataset, options) -> dict[str, tuple[dict, bool]]:
         """name -> (modality -> Space or None, joint) of every model to score: the

@@ -1,0 +1,136 @@
+"""Explained failures from an evaluation run, on PostgreSQL: `manage.py evaluate
+--explain` (the global table, the failures file) and an evaluation job with ``explain``
+through the API (its report, comparison and failures file); the figures are the pure
+module's on the hand-built split with its objects."""
+
+import csv
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.catalog.services import embedding_space_import
+from tests.support.evaluation_data import CAPTION_KEYS, IMAGE_KEYS, annotate_hand_dataset
+from tests.support.export_data import client_for
+
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
+
+
+@pytest.fixture
+def annotated(hand_dataset, hand_files, settings, tmp_path):
+    settings.EXPORT_DIR = str(tmp_path / "exports")
+    annotate_hand_dataset(hand_dataset)
+    for modality in ("image", "caption"):
+        embedding_space_import(
+            dataset_name=hand_dataset.name,
+            space_name=f"{modality}-model",
+            modality=modality,
+            vectors_path=hand_files[f"{modality}_vectors"],
+            ids_path=hand_files[f"{modality}_ids"],
+        )
+    return hand_dataset
+
+
+def _evaluate(dataset, tmp_path, **options):
+    out = io.StringIO()
+    failures = tmp_path / "out" / "failures.csv"
+    call_command(
+        "evaluate",
+        dataset=dataset.name,
+        split="val",
+        explain=True,
+        failures=str(failures),
+        size_threshold=0.05,
+        stdout=out,
+        **options,
+    )
+    return out.getvalue(), list(csv.DictReader(failures.open()))
+
+
+def test_the_command_prints_the_global_table_and_writes_the_failures(annotated, tmp_path):
+    text, rows = _evaluate(
+        annotated, tmp_path, model=["a:caption-space=caption-model", "b:caption-space=caption-model"]
+    )
+    table = text[text.index("Explained failures") :]
+    assert "T_D 0.05 of the image's area" in table
+    assert [line.split()[-2:] for line in table.splitlines() if line.startswith("|F|")] == [["6", "6"]]
+    assert [line.split()[-2:] for line in table.splitlines() if line.startswith("MRR@5")] == [["0.500", "0.500"]]
+    assert "6 failures" not in text and "12 failures written to" in text
+    assert [row["model"] for row in rows] == ["a"] * 6 + ["b"] * 6
+    first = rows[0]
+    assert (first["query"], first["truth_image"], first["retrieved_image"], first["rank"]) == (
+        CAPTION_KEYS[0],
+        IMAGE_KEYS[0],
+        IMAGE_KEYS[2],
+        "2",
+    )
+    assert float(first["agnostic_CA"]) == 0.5
+    assert float(first["agnostic_SD"]) == pytest.approx(0.1)
+    assert first["agnostic_SD_binary"] == "1"
+    assert first["informed_NCS"] == ""
+    assert first["query_text"] == "A dog leaps for a frisbee."
+
+
+def test_explain_needs_caption_vectors(annotated, tmp_path):
+    with pytest.raises(CommandError, match="--explain ranks captions"):
+        _evaluate(annotated, tmp_path, image_space="image-model")
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_category_is_named(annotated, tmp_path):
+    from annotation.models import ObjectAnnotation
+
+    ObjectAnnotation.objects.filter(category="cat").update(category="gryphon")
+    with pytest.raises(CommandError, match="'gryphon' is not in the WordNet tables"):
+        _evaluate(annotated, tmp_path, caption_space="caption-model")
+
+
+def test_an_evaluation_job_with_explain_writes_the_failures(annotated, django_capture_on_commit_callbacks):
+    client = client_for("researcher")
+    payload = {
+        "dataset": annotated.name,
+        "split": "val",
+        "models": [{"name": "mine", "image_space": "image-model", "caption_space": "caption-model", "joint": True}],
+        "audited": False,
+        "explain": True,
+        "size_threshold": 0.05,
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        started = client.post("/api/evaluations/", payload, format="json")
+    assert started.status_code == 202, started.content
+    job = client.get(f"/api/evaluations/{started.json()['id']}/").json()
+    assert job["status"] == "succeeded", job
+    assert [f["name"] for f in job["files"]] == ["report.json", "comparison.csv", "failures.csv"]
+    failures = {
+        (r["metric"], r["task"]): r["models"]["mine"]["value"] for r in job["comparison"] if r["section"] == "explain"
+    }
+    assert failures[("failures", "caption_to_corpus")] == 6
+    assert failures[("MRR@N", "caption_to_corpus")] == 0.5
+    assert failures[("CA", "agnostic")] == pytest.approx(1 / 6 * (0.5 + 0 + 0 + 0 + 0 + 0.5))
+    report = json.loads(b"".join(client.get(job["files"][0]["url"]).streaming_content))
+    assert report["models"]["mine"]["explain"]["size_threshold"] == 0.05
+    rows = list(csv.DictReader(io.StringIO(b"".join(client.get(job["files"][2]["url"]).streaming_content).decode())))
+    assert len(rows) == 6 and {row["model"] for row in rows} == {"mine"}
+
+
+def test_a_job_without_explain_has_no_failures_file(annotated, django_capture_on_commit_callbacks):
+    client = client_for("researcher")
+    model = {"name": "m", "image_space": "image-model", "caption_space": "caption-model", "joint": True}
+    payload = {"dataset": annotated.name, "split": "val", "models": [model], "audited": False}
+    with django_capture_on_commit_callbacks(execute=True):
+        job_id = client.post("/api/evaluations/", payload, format="json").json()["id"]
+    assert client.get(f"/api/evaluations/{job_id}/").json()["status"] == "succeeded"
+    assert client.get(f"/api/evaluations/{job_id}/files/failures.csv").status_code == 404
+
+
+def test_explain_with_only_image_spaces_is_refused(annotated):
+    payload = {
+        "dataset": annotated.name,
+        "split": "val",
+        "models": [{"name": "m", "image_space": "image-model"}],
+        "explain": True,
+    }
+    response = client_for("researcher").post("/api/evaluations/", payload, format="json")
+    assert response.status_code == 400
+    assert "give a model a caption space" in response.json()["detail"]
