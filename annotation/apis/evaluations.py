@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from annotation.apis.fields import StaleRunField
 from annotation.core.roles import IsResearcher
 from annotation.evaluation import jobs as evaluations
+from annotation.evaluation.explain.adversarial import COLOUR_DISTANCE, COLOUR_POOLS
 from annotation.jobs.dispatch import JOB_RUNS, evaluation_job_start
 from annotation.models import Job
 from config.openapi import error_response
@@ -145,6 +146,23 @@ class EvaluationJobSerializer(serializers.ModelSerializer):
         return EvaluationFileSerializer(job.result.get("files", []), many=True, context=context).data
 
 
+class AdversarialSerializer(serializers.Serializer):
+    seed = serializers.IntegerField(required=False, default=0, min_value=0, help_text="Seed of the draws.")
+    colour_distance = serializers.FloatField(
+        required=False,
+        default=COLOUR_DISTANCE,
+        min_value=0,
+        max_value=442,
+        help_text="A replacement colour lies more than this sRGB distance away (0-442).",
+    )
+    colour_pool = serializers.ChoiceField(
+        choices=COLOUR_POOLS,
+        required=False,
+        default="named",
+        help_text="Replacement colours from every named colour or from those the captions use.",
+    )
+
+
 class EvaluationRequestSerializer(serializers.Serializer):
     dataset = serializers.CharField()
     split = serializers.CharField()
@@ -166,6 +184,13 @@ class EvaluationRequestSerializer(serializers.Serializer):
         min_value=0,
         max_value=1,
         help_text="SD's binary threshold T_D, a share of the image's area (default 0.1).",
+    )
+    adversarial = AdversarialSerializer(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="With explain: also adversarial queries (an antonym, a colour, a size word changed), re-embedded "
+        "by each caption space's own encoder; their settings.",
     )
 
 
@@ -203,6 +228,7 @@ class EvaluationListApi(APIView):
             audited=values["audited"],
             explain=values["explain"],
             size_threshold=values["size_threshold"],
+            adversarial=values["adversarial"],
             created_by=request.user,
         )
         job = evaluations.evaluation_job_get(job_id=job.id)  # with its number

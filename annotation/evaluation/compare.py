@@ -61,8 +61,9 @@ EXPLAIN_FIGURES = ("failures", "R@5", "R@10", "R@N", "MRR@5", "MRR@10", "MRR@N",
 
 
 def _explained(summary: dict | None) -> Iterator[Figure]:
-    """The caption-to-corpus ranking's figures, then the global mean of each concept metric
-    per form (query-agnostic, query-informed) over the failures where it is defined."""
+    """The caption-to-corpus ranking's figures, the global mean of each concept metric per
+    form (query-agnostic, query-informed) over the failures where it is defined, then the
+    adversarial queries' moves and changes per kind of substitution."""
     if summary is None:
         return
     why = unavailable.no_query(summary) if not summary["queries"] else None
@@ -73,6 +74,12 @@ def _explained(summary: dict | None) -> Iterator[Figure]:
         for metric, entry in metrics.items():
             missing = None if entry["mean"] is not None else unavailable.no_defined_failure(metric, summary)
             yield ("explain", form, "failures", metric), entry["mean"], None, missing
+    for kind, effects in summary.get("adversarial", {}).get("kinds", {}).items():
+        for count in ("queries", "falls", "stays", "rises"):
+            yield ("adversarial", kind, "changed queries", count), effects[count], None, None
+        why = None if effects["queries"] else f"no caption has a word of kind {kind}"
+        for metric, change in effects["change"].items():
+            yield ("adversarial", kind, "changed queries", f"change {metric}"), change, None, why
 
 
 def _ranked(section: str, task: str, name: str, summary: dict) -> Iterator[Figure]:

@@ -1,7 +1,9 @@
 """The explained failures of an evaluation (``evaluate --explain`` and evaluation jobs with
 ``explain``): per model with a caption space, its caption-to-corpus ranking, the failure
-set with each failure's concept metrics and local explanation, and the global means. The
-Django side: it reads the split's caption texts and annotated objects; the numbers are
+set with each failure's concept metrics and local explanation, the global means, and with
+``adversarial`` the adversarial queries re-embedded by the model's own encoder (the
+``embed`` command's, by the name its caption space was stored with). The Django side: it
+reads the split's caption texts and annotated objects; the numbers are
 ``annotation.evaluation.explain``'s.
 """
 
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 from annotation.catalog.selectors import split_caption_texts, split_image_objects
 from annotation.core import spreadsheet_csv
+from annotation.evaluation.explain.adversarial import COLOUR_DISTANCE, adversarial_run, substitutes
 from annotation.evaluation.explain.failures import (
     FAILURE_COLUMNS,
     ImageObjects,
@@ -20,10 +23,13 @@ from annotation.evaluation.explain.failures import (
     failure_records,
     image_objects,
 )
+from annotation.evaluation.explain.ranking import build_corpora
 from annotation.evaluation.explain.vocabulary import UnknownCategory
 from annotation.evaluation.inputs import EvaluationError, Space, SplitItems, embed_items
+from sampling.encoders import ENCODERS, EncoderUnavailable, text_encoder
 
 FAILURES = "failures.csv"
+CAPTION_ENCODERS = tuple(sorted(name for name, modality in ENCODERS.items() if modality == "caption"))
 
 
 @dataclass(frozen=True)
@@ -50,9 +56,11 @@ def explain_model(
     inputs: ExplainInputs,
     *,
     size_threshold: float,
+    adversarial: dict | None = None,
     progress: Callable[[str], None],
 ) -> tuple[dict, list[list]]:
-    """(summary for the report, failures file rows) of one model."""
+    """(summary for the report, failures file rows) of one model; ``adversarial``: the
+    adversarial queries' settings (``adversarial_settings``), or None for none."""
     captions = embed_items(caption_space, items.caption_keys, "caption")
     try:
         summary, rows = explained_model(
@@ -60,7 +68,56 @@ def explain_model(
         )
     except UnknownCategory as exc:
         raise EvaluationError(f"annotated objects: {exc}") from None
+    if adversarial is not None:
+        summary["adversarial"] = adversarial_model(items, captions, inputs, adversarial, progress=progress)
     return summary, failure_records(name, rows, items.caption_keys, inputs.texts, items.image_keys)
+
+
+def adversarial_settings(
+    *, seed: int = 0, colour_distance: float = COLOUR_DISTANCE, colour_pool: str = "named"
+) -> dict:
+    """The checked settings of the adversarial queries (EvaluationError naming a bad one)."""
+    try:
+        substitutes([], colour_distance=colour_distance, colour_pool=colour_pool)
+    except ValueError as exc:
+        raise EvaluationError(f"adversarial queries: {exc}") from None
+    return {"seed": int(seed), "colour_distance": float(colour_distance), "colour_pool": colour_pool}
+
+
+def text_encoder_check(name: str) -> None:
+    """ValueError unless ``name`` (a space's ``model_name``) is a caption encoder of the
+    ``embed`` command."""
+    if name not in CAPTION_ENCODERS:
+        raise ValueError(
+            f"the caption vectors were made by {name or 'an unnamed encoder'!r}; re-embedding changed captions "
+            f"needs the model's own encoder, one of {', '.join(CAPTION_ENCODERS)}"
+        )
+
+
+def adversarial_model(items: SplitItems, captions, inputs: ExplainInputs, settings: dict, *, progress) -> dict:
+    """The adversarial queries' effects per kind: ``settings`` from ``adversarial_settings``
+    with ``encoder``, the name of the model's own caption encoder."""
+    try:
+        text_encoder_check(settings["encoder"])
+        encode = text_encoder(settings["encoder"])
+    except (ValueError, EncoderUnavailable) as exc:
+        raise EvaluationError(f"adversarial queries: {exc}") from None
+    corpora = build_corpora(captions, items.caption_image, len(items.image_keys))
+    table = substitutes(inputs.texts, colour_distance=settings["colour_distance"], colour_pool=settings["colour_pool"])
+    try:
+        kinds = adversarial_run(
+            captions,
+            items.caption_image,
+            corpora,
+            inputs.texts,
+            encode,
+            table=table,
+            seed=settings["seed"],
+            progress=progress,
+        )
+    except ValueError as exc:  # the encoder's vectors: another dimension, or zeros
+        raise EvaluationError(f"adversarial queries with encoder {settings['encoder']!r}: {exc}") from None
+    return {"settings": settings, "kinds": kinds}
 
 
 def failures_csv(records: Sequence[Sequence]) -> str:

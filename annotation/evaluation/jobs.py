@@ -24,7 +24,14 @@ from annotation.core.errors import Conflict, DomainError, NotFound
 from annotation.core.progress import Progress
 from annotation.evaluation.compare import comparison_csv, comparison_rows
 from annotation.evaluation.explain.failures import SIZE_THRESHOLD
-from annotation.evaluation.explained import FAILURES, explain_inputs, explain_model, failures_csv
+from annotation.evaluation.explained import (
+    FAILURES,
+    adversarial_settings,
+    explain_inputs,
+    explain_model,
+    failures_csv,
+    text_encoder_check,
+)
 from annotation.evaluation.inputs import EvaluationError, RatedPairs, SplitItems, load_space, read_ratings_folder
 from annotation.evaluation.report import evaluate
 from annotation.models import Dataset, Job, JobStatus, Modality
@@ -102,12 +109,15 @@ def evaluation_job_params(
     audited: bool = True,
     explain: bool = False,
     size_threshold: float = SIZE_THRESHOLD,
+    adversarial: dict | None = None,
 ) -> dict:
     """The checked parameters of an evaluation job. Raises NotFound /
     EvaluationRequestError / Conflict naming a bad request (an export still running among
     them), before anything is written or tidied. ``explain``: also the explained failures
     of each model with a caption space, SD's binary threshold ``size_threshold`` (a share
-    of the image's area, 0-1)."""
+    of the image's area, 0-1); ``adversarial``: with ``explain``, also the adversarial
+    queries, with these settings (``adversarial_settings``' arguments), each model's
+    changed captions re-embedded by the encoder its caption space was made with."""
     dataset = dataset_get(name=dataset_name)
     split_get(dataset=dataset, name=split)
     if not models:
@@ -120,6 +130,13 @@ def evaluation_job_params(
         raise EvaluationRequestError("explained failures rank captions: give a model a caption space")
     if not 0 <= size_threshold <= 1:
         raise EvaluationRequestError(f"the size threshold is a share of the image, 0-1; got {size_threshold!r}")
+    if adversarial is not None and not explain:
+        raise EvaluationRequestError("adversarial queries are part of the explained failures: ask for explain too")
+    explained = None
+    if explain:
+        explained = {"size_threshold": float(size_threshold), "adversarial": None}
+        if adversarial is not None:
+            explained["adversarial"] = _adversarial_check(dataset, checked, adversarial)
     return {
         "dataset": dataset.name,
         "split": split,
@@ -127,8 +144,23 @@ def evaluation_job_params(
         "ratings_export": ratings_export,
         "ratings_dir": _ratings_dir(dataset, ratings_export),
         "audited": bool(audited),
-        "explain": {"size_threshold": float(size_threshold)} if explain else None,
+        "explain": explained,
     }
+
+
+def _adversarial_check(dataset: Dataset, models: list[dict], settings: dict) -> dict:
+    """The adversarial settings checked, and each caption space's encoder known to ``embed``."""
+    try:
+        checked = adversarial_settings(**settings)
+    except EvaluationError as exc:
+        raise EvaluationRequestError(str(exc)) from None
+    for model in models:
+        if model["caption_space"]:
+            try:
+                text_encoder_check(embedding_space_get(dataset=dataset, name=model["caption_space"]).model_name)
+            except ValueError as exc:
+                raise EvaluationRequestError(f"model {model['name']!r}: {exc}") from None
+    return checked
 
 
 def evaluation_job_create(*, params: dict, created_by=None) -> Job:
@@ -206,6 +238,7 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
                     spaces[Modality.CAPTION],
                     inputs,
                     size_threshold=explain["size_threshold"],
+                    adversarial=_with_encoder(dataset, model, explain.get("adversarial")),
                     progress=step,
                 )
                 failures += records
@@ -236,6 +269,13 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
         "skipped": skipped,
         "files": files,
     }
+
+
+def _with_encoder(dataset: Dataset, model: dict, adversarial: dict | None) -> dict | None:
+    """The adversarial settings with the model's own caption encoder, or None."""
+    if adversarial is None:
+        return None
+    return adversarial | {"encoder": embedding_space_get(dataset=dataset, name=model["caption_space"]).model_name}
 
 
 def _numbered(jobs):

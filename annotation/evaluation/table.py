@@ -23,7 +23,7 @@ def format_report(report: dict) -> str:
     more = [
         row
         for row in comparison_rows({"value": report})
-        if row["section"] != "explain"
+        if row["section"] not in ("explain", "adversarial")
         and (
             (row["section"] != "correlation" and row["metric"] not in ("R@1", "R@5", "R@10", "median_rank"))
             or row["section"] == "coco_1k"

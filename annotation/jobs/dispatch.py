@@ -149,13 +149,15 @@ def evaluation_job_start(
     audited: bool = True,
     explain: bool = False,
     size_threshold: float | None = None,
+    adversarial: dict | None = None,
     created_by=None,
 ) -> Job:
     """Check the request (``evaluation_job_params``), create a pending evaluation job and
     queue it once the row is committed. Raises NotFound / EvaluationRequestError /
     Conflict naming a bad request before any row is written or any dead job tidied (a
     running export the request names is refused as running, not failed first)."""
-    explained = {"explain": explain} | ({"size_threshold": size_threshold} if size_threshold is not None else {})
+    explained = {"explain": explain, "adversarial": adversarial}
+    explained |= {"size_threshold": size_threshold} if size_threshold is not None else {}
     params = evaluation_job_params(
         dataset_name=dataset_name,
         split=split,

@@ -129,7 +129,7 @@ def assert_retrieval_matches(retrieval: dict, expected: dict) -> None:
 HAND_TEXTS = [
     "A dog leaps for a frisbee.",
     "A brown dog in the park.",
-    "A cat sleeps on a sofa.",
+    "A wet cat sleeps on a sofa.",
     "A small cat.",
     "Two dogs play with a ball.",
     "Dogs on the grass.",

@@ -55,3 +55,36 @@ def format_explained(summaries: Mapping[str, dict]) -> str:
         f"(T_D {', '.join(f'{t:g}' for t in sorted(threshold))} of the image's area)"
     )
     return title + "\n" + _table(["", *models], body)
+
+
+ADVERSARIAL_ROWS = (
+    ("queries", "changed queries", "{:,}"),
+    ("falls", "ground truth falls", "{:,}"),
+    ("stays", "ground truth stays", "{:,}"),
+    ("rises", "ground truth rises", "{:,}"),
+)
+ADVERSARIAL_CHANGES = (("R@5", "{:+.1f}"), ("R@10", "{:+.1f}"), ("MRR@5", "{:+.3f}"), ("MRR@10", "{:+.3f}"))
+
+
+def format_adversarial(summaries: Mapping[str, dict]) -> str:
+    """``summaries``: model -> its report's ``explain`` entry with ``adversarial``. Per kind
+    of substitution: the queries it changed, the ground truths' moves, the change of
+    Recall@K and MRR@K over those queries."""
+    models = [m for m in summaries if "adversarial" in summaries[m]]
+    kinds = list(summaries[models[0]]["adversarial"]["kinds"])
+    body = []
+    for kind in kinds:
+        entries = [summaries[m]["adversarial"]["kinds"][kind] for m in models]
+        body += [[f"{kind}: {label}", *(_text(e[key], form) for e in entries)] for key, label, form in ADVERSARIAL_ROWS]
+        body += [
+            [f"{kind}: change {key}", *(_text(e["change"][key], form) for e in entries)]
+            for key, form in ADVERSARIAL_CHANGES
+        ]
+    settings = summaries[models[0]]["adversarial"]["settings"]
+    pool = "every named colour" if settings["colour_pool"] == "named" else "the captions' colours"
+    title = (
+        "Adversarial queries: one word changed at a time, re-embedded by the model's own encoder "
+        f"(seed {settings['seed']}, colours over {settings['colour_distance']:g} apart, from "
+        f"{pool})"
+    )
+    return title + "\n" + _table(["", *models], body)

@@ -21,9 +21,10 @@ from annotation.evaluation import (
     read_ratings_folder,
 )
 from annotation.evaluation.compare import comparison_csv, comparison_rows, format_comparison
+from annotation.evaluation.explain.adversarial import ALL_NAMED, COLOUR_DISTANCE, COLOUR_POOLS
 from annotation.evaluation.explain.failures import SIZE_THRESHOLD
-from annotation.evaluation.explain.tables import format_explained
-from annotation.evaluation.explained import explain_inputs, explain_model, failures_csv
+from annotation.evaluation.explain.tables import format_adversarial, format_explained
+from annotation.evaluation.explained import adversarial_settings, explain_inputs, explain_model, failures_csv
 from annotation.evaluation.jobs import split_audited
 from annotation.evaluation.protocols import PROTOCOLS
 from annotation.evaluation.report import check_protocols
@@ -32,6 +33,7 @@ from annotation.models import Modality
 SPACE_PARTS = ("vectors", "ids", "space")
 # Keys of a --model NAME:key=value,... spec.
 MODEL_KEYS = {
+    "encoder",
     "image-space",
     "caption-space",
     "image-vectors",
@@ -124,6 +126,30 @@ class Command(BaseCommand):
         parser.add_argument(
             "--failures", default="failures.csv", help="with --explain: the failures' CSV file (failures.csv)"
         )
+        parser.add_argument(
+            "--adversarial",
+            action="store_true",
+            help="with --explain: also adversarial queries (an antonym, a colour, a size word changed, one at a "
+            "time), re-embedded by the model's own caption encoder and ranked again",
+        )
+        parser.add_argument(
+            "--encoder",
+            help="the caption encoder that made the vectors (embed's names); default: the stored caption space's "
+            "own; a --model takes encoder=NAME",
+        )
+        parser.add_argument("--adversarial-seed", type=int, default=0, help="seed of the substitutions' draws (0)")
+        parser.add_argument(
+            "--colour-distance",
+            type=float,
+            default=COLOUR_DISTANCE,
+            help=f"a replacement colour lies more than this sRGB distance away ({COLOUR_DISTANCE:g})",
+        )
+        parser.add_argument(
+            "--colour-pool",
+            choices=COLOUR_POOLS,
+            default=ALL_NAMED,
+            help="replacement colours from every named colour (named) or those the captions use (captions)",
+        )
 
     def handle(self, *args, **options):
         try:
@@ -133,18 +159,15 @@ class Command(BaseCommand):
             dataset = dataset_get(name=options["dataset"])
             split = split_get(dataset=dataset, name=options["split"])
             models = self._models(dataset, options)
-            if options["explain"] and not any(spaces[Modality.CAPTION] for spaces, _ in models.values()):
-                raise CommandError("--explain ranks captions: give a model caption vectors")
+            adversarial = self._explain_check(models, options)
             image_keys, caption_pairs = split_item_keys(split=split)
             items = SplitItems.from_pairs(split.name, image_keys, caption_pairs)
             ratings_split = options["ratings_split"] or options["split"]
             ratings = read_ratings_folder(options["ratings"], ratings_split) if options["ratings"] else None
             audited = split_audited(split) if options["audited"] else None
-            if options["explain"] and not 0 <= options["size_threshold"] <= 1:
-                raise CommandError(f"--size-threshold is a share of the image, 0-1; got {options['size_threshold']}")
             inputs = explain_inputs(split, items) if options["explain"] else None
             reports, failures = {}, []
-            for name, (spaces, joint) in models.items():
+            for name, (spaces, joint, encoder) in models.items():
                 self._progress(f"model {name}")
                 report = evaluate(
                     items=items,
@@ -169,6 +192,7 @@ class Command(BaseCommand):
                         spaces[Modality.CAPTION],
                         inputs,
                         size_threshold=options["size_threshold"],
+                        adversarial=None if adversarial is None else adversarial | {"encoder": encoder},
                         progress=self._progress,
                     )
                     failures += records
@@ -205,18 +229,48 @@ class Command(BaseCommand):
             _write_text(comparison_csv(rows), Path(options["csv"]))
             self.stdout.write(f"\ncomparison written to {options['csv']}")
 
+    @staticmethod
+    def _explain_check(models: dict, options) -> dict | None:
+        """The explained failures' options checked before anything is read; the
+        adversarial settings (without the encoder) or None."""
+        if options["adversarial"] and not options["explain"]:
+            raise CommandError("--adversarial is part of the explained failures: add --explain")
+        if not options["explain"]:
+            return None
+        if not any(spaces[Modality.CAPTION] for spaces, _, _ in models.values()):
+            raise CommandError("--explain ranks captions: give a model caption vectors")
+        if not 0 <= options["size_threshold"] <= 1:
+            raise CommandError(f"--size-threshold is a share of the image, 0-1; got {options['size_threshold']}")
+        if not options["adversarial"]:
+            return None
+        for name, (spaces, _, encoder) in models.items():
+            if spaces[Modality.CAPTION] is not None and not encoder:
+                raise CommandError(
+                    f"model {name!r}: --adversarial needs its caption encoder: give --encoder or encoder="
+                )
+        return adversarial_settings(
+            seed=options["adversarial_seed"],
+            colour_distance=options["colour_distance"],
+            colour_pool=options["colour_pool"],
+        )
+
     def _write_explained(self, reports: dict, failures: list, path: Path) -> None:
-        """The global table of the explained failures, side by side; the failures file."""
-        self.stdout.write("\n" + format_explained({n: r["explain"] for n, r in reports.items() if "explain" in r}))
+        """The global table of the explained failures, side by side, the adversarial
+        queries' table when they ran; the failures file."""
+        explained = {n: r["explain"] for n, r in reports.items() if "explain" in r}
+        self.stdout.write("\n" + format_explained(explained))
+        if any("adversarial" in summary for summary in explained.values()):
+            self.stdout.write("\n" + format_adversarial(explained))
         _write_text(failures_csv(failures), path)
         self.stdout.write(f"\n{len(failures):,} failures written to {path}")
 
-    def _models(self, dataset, options) -> dict[str, tuple[dict, bool]]:
-        """name -> (modality -> Space or None, joint) of every model to score: the
-        --model specs, or the one model the single-model options give."""
+    def _models(self, dataset, options) -> dict[str, tuple[dict, bool, str | None]]:
+        """name -> (modality -> Space or None, joint, caption encoder or None) of every
+        model to score: the --model specs, or the one model the single-model options give."""
         if not options["model"]:
             spaces = {m: self._space(dataset, m, options) for m in (Modality.IMAGE, Modality.CAPTION)}
-            return {"model": (spaces, self._joint(options["spaces"], spaces))}
+            encoder = _encoder(dataset, options["encoder"], options["caption_space"])
+            return {"model": (spaces, self._joint(options["spaces"], spaces), encoder)}
         if any(options[f"{m}_{part}"] for m in (Modality.IMAGE, Modality.CAPTION) for part in SPACE_PARTS):
             raise CommandError("give models either with --model or with the --image-*/--caption-* options, not both")
         models = {}
@@ -232,7 +286,8 @@ class Command(BaseCommand):
             spaces = {m: self._space(dataset, m, fields) for m in (Modality.IMAGE, Modality.CAPTION)}
             if not any(spaces.values()):
                 raise CommandError(f"--model {name!r} names no vectors; give image-space/caption-space or files")
-            models[name] = (spaces, self._joint(spec.get("spaces"), spaces))
+            encoder = _encoder(dataset, spec.get("encoder") or options["encoder"], spec.get("caption-space"))
+            models[name] = (spaces, self._joint(spec.get("spaces"), spaces), encoder)
         return models
 
     def _space(self, dataset, modality: str, options) -> Space | None:
@@ -261,6 +316,13 @@ class Command(BaseCommand):
     def _progress(message: str) -> None:
         sys.stderr.write(f"\r{message} ...".ljust(60))
         sys.stderr.flush()
+
+
+def _encoder(dataset, given: str | None, stored_space: str | None) -> str | None:
+    """The caption encoder of a model: the one given, else its stored caption space's."""
+    if given or not stored_space:
+        return given
+    return embedding_space_get(dataset=dataset, name=stored_space).model_name or None
 
 
 def _parse_model(text: str) -> tuple[str, dict[str, str]]:

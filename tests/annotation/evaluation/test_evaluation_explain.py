@@ -134,3 +134,92 @@ def test_explain_with_only_image_spaces_is_refused(annotated):
     response = client_for("researcher").post("/api/evaluations/", payload, format="json")
     assert response.status_code == 400
     assert "give a model a caption space" in response.json()["detail"]
+
+
+# --- adversarial queries --------------------------------------------------------------------
+
+
+@pytest.fixture
+def hashed(annotated, tmp_path):
+    """The split's captions embedded by the `embed` command's stand-in encoder (``hashing``)."""
+    call_command(
+        "embed",
+        dataset=annotated.name,
+        space="hashed",
+        encoder="hashing",
+        out_dir=tmp_path / "spaces",
+        do_import=True,
+        stdout=io.StringIO(),
+    )
+    return annotated
+
+
+def test_the_command_re_ranks_adversarial_queries_with_the_spaces_own_encoder(hashed, tmp_path):
+    out = tmp_path / "report.json"
+    text, _ = _evaluate(hashed, tmp_path, caption_space="hashed", adversarial=True, out=str(out))
+    kinds = json.loads(out.read_text())["explain"]["adversarial"]["kinds"]
+    # One caption has each kind's word: "wet", "brown", "small".
+    assert [(kind, effects["queries"]) for kind, effects in kinds.items()] == [
+        ("antonym", 1),
+        ("colour", 1),
+        ("size", 1),
+    ]
+    assert [kinds[kind]["examples"][0]["word"] for kind in kinds] == ["wet", "brown", "small"]
+    assert kinds["antonym"]["examples"][0]["text"] == "A dry cat sleeps on a sofa."
+    for effects in kinds.values():
+        assert effects["falls"] + effects["stays"] + effects["rises"] == 1
+    table = text[text.index("Adversarial queries") :]
+    assert "seed 0, colours over 150 apart, from every named colour" in table
+    assert [line.split()[-1] for line in table.splitlines() if line.startswith("size: changed queries")] == ["1"]
+
+
+def test_adversarial_queries_need_explain_and_a_known_encoder(annotated, tmp_path):
+    with pytest.raises(CommandError, match="add --explain"):
+        call_command("evaluate", dataset=annotated.name, split="val", caption_space="caption-model", adversarial=True)
+    with pytest.raises(CommandError, match="needs its caption encoder"):
+        _evaluate(annotated, tmp_path, caption_space="caption-model", adversarial=True)
+    # The hand-built vectors are 3-d: the named encoder's 384-d vectors cannot be ranked against them.
+    with pytest.raises(CommandError, match="encoder 'hashing'.*expected"):
+        _evaluate(annotated, tmp_path, caption_space="caption-model", adversarial=True, encoder="hashing")
+    with pytest.raises(CommandError, match="'clip' is no caption encoder|made by 'clip'"):
+        _evaluate(annotated, tmp_path, caption_space="caption-model", adversarial=True, encoder="clip")
+
+
+def test_an_evaluation_job_runs_the_adversarial_queries(hashed, django_capture_on_commit_callbacks):
+    client = client_for("researcher")
+    payload = {
+        "dataset": hashed.name,
+        "split": "val",
+        "models": [{"name": "hashed", "caption_space": "hashed"}],
+        "audited": False,
+        "explain": True,
+        "adversarial": {"seed": 3, "colour_pool": "captions"},
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        started = client.post("/api/evaluations/", payload, format="json")
+    assert started.status_code == 202, started.content
+    job = client.get(f"/api/evaluations/{started.json()['id']}/").json()
+    assert job["status"] == "succeeded", job
+    assert job["explain"]["adversarial"] == {"seed": 3, "colour_distance": 150.0, "colour_pool": "captions"}
+    moves = {
+        (r["task"], r["metric"]): r["models"]["hashed"]["value"]
+        for r in job["comparison"]
+        if r["section"] == "adversarial"
+    }
+    assert moves[("size", "queries")] == 1
+    # The only colour the captions use is brown: no colour lies far enough from it.
+    assert moves[("colour", "queries")] == 0
+    assert moves[("colour", "change R@5")] is None
+
+
+def test_an_evaluation_job_refuses_a_space_of_no_known_encoder(annotated):
+    payload = {
+        "dataset": annotated.name,
+        "split": "val",
+        "models": [{"name": "hand", "caption_space": "caption-model"}],
+        "explain": True,
+        "adversarial": {},
+    }
+    response = client_for("researcher").post("/api/evaluations/", payload, format="json")
+    assert response.status_code == 400
+    assert "model 'hand': the caption vectors were made by 'an unnamed encoder'" in response.json()["detail"]
