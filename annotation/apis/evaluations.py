@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from annotation.apis.fields import StaleRunField
 from annotation.core.roles import IsResearcher
+from annotation.evaluation import failure_pages
 from annotation.evaluation import jobs as evaluations
 from annotation.evaluation.explain.adversarial import COLOUR_DISTANCE, COLOUR_POOLS
 from annotation.jobs.dispatch import JOB_RUNS, evaluation_job_start
@@ -264,3 +265,43 @@ class EvaluationFileDownloadApi(APIView):
         path = evaluations.evaluation_file_path(job=evaluations.evaluation_job_get(job_id=job_id), name=name)
         media = evaluations.MEDIA_TYPES[name]
         return FileResponse(path.open("rb"), as_attachment=True, filename=name, content_type=media)
+
+
+class FailuresQuerySerializer(serializers.Serializer):
+    model = serializers.CharField(required=False, default=None, help_text="Default: the first model with failures.")
+    sort = serializers.ChoiceField(choices=failure_pages.SORTS, required=False, default="rank")
+    descending = serializers.BooleanField(required=False, default=False)
+    offset = serializers.IntegerField(min_value=0, max_value=2_147_483_647, required=False, default=0)
+    limit = serializers.IntegerField(min_value=1, max_value=failure_pages.PAGE_MAX, required=False, default=20)
+
+
+class FailurePageSerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text="The model's failures.")
+    models = serializers.ListField(child=serializers.CharField(), help_text="The models with failures, in order.")
+    rows = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="The failures file's columns (numbers as numbers, an undefined metric null) with "
+        "truth_image_url and retrieved_image_url.",
+    )
+
+
+class EvaluationFailuresApi(APIView):
+    """A page of an explained evaluation's failures, one model's, sorted by rank or a
+    concept metric (researchers and admins)."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(
+        parameters=[FailuresQuerySerializer],
+        responses={
+            200: FailurePageSerializer,
+            404: error_response("No such evaluation, no explained failures, or no failures of that model."),
+            409: error_response("The evaluation has not succeeded."),
+        },
+    )
+    def get(self, request, job_id: int):
+        query = FailuresQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        job = evaluations.evaluation_job_get(job_id=job_id)
+        page = failure_pages.failures_page(job=job, **query.validated_data)
+        return Response(FailurePageSerializer(page).data)

@@ -223,3 +223,49 @@ def test_an_evaluation_job_refuses_a_space_of_no_known_encoder(annotated):
     response = client_for("researcher").post("/api/evaluations/", payload, format="json")
     assert response.status_code == 400
     assert "model 'hand': the caption vectors were made by 'an unnamed encoder'" in response.json()["detail"]
+
+
+# --- the failures a page at a time ------------------------------------------------------------
+
+
+@pytest.fixture
+def explained_job(annotated, django_capture_on_commit_callbacks):
+    client = client_for("researcher")
+    model = {"image_space": "image-model", "caption_space": "caption-model", "joint": True}
+    payload = {
+        "dataset": annotated.name,
+        "split": "val",
+        "models": [{"name": "one", **model}, {"name": "two", **model}],
+        "audited": False,
+        "explain": True,
+        "size_threshold": 0.05,
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        job_id = client.post("/api/evaluations/", payload, format="json").json()["id"]
+    return client, f"/api/evaluations/{job_id}/failures/"
+
+
+def test_the_failures_come_a_page_at_a_time_sorted_by_a_metric(explained_job):
+    client, url = explained_job
+    page = client.get(url, {"sort": "agnostic_CA", "descending": "true", "limit": 3}).json()
+    assert page["count"] == 6 and page["models"] == ["one", "two"]
+    assert [row["agnostic_CA"] for row in page["rows"]] == [0.5, 0.5, 0.0]
+    first = page["rows"][0]
+    assert (first["model"], first["query"], first["rank"]) == ("one", CAPTION_KEYS[0], 2)
+    assert first["agnostic_CE"] == 1 and first["informed_NCS"] is None
+    assert first["truth_image_url"].endswith(IMAGE_KEYS[0]) and first["retrieved_image_url"].endswith(IMAGE_KEYS[2])
+    # Undefined values sort last both ways.
+    ascending = client.get(url, {"sort": "agnostic_SD", "model": "two"}).json()["rows"]
+    values = [row["agnostic_SD"] for row in ascending]
+    assert values[-1] is None and values[0] is not None and values == sorted(values, key=lambda v: (v is None, v))
+    assert {row["model"] for row in ascending} == {"two"}
+    assert len(client.get(url, {"offset": 5}).json()["rows"]) == 1
+
+
+def test_a_failures_page_names_a_bad_request(explained_job):
+    client, url = explained_job
+    assert client.get(url, {"model": "three"}).status_code == 404
+    assert "no failures of model 'three'" in client.get(url, {"model": "three"}).json()["detail"]
+    assert client.get(url, {"sort": "colour"}).status_code == 400
+    assert client.get(url, {"limit": 201}).status_code == 400
+    assert client_for("rater").get(url).status_code == 403
