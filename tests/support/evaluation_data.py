@@ -103,6 +103,20 @@ def write_hand_files(folder: Path) -> dict[str, Path]:
     return paths
 
 
+def import_hand_spaces(dataset, files: dict[str, Path]) -> None:
+    """Store the hand-built vectors as the dataset's spaces "image-model" and "caption-model"."""
+    from annotation.catalog.services import embedding_space_import
+
+    for modality in ("image", "caption"):
+        embedding_space_import(
+            dataset_name=dataset.name,
+            space_name=f"{modality}-model",
+            modality=modality,
+            vectors_path=files[f"{modality}_vectors"],
+            ids_path=files[f"{modality}_ids"],
+        )
+
+
 def hand_spaces() -> tuple[Space, Space]:
     return (
         Space(vectors=IMAGE_VECTORS, ids=list(IMAGE_KEYS), source="images.npy"),

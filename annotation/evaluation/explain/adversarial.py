@@ -140,6 +140,19 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return vectors / norms
 
 
+def _subset(ranking: Ranking, queries: np.ndarray) -> Ranking:
+    """The rows of ``ranking`` (queries in increasing order) of ``queries``, each of them."""
+    rows = np.searchsorted(ranking.queries, queries)
+    return Ranking(
+        queries=ranking.queries[rows],
+        truth=ranking.truth[rows],
+        rank=ranking.rank[rows],
+        first=ranking.first[rows],
+        n_images=ranking.n_images,
+        unanswerable=0,
+    )
+
+
 def kind_effects(baseline: Ranking, changed: Ranking, n_images: int) -> dict:
     """The ground truths' moves and the figures before and after, over the changed queries
     (both rankings of the same queries, in the same order)."""
@@ -176,14 +189,15 @@ def adversarial_run(
     """Per kind: the substitutions' effects (``kind_effects``) and ``examples``, the first
     few changed captions. ``encode(texts)`` -> float (n, d), the model's own encoder."""
     out = {}
+    everyone = rank_queries(captions, caption_image, corpora)
     for number, kind in enumerate(kinds):
         rng = np.random.default_rng([seed, number])
         progress(f"adversarial queries: {kind}")
         changes = substitute(caption_texts, kind, table, rng)
         queries = np.fromiter((change.query for change in changes), np.int64, len(changes))
-        baseline = rank_queries(captions, caption_image, corpora, queries)
-        kept = np.isin(queries, baseline.queries)  # a query without another caption is not asked
+        kept = np.isin(queries, everyone.queries)  # a query without another caption is not asked
         changes = [change for change, keep in zip(changes, kept, strict=True) if keep]
+        baseline = _subset(everyone, queries[kept])
         vectors = _unit(encode([change.text for change in changes])) if changes else None
         after = rank_queries(captions, caption_image, corpora, baseline.queries, vectors)
         out[kind] = kind_effects(baseline, after, corpora.counts.shape[0]) | {

@@ -110,46 +110,7 @@ class Command(BaseCommand):
             "means nothing, as in CxC's release) or first (the first column only)",
         )
         parser.add_argument("--out", help="write the report as JSON to this file")
-        parser.add_argument(
-            "--explain",
-            action="store_true",
-            help="also explain each model's failures: every caption ranked against the images' other captions "
-            "(caption space), each failure's concept metrics over the annotated objects; prints the global table "
-            "and writes the failures (--failures)",
-        )
-        parser.add_argument(
-            "--size-threshold",
-            type=float,
-            default=SIZE_THRESHOLD,
-            help=f"SD's binary threshold T_D, a share of the image's area ({SIZE_THRESHOLD:g})",
-        )
-        parser.add_argument(
-            "--failures", default="failures.csv", help="with --explain: the failures' CSV file (failures.csv)"
-        )
-        parser.add_argument(
-            "--adversarial",
-            action="store_true",
-            help="with --explain: also adversarial queries (an antonym, a colour, a size word changed, one at a "
-            "time), re-embedded by the model's own caption encoder and ranked again",
-        )
-        parser.add_argument(
-            "--encoder",
-            help="the caption encoder that made the vectors (embed's names); default: the stored caption space's "
-            "own; a --model takes encoder=NAME",
-        )
-        parser.add_argument("--adversarial-seed", type=int, default=0, help="seed of the substitutions' draws (0)")
-        parser.add_argument(
-            "--colour-distance",
-            type=float,
-            default=COLOUR_DISTANCE,
-            help=f"a replacement colour lies more than this sRGB distance away ({COLOUR_DISTANCE:g})",
-        )
-        parser.add_argument(
-            "--colour-pool",
-            choices=COLOUR_POOLS,
-            default=ALL_NAMED,
-            help="replacement colours from every named colour (named) or those the captions use (captions)",
-        )
+        _explain_arguments(parser)
 
     def handle(self, *args, **options):
         try:
@@ -316,6 +277,51 @@ class Command(BaseCommand):
     def _progress(message: str) -> None:
         sys.stderr.write(f"\r{message} ...".ljust(60))
         sys.stderr.flush()
+
+
+def _explain_arguments(parser) -> None:
+    """The explained failures' options: --explain and its threshold and file, --adversarial
+    and its encoder, seed and colours."""
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="also explain each model's failures: every caption ranked against the images' other captions "
+        "(caption space), each failure's concept metrics over the annotated objects; prints the global table "
+        "and writes the failures (--failures)",
+    )
+    parser.add_argument(
+        "--size-threshold",
+        type=float,
+        default=SIZE_THRESHOLD,
+        help=f"SD's binary threshold T_D, a share of the image's area ({SIZE_THRESHOLD:g})",
+    )
+    parser.add_argument(
+        "--failures", default="failures.csv", help="with --explain: the failures' CSV file (failures.csv)"
+    )
+    parser.add_argument(
+        "--adversarial",
+        action="store_true",
+        help="with --explain: also adversarial queries (an antonym, a colour, a size word changed, one at a "
+        "time), re-embedded by the model's own caption encoder and ranked again",
+    )
+    parser.add_argument(
+        "--encoder",
+        help="the caption encoder that made the vectors (embed's names); default: the stored caption space's "
+        "own; a --model takes encoder=NAME",
+    )
+    parser.add_argument("--adversarial-seed", type=int, default=0, help="seed of the substitutions' draws (0)")
+    parser.add_argument(
+        "--colour-distance",
+        type=float,
+        default=COLOUR_DISTANCE,
+        help=f"a replacement colour lies more than this sRGB distance away ({COLOUR_DISTANCE:g})",
+    )
+    parser.add_argument(
+        "--colour-pool",
+        choices=COLOUR_POOLS,
+        default=ALL_NAMED,
+        help="replacement colours from every named colour (named) or those the captions use (captions)",
+    )
 
 
 def _encoder(dataset, given: str | None, stored_space: str | None) -> str | None:

@@ -10,8 +10,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.catalog.services import embedding_space_import
-from tests.support.evaluation_data import CAPTION_KEYS, IMAGE_KEYS, annotate_hand_dataset
+from tests.support.evaluation_data import CAPTION_KEYS, IMAGE_KEYS, annotate_hand_dataset, import_hand_spaces
 from tests.support.export_data import client_for
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
@@ -21,14 +20,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 def annotated(hand_dataset, hand_files, settings, tmp_path):
     settings.EXPORT_DIR = str(tmp_path / "exports")
     annotate_hand_dataset(hand_dataset)
-    for modality in ("image", "caption"):
-        embedding_space_import(
-            dataset_name=hand_dataset.name,
-            space_name=f"{modality}-model",
-            modality=modality,
-            vectors_path=hand_files[f"{modality}_vectors"],
-            ids_path=hand_files[f"{modality}_ids"],
-        )
+    import_hand_spaces(hand_dataset, hand_files)
     return hand_dataset
 
 
