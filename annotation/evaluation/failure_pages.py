@@ -20,6 +20,7 @@ from annotation.serving.shapes import image_url
 
 SORTS = ("rank", *(f"{form}_{metric}" for form in FORMS for metric in METRICS))
 NUMBERS = frozenset(SORTS)
+WHOLE_NUMBERS = frozenset({"rank", *(f"{form}_{metric}" for form in FORMS for metric in ("CE", "SD_binary"))})
 PAGE_MAX = 200
 
 
@@ -38,9 +39,11 @@ def _number(text: str) -> float | None:
     return None if text == "" else float(text)
 
 
-def _sort_key(column: str, descending: bool):
-    def key(row: dict) -> tuple:
-        value = row[column]
+def _sort_key(position: int, descending: bool):
+    """Sorts raw rows by the number in cell ``position``, empty cells last either way."""
+
+    def key(cells: list[str]) -> tuple:
+        value = _number(cells[position])
         if value is None:
             return (1, 0.0)
         return (0, -value if descending else value)
@@ -48,28 +51,36 @@ def _sort_key(column: str, descending: bool):
     return key
 
 
+def _page_row(cells: list[str]) -> dict:
+    row = {}
+    for column, text in zip(FAILURE_COLUMNS, cells, strict=True):
+        value = _number(text) if column in NUMBERS else text
+        row[column] = int(value) if column in WHOLE_NUMBERS and value is not None else value
+    return row
+
+
 def failures_page(*, job: Job, model: str | None, sort: str, descending: bool, offset: int, limit: int) -> FailurePage:
     """``limit`` failures of ``model`` (the job's first model with failures when None)
-    from ``offset`` on, sorted by ``sort`` (one of SORTS; ties in query order)."""
+    from ``offset`` on, sorted by ``sort`` (one of SORTS; ties in query order). Only the
+    page's rows are turned into dicts: a model's other rows stay lists of text."""
     path = evaluation_file_path(job=job, name=FAILURES)
-    by_model: dict[str, list[dict]] = {}
+    models: list[str] = []
+    rows: list[list[str]] = []
     with path.open(encoding="utf-8", newline="") as handle:
         reader = csv.reader(handle)
         if tuple(next(reader, ())) != FAILURE_COLUMNS:
             raise NotFound(f"{FAILURES} of evaluation job #{job.id} has other columns than this version writes")
         for cells in reader:
-            row = dict(zip(FAILURE_COLUMNS, cells, strict=True))
-            by_model.setdefault(cells[0], []).append({k: _number(v) if k in NUMBERS else v for k, v in row.items()})
-    if model is not None and model not in by_model:
+            if not models or cells[0] != models[-1]:
+                models.append(cells[0])  # the file holds each model's rows together
+            if cells[0] == (model or models[0]):
+                rows.append(cells)
+    if model is not None and model not in models:
         raise FailuresRequestError(f"evaluation job #{job.id} has no failures of model {model!r}")
-    rows = by_model.get(model or next(iter(by_model), ""), [])
-    rows.sort(key=_sort_key(sort, descending))
-    page = rows[offset : offset + limit]
-    for row in page:
-        for column in ("rank", *(f"{form}_{metric}" for form in FORMS for metric in ("CE", "SD_binary"))):
-            row[column] = None if row[column] is None else int(row[column])
+    rows.sort(key=_sort_key(FAILURE_COLUMNS.index(sort), descending))
+    page = [_page_row(cells) for cells in rows[offset : offset + limit]]
     _with_image_urls(job, page)
-    return FailurePage(count=len(rows), models=list(by_model), rows=page)
+    return FailurePage(count=len(rows), models=models, rows=page)
 
 
 def _with_image_urls(job: Job, rows: list[dict]) -> None:
