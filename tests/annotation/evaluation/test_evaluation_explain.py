@@ -204,6 +204,18 @@ def test_an_evaluation_job_runs_the_adversarial_queries(hashed, django_capture_o
     assert moves[("colour", "change R@5")] is None
 
 
+def test_adversarial_queries_without_explain_are_refused(hashed):
+    payload = {
+        "dataset": hashed.name,
+        "split": "val",
+        "models": [{"name": "hashed", "caption_space": "hashed"}],
+        "adversarial": {},
+    }
+    response = client_for("researcher").post("/api/evaluations/", payload, format="json")
+    assert response.status_code == 400
+    assert "ask for explain too" in response.json()["detail"]
+
+
 def test_an_evaluation_job_refuses_a_space_of_no_known_encoder(annotated):
     payload = {
         "dataset": annotated.name,
