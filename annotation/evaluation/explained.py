@@ -29,7 +29,31 @@ from annotation.evaluation.inputs import EvaluationError, Space, SplitItems, emb
 from sampling.encoders import ENCODERS, EncoderUnavailable, text_encoder
 
 FAILURES = "failures.csv"
+ADVERSARIAL = "adversarial.csv"
+ADVERSARIAL_COLUMNS = (
+    "model",
+    "kind",
+    "query",
+    "query_text",
+    "changed_text",
+    "word",
+    "replacement",
+    "image",
+    "rank_before",
+    "rank_after",
+)
 CAPTION_ENCODERS = tuple(sorted(name for name, modality in ENCODERS.items() if modality == "caption"))
+
+
+@dataclass(frozen=True)
+class ModelExplained:
+    """One model's part: ``summary`` for the report, ``failures`` rows of the failures file
+    (FAILURE_COLUMNS), ``adversarial`` rows of the adversarial file (ADVERSARIAL_COLUMNS,
+    empty without adversarial queries)."""
+
+    summary: dict
+    failures: list[list]
+    adversarial: list[list]
 
 
 @dataclass(frozen=True)
@@ -58,9 +82,9 @@ def explain_model(
     size_threshold: float,
     adversarial: dict | None = None,
     progress: Callable[[str], None],
-) -> tuple[dict, list[list]]:
-    """(summary for the report, failures file rows) of one model; ``adversarial``: the
-    adversarial queries' settings (``adversarial_settings``), or None for none."""
+) -> ModelExplained:
+    """One model's failure set, explained; ``adversarial``: the adversarial queries'
+    settings (``adversarial_settings`` with the encoder), or None for none."""
     captions = embed_items(caption_space, items.caption_keys, "caption")
     try:
         summary, rows = explained_model(
@@ -68,9 +92,28 @@ def explain_model(
         )
     except UnknownCategory as exc:
         raise EvaluationError(f"annotated objects: {exc}") from None
+    changed: list[dict] = []
     if adversarial is not None:
-        summary["adversarial"] = adversarial_model(items, captions, inputs, adversarial, progress=progress)
-    return summary, failure_records(name, rows, items.caption_keys, inputs.texts, items.image_keys)
+        summary["adversarial"] = adversarial_model(items, captions, inputs, adversarial, changed, progress=progress)
+    return ModelExplained(
+        summary=summary,
+        failures=failure_records(name, rows, items.caption_keys, inputs.texts, items.image_keys),
+        adversarial=[
+            [
+                name,
+                change["kind"],
+                items.caption_keys[change["query"]],
+                inputs.texts[change["query"]],
+                change["text"],
+                change["word"],
+                change["replacement"],
+                items.image_keys[items.caption_image[change["query"]]],
+                change["rank_before"],
+                change["rank_after"],
+            ]
+            for change in changed
+        ],
+    )
 
 
 def adversarial_settings(
@@ -94,9 +137,12 @@ def text_encoder_check(name: str) -> None:
         )
 
 
-def adversarial_model(items: SplitItems, captions, inputs: ExplainInputs, settings: dict, *, progress) -> dict:
+def adversarial_model(
+    items: SplitItems, captions, inputs: ExplainInputs, settings: dict, changed: list[dict], *, progress
+) -> dict:
     """The adversarial queries' effects per kind: ``settings`` from ``adversarial_settings``
-    with ``encoder``, the name of the model's own caption encoder."""
+    with ``encoder``, the name of the model's own caption encoder; ``changed`` receives
+    each changed caption (``adversarial_run``)."""
     try:
         text_encoder_check(settings["encoder"])
         encode = text_encoder(settings["encoder"])
@@ -114,17 +160,19 @@ def adversarial_model(items: SplitItems, captions, inputs: ExplainInputs, settin
             table=table,
             seed=settings["seed"],
             progress=progress,
+            changed=changed,
         )
     except ValueError as exc:  # the encoder's vectors: another dimension, or zeros
         raise EvaluationError(f"adversarial queries with encoder {settings['encoder']!r}: {exc}") from None
     return {"settings": settings, "kinds": kinds}
 
 
-def failures_csv(records: Sequence[Sequence]) -> str:
-    """The failures file: FAILURE_COLUMNS, one line per failure per model, formula-like
-    cells escaped (captions and model names are typed by people)."""
+def failures_csv(records: Sequence[Sequence], columns: Sequence[str] = FAILURE_COLUMNS) -> str:
+    """The failures file (FAILURE_COLUMNS, one line per failure per model) or the
+    adversarial file (ADVERSARIAL_COLUMNS, one line per changed caption per model);
+    formula-like cells escaped (captions and model names are typed by people)."""
     out = io.StringIO()
     writer = spreadsheet_csv.writer(out, lineterminator="\n")
-    writer.writerow(FAILURE_COLUMNS)
+    writer.writerow(columns)
     writer.writerows(records)
     return out.getvalue()

@@ -25,6 +25,8 @@ from annotation.core.progress import Progress
 from annotation.evaluation.compare import comparison_csv, comparison_rows
 from annotation.evaluation.explain.failures import SIZE_THRESHOLD
 from annotation.evaluation.explained import (
+    ADVERSARIAL,
+    ADVERSARIAL_COLUMNS,
     FAILURES,
     adversarial_settings,
     explain_inputs,
@@ -41,9 +43,10 @@ from annotation.runs.selectors import export_job_get
 REPORT = "report.json"
 COMPARISON = "comparison.csv"
 FILES = (REPORT, COMPARISON)
-# An evaluation with ``explain`` writes the failures file too.
-EXPLAIN_FILES = (FAILURES,)
-MEDIA_TYPES = {REPORT: "application/json", COMPARISON: "text/csv", FAILURES: "text/csv"}
+# An evaluation with ``explain`` writes the failures file too, with adversarial queries
+# the changed captions' file.
+EXPLAIN_FILES = (FAILURES, ADVERSARIAL)
+MEDIA_TYPES = {REPORT: "application/json", COMPARISON: "text/csv", FAILURES: "text/csv", ADVERSARIAL: "text/csv"}
 
 
 class EvaluationRequestError(DomainError):
@@ -209,7 +212,7 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
         audited = split_audited(split) if params.get("audited") else None
         explain = params.get("explain")
         inputs = explain_inputs(split, items) if explain else None
-        reports, failures = {}, []
+        reports, failures, changed = {}, [], []
         for done, model in enumerate(models):
             spaces = {}
             for modality in (Modality.IMAGE, Modality.CAPTION):
@@ -232,7 +235,7 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
                 require_task=not explain,
             )
             if explain and spaces[Modality.CAPTION] is not None:
-                report["explain"], records = explain_model(
+                explained = explain_model(
                     model["name"],
                     items,
                     spaces[Modality.CAPTION],
@@ -241,7 +244,9 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
                     adversarial=_with_encoder(dataset, model, explain.get("adversarial")),
                     progress=step,
                 )
-                failures += records
+                report["explain"] = explained.summary
+                failures += explained.failures
+                changed += explained.adversarial
             vectors = {m: space.source if space is not None else None for m, space in spaces.items()}
             reports[model["name"]] = {"vectors": vectors, **report}
     except EvaluationError as exc:
@@ -255,10 +260,7 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
         json.dumps(head | {"models": reports, "comparison": rows}, indent=2, allow_nan=False) + "\n", out / REPORT
     )
     _write_text(comparison_csv(rows), out / COMPARISON)
-    names = FILES
-    if explain:
-        _write_text(failures_csv(failures), out / FAILURES)
-        names += EXPLAIN_FILES
+    names = FILES + _write_explained(out, explain, failures, changed)
     files = [{"name": name, "bytes": (out / name).stat().st_size} for name in names]
     skipped = {name: report["skipped"] for name, report in reports.items()}
     return {
@@ -269,6 +271,24 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
         "skipped": skipped,
         "files": files,
     }
+
+
+def _write_explained(out: Path, explain: dict | None, failures: list, changed: list) -> tuple[str, ...]:
+    """The failures file of an evaluation with ``explain``, the adversarial file of one
+    with adversarial queries; the names of the files written."""
+    names = explained_files(explain)
+    if FAILURES in names:
+        _write_text(failures_csv(failures), out / FAILURES)
+    if ADVERSARIAL in names:
+        _write_text(failures_csv(changed, ADVERSARIAL_COLUMNS), out / ADVERSARIAL)
+    return names
+
+
+def explained_files(explain: dict | None) -> tuple[str, ...]:
+    """The files beside the report of an evaluation with these ``explain`` parameters."""
+    if not explain:
+        return ()
+    return EXPLAIN_FILES if explain.get("adversarial") is not None else (FAILURES,)
 
 
 def _with_encoder(dataset: Dataset, model: dict, adversarial: dict | None) -> dict | None:
@@ -313,7 +333,7 @@ def evaluation_file_path(*, job: Job, name: str) -> Path:
     NotFound for another name or a removed file."""
     if job.status != JobStatus.SUCCEEDED:
         raise Conflict(f"evaluation job #{job.id} is {job.status}; its files can be downloaded once it has succeeded")
-    if name not in FILES + (EXPLAIN_FILES if job.params.get("explain") else ()):
+    if name not in FILES + explained_files(job.params.get("explain")):
         raise NotFound(f"evaluation job #{job.id} has no file {name!r}")
     path = Path(job.result["out"]) / name
     if not path.is_file():

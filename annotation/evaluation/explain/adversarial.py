@@ -185,9 +185,12 @@ def adversarial_run(
     seed: int = 0,
     kinds: Sequence[str] = KINDS,
     progress: Callable[[str], None] = lambda message: None,
+    changed: list[dict] | None = None,
 ) -> dict:
     """Per kind: the substitutions' effects (``kind_effects``) and ``examples``, the first
-    few changed captions. ``encode(texts)`` -> float (n, d), the model's own encoder."""
+    few changed captions. ``encode(texts)`` -> float (n, d), the model's own encoder.
+    ``changed``, when given, receives one dict per changed caption: kind, query (caption
+    index), word, replacement, text, rank_before, rank_after."""
     out = {}
     everyone = rank_queries(captions, caption_image, corpora)
     for number, kind in enumerate(kinds):
@@ -200,6 +203,19 @@ def adversarial_run(
         baseline = _subset(everyone, queries[kept])
         vectors = _unit(encode([change.text for change in changes])) if changes else None
         after = rank_queries(captions, caption_image, corpora, baseline.queries, vectors)
+        if changed is not None:
+            changed += [
+                {
+                    "kind": kind,
+                    "query": change.query,
+                    "word": change.word,
+                    "replacement": change.replacement,
+                    "text": change.text,
+                    "rank_before": int(before),
+                    "rank_after": int(later),
+                }
+                for change, before, later in zip(changes, baseline.rank, after.rank, strict=True)
+            ]
         out[kind] = kind_effects(baseline, after, corpora.counts.shape[0]) | {
             "examples": [
                 {"query": c.query, "word": c.word, "replacement": c.replacement, "text": c.text} for c in changes[:5]

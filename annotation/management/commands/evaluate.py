@@ -24,7 +24,13 @@ from annotation.evaluation.compare import comparison_csv, comparison_rows, forma
 from annotation.evaluation.explain.adversarial import ALL_NAMED, COLOUR_DISTANCE, COLOUR_POOLS
 from annotation.evaluation.explain.failures import SIZE_THRESHOLD
 from annotation.evaluation.explain.tables import format_adversarial, format_explained
-from annotation.evaluation.explained import adversarial_settings, explain_inputs, explain_model, failures_csv
+from annotation.evaluation.explained import (
+    ADVERSARIAL_COLUMNS,
+    adversarial_settings,
+    explain_inputs,
+    explain_model,
+    failures_csv,
+)
 from annotation.evaluation.jobs import split_audited
 from annotation.evaluation.protocols import PROTOCOLS
 from annotation.evaluation.report import check_protocols
@@ -127,7 +133,7 @@ class Command(BaseCommand):
             ratings = read_ratings_folder(options["ratings"], ratings_split) if options["ratings"] else None
             audited = split_audited(split) if options["audited"] else None
             inputs = explain_inputs(split, items) if options["explain"] else None
-            reports, failures = {}, []
+            reports, explained_models = {}, []
             for name, (spaces, joint, encoder) in models.items():
                 self._progress(f"model {name}")
                 report = evaluate(
@@ -147,7 +153,7 @@ class Command(BaseCommand):
                     require_task=inputs is None,
                 )
                 if inputs is not None and spaces[Modality.CAPTION] is not None:
-                    report["explain"], records = explain_model(
+                    explained = explain_model(
                         name,
                         items,
                         spaces[Modality.CAPTION],
@@ -156,7 +162,8 @@ class Command(BaseCommand):
                         adversarial=None if adversarial is None else adversarial | {"encoder": encoder},
                         progress=self._progress,
                     )
-                    failures += records
+                    report["explain"] = explained.summary
+                    explained_models.append(explained)
                 reports[name] = {
                     "vectors": {m: s.source if s is not None else None for m, s in spaces.items()},
                     **report,
@@ -182,7 +189,7 @@ class Command(BaseCommand):
             (output,) = (head | report for report in reports.values())
             self.stdout.write(format_report(output))
         if options["explain"]:
-            self._write_explained(reports, failures, Path(options["failures"]))
+            self._write_explained(reports, explained_models, options)
         if options["out"]:
             _write_text(json.dumps(output, indent=2, allow_nan=False) + "\n", Path(options["out"]))
             self.stdout.write(f"\nreport written to {options['out']}")
@@ -215,15 +222,20 @@ class Command(BaseCommand):
             colour_pool=options["colour_pool"],
         )
 
-    def _write_explained(self, reports: dict, failures: list, path: Path) -> None:
+    def _write_explained(self, reports: dict, models: list, options) -> None:
         """The global table of the explained failures, side by side, the adversarial
-        queries' table when they ran; the failures file."""
+        queries' table when they ran; the failures file and the adversarial file."""
         explained = {n: r["explain"] for n, r in reports.items() if "explain" in r}
         self.stdout.write("\n" + format_explained(explained))
-        if any("adversarial" in summary for summary in explained.values()):
+        failures = [row for model in models for row in model.failures]
+        _write_text(failures_csv(failures), Path(options["failures"]))
+        if options["adversarial"]:
             self.stdout.write("\n" + format_adversarial(explained))
-        _write_text(failures_csv(failures), path)
-        self.stdout.write(f"\n{len(failures):,} failures written to {path}")
+            changed = [row for model in models for row in model.adversarial]
+            _write_text(failures_csv(changed, ADVERSARIAL_COLUMNS), Path(options["adversarial_changes"]))
+        self.stdout.write(f"\n{len(failures):,} failures written to {options['failures']}")
+        if options["adversarial"]:
+            self.stdout.write(f"\n{len(changed):,} changed captions written to {options['adversarial_changes']}")
 
     def _models(self, dataset, options) -> dict[str, tuple[dict, bool, str | None]]:
         """name -> (modality -> Space or None, joint, caption encoder or None) of every
@@ -308,6 +320,11 @@ def _explain_arguments(parser) -> None:
         "--encoder",
         help="the caption encoder that made the vectors (embed's names); default: the stored caption space's "
         "own; a --model takes encoder=NAME",
+    )
+    parser.add_argument(
+        "--adversarial-changes",
+        default="adversarial.csv",
+        help="with --adversarial: the changed captions' CSV file, their ranks before and after (adversarial.csv)",
     )
     parser.add_argument("--adversarial-seed", type=int, default=0, help="seed of the substitutions' draws (0)")
     parser.add_argument(

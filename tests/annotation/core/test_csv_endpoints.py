@@ -18,6 +18,7 @@ import zipfile
 import pytest
 from django.contrib import admin
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.urls import get_resolver
 from rest_framework.test import APIClient
 
@@ -33,7 +34,7 @@ from tests.support.csv_endpoints import (
     file_answer_views,
     serves_csv,
 )
-from tests.support.evaluation_data import CAPTION_KEYS, annotate_hand_dataset, import_hand_spaces
+from tests.support.evaluation_data import CAPTION_KEYS, annotate_hand_dataset
 from tests.support.hostile_world import (
     ALLOWED_EMAIL,
     ALLOWED_EXTERNAL_ID,
@@ -100,29 +101,42 @@ def _body_bytes(response) -> bytes:
 
 def walk_evaluation_file(world, clients, capture) -> dict[str, str]:
     dataset, files = world.hand_dataset, world.hand_files
-    import_hand_spaces(dataset, files)
     # The failures file carries the captions' text: the first caption's is planted.
     annotate_hand_dataset(dataset)
     Caption.objects.filter(dataset=dataset, key=CAPTION_KEYS[0]).update(text=hostile("failure_query_text"))
+    # ... and the adversarial file the changed ones': this text's "small" is changed; it
+    # shares the first one's words, so the first caption fails.
+    Caption.objects.filter(dataset=dataset, key=CAPTION_KEYS[3]).update(text=hostile("small_caption"))
+    call_command(
+        "embed",
+        dataset=dataset.name,
+        space="hashed",
+        encoder="hashing",
+        out_dir=files["ratings"].parent,
+        do_import=True,
+        stdout=io.StringIO(),
+    )
     export = job_create(
         kind=Job.Kind.EXPORT_DATASET, params={"dataset": dataset.name, "formats": ["cxc"], "splits": ["val"]}
     )
     Job.objects.filter(pk=export.pk).update(status=JobStatus.SUCCEEDED, result={"out": str(files["ratings"])})
-    model = {"image_space": "image-model", "caption_space": "caption-model", "joint": True}
     payload = {
         "dataset": dataset.name,
         "split": "val",
-        "models": [{"name": hostile("model_name"), **model}],
+        # The adversarial queries re-embed with the caption space's own encoder: hashing.
+        "models": [{"name": hostile("model_name"), "caption_space": "hashed"}],
         "ratings_export": export.pk,
         "audited": False,
         "explain": True,
+        "adversarial": {},
     }
     with capture(execute=True):
         started = clients["researcher"].post("/api/evaluations/", payload, format="json")
     assert started.status_code == 202, started.content
     job = clients["researcher"].get(f"/api/evaluations/{started.json()['id']}/").json()
     urls = {entry["name"]: entry["url"] for entry in job["files"]}
-    return {name: _body(clients["researcher"].get(urls[name])) for name in ("comparison.csv", "failures.csv")}
+    names = ("comparison.csv", "failures.csv", "adversarial.csv")
+    return {name: _body(clients["researcher"].get(urls[name])) for name in names}
 
 
 def walk_participants(world, clients, capture) -> dict[str, str]:
@@ -183,7 +197,7 @@ _EXPORTED = {
 PLANTED = {
     "export-file": _EXPORTED,
     "export-archive": _EXPORTED,
-    "evaluation-file": {hostile("model_name"), hostile("failure_query_text")},
+    "evaluation-file": {hostile("model_name"), hostile("failure_query_text"), hostile("small_caption")},
     "campaign-link-participants": {hostile("external_id"), ALLOWED_EXTERNAL_ID},
     "campaign-raters": {hostile("username"), ALLOWED_USERNAME},
     "rater-invitations-csv": set(INVITED_API),

@@ -94,6 +94,7 @@ def test_an_evaluation_job_with_explain_writes_the_failures(annotated, django_ca
     job = client.get(f"/api/evaluations/{started.json()['id']}/").json()
     assert job["status"] == "succeeded", job
     assert [f["name"] for f in job["files"]] == ["report.json", "comparison.csv", "failures.csv"]
+    assert client.get(f"/api/evaluations/{job['id']}/files/adversarial.csv").status_code == 404
     failures = {
         (r["metric"], r["task"]): r["models"]["mine"]["value"] for r in job["comparison"] if r["section"] == "explain"
     }
@@ -114,6 +115,7 @@ def test_a_job_without_explain_has_no_failures_file(annotated, django_capture_on
         job_id = client.post("/api/evaluations/", payload, format="json").json()["id"]
     assert client.get(f"/api/evaluations/{job_id}/").json()["status"] == "succeeded"
     assert client.get(f"/api/evaluations/{job_id}/files/failures.csv").status_code == 404
+    assert client.get(f"/api/evaluations/{job_id}/files/adversarial.csv").status_code == 404
 
 
 def test_explain_with_only_image_spaces_is_refused(annotated):
@@ -147,8 +149,19 @@ def hashed(annotated, tmp_path):
 
 
 def test_the_command_re_ranks_adversarial_queries_with_the_spaces_own_encoder(hashed, tmp_path):
-    out = tmp_path / "report.json"
-    text, _ = _evaluate(hashed, tmp_path, caption_space="hashed", adversarial=True, out=str(out))
+    out, changes = tmp_path / "report.json", tmp_path / "out" / "adversarial.csv"
+    text, _ = _evaluate(
+        hashed, tmp_path, caption_space="hashed", adversarial=True, out=str(out), adversarial_changes=str(changes)
+    )
+    changed = list(csv.DictReader(changes.open()))
+    assert [(row["kind"], row["word"], row["query_text"]) for row in changed] == [
+        ("antonym", "wet", "A wet cat sleeps on a sofa."),
+        ("colour", "brown", "A brown dog in the park."),
+        ("size", "small", "A small cat."),
+    ]
+    assert changed[0]["changed_text"] == "A dry cat sleeps on a sofa."
+    assert (changed[0]["query"], changed[0]["image"]) == (CAPTION_KEYS[2], IMAGE_KEYS[1])
+    assert "3 changed captions written to" in text
     kinds = json.loads(out.read_text())["explain"]["adversarial"]["kinds"]
     # One caption has each kind's word: "wet", "brown", "small".
     assert [(kind, effects["queries"]) for kind, effects in kinds.items()] == [
@@ -202,6 +215,12 @@ def test_an_evaluation_job_runs_the_adversarial_queries(hashed, django_capture_o
     # The only colour the captions use is brown: no colour lies far enough from it.
     assert moves[("colour", "queries")] == 0
     assert moves[("colour", "change R@5")] is None
+    names = [f["name"] for f in job["files"]]
+    assert names == ["report.json", "comparison.csv", "failures.csv", "adversarial.csv"]
+    changed = list(csv.DictReader(io.StringIO(b"".join(client.get(job["files"][3]["url"]).streaming_content).decode())))
+    assert [(row["model"], row["kind"]) for row in changed] == [("hashed", "antonym"), ("hashed", "size")]
+    for row in changed:
+        assert int(row["rank_after"]) >= 1 and int(row["rank_before"]) >= 1
 
 
 def test_adversarial_queries_without_explain_are_refused(hashed):

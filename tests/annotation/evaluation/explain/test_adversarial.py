@@ -96,7 +96,10 @@ def test_a_run_re_ranks_the_changed_queries_with_the_encoder():
     caption_image = np.array([0, 0, 1, 1])
     corpora = build_corpora(captions, caption_image, 2)
     assert rank_queries(captions, caption_image, corpora).rank.tolist() == [1, 1, 1, 1]
-    run = adversarial_run(captions, caption_image, corpora, texts, encode, table=substitutes(texts), kinds=[SIZE])
+    changed = []
+    run = adversarial_run(
+        captions, caption_image, corpora, texts, encode, table=substitutes(texts), kinds=[SIZE], changed=changed
+    )
     size = run[SIZE]
     # Every caption has a size word, so all four change (all four are the examples).
     assert size["queries"] == 4
@@ -109,6 +112,9 @@ def test_a_run_re_ranks_the_changed_queries_with_the_encoder():
     assert [e["word"] for e in size["examples"]] == ["big", "big", "small", "small"]
     assert size["falls"] == sum(rank > 1 for rank in ranks) > 0
     assert size["after"]["failures"] == size["falls"]
+    assert [(c["kind"], c["query"], c["rank_before"], c["rank_after"]) for c in changed] == [
+        (SIZE, e["query"], 1, rank) for e, rank in zip(size["examples"], ranks, strict=True)
+    ]
     assert size["change"]["MRR@N"] == pytest.approx(np.mean([1 / rank for rank in ranks]) - 1)
 
 
