@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv docs docs-serve fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-cycle bench-ui bench-sampling bench-sampling-1m bench-sampling-distributed bench-field-cxc bench-phase2-cxc bench-adaptive bench-dashboard bench-exclusion bench-upgrade bench-join bench-peer bench-shortcuts bench-smoke mutation wordnet-tables
+.PHONY: run test lint format venv docs docs-serve fuzz embed-demo bench-import bench-evaluate bench-export bench-queue bench-cycle bench-ui bench-sampling bench-sampling-1m bench-sampling-distributed bench-field-cxc bench-phase2-cxc bench-adaptive bench-explain bench-dashboard bench-exclusion bench-upgrade bench-join bench-peer bench-shortcuts bench-smoke mutation wordnet-tables
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -71,6 +71,10 @@ bench-import: $(STAMP)
 
 bench-evaluate: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_evaluate.py
+# Explained failures at CxC scale (25,000 captions, 5,000 images, 384-d, about 7 objects per
+# image): the failure set and its concept metrics, the adversarial re-ranking; pure numpy.
+bench-explain: $(STAMP)
+	$(PY) benchmarks/bench_explain.py
 bench-export: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_export.py
 # Campaign dashboard at CxC scale (own database cxc_bench_dashboard): snapshot refresh, page times.

@@ -104,6 +104,7 @@ urlpatterns = [
     path("exports/<id:job_id>/files/", exports.ExportFileListApi.as_view(), name="export-files"),
     path("evaluations/", evaluations.EvaluationListApi.as_view(), name="evaluation-list"),
     path("evaluations/<id:job_id>/", evaluations.EvaluationDetailApi.as_view(), name="evaluation-detail"),
+    path("evaluations/<id:job_id>/failures/", evaluations.EvaluationFailuresApi.as_view(), name="evaluation-failures"),
     path(
         "evaluations/<id:job_id>/files/<str:name>",
         evaluations.EvaluationFileDownloadApi.as_view(),

@@ -8,17 +8,26 @@ from the network (``HF_HUB_OFFLINE`` is set before loading).
   ``float32 (n, 384)``.
 - ``efficientnet-lite0``: EfficientNet-Lite0 ImageNet features, globally average-pooled
   before the classifier, ``float32 (n, 1280)``.
+- ``hashing``: no model: each lower-case word of a caption adds +-1 at a position its
+  BLAKE2 hash gives, ``float32 (n, 384)``. Deterministic and instant, a stand-in that
+  needs no optional package (tests, benchmarks, a first look at the pipeline); captions
+  sharing words come out close, and nothing else about meaning does.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-ENCODERS = {"minilm": "caption", "efficientnet-lite0": "image"}
+ENCODERS = {"minilm": "caption", "efficientnet-lite0": "image", "hashing": "caption"}
+HASHING_DIMENSION = 384
+_HASHED_WORD = re.compile(r"[a-z0-9]+")
 # EfficientNet-Lite was trained on inputs scaled to [-1, 1] as (x - 127) / 128.
 _LITE_MEAN, _LITE_STD, _LITE_SIZE = 127.0, 128.0, 224
 
@@ -54,6 +63,35 @@ def caption_encoder() -> Callable[[Sequence[str]], np.ndarray]:
         return np.asarray(vectors, dtype=np.float32)
 
     return encode
+
+
+def hashing_encoder(dimension: int = HASHING_DIMENSION) -> Callable[[Sequence[str]], np.ndarray]:
+    """Return encode(texts) -> float32 (n, dimension): the hashed bag of words."""
+
+    @functools.lru_cache(maxsize=100_000)
+    def slot(word: str) -> tuple[int, float]:
+        digest = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+        return (digest >> 1) % dimension, 1.0 if digest & 1 else -1.0
+
+    def encode(texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), dimension), np.float32)
+        for row, text in enumerate(texts):
+            for word in _HASHED_WORD.findall(text.casefold()):
+                column, sign = slot(word)
+                out[row, column] += sign
+        return out
+
+    return encode
+
+
+def text_encoder(name: str) -> Callable[[Sequence[str]], np.ndarray]:
+    """The caption encoder registered as ``name``; ValueError for a name that is not one,
+    EncoderUnavailable when its optional packages are missing."""
+    builders = {"minilm": caption_encoder, "hashing": hashing_encoder}
+    if name not in builders:
+        known = ", ".join(sorted(builders))
+        raise ValueError(f"{name!r} is no caption encoder of the embed command ({known})")
+    return builders[name]()
 
 
 def image_encoder() -> Callable[[Sequence[Path]], np.ndarray]:

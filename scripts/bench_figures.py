@@ -34,6 +34,7 @@ COMMANDS = {
     "cycle": "make bench-cycle",
     "dashboard": "make bench-dashboard",
     "evaluate": "make bench-evaluate",
+    "explain": "make bench-explain",
     "exclusion": "make bench-exclusion",
     "export": "make bench-export",
     "field-cxc": "make bench-field-cxc",

@@ -12,7 +12,9 @@ from rest_framework.views import APIView
 
 from annotation.apis.fields import StaleRunField
 from annotation.core.roles import IsResearcher
+from annotation.evaluation import failure_pages
 from annotation.evaluation import jobs as evaluations
+from annotation.evaluation.explain.adversarial import COLOUR_DISTANCE, COLOUR_POOLS
 from annotation.jobs.dispatch import JOB_RUNS, evaluation_job_start
 from annotation.models import Job
 from config.openapi import error_response
@@ -60,6 +62,7 @@ class EvaluationJobSerializer(serializers.ModelSerializer):
     models = serializers.SerializerMethodField()
     ratings_export = serializers.SerializerMethodField()
     audited = serializers.SerializerMethodField()
+    explain = serializers.SerializerMethodField()
     comparison = serializers.SerializerMethodField()
     skipped = serializers.SerializerMethodField()
     items = serializers.SerializerMethodField()
@@ -78,6 +81,7 @@ class EvaluationJobSerializer(serializers.ModelSerializer):
             "models",
             "ratings_export",
             "audited",
+            "explain",
             "progress_done",
             "progress_total",
             "progress_message",
@@ -107,6 +111,15 @@ class EvaluationJobSerializer(serializers.ModelSerializer):
     def get_audited(self, job) -> bool:
         return bool(job.params.get("audited"))
 
+    @extend_schema_field(
+        serializers.DictField(
+            allow_null=True,
+            help_text='With explained failures: {"size_threshold": T_D, "adversarial": ...}; null without.',
+        )
+    )
+    def get_explain(self, job) -> dict | None:
+        return job.params.get("explain")
+
     @extend_schema_field(ComparisonRowSerializer(many=True))
     def get_comparison(self, job) -> list[dict]:
         return job.result.get("comparison", [])
@@ -134,6 +147,23 @@ class EvaluationJobSerializer(serializers.ModelSerializer):
         return EvaluationFileSerializer(job.result.get("files", []), many=True, context=context).data
 
 
+class AdversarialSerializer(serializers.Serializer):
+    seed = serializers.IntegerField(required=False, default=0, min_value=0, help_text="Seed of the draws.")
+    colour_distance = serializers.FloatField(
+        required=False,
+        default=COLOUR_DISTANCE,
+        min_value=0,
+        max_value=442,
+        help_text="A replacement colour lies more than this sRGB distance away (0-442).",
+    )
+    colour_pool = serializers.ChoiceField(
+        choices=COLOUR_POOLS,
+        required=False,
+        default="named",
+        help_text="Replacement colours from every named colour or from those the captions use.",
+    )
+
+
 class EvaluationRequestSerializer(serializers.Serializer):
     dataset = serializers.CharField()
     split = serializers.CharField()
@@ -142,6 +172,27 @@ class EvaluationRequestSerializer(serializers.Serializer):
         required=False, allow_null=True, default=None, help_text="A succeeded export with CxC files: its ratings."
     )
     audited = serializers.BooleanField(required=False, default=True, help_text="Use the split's own ratings too.")
+    explain = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Also explain each model's failures: captions ranked against the images' other captions, each "
+        "failure's concept metrics over the annotated objects (failures.csv), the global means.",
+    )
+    size_threshold = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=0,
+        max_value=1,
+        help_text="SD's binary threshold T_D, a share of the image's area (default 0.1).",
+    )
+    adversarial = AdversarialSerializer(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="With explain: also adversarial queries (an antonym, a colour, a size word changed), re-embedded "
+        "by each caption space's own encoder; their settings.",
+    )
 
 
 class EvaluationListApi(APIView):
@@ -176,6 +227,9 @@ class EvaluationListApi(APIView):
             models=[evaluations.ModelSpec(**model) for model in values["models"]],
             ratings_export=values["ratings_export"],
             audited=values["audited"],
+            explain=values["explain"],
+            size_threshold=values["size_threshold"],
+            adversarial=values["adversarial"],
             created_by=request.user,
         )
         job = evaluations.evaluation_job_get(job_id=job.id)  # with its number
@@ -211,3 +265,43 @@ class EvaluationFileDownloadApi(APIView):
         path = evaluations.evaluation_file_path(job=evaluations.evaluation_job_get(job_id=job_id), name=name)
         media = evaluations.MEDIA_TYPES[name]
         return FileResponse(path.open("rb"), as_attachment=True, filename=name, content_type=media)
+
+
+class FailuresQuerySerializer(serializers.Serializer):
+    model = serializers.CharField(required=False, default=None, help_text="Default: the first model with failures.")
+    sort = serializers.ChoiceField(choices=failure_pages.SORTS, required=False, default="rank")
+    descending = serializers.BooleanField(required=False, default=False)
+    offset = serializers.IntegerField(min_value=0, max_value=2_147_483_647, required=False, default=0)
+    limit = serializers.IntegerField(min_value=1, max_value=failure_pages.PAGE_MAX, required=False, default=20)
+
+
+class FailurePageSerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text="The model's failures.")
+    models = serializers.ListField(child=serializers.CharField(), help_text="The models with failures, in order.")
+    rows = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="The failures file's columns (numbers as numbers, an undefined metric null) with "
+        "truth_image_url and retrieved_image_url.",
+    )
+
+
+class EvaluationFailuresApi(APIView):
+    """A page of an explained evaluation's failures, one model's, sorted by rank or a
+    concept metric (researchers and admins)."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(
+        parameters=[FailuresQuerySerializer],
+        responses={
+            200: FailurePageSerializer,
+            404: error_response("No such evaluation, no explained failures, or no failures of that model."),
+            409: error_response("The evaluation has not succeeded."),
+        },
+    )
+    def get(self, request, job_id: int):
+        query = FailuresQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        job = evaluations.evaluation_job_get(job_id=job_id)
+        page = failure_pages.failures_page(job=job, **query.validated_data)
+        return Response(FailurePageSerializer(page).data)

@@ -12,6 +12,7 @@ from annotation.models import (
     Dataset,
     EmbeddingSpace,
     Image,
+    ObjectAnnotation,
     Pair,
     RatingStatus,
     Split,
@@ -53,6 +54,33 @@ def split_item_keys(*, split: Split) -> tuple[list[str], list[tuple[str, str]]]:
     image_keys = list(Image.objects.filter(split=split).order_by("id").values_list("key", flat=True))
     caption_pairs = list(Caption.objects.filter(image__split=split).order_by("id").values_list("key", "image__key"))
     return image_keys, caption_pairs
+
+
+def split_caption_texts(*, split: Split) -> list[str]:
+    """The text of each of the split's captions, in the order of ``split_item_keys``."""
+    return list(Caption.objects.filter(image__split=split).order_by("id").values_list("text", flat=True))
+
+
+def split_image_objects(*, split: Split) -> tuple[dict[str, tuple[int, int]], dict[str, list[tuple[str, float]]]]:
+    """(image key -> (width, height) of the images whose size is known, image key ->
+    [(category, area in square pixels)] of the images with annotated objects), read in
+    one pass each, objects in id order."""
+    sizes = {
+        key: (width, height)
+        for key, width, height in Image.objects.filter(split=split, width__gt=0, height__gt=0)
+        .order_by()
+        .values_list("key", "width", "height")
+    }
+    objects: dict[str, list[tuple[str, float]]] = {}
+    rows = (
+        ObjectAnnotation.objects.filter(image__split=split)
+        .order_by("id")
+        .values_list("image__key", "category", "area")
+        .iterator(chunk_size=5000)
+    )
+    for key, category, area in rows:
+        objects.setdefault(key, []).append((category, area))
+    return sizes, objects
 
 
 # Item keys of each kind's pairs, in the CxC files' column order (SITS: caption, image).

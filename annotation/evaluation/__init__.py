@@ -1,5 +1,6 @@
 """Score a model's embeddings against a rated dataset with the CxC metrics. Pure numpy, no
-Django, except ``jobs`` (evaluation jobs run from the researcher page and the API).
+Django, except ``jobs`` (evaluation jobs run from the researcher page and the API),
+``explained`` and ``failure_pages``.
 
 The ratings are CxC-format CSV files (``sts_<split>.csv``, ``sis_<split>.csv``,
 ``sits_<split>.csv``: two item ids, ``agg_score``, ``sampling_method``), ours or the
@@ -30,7 +31,10 @@ retrieval tasks), ``correlation`` (Spearman, bootstrap), ``intervals`` (bootstra
 percentile and Fisher-z intervals), ``unavailable`` (why a figure has no value),
 ``report`` (``evaluate``), ``table`` (``format_report``). The names below are the
 package's public interface. ``explain`` is a package of its own: why a model failed a
-query, from the objects annotated in the images (numpy and scipy, no Django).
+query, from the objects annotated in the images (numpy and scipy, no Django);
+``explained`` runs it in an evaluation (the split's captions and objects read, the
+failures file written) and ``failure_pages`` serves that file a page at a time (both
+Django, like ``jobs``).
 """
 
 from annotation.evaluation.correlation import (

@@ -45,6 +45,7 @@ def _figures(report: dict) -> Iterator[Figure]:
             rho_why = None if entry["spearman"] is not None else unavailable.constant_scores(entry)
             yield ("calibration", kind, source, "pr_auc"), entry["pr_auc"], entry.get("pr_auc_ci"), pr_auc_why
             yield ("calibration", kind, source, "spearman"), entry["spearman"], entry.get("spearman_ci"), rho_why
+    yield from _explained(report.get("explain"))
     for task, entry in report.get("own_top_k", {}).items():
         judged_by = "+".join(entry["judged_by"]) or "nothing rated yet"
         metric = f"P@{entry['k']}"
@@ -53,6 +54,32 @@ def _figures(report: dict) -> Iterator[Figure]:
         yield ("own_top_k", task, judged_by, "precision_judged"), entry["precision_judged"], None, why["judged"]
         for count in ("queries_fully_judged", "retrieved", "judged", "unrated"):
             yield ("own_top_k", task, judged_by, count), entry[count], None, None
+
+
+# The explained failures' figures, in the comparison's order.
+EXPLAIN_FIGURES = ("failures", "R@5", "R@10", "R@N", "MRR@5", "MRR@10", "MRR@N", "median_rank")
+
+
+def _explained(summary: dict | None) -> Iterator[Figure]:
+    """The caption-to-corpus ranking's figures, the global mean of each concept metric per
+    form (query-agnostic, query-informed) over the failures where it is defined, then the
+    adversarial queries' moves and changes per kind of substitution."""
+    if summary is None:
+        return
+    why = unavailable.no_query(summary) if not summary["queries"] else None
+    for metric in EXPLAIN_FIGURES:
+        value = summary[metric]
+        yield ("explain", "caption_to_corpus", "other captions", metric), value, None, why if value is None else None
+    for form, metrics in summary["global"].items():
+        for metric, entry in metrics.items():
+            missing = None if entry["mean"] is not None else unavailable.no_defined_failure(metric, summary)
+            yield ("explain", form, "failures", metric), entry["mean"], None, missing
+    for kind, effects in summary.get("adversarial", {}).get("kinds", {}).items():
+        for count in ("queries", "falls", "stays", "rises"):
+            yield ("adversarial", kind, "changed queries", count), effects[count], None, None
+        why = None if effects["queries"] else f"no caption has a word of kind {kind}"
+        for metric, change in effects["change"].items():
+            yield ("adversarial", kind, "changed queries", f"change {metric}"), change, None, why
 
 
 def _ranked(section: str, task: str, name: str, summary: dict) -> Iterator[Figure]:

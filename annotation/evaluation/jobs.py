@@ -23,6 +23,17 @@ from annotation.catalog.selectors import dataset_get, embedding_space_get, split
 from annotation.core.errors import Conflict, DomainError, NotFound
 from annotation.core.progress import Progress
 from annotation.evaluation.compare import comparison_csv, comparison_rows
+from annotation.evaluation.explain.failures import SIZE_THRESHOLD
+from annotation.evaluation.explained import (
+    ADVERSARIAL,
+    ADVERSARIAL_COLUMNS,
+    FAILURES,
+    adversarial_settings,
+    explain_inputs,
+    explain_model,
+    failures_csv,
+    text_encoder_check,
+)
 from annotation.evaluation.inputs import EvaluationError, RatedPairs, SplitItems, load_space, read_ratings_folder
 from annotation.evaluation.report import evaluate
 from annotation.models import Dataset, Job, JobStatus, Modality
@@ -32,7 +43,10 @@ from annotation.runs.selectors import export_job_get
 REPORT = "report.json"
 COMPARISON = "comparison.csv"
 FILES = (REPORT, COMPARISON)
-MEDIA_TYPES = {REPORT: "application/json", COMPARISON: "text/csv"}
+# An evaluation with ``explain`` writes the failures file too, with adversarial queries
+# the changed captions' file.
+EXPLAIN_FILES = (FAILURES, ADVERSARIAL)
+MEDIA_TYPES = {REPORT: "application/json", COMPARISON: "text/csv", FAILURES: "text/csv", ADVERSARIAL: "text/csv"}
 
 
 class EvaluationRequestError(DomainError):
@@ -96,10 +110,17 @@ def evaluation_job_params(
     models: Sequence[ModelSpec],
     ratings_export: int | None = None,
     audited: bool = True,
+    explain: bool = False,
+    size_threshold: float = SIZE_THRESHOLD,
+    adversarial: dict | None = None,
 ) -> dict:
     """The checked parameters of an evaluation job. Raises NotFound /
     EvaluationRequestError / Conflict naming a bad request (an export still running among
-    them), before anything is written or tidied."""
+    them), before anything is written or tidied. ``explain``: also the explained failures
+    of each model with a caption space, SD's binary threshold ``size_threshold`` (a share
+    of the image's area, 0-1); ``adversarial``: with ``explain``, also the adversarial
+    queries, with these settings (``adversarial_settings``' arguments), each model's
+    changed captions re-embedded by the encoder its caption space was made with."""
     dataset = dataset_get(name=dataset_name)
     split_get(dataset=dataset, name=split)
     if not models:
@@ -108,6 +129,17 @@ def evaluation_job_params(
     names = [model["name"] for model in checked]
     if len(set(names)) != len(names):
         raise EvaluationRequestError(f"give each model a name of its own (got {', '.join(names)})")
+    if explain and not any(model["caption_space"] for model in checked):
+        raise EvaluationRequestError("explained failures rank captions: give a model a caption space")
+    if not 0 <= size_threshold <= 1:
+        raise EvaluationRequestError(f"the size threshold is a share of the image, 0-1; got {size_threshold!r}")
+    if adversarial is not None and not explain:
+        raise EvaluationRequestError("adversarial queries are part of the explained failures: ask for explain too")
+    explained = None
+    if explain:
+        explained = {"size_threshold": float(size_threshold), "adversarial": None}
+        if adversarial is not None:
+            explained["adversarial"] = _adversarial_check(dataset, checked, adversarial)
     return {
         "dataset": dataset.name,
         "split": split,
@@ -115,7 +147,23 @@ def evaluation_job_params(
         "ratings_export": ratings_export,
         "ratings_dir": _ratings_dir(dataset, ratings_export),
         "audited": bool(audited),
+        "explain": explained,
     }
+
+
+def _adversarial_check(dataset: Dataset, models: list[dict], settings: dict) -> dict:
+    """The adversarial settings checked, and each caption space's encoder known to ``embed``."""
+    try:
+        checked = adversarial_settings(**settings)
+    except EvaluationError as exc:
+        raise EvaluationRequestError(str(exc)) from None
+    for model in models:
+        if model["caption_space"]:
+            try:
+                text_encoder_check(embedding_space_get(dataset=dataset, name=model["caption_space"]).model_name)
+            except ValueError as exc:
+                raise EvaluationRequestError(f"model {model['name']!r}: {exc}") from None
+    return checked
 
 
 def evaluation_job_create(*, params: dict, created_by=None) -> Job:
@@ -162,7 +210,9 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
         items = SplitItems.from_pairs(split.name, image_keys, caption_pairs)
         ratings = read_ratings_folder(params["ratings_dir"], split.name) if params.get("ratings_dir") else None
         audited = split_audited(split) if params.get("audited") else None
-        reports = {}
+        explain = params.get("explain")
+        inputs = explain_inputs(split, items) if explain else None
+        reports, failures, changed = {}, [], []
         for done, model in enumerate(models):
             spaces = {}
             for modality in (Modality.IMAGE, Modality.CAPTION):
@@ -182,7 +232,21 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
                 caption_space=spaces[Modality.CAPTION],
                 joint=model["joint"],
                 progress=step,
+                require_task=not explain,
             )
+            if explain and spaces[Modality.CAPTION] is not None:
+                explained = explain_model(
+                    model["name"],
+                    items,
+                    spaces[Modality.CAPTION],
+                    inputs,
+                    size_threshold=explain["size_threshold"],
+                    adversarial=_with_encoder(dataset, model, explain.get("adversarial")),
+                    progress=step,
+                )
+                report["explain"] = explained.summary
+                failures += explained.failures
+                changed += explained.adversarial
             vectors = {m: space.source if space is not None else None for m, space in spaces.items()}
             reports[model["name"]] = {"vectors": vectors, **report}
     except EvaluationError as exc:
@@ -196,7 +260,8 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
         json.dumps(head | {"models": reports, "comparison": rows}, indent=2, allow_nan=False) + "\n", out / REPORT
     )
     _write_text(comparison_csv(rows), out / COMPARISON)
-    files = [{"name": name, "bytes": (out / name).stat().st_size} for name in FILES]
+    names = FILES + _write_explained(out, explain, failures, changed)
+    files = [{"name": name, "bytes": (out / name).stat().st_size} for name in names]
     skipped = {name: report["skipped"] for name, report in reports.items()}
     return {
         "out": str(out),
@@ -206,6 +271,31 @@ def run_evaluation_params(params: dict, progress: Progress) -> dict:
         "skipped": skipped,
         "files": files,
     }
+
+
+def _write_explained(out: Path, explain: dict | None, failures: list, changed: list) -> tuple[str, ...]:
+    """The failures file of an evaluation with ``explain``, the adversarial file of one
+    with adversarial queries; the names of the files written."""
+    names = explained_files(explain)
+    if FAILURES in names:
+        _write_text(failures_csv(failures), out / FAILURES)
+    if ADVERSARIAL in names:
+        _write_text(failures_csv(changed, ADVERSARIAL_COLUMNS), out / ADVERSARIAL)
+    return names
+
+
+def explained_files(explain: dict | None) -> tuple[str, ...]:
+    """The files beside the report of an evaluation with these ``explain`` parameters."""
+    if not explain:
+        return ()
+    return EXPLAIN_FILES if explain.get("adversarial") is not None else (FAILURES,)
+
+
+def _with_encoder(dataset: Dataset, model: dict, adversarial: dict | None) -> dict | None:
+    """The adversarial settings with the model's own caption encoder, or None."""
+    if adversarial is None:
+        return None
+    return adversarial | {"encoder": embedding_space_get(dataset=dataset, name=model["caption_space"]).model_name}
 
 
 def _numbered(jobs):
@@ -243,7 +333,7 @@ def evaluation_file_path(*, job: Job, name: str) -> Path:
     NotFound for another name or a removed file."""
     if job.status != JobStatus.SUCCEEDED:
         raise Conflict(f"evaluation job #{job.id} is {job.status}; its files can be downloaded once it has succeeded")
-    if name not in FILES:
+    if name not in FILES + explained_files(job.params.get("explain")):
         raise NotFound(f"evaluation job #{job.id} has no file {name!r}")
     path = Path(job.result["out"]) / name
     if not path.is_file():

@@ -15,15 +15,19 @@ HEAD = "".join(f"R@{k}".rjust(6) for k in RECALL_AT) + "med r".rjust(8)
 
 def format_report(report: dict) -> str:
     """The report (as ``evaluate`` returns it) as text: the items and ratings read, the
-    retrieval tables, the correlation table, then the tasks not evaluated and why."""
+    retrieval tables, the correlation table, then the tasks not evaluated and why. The
+    explained failures have a table of their own (``explain.tables``)."""
     lines = _heading(report) + _retrieval_tables(report["retrieval"])
     if report["correlation"]:
         lines += _correlation_table(report["correlation"], report["settings"])
     more = [
         row
         for row in comparison_rows({"value": report})
-        if (row["section"] != "correlation" and row["metric"] not in ("R@1", "R@5", "R@10", "median_rank"))
-        or row["section"] == "coco_1k"
+        if row["section"] not in ("explain", "adversarial")
+        and (
+            (row["section"] != "correlation" and row["metric"] not in ("R@1", "R@5", "R@10", "median_rank"))
+            or row["section"] == "coco_1k"
+        )
     ]
     if more:
         lines += ["", "More figures (value [95% bootstrap interval over queries]):"]

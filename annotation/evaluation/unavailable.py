@@ -50,3 +50,26 @@ def top_k_reasons(entry: dict) -> dict[str, str | None]:
         if entry["precision_judged"] is not None
         else f"none of the {_plural(entry['retrieved'], 'retrieved item', 'retrieved items')} is rated yet",
     }
+
+
+# Why each concept metric can be undefined for a failure.
+_UNDEFINED = {
+    "CA": "its image has no annotated object",
+    "NCS": "one of the two images has no concept the other lacks",
+    "CE": "the two images share no concept",
+    "SD": "the two images share no concept, or an image's size is unknown",
+    "SD_binary": "the two images share no concept, or an image's size is unknown",
+}
+_METRIC_NAMES = {"SD_binary": "binary SD"}
+
+
+def no_defined_failure(metric: str, summary: dict) -> str:
+    """A concept metric's global mean without a failure where the metric is defined."""
+    if not summary["failures"]:
+        return "the model failed no query"
+    why = _UNDEFINED.get(metric, "it is undefined there")
+    return (
+        f"{_METRIC_NAMES.get(metric, metric)} is undefined in all "
+        f"{_plural(summary['failures'], 'failure', 'failures')}: in each, {why} (the query-informed form "
+        "keeps only the objects the query names)"
+    )

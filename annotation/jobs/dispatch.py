@@ -147,14 +147,24 @@ def evaluation_job_start(
     models: Sequence[ModelSpec],
     ratings_export: int | None = None,
     audited: bool = True,
+    explain: bool = False,
+    size_threshold: float | None = None,
+    adversarial: dict | None = None,
     created_by=None,
 ) -> Job:
     """Check the request (``evaluation_job_params``), create a pending evaluation job and
     queue it once the row is committed. Raises NotFound / EvaluationRequestError /
     Conflict naming a bad request before any row is written or any dead job tidied (a
     running export the request names is refused as running, not failed first)."""
+    explained = {"explain": explain, "adversarial": adversarial}
+    explained |= {"size_threshold": size_threshold} if size_threshold is not None else {}
     params = evaluation_job_params(
-        dataset_name=dataset_name, split=split, models=models, ratings_export=ratings_export, audited=audited
+        dataset_name=dataset_name,
+        split=split,
+        models=models,
+        ratings_export=ratings_export,
+        audited=audited,
+        **explained,
     )
     jobs_fail_orphaned()  # a start tidies dead runs, so no list shows them running
     with transaction.atomic():

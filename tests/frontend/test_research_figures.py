@@ -67,3 +67,32 @@ def test_every_figure_and_every_task_left_out_has_the_pages_words():
     assert "original pairs, over the split's 3 images" in words["shown"][0]["subject"]
     for key, label in zip(report["skipped"], words["skipped"], strict=True):
         assert "_" not in label and label != key, (key, label)
+
+
+def test_every_explained_figure_has_the_pages_words():
+    """The explained failures' and the adversarial queries' figures of the hand-built split."""
+    import numpy as np
+
+    from annotation.evaluation.explain.adversarial import adversarial_run, substitutes
+    from annotation.evaluation.explain.failures import explained_model, image_objects
+    from annotation.evaluation.explain.ranking import build_corpora
+    from sampling.encoders import hashing_encoder
+    from tests.support.evaluation_data import CAPTION_OF, HAND_OBJECTS, HAND_SIZE, HAND_TEXTS, IMAGE_KEYS
+
+    encode = hashing_encoder(32)
+    vectors = encode(HAND_TEXTS)
+    captions = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    caption_image = np.array(CAPTION_OF)
+    images = image_objects(
+        IMAGE_KEYS, dict.fromkeys(IMAGE_KEYS, HAND_SIZE), dict(zip(IMAGE_KEYS, HAND_OBJECTS, strict=True))
+    )
+    summary, _ = explained_model(captions, caption_image, HAND_TEXTS, images)
+    corpora = build_corpora(captions, caption_image, len(IMAGE_KEYS))
+    kinds = adversarial_run(captions, caption_image, corpora, HAND_TEXTS, encode, table=substitutes(HAND_TEXTS))
+    summary["adversarial"] = {"settings": {}, "kinds": kinds}
+    rows = comparison_rows({"m": {"explain": summary}})
+    assert {row["section"] for row in rows} == {"explain", "adversarial"}
+    words = page_words(rows, {"images": 3, "captions": 6}, [])
+    for row, shown in zip(rows, words["shown"], strict=True):
+        assert "_" not in shown["label"] and shown["unit"] and shown["explain"], (row, shown)
+        assert "_" not in shown["subject"] and shown["subject"] != row["task"], (row, shown)

@@ -103,6 +103,20 @@ def write_hand_files(folder: Path) -> dict[str, Path]:
     return paths
 
 
+def import_hand_spaces(dataset, files: dict[str, Path]) -> None:
+    """Store the hand-built vectors as the dataset's spaces "image-model" and "caption-model"."""
+    from annotation.catalog.services import embedding_space_import
+
+    for modality in ("image", "caption"):
+        embedding_space_import(
+            dataset_name=dataset.name,
+            space_name=f"{modality}-model",
+            modality=modality,
+            vectors_path=files[f"{modality}_vectors"],
+            ids_path=files[f"{modality}_ids"],
+        )
+
+
 def hand_spaces() -> tuple[Space, Space]:
     return (
         Space(vectors=IMAGE_VECTORS, ids=list(IMAGE_KEYS), source="images.npy"),
@@ -119,3 +133,40 @@ def assert_retrieval_matches(retrieval: dict, expected: dict) -> None:
             assert set(figures) <= set(got), (task, variant)
             for key, value in figures.items():
                 assert got[key] == pytest.approx(value), (task, variant, key)
+
+
+# --- the hand-built split's objects, for the explained failures -------------------------
+#
+# Every image is 100 x 100 pixels; areas below are in pixels (shares: / 10,000). With the
+# caption vectors above every query fails at rank 2 (the own corpus is the one other
+# caption): (truth, retrieved) per caption c0..c5 = (0,2) (0,1) (1,0) (1,2) (2,1) (2,0).
+HAND_TEXTS = [
+    "A dog leaps for a frisbee.",
+    "A brown dog in the park.",
+    "A wet cat sleeps on a sofa.",
+    "A small cat.",
+    "Two dogs play with a ball.",
+    "Dogs on the grass.",
+]
+HAND_OBJECTS = [
+    [("dog", 2000.0), ("frisbee", 500.0)],
+    [("cat", 3000.0)],
+    [("dog", 6000.0), ("dog", 1000.0), ("sports ball", 400.0)],
+]
+HAND_SIZE = (100, 100)
+
+
+def annotate_hand_dataset(dataset) -> None:
+    """Give the hand-built split's images their size and objects, its captions their text."""
+    from annotation.models import Caption, Image, ObjectAnnotation
+
+    for key, text in zip(CAPTION_KEYS, HAND_TEXTS, strict=True):
+        Caption.objects.filter(dataset=dataset, key=key).update(text=text)
+    for key, objects in zip(IMAGE_KEYS, HAND_OBJECTS, strict=True):
+        image = Image.objects.get(dataset=dataset, key=key)
+        image.width, image.height = HAND_SIZE
+        image.save(update_fields=["width", "height"])
+        ObjectAnnotation.objects.bulk_create(
+            ObjectAnnotation(image=image, category=category, bbox_x=0, bbox_y=0, bbox_w=10, bbox_h=10, area=area)
+            for category, area in objects
+        )

@@ -21,6 +21,16 @@ from annotation.evaluation import (
     read_ratings_folder,
 )
 from annotation.evaluation.compare import comparison_csv, comparison_rows, format_comparison
+from annotation.evaluation.explain.adversarial import ALL_NAMED, COLOUR_DISTANCE, COLOUR_POOLS
+from annotation.evaluation.explain.failures import SIZE_THRESHOLD
+from annotation.evaluation.explain.tables import format_adversarial, format_explained
+from annotation.evaluation.explained import (
+    ADVERSARIAL_COLUMNS,
+    adversarial_settings,
+    explain_inputs,
+    explain_model,
+    failures_csv,
+)
 from annotation.evaluation.jobs import split_audited
 from annotation.evaluation.protocols import PROTOCOLS
 from annotation.evaluation.report import check_protocols
@@ -29,6 +39,7 @@ from annotation.models import Modality
 SPACE_PARTS = ("vectors", "ids", "space")
 # Keys of a --model NAME:key=value,... spec.
 MODEL_KEYS = {
+    "encoder",
     "image-space",
     "caption-space",
     "image-vectors",
@@ -105,6 +116,7 @@ class Command(BaseCommand):
             "means nothing, as in CxC's release) or first (the first column only)",
         )
         parser.add_argument("--out", help="write the report as JSON to this file")
+        _explain_arguments(parser)
 
     def handle(self, *args, **options):
         try:
@@ -114,13 +126,15 @@ class Command(BaseCommand):
             dataset = dataset_get(name=options["dataset"])
             split = split_get(dataset=dataset, name=options["split"])
             models = self._models(dataset, options)
+            adversarial = self._explain_check(models, options)
             image_keys, caption_pairs = split_item_keys(split=split)
             items = SplitItems.from_pairs(split.name, image_keys, caption_pairs)
             ratings_split = options["ratings_split"] or options["split"]
             ratings = read_ratings_folder(options["ratings"], ratings_split) if options["ratings"] else None
             audited = split_audited(split) if options["audited"] else None
-            reports = {}
-            for name, (spaces, joint) in models.items():
+            inputs = explain_inputs(split, items) if options["explain"] else None
+            reports, explained_models = {}, []
+            for name, (spaces, joint, encoder) in models.items():
                 self._progress(f"model {name}")
                 report = evaluate(
                     items=items,
@@ -136,7 +150,20 @@ class Command(BaseCommand):
                     seed=options["seed"],
                     queries=options["bootstrap_queries"],
                     progress=self._progress,
+                    require_task=inputs is None,
                 )
+                if inputs is not None and spaces[Modality.CAPTION] is not None:
+                    explained = explain_model(
+                        name,
+                        items,
+                        spaces[Modality.CAPTION],
+                        inputs,
+                        size_threshold=options["size_threshold"],
+                        adversarial=None if adversarial is None else adversarial | {"encoder": encoder},
+                        progress=self._progress,
+                    )
+                    report["explain"] = explained.summary
+                    explained_models.append(explained)
                 reports[name] = {
                     "vectors": {m: s.source if s is not None else None for m, s in spaces.items()},
                     **report,
@@ -161,6 +188,8 @@ class Command(BaseCommand):
         else:
             (output,) = (head | report for report in reports.values())
             self.stdout.write(format_report(output))
+        if options["explain"]:
+            self._write_explained(reports, explained_models, options)
         if options["out"]:
             _write_text(json.dumps(output, indent=2, allow_nan=False) + "\n", Path(options["out"]))
             self.stdout.write(f"\nreport written to {options['out']}")
@@ -168,12 +197,53 @@ class Command(BaseCommand):
             _write_text(comparison_csv(rows), Path(options["csv"]))
             self.stdout.write(f"\ncomparison written to {options['csv']}")
 
-    def _models(self, dataset, options) -> dict[str, tuple[dict, bool]]:
-        """name -> (modality -> Space or None, joint) of every model to score: the
-        --model specs, or the one model the single-model options give."""
+    @staticmethod
+    def _explain_check(models: dict, options) -> dict | None:
+        """The explained failures' options checked before anything is read; the
+        adversarial settings (without the encoder) or None."""
+        if options["adversarial"] and not options["explain"]:
+            raise CommandError("--adversarial is part of the explained failures: add --explain")
+        if not options["explain"]:
+            return None
+        if not any(spaces[Modality.CAPTION] for spaces, _, _ in models.values()):
+            raise CommandError("--explain ranks captions: give a model caption vectors")
+        if not 0 <= options["size_threshold"] <= 1:
+            raise CommandError(f"--size-threshold is a share of the image, 0-1; got {options['size_threshold']}")
+        if not options["adversarial"]:
+            return None
+        for name, (spaces, _, encoder) in models.items():
+            if spaces[Modality.CAPTION] is not None and not encoder:
+                raise CommandError(
+                    f"model {name!r}: --adversarial needs its caption encoder: give --encoder or encoder="
+                )
+        return adversarial_settings(
+            seed=options["adversarial_seed"],
+            colour_distance=options["colour_distance"],
+            colour_pool=options["colour_pool"],
+        )
+
+    def _write_explained(self, reports: dict, models: list, options) -> None:
+        """The global table of the explained failures, side by side, the adversarial
+        queries' table when they ran; the failures file and the adversarial file."""
+        explained = {n: r["explain"] for n, r in reports.items() if "explain" in r}
+        self.stdout.write("\n" + format_explained(explained))
+        failures = [row for model in models for row in model.failures]
+        _write_text(failures_csv(failures), Path(options["failures"]))
+        if options["adversarial"]:
+            self.stdout.write("\n" + format_adversarial(explained))
+            changed = [row for model in models for row in model.adversarial]
+            _write_text(failures_csv(changed, ADVERSARIAL_COLUMNS), Path(options["adversarial_changes"]))
+        self.stdout.write(f"\n{len(failures):,} failures written to {options['failures']}")
+        if options["adversarial"]:
+            self.stdout.write(f"\n{len(changed):,} changed captions written to {options['adversarial_changes']}")
+
+    def _models(self, dataset, options) -> dict[str, tuple[dict, bool, str | None]]:
+        """name -> (modality -> Space or None, joint, caption encoder or None) of every
+        model to score: the --model specs, or the one model the single-model options give."""
         if not options["model"]:
             spaces = {m: self._space(dataset, m, options) for m in (Modality.IMAGE, Modality.CAPTION)}
-            return {"model": (spaces, self._joint(options["spaces"], spaces))}
+            encoder = _encoder(dataset, options["encoder"], options["caption_space"])
+            return {"model": (spaces, self._joint(options["spaces"], spaces), encoder)}
         if any(options[f"{m}_{part}"] for m in (Modality.IMAGE, Modality.CAPTION) for part in SPACE_PARTS):
             raise CommandError("give models either with --model or with the --image-*/--caption-* options, not both")
         models = {}
@@ -189,7 +259,8 @@ class Command(BaseCommand):
             spaces = {m: self._space(dataset, m, fields) for m in (Modality.IMAGE, Modality.CAPTION)}
             if not any(spaces.values()):
                 raise CommandError(f"--model {name!r} names no vectors; give image-space/caption-space or files")
-            models[name] = (spaces, self._joint(spec.get("spaces"), spaces))
+            encoder = _encoder(dataset, spec.get("encoder") or options["encoder"], spec.get("caption-space"))
+            models[name] = (spaces, self._joint(spec.get("spaces"), spaces), encoder)
         return models
 
     def _space(self, dataset, modality: str, options) -> Space | None:
@@ -218,6 +289,63 @@ class Command(BaseCommand):
     def _progress(message: str) -> None:
         sys.stderr.write(f"\r{message} ...".ljust(60))
         sys.stderr.flush()
+
+
+def _explain_arguments(parser) -> None:
+    """The explained failures' options: --explain and its threshold and file, --adversarial
+    and its encoder, seed and colours."""
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="also explain each model's failures: every caption ranked against the images' other captions "
+        "(caption space), each failure's concept metrics over the annotated objects; prints the global table "
+        "and writes the failures (--failures)",
+    )
+    parser.add_argument(
+        "--size-threshold",
+        type=float,
+        default=SIZE_THRESHOLD,
+        help=f"SD's binary threshold T_D, a share of the image's area ({SIZE_THRESHOLD:g})",
+    )
+    parser.add_argument(
+        "--failures", default="failures.csv", help="with --explain: the failures' CSV file (failures.csv)"
+    )
+    parser.add_argument(
+        "--adversarial",
+        action="store_true",
+        help="with --explain: also adversarial queries (an antonym, a colour, a size word changed, one at a "
+        "time), re-embedded by the model's own caption encoder and ranked again",
+    )
+    parser.add_argument(
+        "--encoder",
+        help="the caption encoder that made the vectors (embed's names); default: the stored caption space's "
+        "own; a --model takes encoder=NAME",
+    )
+    parser.add_argument(
+        "--adversarial-changes",
+        default="adversarial.csv",
+        help="with --adversarial: the changed captions' CSV file, their ranks before and after (adversarial.csv)",
+    )
+    parser.add_argument("--adversarial-seed", type=int, default=0, help="seed of the substitutions' draws (0)")
+    parser.add_argument(
+        "--colour-distance",
+        type=float,
+        default=COLOUR_DISTANCE,
+        help=f"a replacement colour lies more than this sRGB distance away ({COLOUR_DISTANCE:g})",
+    )
+    parser.add_argument(
+        "--colour-pool",
+        choices=COLOUR_POOLS,
+        default=ALL_NAMED,
+        help="replacement colours from every named colour (named) or those the captions use (captions)",
+    )
+
+
+def _encoder(dataset, given: str | None, stored_space: str | None) -> str | None:
+    """The caption encoder of a model: the one given, else its stored caption space's."""
+    if given or not stored_space:
+        return given
+    return embedding_space_get(dataset=dataset, name=stored_space).model_name or None
 
 
 def _parse_model(text: str) -> tuple[str, dict[str, str]]:

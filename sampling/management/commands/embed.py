@@ -6,7 +6,7 @@ from annotation.catalog.selectors import dataset_get
 from annotation.catalog.services import embedding_space_import
 from annotation.models import Caption, Image
 from sampling.embeddings import write_ids, write_normalized
-from sampling.encoders import ENCODERS, EncoderUnavailable, caption_encoder, cocaption_retrieval_rate, image_encoder
+from sampling.encoders import ENCODERS, EncoderUnavailable, cocaption_retrieval_rate, image_encoder, text_encoder
 
 
 class Command(BaseCommand):
@@ -30,7 +30,7 @@ class Command(BaseCommand):
                 rows = list(
                     Caption.objects.filter(dataset=dataset_obj).order_by("id").values_list("key", "text", "image_id")
                 )
-                vectors = caption_encoder()([text for _, text, _ in rows])
+                vectors = text_encoder(encoder)([text for _, text, _ in rows])
                 rate = cocaption_retrieval_rate(vectors, [image for _, _, image in rows])
                 self.stdout.write(f"nearest caption is a co-caption for {rate:.0%} of captions")
             else:

@@ -18,12 +18,12 @@ import zipfile
 import pytest
 from django.contrib import admin
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.urls import get_resolver
 from rest_framework.test import APIClient
 
-from annotation.catalog.services import embedding_space_import
 from annotation.dashboard.services import campaign_snapshot_refresh
-from annotation.models import Job, JobStatus
+from annotation.models import Caption, Job, JobStatus
 from annotation.runs.jobs import job_create
 from tests.factories import SplitFactory, UserFactory
 from tests.support import csv_endpoints
@@ -34,6 +34,7 @@ from tests.support.csv_endpoints import (
     file_answer_views,
     serves_csv,
 )
+from tests.support.evaluation_data import CAPTION_KEYS, annotate_hand_dataset
 from tests.support.hostile_world import (
     ALLOWED_EMAIL,
     ALLOWED_EXTERNAL_ID,
@@ -100,32 +101,42 @@ def _body_bytes(response) -> bytes:
 
 def walk_evaluation_file(world, clients, capture) -> dict[str, str]:
     dataset, files = world.hand_dataset, world.hand_files
-    for modality in ("image", "caption"):
-        embedding_space_import(
-            dataset_name=dataset.name,
-            space_name=f"{modality}-model",
-            modality=modality,
-            vectors_path=files[f"{modality}_vectors"],
-            ids_path=files[f"{modality}_ids"],
-        )
+    # The failures file carries the captions' text: the first caption's is planted.
+    annotate_hand_dataset(dataset)
+    Caption.objects.filter(dataset=dataset, key=CAPTION_KEYS[0]).update(text=hostile("failure_query_text"))
+    # ... and the adversarial file the changed ones': this text's "small" is changed; it
+    # shares the first one's words, so the first caption fails.
+    Caption.objects.filter(dataset=dataset, key=CAPTION_KEYS[3]).update(text=hostile("small_caption"))
+    call_command(
+        "embed",
+        dataset=dataset.name,
+        space="hashed",
+        encoder="hashing",
+        out_dir=files["ratings"].parent,
+        do_import=True,
+        stdout=io.StringIO(),
+    )
     export = job_create(
         kind=Job.Kind.EXPORT_DATASET, params={"dataset": dataset.name, "formats": ["cxc"], "splits": ["val"]}
     )
     Job.objects.filter(pk=export.pk).update(status=JobStatus.SUCCEEDED, result={"out": str(files["ratings"])})
-    model = {"image_space": "image-model", "caption_space": "caption-model", "joint": True}
     payload = {
         "dataset": dataset.name,
         "split": "val",
-        "models": [{"name": hostile("model_name"), **model}],
+        # The adversarial queries re-embed with the caption space's own encoder: hashing.
+        "models": [{"name": hostile("model_name"), "caption_space": "hashed"}],
         "ratings_export": export.pk,
         "audited": False,
+        "explain": True,
+        "adversarial": {},
     }
     with capture(execute=True):
         started = clients["researcher"].post("/api/evaluations/", payload, format="json")
     assert started.status_code == 202, started.content
     job = clients["researcher"].get(f"/api/evaluations/{started.json()['id']}/").json()
-    url = next(entry["url"] for entry in job["files"] if entry["name"] == "comparison.csv")
-    return {"comparison.csv": _body(clients["researcher"].get(url))}
+    urls = {entry["name"]: entry["url"] for entry in job["files"]}
+    names = ("comparison.csv", "failures.csv", "adversarial.csv")
+    return {name: _body(clients["researcher"].get(urls[name])) for name in names}
 
 
 def walk_participants(world, clients, capture) -> dict[str, str]:
@@ -186,7 +197,7 @@ _EXPORTED = {
 PLANTED = {
     "export-file": _EXPORTED,
     "export-archive": _EXPORTED,
-    "evaluation-file": {hostile("model_name")},
+    "evaluation-file": {hostile("model_name"), hostile("failure_query_text"), hostile("small_caption")},
     "campaign-link-participants": {hostile("external_id"), ALLOWED_EXTERNAL_ID},
     "campaign-raters": {hostile("username"), ALLOWED_USERNAME},
     "rater-invitations-csv": set(INVITED_API),

@@ -9,10 +9,9 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
-from annotation.catalog.services import embedding_space_import
 from annotation.models import Job, JobStatus
 from annotation.runs.jobs import job_create
-from tests.support.evaluation_data import EXPECTED, assert_retrieval_matches
+from tests.support.evaluation_data import EXPECTED, assert_retrieval_matches, import_hand_spaces
 from tests.support.export_data import client_for
 
 pytestmark = pytest.mark.django_db
@@ -21,14 +20,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def spaces(hand_dataset, hand_files, settings, tmp_path):
     settings.EXPORT_DIR = str(tmp_path / "exports")
-    for modality in ("image", "caption"):
-        embedding_space_import(
-            dataset_name=hand_dataset.name,
-            space_name=f"{modality}-model",
-            modality=modality,
-            vectors_path=hand_files[f"{modality}_vectors"],
-            ids_path=hand_files[f"{modality}_ids"],
-        )
+    import_hand_spaces(hand_dataset, hand_files)
     # A finished export whose CxC files are the hand-built ratings.
     export = job_create(
         kind=Job.Kind.EXPORT_DATASET, params={"dataset": hand_dataset.name, "formats": ["cxc"], "splits": ["val"]}

@@ -18,6 +18,7 @@ from tests.support.evaluation_data import (
     CAPTION_KEYS,
     EXPECTED,
     assert_retrieval_matches,
+    import_hand_spaces,
 )
 
 pytestmark = pytest.mark.django_db
@@ -58,14 +59,7 @@ def test_reports_every_known_figure_as_table_and_json(hand_dataset, hand_files, 
 
 
 def test_stored_embedding_spaces_give_the_same_figures(hand_dataset, hand_files):
-    for modality in ("image", "caption"):
-        embedding_space_import(
-            dataset_name=hand_dataset.name,
-            space_name=f"{modality}-model",
-            modality=modality,
-            vectors_path=hand_files[f"{modality}_vectors"],
-            ids_path=hand_files[f"{modality}_ids"],
-        )
+    import_hand_spaces(hand_dataset, hand_files)
     out_path = hand_files["ratings"].parent / "stored.json"
     run_evaluate(
         dataset=hand_dataset.name,

@@ -4,6 +4,7 @@
 // and files. Polls while one is pending or running. The exports offered as ratings follow
 // the export list of research.js, which announces each fresh list ("research:exports").
 import { NetworkError, call } from "../rate/api.js";
+import { failuresBlock } from "./failures.js";
 import { SECTIONS, intervalText, metricInfo, rowSubject, skippedLabel, valueText } from "./figures.js";
 
 const config = JSON.parse(document.getElementById("research-config").textContent);
@@ -19,6 +20,9 @@ const el = {
   joint: $("evaluate-joint"),
   jointNote: $("evaluate-joint-note"),
   exportChoice: $("evaluate-export"),
+  explain: $("evaluate-explain"),
+  threshold: $("evaluate-threshold"),
+  adversarial: $("evaluate-adversarial"),
   error: $("evaluate-error"),
   list: $("evaluations"),
 };
@@ -54,6 +58,13 @@ function updateJoint() {
   el.joint.disabled = !possible;
   if (!possible) el.joint.checked = false;
   el.jointNote.textContent = image && caption && !possible ? `(${image.dimension}-d and ${caption.dimension}-d: two spaces)` : "";
+}
+
+// The threshold and the adversarial queries belong to the explained failures.
+function updateExplain() {
+  el.threshold.disabled = !el.explain.checked;
+  el.adversarial.disabled = !el.explain.checked;
+  if (!el.explain.checked) el.adversarial.checked = false;
 }
 
 // The succeeded exports with CxC files of the chosen dataset, keeping the one chosen.
@@ -267,6 +278,7 @@ function jobBlock(job, newest) {
     details.open = newest;
     details.append(make("summary", `Report: ${job.comparison.length} figures`), report(job));
     block.append(files, details);
+    if (job.explain) block.append(failuresBlock(`${config.evaluations_url}${job.id}/failures/`));
   }
   return block;
 }
@@ -301,7 +313,12 @@ async function start(event) {
     }],
     ratings_export: data.get("ratings_export") ? Number(data.get("ratings_export")) : null,
     audited: data.get("audited") === "on",
+    explain: el.explain.checked,
   };
+  if (el.explain.checked) {
+    body.size_threshold = Number(el.threshold.value);
+    body.adversarial = el.adversarial.checked ? {} : null;
+  }
   el.error.hidden = true;
   const button = el.form.querySelector("button");
   button.disabled = true;
@@ -329,7 +346,9 @@ if (el.form) {
   el.dataset.addEventListener("change", showChoices);
   el.image.addEventListener("change", updateJoint);
   el.caption.addEventListener("change", updateJoint);
+  el.explain.addEventListener("change", updateExplain);
   el.form.addEventListener("submit", start);
   showChoices();
+  updateExplain();
 }
 refresh();

@@ -22,6 +22,14 @@ export const SECTIONS = {
     title: "Calibration over all rated pairs",
     note: "Over every rated pair of a kind at once, not per query: does one similarity threshold separate the positives from the rest?",
   },
+  explain: {
+    title: "Explained failures",
+    note: "Each caption is a query ranked against every image's other captions (their mean embedding; its own image without it). A failure is a query whose image is not ranked first; the concept metrics compare the objects annotated in its image with those of the image ranked first, over every object and over the objects the query names, averaged over the failures where they are defined.",
+  },
+  adversarial: {
+    title: "Adversarial queries",
+    note: "One word of a caption changed at a time, re-embedded by the model's own encoder and ranked again: how many ground truths fall, stay or rise, and how Recall and MRR change over the changed captions.",
+  },
   own_top_k: {
     title: "Precision of the model's own top-k",
     note: "Each query's k most similar items as the model retrieves them, judged by the ratings (an original image-caption pair counts as a positive).",
@@ -36,6 +44,18 @@ const TASKS = {
   STS: "STS: caption–caption",
   SIS: "SIS: image–image",
   SITS: "SITS: caption–image",
+};
+
+const EXPLAINED = {
+  caption_to_corpus: "Caption → the images' other captions",
+  agnostic: "Concept metrics over every annotated object",
+  informed: "Concept metrics over the objects the query names",
+};
+
+const SUBSTITUTIONS = {
+  antonym: "An adjective → a WordNet antonym",
+  colour: "A colour → a distant named colour",
+  size: "A size word → its opposite",
 };
 
 const SOURCES = {
@@ -58,6 +78,10 @@ function positivesLabel(task, name, positiveAt) {
 }
 
 const PERCENT_OF_QUERIES = "% of queries";
+
+const ZERO_TO_ONE = "0 to 1";
+const OVER_FAILURES = "The mean over the failures where it is defined; no interval is computed.";
+const CHANGED = "Over the captions this kind of substitution changed.";
 
 const METRICS = {
   "R@1": { label: "Recall@1", unit: PERCENT_OF_QUERIES, explain: "Share of queries whose first correct item is ranked first." },
@@ -111,7 +135,35 @@ const METRICS = {
   retrieved: { label: "Retrieved items", unit: "count of items", explain: "Queries × k." },
   judged: { label: "Rated retrieved items", unit: "count of items", explain: "Retrieved items a rating or an original pair judges." },
   unrated: { label: "Unrated retrieved items", unit: "count of items", explain: "Retrieved items no one has rated yet: an audit of the model's top-k rates them." },
+  "explain.failures": { label: "Failures |F|", unit: "count of queries", explain: "Queries whose image is not ranked first." },
+  "explain.R@5": { label: "Recall@5", unit: PERCENT_OF_QUERIES, explain: "Share of queries whose image is among the first 5." },
+  "explain.R@10": { label: "Recall@10", unit: PERCENT_OF_QUERIES, explain: "Share of queries whose image is among the first 10." },
+  "explain.R@N": { label: "Recall@N", unit: PERCENT_OF_QUERIES, explain: "Share of queries whose image is ranked at all (N: every image): 100 unless an image has no other caption." },
+  "explain.MRR@5": { label: "MRR@5", unit: ZERO_TO_ONE, explain: "Mean over the queries of 1 / the image's rank when it is among the first 5, else 0." },
+  "explain.MRR@10": { label: "MRR@10", unit: ZERO_TO_ONE, explain: "Mean over the queries of 1 / the image's rank when it is among the first 10, else 0." },
+  "explain.MRR@N": { label: "MRR@N", unit: ZERO_TO_ONE, explain: "Mean over the queries of 1 / the image's rank." },
+  "explain.median_rank": { label: "Median rank of the image", unit: "rank, 1 is best", explain: "Half of the queries find their image at this rank or better." },
+  CA: { label: "CA: concept agreement", unit: ZERO_TO_ONE, explain: `The share of the image's concepts that the image ranked first has too. ${OVER_FAILURES}` },
+  NCS: { label: "NCS: non-common concept similarity", unit: ZERO_TO_ONE, explain: `The concepts only one image has, matched one to one for the highest WordNet path similarity: their mean similarity (1: the same concept). ${OVER_FAILURES}` },
+  CE: { label: "CE: concept enumeration", unit: "objects", explain: `Over the concepts both images have, the difference of their object counts, summed. ${OVER_FAILURES}` },
+  SD: { label: "SD: size disagreement", unit: "share of the image", explain: `Per common concept, its objects matched one to one by area: the mean difference of their areas, summed over the concepts. ${OVER_FAILURES}` },
+  SD_binary: { label: "Binary SD: objects over the threshold", unit: "matched objects", explain: `How many matched objects differ in area by more than the threshold (a share of the image, chosen with the evaluation). ${OVER_FAILURES}` },
+  "adversarial.queries": { label: "Changed captions", unit: "count of queries", explain: "Captions with a word of this kind, each changed once." },
+  "adversarial.falls": { label: "Ground truth falls", unit: "count of queries", explain: `Changed captions whose image is ranked lower than before. ${CHANGED}` },
+  "adversarial.stays": { label: "Ground truth stays", unit: "count of queries", explain: `Changed captions whose image keeps its rank. ${CHANGED}` },
+  "adversarial.rises": { label: "Ground truth rises", unit: "count of queries", explain: `Changed captions whose image is ranked higher than before. ${CHANGED}` },
 };
+
+// "change R@5", "change MRR@10" of the adversarial queries.
+function changeInfo(metric) {
+  const figure = metric.slice("change ".length);
+  const recall = figure.startsWith("R@");
+  return {
+    label: `Change of ${recall ? "Recall" : "MRR"}@${figure.split("@")[1]}`,
+    unit: recall ? "change, percentage points" : "change of MRR",
+    explain: `${recall ? "Recall" : "MRR"}@${figure.split("@")[1]} after the change minus before it. ${CHANGED}`,
+  };
+}
 
 const INTERVAL_NOTE = "The interval is a 95 % bootstrap over the queries.";
 
@@ -126,9 +178,10 @@ export function metricInfo(section, metric) {
       explain: `The share of positives among a query's ${k} retrieved items, averaged over the queries whose ${k} items are all rated. ${INTERVAL_NOTE}`,
     };
   }
+  if (section === "adversarial" && metric.startsWith("change ")) return changeInfo(metric);
   const entry = METRICS[`${section}.${metric}`] || METRICS[metric];
   if (!entry) return { label: metric, unit: "", explain: "" };
-  const means = ["R@1", "R@5", "R@10", "R-Precision", "mAP@R"].includes(metric);
+  const means = section !== "explain" && ["R@1", "R@5", "R@10", "R-Precision", "mAP@R"].includes(metric);
   return means ? { ...entry, explain: `${entry.explain} ${INTERVAL_NOTE}` } : entry;
 }
 
@@ -151,6 +204,8 @@ export function rowSubject(row, items, positiveAt) {
     return `${task} · ${positivesLabel(row.task, row.positives, positiveAt)}`;
   }
   if (row.section === "coco_1k") return `${task} · original pairs`;
+  if (row.section === "explain") return `${EXPLAINED[row.task] || row.task} · ${row.task === "caption_to_corpus" ? "every caption a query" : "mean over the failures"}`;
+  if (row.section === "adversarial") return `${SUBSTITUTIONS[row.task] || row.task} · over the changed captions`;
   if (row.section === "own_top_k") return `${task} · ${row.positives === "nothing rated yet" ? "nothing rated yet" : judgedBy(row.positives)}`;
   return `${task} · ${SOURCES[row.positives] ? `human scores from ${SOURCES[row.positives]}` : row.positives}`;
 }
@@ -158,7 +213,9 @@ export function rowSubject(row, items, positiveAt) {
 // A figure's value as shown: the number with its unit's sign, and its interval.
 export function valueText(value, unit) {
   if (unit.startsWith("count")) return value.toLocaleString("en");
-  const text = value.toFixed(1);
+  const fine = unit === ZERO_TO_ONE || unit === "change of MRR" || unit === "share of the image";
+  const text = value.toFixed(fine ? 3 : unit === "objects" || unit === "matched objects" ? 2 : 1);
+  if (unit.startsWith("change")) return value > 0 ? `+${text}` : text;
   return unit.startsWith("%") ? `${text} %` : text;
 }
 
