@@ -12,6 +12,9 @@ from rest_framework.authentication import SessionAuthentication
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 # config/middleware.py refuses C0 control characters and DEL anywhere in the path or the query.
 NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
+# The same for a parameter DRF also refuses blank (a CharField that trims): one character
+# at least that is neither whitespace nor a control character.
+NOT_BLANK_NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -57,9 +60,13 @@ class ProjectAutoSchema(AutoSchema):
         parameters = super()._get_parameters()
         for parameter in parameters:
             schema = parameter.get("schema", {})
-            free_text = schema.get("type") == "string" and "pattern" not in schema and "enum" not in schema
-            if parameter["in"] in ("path", "query") and free_text:
+            free_text = schema.get("type") == "string" and "enum" not in schema
+            if parameter["in"] not in ("path", "query") or not free_text:
+                continue
+            if "pattern" not in schema:
                 schema["pattern"] = NO_CONTROL_CHARACTERS
+            elif schema["pattern"] == r"\S":  # a trimmed CharField's (map_serializer_field)
+                schema["pattern"] = NOT_BLANK_NO_CONTROL_CHARACTERS
         return parameters
 
     def _get_response_bodies(self, direction="response"):

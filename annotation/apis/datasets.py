@@ -12,6 +12,7 @@ from annotation.catalog.uploads import EMBEDDINGS, KARPATHY, OBJECTS, upload_sto
 from annotation.core.roles import IsAdmin, IsTeamMember
 from annotation.jobs.dispatch import import_job_start
 from annotation.models import Job, Modality
+from config.openapi import error_response
 
 
 class DatasetSerializer(serializers.Serializer):
@@ -115,7 +116,9 @@ class ImportObjectsApi(APIView):
         dataset = serializers.CharField(help_text="The dataset whose images the objects belong to.")
         file = serializers.FileField(help_text="COCO instances JSON: categories, images and annotations.")
 
-    @extend_schema(request=ImportObjectsInputSerializer, responses={202: JobSerializer})
+    @extend_schema(
+        request=ImportObjectsInputSerializer, responses={202: JobSerializer, 404: error_response("No such dataset.")}
+    )
     def post(self, request):
         data = self.ImportObjectsInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
