@@ -57,7 +57,10 @@ def kind_mix(dataset_id: int, kind: str, methods: dict[str, int]) -> KindMix:
             pool=RaterPool.unknown(),
         )
     priors = [fit.priors.get(name, {"mean": fit.grand_mean, "sd": fit.latent_sd}) for name in names]
-    rows = np.array(list(RaterEstimate.objects.filter(fit=fit).values_list("bias", "noise_sd", "ratings")), float)
+    rows = np.array(
+        list(RaterEstimate.objects.filter(fit=fit).order_by("rater_id").values_list("bias", "noise_sd", "ratings")),
+        float,
+    )
     pool = (
         RaterPool(bias=rows[:, 0], noise_var=rows[:, 1] ** 2, weight=rows[:, 2], pooled_var=fit.pooled_noise_sd**2)
         if rows.size

@@ -48,7 +48,7 @@ SETTLED_WIDENING = 1.25
 DISPERSION_PRIOR_DF = 6.0
 
 # Gauss-Hermite (probabilists') nodes and weights for the expectation over the next rating.
-_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(16)
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(8)
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 
 
