@@ -16,7 +16,7 @@ from django.db import connection
 from tests.conftest import REPO_DIR, SHARED_DIR, skip_or_fail
 
 sys.path.insert(0, str(REPO_DIR / "benchmarks"))
-from _adaptive_data import T_975, mean_interval  # noqa: E402
+from _adaptive_data import T_975, mean_interval
 
 TINY = {
     "BENCH_SMOKE": "1",
