@@ -174,8 +174,12 @@ class Planner:
         return Plan(half_width=math.nan if half_width is None else half_width, ratings_per_pair=ratings, error=error)
 
     def for_budget(self, ratings_per_pair: float) -> Plan:
-        """The narrowest target whose ratings stay within ``ratings_per_pair`` (a budget
-        below the minimum gets the widest target: every pair at its minimum)."""
+        """The narrowest target whose ratings stay within ``ratings_per_pair``. A budget of
+        the minimum or less gets the widest target, which closes every pair at its minimum
+        (the narrowest target that spends nothing on the simulated pairs could still extend
+        a pair whose raters disagree more than any simulated one)."""
+        if ratings_per_pair <= self.minimum:
+            return self.plan(WIDEST)
         return self._bisect(lambda plan: plan.ratings_per_pair <= ratings_per_pair)
 
     def for_error(self, error: float) -> Plan:
