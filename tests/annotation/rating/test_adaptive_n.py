@@ -242,8 +242,8 @@ def test_the_sampling_services_check_the_rule():
         (AdaptiveN(maximum=101, half_width=0.5), "at most 100"),
         (AdaptiveN(maximum=8, half_width=0), "half-width must be above 0"),
         (AdaptiveN(maximum=8, half_width=6), "at most 5"),
-        (AdaptiveN(maximum=8), "either a precision target (half-width) or a budget, not both"),
-        (AdaptiveN(maximum=8, half_width=0.5, budget=100), "either a precision target (half-width) or a budget"),
+        (AdaptiveN(maximum=8), "needs either a precision target"),
+        (AdaptiveN(maximum=8, half_width=0.5, budget=100), "or a budget, not both"),
         (AdaptiveN(maximum=8, budget=0), "the budget must be a whole number of ratings, 1 or more"),
         (AdaptiveN(maximum=3, budget=100), "maximum must be a whole number above ratings_per_pair"),
     ]:
