@@ -182,25 +182,26 @@ def test_reads_show_a_dead_runners_batch_as_stale_and_a_start_fails_then_reruns_
     assert (after["status"], after["stale"]) == ("succeeded", False)
 
 
+def adaptive_batch_created(admin_api, small, capture, **rule):
+    """A batch of three co-caption pairs with the adaptive ``rule``, created and run."""
+    with capture(execute=True):
+        response = admin_api.post(
+            "/api/sampling/batches/",
+            {"dataset": small.dataset.name, "split": "val", "methods": {"c2c_cocaption": 3}} | rule,
+            format="json",
+        )
+    assert response.status_code == 201, response.json()
+    return response
+
+
 def test_an_adaptive_batch_queues_its_pairs_with_the_minimum_and_the_rule(
     admin_api, small, django_capture_on_commit_callbacks
 ):
     from annotation.models import Pair, RatingSlot
 
-    with django_capture_on_commit_callbacks(execute=True):
-        response = admin_api.post(
-            "/api/sampling/batches/",
-            {
-                "dataset": small.dataset.name,
-                "split": "val",
-                "methods": {"c2c_cocaption": 3},
-                "ratings_per_pair": 3,
-                "ratings_max": 8,
-                "adaptive_half_width": 0.6,
-            },
-            format="json",
-        )
-    assert response.status_code == 201, response.json()
+    response = adaptive_batch_created(
+        admin_api, small, django_capture_on_commit_callbacks, ratings_per_pair=3, ratings_max=8, adaptive_half_width=0.6
+    )
     assert (response.json()["ratings_max"], response.json()["adaptive_half_width"]) == (8, 0.6)
     pairs = Pair.objects.filter(batch_id=response.json()["id"])
     assert set(pairs.values_list("ratings_required", "ratings_max")) == {(3, 8)}
@@ -210,20 +211,9 @@ def test_an_adaptive_batch_queues_its_pairs_with_the_minimum_and_the_rule(
 def test_a_batch_with_a_budget_is_told_its_target_once_its_pairs_are_queued(
     admin_api, small, django_capture_on_commit_callbacks
 ):
-    with django_capture_on_commit_callbacks(execute=True):
-        response = admin_api.post(
-            "/api/sampling/batches/",
-            {
-                "dataset": small.dataset.name,
-                "split": "val",
-                "methods": {"c2c_cocaption": 3},
-                "ratings_per_pair": 2,
-                "ratings_max": 6,
-                "adaptive_budget": 10,
-            },
-            format="json",
-        )
-    assert response.status_code == 201, response.json()
+    response = adaptive_batch_created(
+        admin_api, small, django_capture_on_commit_callbacks, ratings_per_pair=2, ratings_max=6, adaptive_budget=10
+    )
     body = admin_api.get(f"/api/sampling/batches/{response.json()['id']}/").json()
     plan = body["adaptive_plan"]
     assert (body["adaptive_budget"], plan["budget"], plan["pairs_open"], plan["ratings_spent"]) == (10, 10, 3, 0)
