@@ -87,3 +87,50 @@ def average_ranks(values: np.ndarray) -> np.ndarray:
     sums = np.bincount(inverse, weights=ranks)
     counts = np.bincount(inverse)
     return (sums / counts)[inverse]
+
+
+# Student's t at 0.975 by degrees of freedom (1-30), for 95% intervals over a few seeds.
+T_975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
+
+
+def mean_interval(values: list[float]) -> tuple[float, float, float]:
+    """(mean, low, high): the mean of ``values`` (one per seed) and its 95% interval
+    (Student's t; a single value has none: low = high = the value)."""
+    array = np.asarray(values, dtype=np.float64)
+    mean = float(array.mean())
+    if array.size < 2:
+        return mean, mean, mean
+    t = T_975[array.size - 2] if array.size - 1 <= len(T_975) else 1.96
+    half = t * float(array.std(ddof=1)) / np.sqrt(array.size)
+    return mean, mean - half, mean + half

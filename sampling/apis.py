@@ -13,6 +13,7 @@ from annotation.catalog.upload_limits import LimitedMultiPartParser
 from annotation.catalog.uploads import PAIR_LIST, upload_store
 from annotation.core.inputs import BIGINT_MAX
 from annotation.core.roles import IsAdmin
+from annotation.quality.adaptive_plans import batch_plan_told
 from config.openapi import error_response
 from sampling import selectors
 from sampling.methods import strategies
@@ -44,6 +45,13 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
         allow_null=True, help_text="Uploaded lists: merge or refuse repeated pairs; null for sampled batches."
     )
     stale = StaleRunField(BATCH_RUNS)
+    adaptive_plan = serializers.SerializerMethodField(
+        help_text="Adaptive N: the precision target and the ratings it is expected to take in all (with a budget, "
+        "the target that meets it), from the latest rater-model fits; null for fixed N or no pair open."
+    )
+
+    def get_adaptive_plan(self, batch: SamplingBatch) -> dict | None:
+        return batch_plan_told(batch)
 
     class Meta:
         model = SamplingBatch
@@ -58,6 +66,8 @@ class SamplingBatchSerializer(serializers.ModelSerializer):
             "ratings_per_pair",
             "ratings_max",
             "adaptive_half_width",
+            "adaptive_budget",
+            "adaptive_plan",
             "seed",
             "priority",
             "status",
@@ -113,20 +123,36 @@ class RatingsPerPairMixin(serializers.Serializer):
         "interval is wider than adaptive_half_width. Leave out for exactly ratings_per_pair (as CxC).",
     )
     adaptive_half_width = serializers.FloatField(
-        required=False, allow_null=True, default=None, help_text="Adaptive N: the target half-width (0-5 scale)."
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Adaptive N: the precision target, half a pair's 95% interval (0-5 scale); or give adaptive_budget.",
+    )
+    adaptive_budget = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Adaptive N: the ratings all the batch's pairs may take; the precision target that meets it is "
+        "solved from the rater model (the batch's adaptive_plan tells it).",
     )
 
 
 def adaptive_n(values: dict) -> AdaptiveN | None:
-    """The adaptive rule of a create request: both settings or neither."""
+    """The adaptive rule of a create request: ratings_max with a half-width or a budget, or
+    none of them."""
     maximum, half_width = values.get("ratings_max"), values.get("adaptive_half_width")
-    if maximum is None and half_width is None:
+    budget = values.get("adaptive_budget")
+    if maximum is None and half_width is None and budget is None:
         return None
-    if maximum is None or half_width is None:
-        raise ValidationError(
-            {"ratings_max" if maximum is None else "adaptive_half_width": ["adaptive N needs both settings"]}
-        )
-    return AdaptiveN(maximum=maximum, half_width=half_width)
+    if maximum is None:
+        return _refused("ratings_max", "adaptive N needs ratings_max")
+    if (half_width is None) == (budget is None):
+        return _refused("adaptive_half_width", "adaptive N needs either adaptive_half_width or adaptive_budget")
+    return AdaptiveN(maximum=maximum, half_width=half_width, budget=budget)
+
+
+def _refused(field: str, message: str):
+    raise ValidationError({field: [message]})
 
 
 class SamplingBatchListApi(APIView):

@@ -36,7 +36,13 @@ class SamplingBatch(BackgroundRun):
     adaptive_half_width = models.FloatField(
         null=True,
         blank=True,
-        help_text="Adaptive N: a pair closes once half its 95% interval is at most this (0-5 scale).",
+        help_text="Adaptive N: the precision target, half a pair's 95% interval (0-5 scale); with a budget, the "
+        "target that meets it, solved anew at each refit of the rater model.",
+    )
+    adaptive_budget = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Adaptive N: the ratings the batch's pairs may take in all (null: the precision target rules).",
     )
     seed = models.BigIntegerField(default=0)
     priority = models.IntegerField(default=0, help_text="Higher batches are rated first.")
@@ -78,6 +84,11 @@ class SamplingBatch(BackgroundRun):
                 | (Q(ratings_max__gt=F("ratings_per_pair")) & Q(adaptive_half_width__gt=0)),
                 name="batch_adaptive_rule_whole",
                 violation_error_message="Adaptive N needs a maximum above the minimum and a positive half-width.",
+            ),
+            models.CheckConstraint(
+                condition=Q(adaptive_budget__isnull=True) | (Q(ratings_max__isnull=False) & Q(adaptive_budget__gt=0)),
+                name="batch_adaptive_budget_adaptive",
+                violation_error_message="A budget of ratings needs adaptive N and at least one rating.",
             ),
             # numpy seeds must be non-negative.
             models.CheckConstraint(condition=Q(seed__gte=0), name="batch_seed_nonnegative"),

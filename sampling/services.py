@@ -192,23 +192,37 @@ def _create_from_upload(
 @dataclass(frozen=True)
 class AdaptiveN:
     """Adaptive N: a pair starts with the batch's ratings_per_pair slots (the minimum) and
-    gets one more at a time, up to ``maximum``, while half its 95% interval is wider than
-    ``half_width`` (annotation.rating.adaptive)."""
+    gets one more at a time, up to ``maximum``, while its next rating is worth it against
+    the precision target ``half_width`` (half a 95% interval; annotation.rating.adaptive),
+    or, given ``budget`` instead (ratings for all the batch's pairs), against the target
+    that meets it (``annotation.quality.adaptive_plans``)."""
 
     maximum: int
-    half_width: float
+    half_width: float | None = None
+    budget: int | None = None
+
+
+# A batch with a budget holds this target until its pairs are queued, when the target
+# that meets the budget replaces it (no pair can be rated before).
+PROVISIONAL_HALF_WIDTH = 1.0
 
 
 def _check_adaptive(adaptive: AdaptiveN | None, *, minimum: int) -> None:
     if adaptive is None:
         return
-    maximum, half_width = adaptive.maximum, adaptive.half_width
+    maximum, half_width, budget = adaptive.maximum, adaptive.half_width, adaptive.budget
     if isinstance(maximum, bool) or not isinstance(maximum, int) or not minimum < maximum <= 100:
         raise SamplingInputError(
             f"adaptive N: the maximum must be a whole number above ratings_per_pair ({minimum}) and at most 100; "
             f"got {maximum!r}"
         )
-    if isinstance(half_width, bool) or not isinstance(half_width, int | float) or not 0 < half_width <= 5:
+    if (half_width is None) == (budget is None):
+        raise SamplingInputError("adaptive N needs either a precision target (half-width) or a budget, not both")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise SamplingInputError(f"adaptive N: the budget must be a whole number of ratings, 1 or more; got {budget!r}")
+    if half_width is not None and (
+        isinstance(half_width, bool) or not isinstance(half_width, int | float) or not 0 < half_width <= 5
+    ):
         raise SamplingInputError(
             f"adaptive N: the interval half-width must be above 0 and at most 5 (the scale); got {half_width!r}"
         )
@@ -216,8 +230,9 @@ def _check_adaptive(adaptive: AdaptiveN | None, *, minimum: int) -> None:
 
 def _adaptive_fields(adaptive: AdaptiveN | None) -> dict:
     if adaptive is None:
-        return {"ratings_max": None, "adaptive_half_width": None}
-    return {"ratings_max": adaptive.maximum, "adaptive_half_width": float(adaptive.half_width)}
+        return {"ratings_max": None, "adaptive_half_width": None, "adaptive_budget": None}
+    half_width = PROVISIONAL_HALF_WIDTH if adaptive.half_width is None else float(adaptive.half_width)
+    return {"ratings_max": adaptive.maximum, "adaptive_half_width": half_width, "adaptive_budget": adaptive.budget}
 
 
 def _check_priority(priority: int) -> None:

@@ -187,6 +187,7 @@ def _batch_entries(plan: ExportPlan, counts: ExportCounts) -> list[dict]:
             # Adaptive N (null: exactly ratings_per_pair): each pair's final N is its "count".
             "ratings_max": batch.ratings_max,
             "adaptive_half_width": batch.adaptive_half_width,
+            "adaptive_budget": batch.adaptive_budget,
             "seed": batch.seed,
             "cocaption_pairs": batch.cocaption_pairs,
             "upload_repeats": batch.upload_repeats,

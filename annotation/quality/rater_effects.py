@@ -22,8 +22,8 @@ their prior.
 Per pair the fit gives a posterior mean and a 95% interval; per rater the bias and noise
 sd with their 95% intervals (the noise interval from the scaled chi-square with the
 Wilson-Hilferty approximation, so no SciPy at run time).
-:func:`pair_interval_half_width` is the interval of one pair given its raters' noise, as
-the adaptive rule asks it before a pair closes.
+:func:`pair_interval_half_width` is the interval of one pair given its raters' noise;
+adaptive N's rule is ``annotation.quality.adaptive_rule``.
 """
 
 from __future__ import annotations
@@ -177,46 +177,6 @@ def _on_scale(latent: np.ndarray, precision: np.ndarray) -> PairModelScores:
         low=np.clip(latent - half, SCORE_MIN, SCORE_MAX),
         high=np.clip(latent + half, SCORE_MIN, SCORE_MAX),
     )
-
-
-# How many ratings' worth of belief the dispersion of a pair starts from: with 3 ratings
-# their own spread weighs 2 against the model's 6. Three ratings' spread says little (a
-# scaled chi-square with 2 degrees of freedom), and in bench-adaptive a weaker prior (2)
-# spent ratings on pairs of good raters that happened to spread, for a higher RMSE at the
-# same savings; a much stronger one (20) no longer told disputed pairs apart.
-DISPERSION_PRIOR_DF = 6.0
-
-
-@dataclass(frozen=True)
-class PairRatings:
-    """One pair's ratings as the adaptive rule weighs them, each array ``(m,)``: the
-    scores, their raters' biases and noise variances; ``latent_var`` the pairs' prior
-    variance (``math.inf`` for none)."""
-
-    score: np.ndarray
-    bias: np.ndarray
-    noise_var: np.ndarray
-    latent_var: float
-
-
-def pair_half_width(ratings: PairRatings) -> float:
-    """Half the 95% interval of one pair's score from its own ratings: the model's
-    interval (bias-corrected, precision-weighted) scaled by how much these ratings
-    disagree beyond their raters' noise, that dispersion shrunk towards the model's 1
-    with ``DISPERSION_PRIOR_DF``. So raters who agree close a pair sooner than raters
-    who do not, which a model-only interval (the same for any scores) could not tell."""
-    corrected = ratings.score - ratings.bias
-    weight = 1.0 / ratings.noise_var
-    mean = float(np.sum(weight * corrected) / np.sum(weight))
-    spread = float(np.sum(weight * (corrected - mean) ** 2))
-    dispersion = (spread + DISPERSION_PRIOR_DF) / (corrected.size - 1 + DISPERSION_PRIOR_DF)
-    return math.sqrt(dispersion) * pair_interval_half_width(ratings.noise_var, ratings.latent_var)
-
-
-def adaptive_closes(ratings: PairRatings, *, maximum: int, half_width: float) -> bool:
-    """Whether a pair whose slots are all rated closes (True) or gets one more slot: it
-    closes at ``maximum`` ratings or once ``pair_half_width`` is at most ``half_width``."""
-    return ratings.score.size >= maximum or pair_half_width(ratings) <= half_width
 
 
 # --- the fit's steps --------------------------------------------------------------------

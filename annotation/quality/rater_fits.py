@@ -141,7 +141,7 @@ def _valid_ratings(dataset_id: int, kind: str) -> tuple[np.ndarray, np.ndarray, 
     rating, pair = Rating._meta, Pair._meta
     qn = connection.ops.quote_name
     sql = (
-        f"SELECT r.{qn('pair_id')}, r.{qn('rater_id')}, r.{qn('score')}, p.{qn('sampling_method')} "
+        f"SELECT r.{qn('id')}, r.{qn('pair_id')}, r.{qn('rater_id')}, r.{qn('score')}, p.{qn('sampling_method')} "
         f"FROM {qn(rating.db_table)} r "
         f"JOIN {qn(pair.db_table)} p ON p.{qn('id')} = r.{qn('pair_id')} "
         f"WHERE p.{qn('dataset_id')} = %s AND p.{qn('kind')} = %s AND r.{qn('status')} = %s "
@@ -152,10 +152,13 @@ def _valid_ratings(dataset_id: int, kind: str) -> tuple[np.ndarray, np.ndarray, 
         rows = cursor.fetchall()
     if not rows:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty(0, dtype=object)
-    pair_ids, rater_ids, scores, methods = zip(*rows, strict=True)
+    ids, pair_ids, rater_ids, scores, methods = zip(*rows, strict=True)
+    # Sorted here rather than by the statement: numpy sorts a million ids faster than the
+    # server sorts a million rows.
+    order = np.argsort(np.array(ids, dtype=np.int64), kind="stable")
     return (
-        np.array(pair_ids, dtype=np.int64),
-        np.array(rater_ids, dtype=np.int64),
-        np.array(scores, dtype=np.float64),
-        np.array(methods, dtype=object),
+        np.array(pair_ids, dtype=np.int64)[order],
+        np.array(rater_ids, dtype=np.int64)[order],
+        np.array(scores, dtype=np.float64)[order],
+        np.array(methods, dtype=object)[order],
     )

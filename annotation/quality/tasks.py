@@ -6,6 +6,7 @@ import logging
 from celery import shared_task
 
 from annotation.models import Dataset
+from annotation.quality.adaptive_plans import adaptive_budgets_refresh
 from annotation.quality.exclusion.services import exclusions_resume, rating_exclusion_run
 from annotation.quality.rater_fits import rater_model_refit
 
@@ -14,12 +15,14 @@ logger = logging.getLogger(__name__)
 
 @shared_task(name="annotation.tasks.refit_rater_model", acks_late=True)
 def refit_rater_model(dataset_id: int) -> None:
-    """Fit the rater-effects model of a dataset by id anew (each task kind). Idempotent."""
+    """Fit the rater-effects model of a dataset by id anew (each task kind), then solve
+    the precision target of its adaptive batches with a budget. Idempotent."""
     dataset = Dataset.objects.filter(pk=dataset_id).first()
     if dataset is None:
         logger.warning("dataset #%s no longer exists; no rater model", dataset_id)
         return
     rater_model_refit(dataset=dataset)
+    adaptive_budgets_refresh(dataset_id=dataset.pk)
 
 
 @shared_task(name="annotation.tasks.run_rating_exclusion", acks_late=True)

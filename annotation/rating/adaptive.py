@@ -1,6 +1,8 @@
 """Adaptive N: after the rating that fills the last slot of an adaptive pair, the pair
-closes when its 95% interval is narrow enough (annotation.quality.rater_effects.adaptive_closes)
-or gets one more open slot, up to its maximum.
+gets one more open slot, up to its maximum, while the next rating would remove enough of
+its expected error and its use is in doubt (``annotation.quality.adaptive_rule``), or it
+closes. The precision target is the batch's (with a budget, the one solved at the last
+refit: ``annotation.quality.adaptive_plans``).
 
 The pair row is locked first, FOR NO KEY UPDATE, the lock order of every submission and
 exclusion chunk, so a rating, an exclusion and this decision on one pair happen one after
@@ -8,8 +10,8 @@ another. An added slot keeps the queue's invariant (valid ratings + open + lease
 == ratings_required); the database keeps ratings_required at most ratings_max. Raters
 are weighed by the dataset's latest rater-model fit of the pair's kind: a rater it does
 not know gets bias 0 and the fit's pooled noise; with no fit yet every rater gets bias 0
-and noise sd 1 and no pair prior (the interval is then the pair's own, shrunk towards
-that unit noise).
+and noise sd 1 and no pair prior (the posterior is then the pair's own, its dispersion
+shrunk towards that unit noise), and the next rating is expected of such a rater too.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 from django.db import transaction
 from django.db.models import F, Max
 
+from annotation.core.cxc import POSITIVE_THRESHOLDS
 from annotation.models import (
     Pair,
     QueueCounter,
@@ -30,7 +33,7 @@ from annotation.models import (
     RatingStatus,
     SlotState,
 )
-from annotation.quality.rater_effects import PairRatings, adaptive_closes
+from annotation.quality.adaptive_rule import AdaptiveRule, PairRatings, adaptive_extends
 
 
 def pair_extend_or_close(pair_id: int) -> bool:
@@ -59,11 +62,16 @@ def pair_extend_or_close(pair_id: int) -> bool:
         )
         if pair is None or not _undecided(pair):
             return False
-        if adaptive_closes(
-            pair_ratings(pair_id, dataset_id=pair["dataset_id"], kind=pair["kind"], method=pair["sampling_method"]),
+        ratings, next_noise_var = pair_ratings(
+            pair_id, dataset_id=pair["dataset_id"], kind=pair["kind"], method=pair["sampling_method"]
+        )
+        rule = AdaptiveRule(
             maximum=pair["ratings_max"],
             half_width=pair["batch__adaptive_half_width"],
-        ):
+            threshold=POSITIVE_THRESHOLDS[pair["kind"]],
+            next_noise_var=next_noise_var,
+        )
+        if not adaptive_extends(ratings, rule):
             return False
         _add_slot(pair)
     return True
@@ -79,30 +87,33 @@ def _undecided(pair: dict) -> bool:
     )
 
 
-def pair_ratings(pair_id: int, *, dataset_id: int, kind: str, method: str) -> PairRatings:
-    """The pair's valid ratings with their raters' estimates from the latest fit, and the
-    prior of its sampling method (of all pairs for a method the fit did not see)."""
+def pair_ratings(pair_id: int, *, dataset_id: int, kind: str, method: str) -> tuple[PairRatings, float]:
+    """The pair's valid ratings with their raters' estimates from the latest fit and the
+    prior of its sampling method (of all pairs for a method the fit did not see), and the
+    noise variance the next rating is expected with (the fit's pooled noise)."""
     valid = Rating.objects.filter(pair_id=pair_id, status=RatingStatus.VALID).order_by("id")
     rows = list(valid.values_list("rater_id", "score"))
     raters = [rater for rater, _ in rows]
     fit = RaterModelFit.objects.filter(dataset_id=dataset_id, kind=kind).values(
-        "id", "latent_sd", "pooled_noise_sd", "priors"
+        "id", "grand_mean", "latent_sd", "pooled_noise_sd", "priors"
     )
     fit = fit.first()
     if fit is None:
-        known, default_var, latent_var = {}, 1.0, math.inf
+        known, default_var, latent_var, prior_mean = {}, 1.0, math.inf, 0.0
     else:
         estimates = RaterEstimate.objects.filter(fit_id=fit["id"], rater_id__in=raters)
         known = {rater: (bias, sd**2) for rater, bias, sd in estimates.values_list("rater_id", "bias", "noise_sd")}
-        prior_sd = fit["priors"].get(method, {}).get("sd", fit["latent_sd"])
-        default_var, latent_var = fit["pooled_noise_sd"] ** 2, prior_sd**2
+        prior = fit["priors"].get(method, {"mean": fit["grand_mean"], "sd": fit["latent_sd"]})
+        default_var, latent_var, prior_mean = fit["pooled_noise_sd"] ** 2, prior["sd"] ** 2, prior["mean"]
     effects = [known.get(rater, (0.0, default_var)) for rater in raters]
-    return PairRatings(
+    ratings = PairRatings(
         score=np.array([score for _, score in rows], dtype=np.float64),
         bias=np.array([bias for bias, _ in effects], dtype=np.float64),
         noise_var=np.array([var for _, var in effects], dtype=np.float64),
         latent_var=latent_var,
+        prior_mean=prior_mean,
     )
+    return ratings, default_var
 
 
 def _add_slot(pair: dict) -> None:

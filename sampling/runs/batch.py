@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Dataset, EmbeddingSpace, JobStatus
+from annotation.quality.adaptive_plans import adaptive_budgets_refresh
 from annotation.runs.lifecycle import (
     Progress,
     run_detach,
@@ -163,6 +164,7 @@ def _write(
             progress_done=total_steps,
             progress_total=total_steps,
         )
+    _plan_budget(batch)
     _timed(batch, stats, write_started=write_started, started=started)
 
 
@@ -200,7 +202,15 @@ def _write_upload(batch: SamplingBatch, progress: Progress, *, started: float) -
             progress_done=2,
             progress_total=2,
         )
+    _plan_budget(batch)
     _timed(batch, stats, write_started=write_started, started=started)
+
+
+def _plan_budget(batch: SamplingBatch) -> None:
+    """A batch with a budget of ratings gets its precision target once its pairs are queued
+    (and anew at each refit of the rater model)."""
+    if batch.adaptive_budget is not None:
+        adaptive_budgets_refresh(dataset_id=batch.dataset_id)
 
 
 def _timed(batch: SamplingBatch, stats: dict, *, write_started: float, started: float) -> None:

@@ -182,36 +182,57 @@ def test_reads_show_a_dead_runners_batch_as_stale_and_a_start_fails_then_reruns_
     assert (after["status"], after["stale"]) == ("succeeded", False)
 
 
+def adaptive_batch_created(admin_api, small, capture, **rule):
+    """A batch of three co-caption pairs with the adaptive ``rule``, created and run."""
+    with capture(execute=True):
+        response = admin_api.post(
+            "/api/sampling/batches/",
+            {"dataset": small.dataset.name, "split": "val", "methods": {"c2c_cocaption": 3}} | rule,
+            format="json",
+        )
+    assert response.status_code == 201, response.json()
+    return response
+
+
 def test_an_adaptive_batch_queues_its_pairs_with_the_minimum_and_the_rule(
     admin_api, small, django_capture_on_commit_callbacks
 ):
     from annotation.models import Pair, RatingSlot
 
-    with django_capture_on_commit_callbacks(execute=True):
-        response = admin_api.post(
-            "/api/sampling/batches/",
-            {
-                "dataset": small.dataset.name,
-                "split": "val",
-                "methods": {"c2c_cocaption": 3},
-                "ratings_per_pair": 3,
-                "ratings_max": 8,
-                "adaptive_half_width": 0.6,
-            },
-            format="json",
-        )
-    assert response.status_code == 201, response.json()
+    response = adaptive_batch_created(
+        admin_api, small, django_capture_on_commit_callbacks, ratings_per_pair=3, ratings_max=8, adaptive_half_width=0.6
+    )
     assert (response.json()["ratings_max"], response.json()["adaptive_half_width"]) == (8, 0.6)
     pairs = Pair.objects.filter(batch_id=response.json()["id"])
     assert set(pairs.values_list("ratings_required", "ratings_max")) == {(3, 8)}
     assert RatingSlot.objects.filter(pair__in=pairs).count() == 3 * pairs.count() == 9
 
 
+def test_a_batch_with_a_budget_is_told_its_target_once_its_pairs_are_queued(
+    admin_api, small, django_capture_on_commit_callbacks
+):
+    response = adaptive_batch_created(
+        admin_api, small, django_capture_on_commit_callbacks, ratings_per_pair=2, ratings_max=6, adaptive_budget=10
+    )
+    body = admin_api.get(f"/api/sampling/batches/{response.json()['id']}/").json()
+    plan = body["adaptive_plan"]
+    assert (body["adaptive_budget"], plan["budget"], plan["pairs_open"], plan["ratings_spent"]) == (10, 10, 3, 0)
+    # No fit yet: the target solved for 10 / 3 ratings a pair with raters of unit noise.
+    assert round(body["adaptive_half_width"], 4) == plan["half_width"] != 1.0
+    assert plan["expected_ratings"] <= 10 and plan["ratings_per_open_pair"] <= 10 / 3
+
+
 @pytest.mark.parametrize(
     ("adaptive", "message"),
     [
-        ({"ratings_max": 8}, "adaptive_half_width: adaptive N needs both settings"),
-        ({"adaptive_half_width": 0.5}, "ratings_max: adaptive N needs both settings"),
+        ({"ratings_max": 8}, "adaptive_half_width: adaptive N needs either adaptive_half_width or adaptive_budget"),
+        (
+            {"ratings_max": 8, "adaptive_half_width": 0.5, "adaptive_budget": 30},
+            "adaptive_half_width: adaptive N needs either adaptive_half_width or adaptive_budget",
+        ),
+        ({"adaptive_half_width": 0.5}, "ratings_max: adaptive N needs ratings_max"),
+        ({"adaptive_budget": 30}, "ratings_max: adaptive N needs ratings_max"),
+        ({"ratings_max": 8, "adaptive_budget": 0}, "the budget must be a whole number of ratings, 1 or more"),
         ({"ratings_max": 3, "adaptive_half_width": 0.5}, "maximum must be a whole number above ratings_per_pair (3)"),
         ({"ratings_max": 8, "adaptive_half_width": -1}, "half-width must be above 0"),
     ],

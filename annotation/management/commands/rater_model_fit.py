@@ -4,6 +4,7 @@ with the dashboard snapshot)."""
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Dataset
+from annotation.quality.adaptive_plans import adaptive_budgets_refresh
 from annotation.quality.rater_fits import rater_model_refit
 
 
@@ -29,4 +30,9 @@ class Command(BaseCommand):
                 f"{kind}: {fitted.ratings:,} ratings of {fitted.pairs:,} pairs by {fitted.raters:,} raters in "
                 f"{fitted.seconds:.2f} s ({fitted.iterations} iterations{converged}); "
                 f"pooled noise sd {fitted.pooled_noise_sd:.2f}, latent sd {fitted.latent_sd:.2f}"
+            )
+        for batch_id, plan in adaptive_budgets_refresh(dataset_id=dataset.pk).items():
+            self.stdout.write(
+                f"batch #{batch_id}: budget {plan.budget:,} ratings, target half-width {plan.half_width:.3f} "
+                f"({plan.ratings_per_pair:.2f} ratings a pair over {plan.pairs_open:,} pairs open)"
             )

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import math
 import types
 
 import numpy as np
@@ -16,13 +15,10 @@ from scipy import stats
 
 from annotation.quality import rater_effects
 from annotation.quality.rater_effects import (
-    PairRatings,
     RaterModelError,
     RaterModelSettings,
-    adaptive_closes,
     chi_square_quantile,
     fit,
-    pair_half_width,
 )
 
 
@@ -200,49 +196,6 @@ def test_the_settings_are_kept_with_the_fit():
     rng = np.random.default_rng(0)
     pair, rater, score, _ = generated(rng, n_pairs=100, n_raters=8)
     assert fit(pair, rater, score, settings=settings).settings.as_dict()["bias_prior_sd"] == 0.25
-
-
-def ratings(score, bias=None, noise_sd=None, latent_var=math.inf) -> PairRatings:
-    score = np.asarray(score, dtype=np.float64)
-    bias = np.zeros_like(score) if bias is None else np.asarray(bias, dtype=np.float64)
-    noise_sd = np.ones_like(score) if noise_sd is None else np.asarray(noise_sd, dtype=np.float64)
-    return PairRatings(score=score, bias=bias, noise_var=noise_sd**2, latent_var=latent_var)
-
-
-def test_agreeing_ratings_give_a_narrower_interval_than_disputed_ones():
-    agreeing, disputed = ratings([3.0, 3.1, 2.9]), ratings([1.0, 3.0, 5.0])
-    assert pair_half_width(agreeing) < pair_half_width(disputed)
-    # Without any spread the interval is the model's shrunk by the prior's weight alone:
-    # dispersion df / (2 + df) with three unit-noise raters.
-    df = rater_effects.DISPERSION_PRIOR_DF
-    assert pair_half_width(ratings([3.0, 3.0, 3.0])) == pytest.approx(rater_effects.Z_95 * math.sqrt(df / (2 + df) / 3))
-
-
-def test_the_raters_biases_are_taken_out_before_the_spread_is_read():
-    biased = ratings([3.5, 2.5, 3.0], bias=[0.5, -0.5, 0.0])
-    assert pair_half_width(biased) == pytest.approx(pair_half_width(ratings([3.0, 3.0, 3.0])))
-
-
-def test_a_noisy_raters_outlier_widens_the_interval_less_than_a_precise_raters():
-    noisy_outlier = ratings([3.0, 3.0, 5.0], noise_sd=[0.5, 0.5, 2.0])
-    precise_outlier = ratings([3.0, 3.0, 5.0], noise_sd=[2.0, 2.0, 0.5])
-    # Weighed by precision, the noisy rater's 5 barely moves the mean nor the spread.
-    assert pair_half_width(noisy_outlier) < pair_half_width(precise_outlier)
-
-
-def test_the_pairs_prior_narrows_the_interval():
-    assert pair_half_width(ratings([2.0, 3.0, 4.0], latent_var=1.0)) < pair_half_width(ratings([2.0, 3.0, 4.0]))
-
-
-def test_the_adaptive_rule_closes_extends_and_caps():
-    disputed = ratings([0.0, 2.5, 5.0])
-    agreeing = ratings([4.8, 4.9, 5.0])
-    assert adaptive_closes(agreeing, maximum=8, half_width=1.0)
-    assert not adaptive_closes(disputed, maximum=8, half_width=1.0)
-    assert adaptive_closes(disputed, maximum=3, half_width=1.0)  # at its maximum: closes whatever it says
-    width = pair_half_width(disputed)
-    assert adaptive_closes(disputed, maximum=8, half_width=width)  # "at most" the target closes
-    assert not adaptive_closes(disputed, maximum=8, half_width=width * 0.999)
 
 
 def test_pairs_of_a_group_share_a_prior_of_their_own():

@@ -242,6 +242,10 @@ def test_the_sampling_services_check_the_rule():
         (AdaptiveN(maximum=101, half_width=0.5), "at most 100"),
         (AdaptiveN(maximum=8, half_width=0), "half-width must be above 0"),
         (AdaptiveN(maximum=8, half_width=6), "at most 5"),
+        (AdaptiveN(maximum=8), "needs either a precision target"),
+        (AdaptiveN(maximum=8, half_width=0.5, budget=100), "or a budget, not both"),
+        (AdaptiveN(maximum=8, budget=0), "the budget must be a whole number of ratings, 1 or more"),
+        (AdaptiveN(maximum=3, budget=100), "maximum must be a whole number above ratings_per_pair"),
     ]:
         with pytest.raises(SamplingInputError, match=message):
             sampling_batch_create_from_upload(
@@ -277,10 +281,16 @@ def test_the_export_records_the_rule_and_each_pairs_final_n(tmp_path):
     dataset_export(dataset_name=split.dataset.name, out_dir=tmp_path, formats="jsonl")
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     (batch,) = manifest["batches"]
-    assert (batch["ratings_per_pair"], batch["ratings_max"], batch["adaptive_half_width"]) == (
+    assert (
+        batch["ratings_per_pair"],
+        batch["ratings_max"],
+        batch["adaptive_half_width"],
+        batch["adaptive_budget"],
+    ) == (
         MINIMUM,
         MAXIMUM,
         HALF_WIDTH,
+        None,
     )
     (rows_file,) = tmp_path.glob("*sis*.jsonl")
     counts = sorted(json.loads(line)["count"] for line in rows_file.read_text().splitlines())
