@@ -144,8 +144,7 @@ def _valid_ratings(dataset_id: int, kind: str) -> tuple[np.ndarray, np.ndarray, 
         f"SELECT r.{qn('id')}, r.{qn('pair_id')}, r.{qn('rater_id')}, r.{qn('score')}, p.{qn('sampling_method')} "
         f"FROM {qn(rating.db_table)} r "
         f"JOIN {qn(pair.db_table)} p ON p.{qn('id')} = r.{qn('pair_id')} "
-        f"WHERE p.{qn('dataset_id')} = %s AND p.{qn('kind')} = %s AND r.{qn('status')} = %s "
-        f"ORDER BY r.{qn('id')}"
+        f"WHERE p.{qn('dataset_id')} = %s AND p.{qn('kind')} = %s AND r.{qn('status')} = %s"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [dataset_id, kind, RatingStatus.VALID])
