@@ -342,3 +342,50 @@ def test_a_refused_submit_tries_the_common_statement_once_then_the_stepwise_path
     assert sum(name.endswith("serving_submit_fast") for name in names) == 1, names
     # The stepwise path of the item's kind only: a slot's locks through its statement.
     assert ("queue_lock_slot" in names) is not is_gold, names
+
+
+# A participant's rating with the next claim, as the rating page sends it (session
+# authentication, the progress asked): the session, its user and roles; then under the
+# lock of their run (read with it) the items they hold and the items they rated, once:
+# the claim after the rating takes the quota use the submit read, one rated more and one
+# held less. The claim knows they hold no gold item of the kind (they held the slot just
+# rated, and no other item of it), and its statement reads the progress. After it, the
+# page's quota progress: their run and their ratings.
+SESSION = ["SELECT", "SELECT", "SELECT"]
+PARTICIPANT_PAGE_SUBMIT = [
+    *SESSION,
+    "BEGIN",
+    "SELECT",
+    "(SELECT",
+    "SELECT",
+    "SAVEPOINT",
+    "serving_submit_fast",
+    "RELEASE",
+    "SAVEPOINT",
+    "SAVEPOINT",
+    "queue_claim_rate_checked_v1_with_progress",
+    "RELEASE",
+    "RELEASE",
+    "COMMIT",
+    "SELECT",
+    "SELECT",
+]
+
+
+def test_a_participants_rating_with_the_next_claim_reads_their_quota_use_once(settings, tmp_path, monkeypatch):
+    settings.SQL_PATHS = "postgres"
+    settings.DB_PREPARED_STATEMENTS = True
+    dataset = crowd_dataset(tmp_path, gold_one_in=1_000_000)
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: False)
+    link = campaign_link_create(dataset=dataset, name="page", kinds=["SIS"], quota=5, completion_code="PAGE1")
+    browser = ParticipantClient(link, "page-1")
+    assert browser.join().status_code == 302
+    slot = browser.claim("SIS")
+    for key in ("warm", "warm again", "measured"):  # the first two prepare the statements
+        body = {**BODY, "idempotency_key": key, "claim_next_kind": "SIS", **PAGE}
+        with CaptureQueriesContext(connection) as submitted:
+            stored = browser._post(f"slots/{slot['slot_id']}/submit/", body)
+        assert stored.status_code == 201, stored.content
+        slot = stored.json()["next"]
+        assert not GoldLease.objects.filter(pk=rater_id_decode("slot", slot["slot_id"])).exists()
+    assert statement_names(submitted.captured_queries) == PARTICIPANT_PAGE_SUBMIT
