@@ -134,8 +134,9 @@ def c2i_intrasim(
         # The SIS half ran short: more STS-derived pairs, none the SIS half took.
         fresh = fresh_mask(from_sts[want_sts:], from_sis[taken_sis])
         extra = (want_sts + np.flatnonzero(fresh))[: budget - len(taken_sts) - len(taken_sis)]
-        # Skipped: the candidates the SIS half took, up to the last spare one used.
-        passed = int(extra[-1]) - want_sts + 1 if len(extra) else 0
+        # Skipped: the candidates the SIS half took, up to the last spare one used (the
+        # budget check leaves spares enough for the shortfall, so at least one is used).
+        passed = int(extra[-1]) - want_sts + 1
         sts_report["skipped_taken_by_sis"] = int((~fresh[:passed]).sum())
         taken_sts = np.concatenate([taken_sts, extra])
     sis_report["skipped_taken_by_sts"] = len(from_sis) - len(sis_rest)
