@@ -275,7 +275,9 @@ def test_a_participant_claiming_any_kind_is_served_only_the_kinds_they_are_quali
     assert refused.json()["detail"] == "you are not qualified for this study's SIS, STS ratings yet"
 
 
-def test_a_lease_runs_from_the_time_given():
+@pytest.mark.parametrize("paths", ["postgres", "portable"])
+def test_a_lease_runs_from_the_time_given(settings, paths):
+    settings.SQL_PATHS = paths
     dataset = two_kind_dataset()
     _, participant = join(dataset, kinds=["SIS"], quota=3)
     later = timezone.now() + timedelta(seconds=90)
@@ -283,6 +285,21 @@ def test_a_lease_runs_from_the_time_given():
         held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS", now=later)
         assert held.lease_expires_at == later + timedelta(seconds=settings.LEASE_TTL_SECONDS)
         assert RatingSlot.objects.get(pk=held.slot_id).lease_expires_at == held.lease_expires_at
+
+
+def test_a_lease_runs_from_the_time_given_after_gold_s_turn_found_no_gold_pair(tmp_path):
+    """Gold's turn came, but the rater met the one gold pair: the queue's slot instead,
+    leased from the time given too."""
+    dataset = two_kind_dataset(gold_one_in=1)
+    gold_sis_pairs(dataset, 1, tmp_path)
+    user = rater(["SIS"])
+    gold = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    assert GoldLease.objects.filter(pk=gold.slot_id).exists()
+    policy.slot_skip(rater=user, dataset=dataset.name, slot_id=gold.slot_id)
+    later = timezone.now() + timedelta(seconds=90)
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS", now=later)
+    assert RatingSlot.objects.filter(pk=held.slot_id).exists()
+    assert held.lease_expires_at == later + timedelta(seconds=settings.LEASE_TTL_SECONDS)
 
 
 def test_a_gold_lease_runs_from_the_time_given(tmp_path):
