@@ -20,7 +20,7 @@ from annotation.serving import gold_sql as serving_sql
 from tests.factories import SplitFactory, UserFactory
 from tests.support.crowd_support import ParticipantClient, crowd_dataset, gold_upload
 from tests.support.hot_path import BODY, LOOKUP, PAGE, cycle, rated_dataset, statement_names, token_client
-from tests.support.queue_support import queue_pairs
+from tests.support.queue_support import queue_pairs, submit_kwargs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.statement_count, pytest.mark.django_db(transaction=True)]
 
@@ -67,6 +67,17 @@ def test_gold_s_turn_drawn_by_the_process_is_not_drawn_again_by_the_gold_stateme
     claim, submit, slot_id = cycle(client, dataset, "drawn")
     assert GoldLease.objects.filter(pk=slot_id).exists()
     assert (claim, submit) == (GOLD_ITEM_CLAIM, GOLD_ITEM_SUBMIT)
+
+
+def test_a_submit_through_serving_itself_tries_the_common_statement_first(settings, tmp_path):
+    """Not only the policy's: a caller of serving's rating_submit (a script, a test) has its
+    rating stored by the one statement, not the stepwise path."""
+    dataset, _ = rated_dataset(settings, tmp_path, gold_one_in=None)
+    user = UserFactory(roles=["rater"], qualified_for=["SIS"])
+    held = queue.slot_claim(rater=user, dataset=dataset)
+    with CaptureQueriesContext(connection) as submitted:
+        queue.rating_submit(rater=user, dataset=dataset, slot_id=held.slot_id, **submit_kwargs("direct"))
+    assert statement_names(submitted.captured_queries) == ["serving_submit_fast"]
 
 
 def test_a_claim_commits_asynchronously_only_as_its_own_transaction(settings, tmp_path):

@@ -225,6 +225,22 @@ def test_a_participant_at_the_quota_submitting_an_item_another_rater_rated_is_re
     assert (refused.status_code, refused.json()["code"]) == (403, "quota_reached"), refused.content
 
 
+def test_a_participant_sending_a_key_used_before_is_told_so_and_keeps_the_item():
+    """Their submit runs in a transaction (under the lock of their run): the one statement's
+    unique violation must not spoil it, so the stepwise path can name the key."""
+    dataset = two_kind_dataset()
+    browser, user = join(dataset, kinds=["SIS"], quota=3)
+    first = claim(browser, dataset, "SIS").json()["slot_id"]
+    assert submit(browser, dataset, first, "used").status_code == 201
+    second = claim(browser, dataset, "SIS").json()["slot_id"]
+    refused = submit(browser, dataset, second, "used")
+    assert refused.status_code == 409, refused.content
+    assert "used" in refused.json()["detail"]
+    again = claim(browser, dataset, "SIS").json()
+    assert (again["slot_id"], again["resumed"]) == (second, True)
+    assert Rating.objects.filter(rater=user).count() == 1
+
+
 # --- who --------------------------------------------------------------------------------
 
 
@@ -412,7 +428,9 @@ def test_the_next_claim_does_not_let_a_participant_rate_an_old_lease_past_the_qu
     assert not Rating.objects.filter(rater=user).exists()
 
 
-def test_a_rating_is_stored_at_the_time_given():
+@pytest.mark.parametrize("paths", ["postgres", "portable"])
+def test_a_rating_is_stored_at_the_time_given(settings, paths):
+    settings.SQL_PATHS = paths
     dataset = two_kind_dataset()
     _, participant = join(dataset, kinds=["SIS"], quota=3)
     earlier = timezone.now() - timedelta(hours=1)
