@@ -176,6 +176,12 @@ def test_ordinary_work_of_another_kind_does_not_open_gold(engine, clock, all_gol
     assert not served_gold(user, all_gold, kind="SIS")
 
 
+@pytest.mark.parametrize("taken_out", [{"active": False}, {"in_quiz": True}], ids=["retired", "in the quiz"])
+def test_a_gold_pair_retired_or_in_the_quiz_is_not_served_in_the_queue(engine, clock, all_gold, taken_out):
+    GoldPair.objects.filter(dataset=all_gold).update(**taken_out)
+    assert not served_gold(rater(["SIS"]), all_gold)
+
+
 # --- gold's turn on the portable path, at the dataset's rate (_gold_claim_portable) -------
 # (On PostgreSQL the process draws the turn: tests/annotation/rating/test_hot_path_statements.py.)
 
