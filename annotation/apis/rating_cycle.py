@@ -34,7 +34,7 @@ class JsonOnlyMixin:
 
     renderer_classes = [JSONRenderer]
 
-    def perform_content_negotiation(self, request, force=False):
+    def perform_content_negotiation(self, request, force=False):  # pragma: no mutate (DRF's signature; unused)
         return (self.renderer_classes[0](), JSONRenderer.media_type)
 
 
@@ -50,7 +50,8 @@ class JsonAnswer(HttpResponse):
         content = b"" if data is None else _RENDERER.render(data)
         super().__init__(content, status=status, content_type=JSONRenderer.media_type)
         if not content:
-            del self["Content-Type"]  # as a DRF Response without content
+            # As a DRF Response without content (header names are case-insensitive).
+            del self["Content-Type"]  # pragma: no mutate
         self.data = data
 
 

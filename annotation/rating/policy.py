@@ -83,7 +83,7 @@ def participation(*, rater, dataset: str) -> Participant | None:
     rater role and for a participant outside the dataset of their study."""
     if not _is_participant(rater):
         return None
-    return _participation_of(rater=rater, dataset=dataset, lock=False)
+    return _participation_of(rater=rater, dataset=dataset, lock=False)  # pragma: no mutate (None is no lock either)
 
 
 def _is_participant(rater) -> bool:

@@ -49,7 +49,14 @@ from annotation.serving.submit import key_used_error, speed_floor_seconds
 
 
 def gold_claim(
-    *, rater, dataset: str, kinds: list[str] | None, kind: str | None, now, expires, drawn: bool = False
+    *,
+    rater,
+    dataset: str,
+    kinds: list[str] | None,
+    kind: str | None,
+    now,
+    expires,
+    drawn: bool = False,  # pragma: no mutate (the PostgreSQL path's caller passes it; the portable path ignores it)
 ) -> Assignment | None:
     """The rater's gold lease (renewed), or with probability 1/gold_one_in a new one, or
     None. ``kinds``: the rater's qualified kinds (portable path only). ``drawn``
@@ -154,7 +161,8 @@ def gold_unmet(*, rater, dataset_id: int | None, kinds: list[str]) -> QuerySet[G
     if dataset_id is not None:
         pairs = pairs.filter(dataset_id=dataset_id)
     return pairs.filter(~Exists(met), ~Exists(rated_source), ~Exists(skipped_source)).exclude(
-        pk__in=gold_met_in_quiz(rater=rater, dataset_id=dataset_id)
+        # A pair met in another dataset's quiz is not one of these: the dataset is not mutated.
+        pk__in=gold_met_in_quiz(rater=rater, dataset_id=dataset_id)  # pragma: no mutate
     )
 
 
@@ -325,7 +333,8 @@ def gold_flag(*, rater, dataset: str, lease_id: int, reason: str, note: str, now
             lease.flag_reason, lease.flag_note = reason, note.strip()
         if lease.state == GoldLeaseState.LEASED:
             lease.state = GoldLeaseState.SKIPPED
-        lease.save(update_fields=["flag_id", "flag_reason", "flag_note", "state"])
+        # The lease was read whole and is locked: saving every field would store the same.
+        lease.save(update_fields=["flag_id", "flag_reason", "flag_note", "state"])  # pragma: no mutate
     return Flag(
         id=lease.flag_id,
         pair_id=lease.gold_pair_id,

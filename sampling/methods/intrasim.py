@@ -70,8 +70,9 @@ def pivot_candidates(
     pivots: int (p, 2) item rows in their given order; scores: float (p,); image_of maps
     item rows to image rows. Returns (candidates (p, 2), their pivots' scores (p,)).
     """
-    pivots = np.asarray(pivots, dtype=np.int64).reshape(-1, 2)
-    scores = np.asarray(scores, dtype=np.float64)
+    # The callers' arrays are int64 pairs and float64 scores already: their dtypes are not mutated.
+    pivots = np.asarray(pivots, dtype=np.int64).reshape(-1, 2)  # pragma: no mutate
+    scores = np.asarray(scores, dtype=np.float64)  # pragma: no mutate
     order = np.lexsort((rng.permutation(len(pivots)), -scores))
     pivots, scores = pivots[order], scores[order]
     candidates = np.stack([groups.random_caption(image_of(pivots[:, 1]), rng), image_of(pivots[:, 0])], axis=1)
@@ -114,7 +115,7 @@ def c2i_intrasim(
     Without a budget all candidates are taken, STS-derived first. Raises BudgetError when
     the pivots give fewer fresh pairs than the budget.
     """
-    caption_image = np.asarray(caption_image, dtype=np.int64)
+    caption_image = np.asarray(caption_image, dtype=np.int64)  # pragma: no mutate (int64 already)
     from_sts, sts_scores = pivot_candidates(
         pivots.sts, pivots.sts_scores, lambda rows: caption_image[rows], groups, rng
     )
@@ -134,8 +135,9 @@ def c2i_intrasim(
         # The SIS half ran short: more STS-derived pairs, none the SIS half took.
         fresh = fresh_mask(from_sts[want_sts:], from_sis[taken_sis])
         extra = (want_sts + np.flatnonzero(fresh))[: budget - len(taken_sts) - len(taken_sis)]
-        # Skipped: the candidates the SIS half took, up to the last spare one used.
-        passed = int(extra[-1]) - want_sts + 1 if len(extra) else 0
+        # Skipped: the candidates the SIS half took, up to the last spare one used (the
+        # budget check leaves spares enough for the shortfall, so at least one is used).
+        passed = int(extra[-1]) - want_sts + 1
         sts_report["skipped_taken_by_sis"] = int((~fresh[:passed]).sum())
         taken_sts = np.concatenate([taken_sts, extra])
     sis_report["skipped_taken_by_sts"] = len(from_sis) - len(sis_rest)

@@ -103,6 +103,15 @@ def test_only_the_latest_k_by_time_count(dataset):
     assert check(bad_lately, dataset) is not None
 
 
+def test_ratings_given_at_the_same_instant_count_from_the_last_stored(dataset):
+    """Times that tie (one tick of the clock) are told apart by the order of storing: the
+    last stored were given last."""
+    user = rater()
+    for score in (5.0, 5.0, 5.0, 1.0, 1.0, 1.0):
+        gold_rating(user, dataset, score, minute=3)
+    assert check(user, dataset) is None
+
+
 def test_other_raters_quiz_answers_and_other_datasets_do_not_count(dataset, tmp_path):
     user, other = rater(), rater()
     elsewhere = gold_dataset(tmp_path)

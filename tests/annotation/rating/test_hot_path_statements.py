@@ -4,6 +4,8 @@ code shows as BEGIN and COMMIT, and with prepared statements warm. Bounds from t
 path's budget: a claim in at most 3 statements and a submit in 2 with gold off, one more
 each with gold on. The counts are exact, so a statement more fails here first."""
 
+from contextlib import nullcontext
+
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -12,11 +14,13 @@ from annotation import serving as queue
 from annotation.apis.fields import rater_id_decode, rater_ids
 from annotation.models import GoldLease, GoldPair, GoldRating, Participant, QualitySettings, RatingSlot, SlotState
 from annotation.people.crowd.links import campaign_link_create
+from annotation.rating.policy import slot_claim
 from annotation.serving import claim as claim_module
+from annotation.serving import gold_sql as serving_sql
 from tests.factories import SplitFactory, UserFactory
 from tests.support.crowd_support import ParticipantClient, crowd_dataset, gold_upload
 from tests.support.hot_path import BODY, LOOKUP, PAGE, cycle, rated_dataset, statement_names, token_client
-from tests.support.queue_support import queue_pairs
+from tests.support.queue_support import queue_pairs, submit_kwargs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.statement_count, pytest.mark.django_db(transaction=True)]
 
@@ -55,6 +59,28 @@ def test_a_gold_items_claim_and_submit_with_gold_on(settings, tmp_path):
     assert (claim, submit) == (GOLD_ITEM_CLAIM, GOLD_ITEM_SUBMIT)
 
 
+def test_gold_s_turn_drawn_by_the_process_is_not_drawn_again_by_the_gold_statement(settings, tmp_path, monkeypatch):
+    """At one in a million a second draw would almost never pass: the turn the process
+    drew serves the gold item."""
+    dataset, client = rated_dataset(settings, tmp_path, gold_one_in=1_000_000, gold_pairs=5)
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: True)
+    claim, submit, slot_id = cycle(client, dataset, "drawn")
+    assert GoldLease.objects.filter(pk=slot_id).exists()
+    # The gold statement is prepared on its first use on the connection (SET; PREPARE).
+    assert ([name for name in claim if name != "SET"], submit) == (GOLD_ITEM_CLAIM, GOLD_ITEM_SUBMIT)
+
+
+def test_a_submit_through_serving_itself_tries_the_common_statement_first(settings, tmp_path):
+    """Not only the policy's: a caller of serving's rating_submit (a script, a test) has its
+    rating stored by the one statement, not the stepwise path."""
+    dataset, _ = rated_dataset(settings, tmp_path, gold_one_in=None)
+    user = UserFactory(roles=["rater"], qualified_for=["SIS"])
+    held = queue.slot_claim(rater=user, dataset=dataset)
+    with CaptureQueriesContext(connection) as submitted:
+        queue.rating_submit(rater=user, dataset=dataset, slot_id=held.slot_id, **submit_kwargs("direct"))
+    assert statement_names(submitted.captured_queries) == ["serving_submit_fast"]
+
+
 def test_a_claim_commits_asynchronously_only_as_its_own_transaction(settings, tmp_path):
     """A lease may be lost in a crash; a rating may not. Inside a caller's transaction (a
     participant's submit with the next claim) the claim must not turn off the wait for
@@ -69,6 +95,28 @@ def test_a_claim_commits_asynchronously_only_as_its_own_transaction(settings, tm
         assert queue.slot_claim(rater=users[1], dataset=split.dataset.name) is not None
     assert any("synchronous_commit" in query["sql"] for query in alone.captured_queries)
     assert not any("synchronous_commit" in query["sql"] for query in inside.captured_queries)
+
+
+def test_a_gold_claim_commits_asynchronously_only_as_its_own_transaction(settings, tmp_path, monkeypatch):
+    """As the queue's claim: a gold lease may be lost in a crash; inside a caller's
+    transaction the gold statement leaves the wait for the WAL flush alone."""
+    settings.SQL_PATHS = "postgres"
+    settings.DB_PREPARED_STATEMENTS = False  # the statements' text, prefix included
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=2, ratings_per_pair=3)
+    gold_upload(split, "SIS", 2, tmp_path)
+    QualitySettings.objects.create(dataset=split.dataset, gold_one_in=1)
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: True)
+    # The gold statement's own part (its text, captured with the values in place).
+    gold_statement = "serveable AS ("
+    assert gold_statement in serving_sql.gold_claim().sql
+    for inside in (False, True):
+        user = UserFactory(roles=["rater"], qualified_for=["SIS"])
+        with CaptureQueriesContext(connection) as claimed, transaction.atomic() if inside else nullcontext():
+            held = slot_claim(rater=user, dataset=split.dataset.name)
+        assert GoldLease.objects.filter(pk=held.slot_id).exists()
+        (gold_claim,) = [query["sql"] for query in claimed.captured_queries if gold_statement in query["sql"]]
+        assert ("synchronous_commit" in gold_claim) is not inside
 
 
 @pytest.mark.parametrize("drawn", [False, True], ids=["turn not drawn", "turn drawn"])
@@ -342,3 +390,68 @@ def test_a_refused_submit_tries_the_common_statement_once_then_the_stepwise_path
     assert sum(name.endswith("serving_submit_fast") for name in names) == 1, names
     # The stepwise path of the item's kind only: a slot's locks through its statement.
     assert ("queue_lock_slot" in names) is not is_gold, names
+
+
+# A participant's claim, and their rating with the next claim, as the rating page sends
+# them (session authentication, the progress asked): the session, its user and roles;
+# then under the lock of their run (read with it) the items they hold and the items they
+# rated, once; the claim statement, which reads the progress; after it, the page's quota
+# progress (their run and their ratings). The claim looks for a gold item they hold
+# (resumed first).
+SESSION = ["SELECT", "SELECT", "SELECT"]
+PARTICIPANT_PAGE_CLAIM = [
+    *SESSION,
+    "BEGIN",
+    "SELECT",
+    "(SELECT",
+    "SELECT",
+    "SAVEPOINT",
+    "queue_claim_held_gold_v1_with_progress",
+    "RELEASE",
+    "COMMIT",
+    "SELECT",
+    "SELECT",
+]
+# The claim after the rating takes the quota use the submit read (one rated more, one
+# held less), and knows they hold no gold item of the kind: they held the slot just
+# rated, and no other item of it.
+PARTICIPANT_PAGE_SUBMIT = [
+    *SESSION,
+    "BEGIN",
+    "SELECT",
+    "(SELECT",
+    "SELECT",
+    "SAVEPOINT",
+    "serving_submit_fast",
+    "RELEASE",
+    "SAVEPOINT",
+    "SAVEPOINT",
+    "queue_claim_rate_checked_v1_with_progress",
+    "RELEASE",
+    "RELEASE",
+    "COMMIT",
+    "SELECT",
+    "SELECT",
+]
+
+
+def test_a_participants_claim_and_rating_with_the_next_claim_read_their_quota_use_once(settings, tmp_path, monkeypatch):
+    settings.SQL_PATHS = "postgres"
+    settings.DB_PREPARED_STATEMENTS = True
+    dataset = crowd_dataset(tmp_path, gold_one_in=1_000_000)
+    monkeypatch.setattr(claim_module, "draws_gold_turn", lambda one_in: False)
+    link = campaign_link_create(dataset=dataset, name="page", kinds=["SIS"], quota=5, completion_code="PAGE1")
+    browser = ParticipantClient(link, "page-1")
+    assert browser.join().status_code == 302
+    for _ in range(3):  # learns the dataset's id, prepares the statement, resumes the slot held
+        with CaptureQueriesContext(connection) as claimed:
+            slot = browser._post("claim/", {"kind": "SIS", **PAGE}).json()
+    assert statement_names(claimed.captured_queries) == PARTICIPANT_PAGE_CLAIM
+    for key in ("warm", "warm again", "measured"):  # the first two prepare the statements
+        body = {**BODY, "idempotency_key": key, "claim_next_kind": "SIS", **PAGE}
+        with CaptureQueriesContext(connection) as submitted:
+            stored = browser._post(f"slots/{slot['slot_id']}/submit/", body)
+        assert stored.status_code == 201, stored.content
+        slot = stored.json()["next"]
+        assert not GoldLease.objects.filter(pk=rater_id_decode("slot", slot["slot_id"])).exists()
+    assert statement_names(submitted.captured_queries) == PARTICIPANT_PAGE_SUBMIT

@@ -225,6 +225,22 @@ def test_a_participant_at_the_quota_submitting_an_item_another_rater_rated_is_re
     assert (refused.status_code, refused.json()["code"]) == (403, "quota_reached"), refused.content
 
 
+def test_a_participant_sending_a_key_used_before_is_told_so_and_keeps_the_item():
+    """Their submit runs in a transaction (under the lock of their run): the one statement's
+    unique violation must not spoil it, so the stepwise path can name the key."""
+    dataset = two_kind_dataset()
+    browser, user = join(dataset, kinds=["SIS"], quota=3)
+    first = claim(browser, dataset, "SIS").json()["slot_id"]
+    assert submit(browser, dataset, first, "used").status_code == 201
+    second = claim(browser, dataset, "SIS").json()["slot_id"]
+    refused = submit(browser, dataset, second, "used")
+    assert refused.status_code == 409, refused.content
+    assert "used" in refused.json()["detail"]
+    again = claim(browser, dataset, "SIS").json()
+    assert (again["slot_id"], again["resumed"]) == (second, True)
+    assert Rating.objects.filter(rater=user).count() == 1
+
+
 # --- who --------------------------------------------------------------------------------
 
 
@@ -275,7 +291,9 @@ def test_a_participant_claiming_any_kind_is_served_only_the_kinds_they_are_quali
     assert refused.json()["detail"] == "you are not qualified for this study's SIS, STS ratings yet"
 
 
-def test_a_lease_runs_from_the_time_given():
+@pytest.mark.parametrize("paths", ["postgres", "portable"])
+def test_a_lease_runs_from_the_time_given(settings, paths):
+    settings.SQL_PATHS = paths
     dataset = two_kind_dataset()
     _, participant = join(dataset, kinds=["SIS"], quota=3)
     later = timezone.now() + timedelta(seconds=90)
@@ -283,6 +301,21 @@ def test_a_lease_runs_from_the_time_given():
         held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS", now=later)
         assert held.lease_expires_at == later + timedelta(seconds=settings.LEASE_TTL_SECONDS)
         assert RatingSlot.objects.get(pk=held.slot_id).lease_expires_at == held.lease_expires_at
+
+
+def test_a_lease_runs_from_the_time_given_after_gold_s_turn_found_no_gold_pair(tmp_path):
+    """Gold's turn came, but the rater met the one gold pair: the queue's slot instead,
+    leased from the time given too."""
+    dataset = two_kind_dataset(gold_one_in=1)
+    gold_sis_pairs(dataset, 1, tmp_path)
+    user = rater(["SIS"])
+    gold = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS")
+    assert GoldLease.objects.filter(pk=gold.slot_id).exists()
+    policy.slot_skip(rater=user, dataset=dataset.name, slot_id=gold.slot_id)
+    later = timezone.now() + timedelta(seconds=90)
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind="SIS", now=later)
+    assert RatingSlot.objects.filter(pk=held.slot_id).exists()
+    assert held.lease_expires_at == later + timedelta(seconds=settings.LEASE_TTL_SECONDS)
 
 
 def test_a_gold_lease_runs_from_the_time_given(tmp_path):
@@ -395,7 +428,9 @@ def test_the_next_claim_does_not_let_a_participant_rate_an_old_lease_past_the_qu
     assert not Rating.objects.filter(rater=user).exists()
 
 
-def test_a_rating_is_stored_at_the_time_given():
+@pytest.mark.parametrize("paths", ["postgres", "portable"])
+def test_a_rating_is_stored_at_the_time_given(settings, paths):
+    settings.SQL_PATHS = paths
     dataset = two_kind_dataset()
     _, participant = join(dataset, kinds=["SIS"], quota=3)
     earlier = timezone.now() - timedelta(hours=1)

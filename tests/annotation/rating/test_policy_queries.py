@@ -10,11 +10,12 @@ from django.test.utils import CaptureQueriesContext
 from annotation.models import GoldLease, QualitySettings
 from annotation.people.crowd.join import participant_join
 from annotation.people.crowd.links import campaign_link_create
-from annotation.rating.policy import slot_claim
+from annotation.rating.policy import rating_submit, slot_claim, slot_heartbeat
+from annotation.serving import routing as serving_routing
 from tests.factories import SplitFactory, UserFactory
 from tests.support.crowd_support import ParticipantClient, crowd_dataset, gold_upload
 from tests.support.hot_path import token_client
-from tests.support.queue_support import queue_pairs
+from tests.support.queue_support import queue_pairs, submit_kwargs
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
@@ -166,3 +167,32 @@ def test_a_gold_items_claim_and_submit_cost_a_fixed_number_of_queries(settings, 
     counts = claim_and_submit(client, split.dataset.name, "measured")
     assert GoldLease.objects.count() == before + 1  # the measured item was gold
     assert counts == (GOLD_CLAIM_QUERIES, GOLD_SUBMIT_QUERIES)
+
+
+# A gold item's heartbeat (a gold lease is renewed step by step) and its submit on the
+# stepwise path (after the one statement stored nothing): whether the id is a gold lease,
+# then the lease locked and read with its dataset and gold pair in one query (the
+# address's dataset checked, the pair's gold score stored), in a savepoint, then the
+# writes. Counted when this test was written.
+GOLD_HEARTBEAT_QUERIES = 5
+GOLD_STEPWISE_SUBMIT_QUERIES = 11
+
+
+def test_a_gold_items_heartbeat_and_stepwise_submit_read_its_lease_at_once(settings, tmp_path, monkeypatch):
+    settings.SQL_PATHS = "postgres"
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=2, ratings_per_pair=1)
+    gold_upload(split, "SIS", 2, tmp_path)
+    QualitySettings.objects.create(dataset=split.dataset, gold_one_in=1)
+    user = UserFactory(roles=["rater"], qualified_for=["SIS"])
+    held = slot_claim(rater=user, dataset=split.dataset.name)
+    assert GoldLease.objects.filter(pk=held.slot_id).exists()
+    with CaptureQueriesContext(connection) as beat:
+        slot_heartbeat(rater=user, dataset=split.dataset.name, slot_id=held.slot_id)
+    monkeypatch.setattr(serving_routing, "_submit_fast", lambda **values: None)
+    with CaptureQueriesContext(connection) as stored:
+        rating_submit(rater=user, dataset=split.dataset.name, slot_id=held.slot_id, **submit_kwargs("stepwise"))
+    assert (len(beat.captured_queries), len(stored.captured_queries)) == (
+        GOLD_HEARTBEAT_QUERIES,
+        GOLD_STEPWISE_SUBMIT_QUERIES,
+    )

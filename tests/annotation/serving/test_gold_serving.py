@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from annotation.core.errors import Conflict, Forbidden, NotFound
 from annotation.models import (
+    DEFAULT_GOLD_ONE_IN,
     Dataset,
     GoldLease,
     GoldPair,
@@ -27,6 +28,7 @@ from annotation.models import (
 )
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.rating.policy import slot_flag
+from annotation.serving import gold as serving_gold
 from annotation.serving.gold import gold_met_in_quiz
 from annotation.serving.gold_ids import ids_reserve
 from annotation.serving.shapes import image_url_of
@@ -172,6 +174,52 @@ def test_ordinary_work_of_another_kind_does_not_open_gold(engine, clock, all_gol
     skip_pairs(user, all_gold)
     queue_pairs(split=SplitFactory(dataset=all_gold, name="train"), kind="STS", n_pairs=2)
     assert not served_gold(user, all_gold, kind="SIS")
+
+
+@pytest.mark.parametrize("taken_out", [{"active": False}, {"in_quiz": True}], ids=["retired", "in the quiz"])
+def test_a_gold_pair_retired_or_in_the_quiz_is_not_served_in_the_queue(engine, clock, all_gold, taken_out):
+    GoldPair.objects.filter(dataset=all_gold).update(**taken_out)
+    assert not served_gold(rater(["SIS"]), all_gold)
+
+
+# --- gold's turn on the portable path, at the dataset's rate (_gold_claim_portable) -------
+# (On PostgreSQL the process draws the turn: tests/annotation/rating/test_hot_path_statements.py.)
+
+
+class FixedDraw:
+    """A stand-in for the random module: every draw is ``value``, every choice the first."""
+
+    def __init__(self, value: float):
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
+
+    def choice(self, items):
+        return items[0]
+
+
+@pytest.mark.parametrize(
+    ("one_in", "draw", "gold"),
+    [
+        (4, 0.2499, True),  # 0.9996 < 1: gold's turn, one claim in four
+        (4, 0.25, False),  # exactly 1: not
+        (None, 0.0499, True),  # no settings of the dataset: one in DEFAULT_GOLD_ONE_IN
+        (None, 0.05, False),
+        (0, 0.0, False),  # gold off
+    ],
+)
+def test_the_portable_claim_serves_gold_at_the_datasets_rate(
+    settings, clock, monkeypatch, all_gold, one_in, draw, gold
+):
+    settings.SQL_PATHS = "portable"
+    assert DEFAULT_GOLD_ONE_IN == 20
+    if one_in is None:
+        QualitySettings.objects.filter(dataset=all_gold).delete()
+    else:
+        QualitySettings.objects.filter(dataset=all_gold).update(gold_one_in=one_in)
+    monkeypatch.setattr(serving_gold, "random", FixedDraw(draw))
+    assert served_gold(rater(["SIS"]), all_gold) is gold
 
 
 # --- never served as gold a pair met in a quiz (gold_met_in_quiz) --------------------------
