@@ -71,12 +71,50 @@ def session_timeouts() -> tuple[str, str]:
         return cursor.fetchone()
 
 
+class _FirstRetry(logging.Handler):
+    """Set when the guard logs its first retry: the lock is let go only then, however long
+    the command takes to reach the planted migration on a busy machine."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.seen = threading.Event()
+
+    def emit(self, record):
+        self.seen.set()
+
+
+def hold_flag_table_until(event: threading.Event, most_seconds: float) -> threading.Thread:
+    """Another session holds a lock on the flag table until ``event`` (or ``most_seconds``)."""
+    settings = connection.settings_dict
+    holder = psycopg2.connect(
+        dbname=settings["NAME"], user=settings["USER"], host=settings["HOST"], port=settings["PORT"] or 5432
+    )
+    with holder.cursor() as cursor:
+        cursor.execute("LOCK TABLE annotation_flag IN ACCESS EXCLUSIVE MODE")
+
+    def release():
+        event.wait(most_seconds)
+        holder.commit()
+        holder.close()
+
+    thread = threading.Thread(target=release)
+    thread.start()
+    return thread
+
+
 def test_a_lock_wait_given_up_is_retried_until_the_lock_is_free(planted, caplog):
     before = session_timeouts()
-    timer = hold_flag_table(0.6)
-    with caplog.at_level(logging.WARNING, logger="annotation.schema.safe_migrate"):
-        call_command("migrate", "annotation", verbosity=1, stdout=StringIO())
-    timer.join()
+    first_retry = _FirstRetry()
+    guard_log = logging.getLogger("annotation.schema.safe_migrate")
+    guard_log.addHandler(first_retry)
+    holder = hold_flag_table_until(first_retry.seen, 20)
+    try:
+        with caplog.at_level(logging.WARNING, logger="annotation.schema.safe_migrate"):
+            call_command("migrate", "annotation", verbosity=1, stdout=StringIO())
+    finally:
+        first_retry.seen.set()
+        holder.join()
+        guard_log.removeHandler(first_retry)
     retries = [r.getMessage() for r in caplog.records]
     assert applied()
     assert retries and all(
