@@ -1,11 +1,10 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from annotation.export import FORMATS
-from annotation.jobs.dispatch import job_run
-from annotation.management.commands._progress import print_progress
-from annotation.models import Job, JobStatus
+from annotation.management.commands._progress import job_run_here
+from annotation.models import Job
 from annotation.runs.jobs import job_create
 
 
@@ -48,10 +47,7 @@ class Command(BaseCommand):
                 "overwrite": options["overwrite"],
             },
         )
-        job = job_run(job_id=job.id, echo=print_progress)
-        self.stderr.write("")
-        if job.status == JobStatus.FAILED:
-            raise CommandError(job.error)
+        job = job_run_here(job)
         result = job.result
         self.stdout.write(
             f"exported {result['pairs']} pairs with {result['ratings']} ratings of {options['dataset']!r} "

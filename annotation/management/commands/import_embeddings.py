@@ -2,9 +2,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.catalog.uploads import EMBEDDINGS, upload_check_path
 from annotation.core.errors import DomainError
-from annotation.jobs.dispatch import job_run
-from annotation.management.commands._progress import print_progress
-from annotation.models import Job, JobStatus, Modality
+from annotation.management.commands._progress import job_run_here
+from annotation.models import Job, Modality
 from annotation.runs.jobs import job_create
 
 
@@ -37,10 +36,7 @@ class Command(BaseCommand):
                 "model_name": options["model"],
             },
         )
-        job = job_run(job_id=job.id, echo=print_progress)
-        self.stderr.write("")
-        if job.status == JobStatus.FAILED:
-            raise CommandError(job.error)
+        job = job_run_here(job)
         self.stdout.write(
             f"space {options['space']!r} of {options['dataset']!r}: {job.result['count']} {options['modality']} "
             f"vectors of {job.result['dimension']} dims"

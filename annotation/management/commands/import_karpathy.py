@@ -2,9 +2,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.catalog.uploads import KARPATHY, upload_check_path
 from annotation.core.errors import DomainError
-from annotation.jobs.dispatch import job_run
-from annotation.management.commands._progress import print_progress
-from annotation.models import Job, JobStatus
+from annotation.management.commands._progress import job_run_here
+from annotation.models import Job
 from annotation.runs.jobs import job_create
 
 
@@ -42,10 +41,7 @@ class Command(BaseCommand):
                 "key_prefix": options["key_prefix"] or "",
             },
         )
-        job = job_run(job_id=job.id, echo=print_progress)
-        self.stderr.write("")
-        if job.status == JobStatus.FAILED:
-            raise CommandError(job.error)
+        job = job_run_here(job)
         result = job.result
         splits = ", ".join(f"{name}: {count} images" for name, count in result["splits"].items())
         self.stdout.write(

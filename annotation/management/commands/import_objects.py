@@ -2,9 +2,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.catalog.uploads import OBJECTS, upload_check_path
 from annotation.core.errors import DomainError
-from annotation.jobs.dispatch import job_run
-from annotation.management.commands._progress import print_progress
-from annotation.models import Job, JobStatus
+from annotation.management.commands._progress import job_run_here
+from annotation.models import Job
 from annotation.runs.jobs import job_create
 
 
@@ -25,10 +24,7 @@ class Command(BaseCommand):
         except DomainError as exc:
             raise CommandError(str(exc)) from exc
         job = job_create(kind=Job.Kind.IMPORT_OBJECTS, params={"path": options["file"], "dataset": options["dataset"]})
-        job = job_run(job_id=job.id, echo=print_progress)
-        self.stderr.write("")
-        if job.status == JobStatus.FAILED:
-            raise CommandError(job.error)
+        job = job_run_here(job)
         r = job.result
         self.stdout.write(
             f"dataset {options['dataset']!r}: imported {r['objects_imported']:,} objects of {r['categories']} "
