@@ -5,6 +5,7 @@ per failure, gold review pairs, and the figures and file that come out."""
 
 import csv
 import io
+from pathlib import Path
 
 import pytest
 
@@ -90,19 +91,15 @@ def test_queuing_names_what_cannot_be_reviewed(job, django_capture_on_commit_cal
     assert answer.status_code == 400 and "is not an explained evaluation" in answer.json()["detail"]
     # An explained evaluation that found no failure.
     explained = Job.objects.get(pk=job_id)
-    path = f"{explained.result['out']}/failures.csv"
-    header = open(path).readline()
+    header = (Path(explained.result["out"]) / "failures.csv").read_text().splitlines()[0] + "\n"
     empty = Job.objects.create(
         kind=Job.Kind.EVALUATE,
         params=explained.params,
         status=JobStatus.SUCCEEDED,
         result=explained.result | {"out": explained.result["out"] + "-empty"},
     )
-    import os
-
-    os.makedirs(empty.result["out"])
-    with open(f"{empty.result['out']}/failures.csv", "w") as handle:
-        handle.write(header)
+    Path(empty.result["out"]).mkdir()
+    (Path(empty.result["out"]) / "failures.csv").write_text(header)
     answer = queue(empty.id)
     assert answer.status_code == 400 and "found no failures: there is nothing to review" in answer.json()["detail"]
     running = Job.objects.create(kind=Job.Kind.EVALUATE, params=explained.params, status=JobStatus.RUNNING)
@@ -175,7 +172,7 @@ def test_the_way_around_the_marks_through_the_rating_endpoints_is_closed(job):
 def test_exactly_n_distinct_raters_review_each_failure_once(job):
     dataset, job_id = job
     queue(job_id, raters=2)
-    (first, c1), (second, c2), (third, c3) = reviewer(), reviewer(), reviewer()
+    (first, c1), (second, c2), (_, c3) = reviewer(), reviewer(), reviewer()
     assert review_all(c1, dataset) == 6
     # The first rater never meets a failure twice: nothing is left for them.
     assert review_claim(c1, dataset).status_code == 204
