@@ -48,8 +48,7 @@ METHOD_KIND = {
     SamplingMethod.TOPK_I2C: TaskKind.SITS,
     SamplingMethod.TOPK_C2C: TaskKind.STS,
     SamplingMethod.TOPK_I2I: TaskKind.SIS,
-    SamplingMethod.REVIEW: TaskKind.REV,
-}
+}  # not REVIEW: no batch samples reviews or uploads them; an evaluation's failures are queued
 
 
 class Modality(models.TextChoices):

@@ -102,9 +102,12 @@ def _failure_rows(queue: ReviewQueue) -> list[dict]:
 def review_report(*, job_id: int) -> dict:
     """The review of evaluation job ``job_id``'s failures: the queue's progress, and per
     model the reviewed failures, the share of them each mark holds for and the Spearman
-    correlations of the mean human score with CORRELATED metrics. NotFound when the job
-    or its queue is missing."""
-    queue = _queue_of(job_id)
+    correlations of the mean human score with CORRELATED metrics; {"job", "queued":
+    False} before they are queued. NotFound for no such evaluation job."""
+    job = evaluation_job_get(job_id=job_id)
+    queue = ReviewQueue.objects.filter(job=job).select_related("job").first()
+    if queue is None:
+        return {"job": job.id, "queued": False}
     rows = _failure_rows(queue)
     per_model: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
@@ -131,6 +134,7 @@ def review_report(*, job_id: int) -> dict:
         }
     return {
         "job": queue.job_id,
+        "queued": True,
         "raters_per_failure": queue.ratings_per_pair,
         "batch": queue.batch_id,
         "marks": list(MARKS),

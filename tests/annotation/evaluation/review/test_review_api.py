@@ -25,11 +25,10 @@ from annotation.models import (
     TaskKind,
 )
 from annotation.serving.gold_ids import ids_reserve
-from tests.support.evaluation_data import CAPTION_KEYS, IMAGE_KEYS, annotate_hand_dataset, import_hand_spaces
+from tests.support.evaluation_data import CAPTION_KEYS, IMAGE_KEYS
 from tests.support.export_data import client_for
 from tests.support.rating_support import db_id
 from tests.support.review_support import (
-    explained_job_id,
     review_all,
     review_body,
     review_claim,
@@ -40,14 +39,6 @@ from tests.support.review_support import (
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
-@pytest.fixture
-def job(hand_dataset, hand_files, settings, tmp_path, django_capture_on_commit_callbacks):
-    settings.EXPORT_DIR = str(tmp_path / "exports")
-    annotate_hand_dataset(hand_dataset)
-    import_hand_spaces(hand_dataset, hand_files)
-    return hand_dataset, explained_job_id(hand_dataset, django_capture_on_commit_callbacks)
-
-
 def queue(job_id, raters=None, client=None):
     body = {} if raters is None else {"raters": raters}
     return (client or client_for("researcher")).post(f"/api/evaluations/{job_id}/review/", body, format="json")
@@ -55,6 +46,9 @@ def queue(job_id, raters=None, client=None):
 
 def test_queuing_makes_one_pair_per_distinct_failure_once(job):
     dataset, job_id = job
+    before = client_for("researcher").get(f"/api/evaluations/{job_id}/review/")
+    assert before.status_code == 200 and before.json() == {"job": job_id, "queued": False}
+    assert client_for("researcher").get(f"/api/evaluations/{job_id}/review.csv").status_code == 404
     first = queue(job_id, raters=3)
     assert first.status_code == 201, first.content
     assert first.json() | {"batch": None} == {
