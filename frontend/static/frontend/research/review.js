@@ -35,11 +35,12 @@ function share(value) {
 function rhoCell(result) {
   const cell = make("td", "", "rho");
   if (result.rho === null) {
-    cell.append(make("span", "–", "value"), make("span", `n ${result.n}: too few, or constant`, "ci"));
+    cell.append(make("span", "–", "value"), make("span", `n\u00a0${result.n}: too few, or constant`, "ci"));
     return cell;
   }
-  const p = result.p < 0.001 ? "p < 0.001" : `p ${result.p.toFixed(3)}`;
-  cell.append(make("span", result.rho.toFixed(3), "value"), make("span", `n ${result.n} · ${p}`, "ci"));
+  // No break inside "n 23" or "p 0.132" when the cell wraps.
+  const p = result.p < 0.001 ? "p\u00a0<\u00a00.001" : `p\u00a0${result.p.toFixed(3)}`;
+  cell.append(make("span", result.rho.toFixed(3), "value"), make("span", `n\u00a0${result.n} · ${p}`, "ci"));
   return cell;
 }
 

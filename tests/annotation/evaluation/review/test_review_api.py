@@ -238,3 +238,56 @@ def test_the_figures_and_the_file_of_a_review(job):
     assert {row["marks"] for row in rows} == {"object_class; details"}
     assert {float(row["human_mean"]) for row in rows} == {round(value, 4) for value in scores.values()}
     assert client_for("rater").get(f"/api/evaluations/{job_id}/review/").status_code == 403
+
+
+def test_a_review_can_be_kept_skipped_and_is_never_stored_for_another_kind(job):
+    dataset, job_id = job
+    queue(job_id, raters=1)
+    user, client = reviewer()
+    slot_id = review_claim(client, dataset).json()["slot_id"]
+    kept = client.post(f"/api/rate/{dataset.name}/review/{slot_id}/heartbeat/", {}, format="json")
+    assert kept.status_code == 200 and kept.json()["lease_expires_at"]
+    assert client.post(f"/api/rate/{dataset.name}/review/{slot_id}/skip/", {}, format="json").status_code == 200
+    # The skipped failure is not served to them again: five of the six are left.
+    assert review_all(client, dataset) == 5
+    # The service refuses to store a review of a pair of another kind (its marks would
+    # describe nothing), and stores nothing.
+    from annotation.evaluation.review.reviewing import NotAReview
+    from annotation.evaluation.review.reviewing import review_submit as store_review
+    from annotation.models import Qualification
+    from annotation.rating import policy
+    from tests.factories import PairFactory, SamplingBatchFactory
+    from tests.support.queue_support import submit_kwargs
+
+    split = Pair.objects.filter(kind=TaskKind.REV).first().split
+    PairFactory(batch=SamplingBatchFactory(split=split), kind=TaskKind.SIS)
+    Qualification.objects.create(rater=user, dataset=None, kind=TaskKind.SIS)
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind=TaskKind.SIS)
+    before = Rating.objects.count()
+    with pytest.raises(NotAReview, match="is a SIS pair, not a failure to review"):
+        store_review(rater=user, dataset=dataset.name, slot_id=held.slot_id, marks=["size"], **submit_kwargs("sis-1"))
+    assert Rating.objects.count() == before and not ReviewMarks.objects.filter(rating__pair__kind="SIS").exists()
+
+
+def test_reviews_stay_out_of_the_cxc_export_and_the_campaign_numbers(job, django_capture_on_commit_callbacks):
+    from annotation.dashboard.services import campaign_snapshot_refresh
+    from tests.support.export_data import start_export
+
+    dataset, job_id = job
+    queue(job_id, raters=1)
+    review_all(reviewer()[1], dataset)
+    progress = campaign_snapshot_refresh(dataset).data["progress"]
+    assert progress["by_batch"] == [] and progress["ratings_last_24h"] == 0
+    assert sum(kind["pairs_queued"] for kind in progress["by_kind"]) == 0
+    researcher = client_for("researcher")
+    started = start_export(
+        researcher, {"dataset": dataset.name, "formats": ["cxc"]}, django_capture_on_commit_callbacks
+    )
+    assert started.status_code == 202, started.content
+    files = researcher.get(f"/api/exports/{started.json()['id']}/files/").json()
+    texts = {entry["name"]: researcher.get(entry["url"]) for entry in files}
+    cxc = {name: b"".join(answer.streaming_content).decode() for name, answer in texts.items() if name.endswith(".csv")}
+    assert {"sts_val.csv", "sis_val.csv", "sits_val.csv"} <= set(cxc)
+    for name, text in cxc.items():
+        assert text.count("\n") <= 1, name  # a header at most: the split's only rated pairs are reviews
+        assert "review" not in text and CAPTION_KEYS[0] not in text
