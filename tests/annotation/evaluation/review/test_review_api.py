@@ -270,24 +270,39 @@ def test_a_review_can_be_kept_skipped_and_is_never_stored_for_another_kind(job):
 
 
 def test_reviews_stay_out_of_the_cxc_export_and_the_campaign_numbers(job, django_capture_on_commit_callbacks):
+    """One SIS pair rated beside the reviews: the export and the dashboard count it alone."""
     from annotation.dashboard.services import campaign_snapshot_refresh
+    from annotation.models import Qualification
+    from annotation.rating import policy
+    from tests.factories import PairFactory, SamplingBatchFactory
     from tests.support.export_data import start_export
+    from tests.support.queue_support import submit_kwargs
 
     dataset, job_id = job
     queue(job_id, raters=1)
-    review_all(reviewer()[1], dataset)
+    user, client = reviewer()
+    review_all(client, dataset)
+    split = Pair.objects.filter(kind=TaskKind.REV).first().split
+    sis = PairFactory(batch=SamplingBatchFactory(split=split, ratings_per_pair=1), kind=TaskKind.SIS)
+    Qualification.objects.create(rater=user, dataset=None, kind=TaskKind.SIS)
+    held = policy.slot_claim(rater=user, dataset=dataset.name, kind=TaskKind.SIS)
+    policy.rating_submit(rater=user, dataset=dataset.name, slot_id=held.slot_id, **submit_kwargs("sis-1", 4.0))
     progress = campaign_snapshot_refresh(dataset).data["progress"]
-    assert progress["by_batch"] == [] and progress["ratings_last_24h"] == 0
-    assert sum(kind["pairs_queued"] for kind in progress["by_kind"]) == 0
+    assert [(kind["kind"], kind["pairs_complete"]) for kind in progress["by_kind"]] == [
+        ("sts", 0),
+        ("sis", 1),
+        ("sits", 0),
+    ]
+    assert len(progress["by_batch"]) == 1
     researcher = client_for("researcher")
     started = start_export(
         researcher, {"dataset": dataset.name, "formats": ["cxc"]}, django_capture_on_commit_callbacks
     )
     assert started.status_code == 202, started.content
     files = researcher.get(f"/api/exports/{started.json()['id']}/files/").json()
-    texts = {entry["name"]: researcher.get(entry["url"]) for entry in files}
-    cxc = {name: b"".join(answer.streaming_content).decode() for name, answer in texts.items() if name.endswith(".csv")}
-    assert {"sts_val.csv", "sis_val.csv", "sits_val.csv"} <= set(cxc)
-    for name, text in cxc.items():
-        assert text.count("\n") <= 1, name  # a header at most: the split's only rated pairs are reviews
-        assert "review" not in text and CAPTION_KEYS[0] not in text
+    texts = {e["name"]: b"".join(researcher.get(e["url"]).streaming_content).decode() for e in files}
+    rows = list(csv.DictReader(io.StringIO(texts["sis_val.csv"])))
+    assert [(row["image1"], row["image2"]) for row in rows] == [(sis.image_a.key, sis.image_b.key)]
+    assert set(texts) == {"sis_val.csv", "sis_val_raw.csv", "manifest.json", "agreement.json", "rater_model.json"}
+    for name, text in texts.items():
+        assert "REV" not in text and "review" not in text and CAPTION_KEYS[0] not in text, name
