@@ -58,14 +58,16 @@ def failure_review_map(queue: ReviewQueue) -> dict[tuple[str, str, str, str], di
     )
     pairs = sorted({pair for _, pair, *_ in items})
     index = {pair: position for position, pair in enumerate(pairs)}
-    rows = Rating.objects.filter(pair_id__in=pairs, status=RatingStatus.VALID).values_list(
-        "pair_id", "score", "review_marks__marks"
+    rows = list(
+        Rating.objects.filter(pair_id__in=pairs, status=RatingStatus.VALID).values_list(
+            "pair_id", "score", "review_marks__marks"
+        )
     )
-    pair_of, score, bits = (np.array(column) for column in zip(*rows, strict=True)) if rows else ([], [], [])
     reviews = failure_reviews(
-        np.array([index[p] for p in pair_of], dtype=np.int64),
-        np.asarray(score, dtype=np.float64),
-        np.array([0 if b is None else b for b in bits], dtype=np.int64),
+        np.array([index[pair] for pair, _, _ in rows], dtype=np.int64),
+        np.array([score for _, score, _ in rows], dtype=np.float64),
+        # Every review stores its marks; a rating without (none is made so) counts as no mark.
+        np.array([bits or 0 for _, _, bits in rows], dtype=np.int64),
         len(pairs),
     )
     out = {}
@@ -93,7 +95,8 @@ def _failure_rows(queue: ReviewQueue) -> list[dict]:
             row = dict(zip(FAILURE_COLUMNS, cells, strict=True))
             key = (row["model"], row["query"], row["truth_image"], row["retrieved_image"])
             if key in reviews:
-                for column in ("rank", *METRIC_COLUMNS):
+                row["rank"] = int(row["rank"])
+                for column in METRIC_COLUMNS:
                     row[column] = float(row[column]) if row[column] != "" else None
                 rows.append(row | {"review": reviews[key]})
     return rows

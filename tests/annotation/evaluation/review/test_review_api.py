@@ -306,3 +306,27 @@ def test_reviews_stay_out_of_the_cxc_export_and_the_campaign_numbers(job, django
     assert set(texts) == {"sis_val.csv", "sis_val_raw.csv", "manifest.json", "agreement.json", "rater_model.json"}
     for name, text in texts.items():
         assert "REV" not in text and "review" not in text and CAPTION_KEYS[0] not in text, name
+
+
+def test_an_excluded_reviewer_no_longer_counts_and_another_takes_their_place(job, django_capture_on_commit_callbacks):
+    dataset, job_id = job
+    queue(job_id, raters=1)
+    excluded, first = reviewer()
+    review_all(first, dataset, score_of=lambda item: 0.5)
+    admin = client_for("admin")
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = admin.post(
+            f"/api/datasets/{dataset.name}/exclusions/",
+            {"rater": excluded.username, "reason": "careless reviews"},
+            format="json",
+        )
+    assert answer.status_code == 202, answer.content
+    report = client_for("researcher").get(f"/api/evaluations/{job_id}/review/").json()
+    assert report["models"]["one"]["reviewed"] == 0
+    # Each failure opened a slot again; another reviewer's scores are the ones that count.
+    assert review_all(reviewer()[1], dataset, score_of=lambda item: 4.5) == 6
+    report = client_for("researcher").get(f"/api/evaluations/{job_id}/review/").json()
+    assert report["models"]["one"]["complete"] == 6
+    page = client_for("researcher").get(f"/api/evaluations/{job_id}/failures/").json()
+    assert {row["review"]["mean"] for row in page["rows"]} == {4.5}
+    assert {row["review"]["raters"] for row in page["rows"]} == {1}
