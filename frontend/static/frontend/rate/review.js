@@ -87,6 +87,14 @@ async function next() {
   }
 }
 
+// Enter on the slider submits once it is set, as on the rating page.
+document.getElementById("scale").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && slider.hasFocus() && !submitButton.disabled) {
+    event.preventDefault();
+    submitButton.click();
+  }
+});
+
 for (const box of boxes) {
   box.addEventListener("change", () => {
     marks = toggleMark(marks, box.value, box.checked);
