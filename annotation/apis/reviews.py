@@ -45,7 +45,12 @@ class EvaluationReviewApi(APIView):
 
     class ReviewQueueInputSerializer(serializers.Serializer):
         raters = serializers.IntegerField(
-            required=False, default=queueing.DEFAULT_RATERS, min_value=1, max_value=queueing.MAX_RATERS
+            required=False,
+            allow_null=True,
+            default=None,
+            min_value=1,
+            max_value=queueing.MAX_RATERS,
+            help_text=f"Distinct raters per failure; left out: {queueing.DEFAULT_RATERS}, or as queued before.",
         )
 
     @extend_schema(request=ReviewQueueInputSerializer, responses={201: dict, 200: dict, 400: error_response("")})

@@ -69,17 +69,19 @@ def _explained_job(job_id: int):
     return job
 
 
-def review_queue(*, job_id: int, raters: int = DEFAULT_RATERS, created_by=None) -> QueuedReview:
+def review_queue(*, job_id: int, raters: int | None = None, created_by=None) -> QueuedReview:
     """Queue the failures of the explained evaluation job ``job_id`` for review by
-    ``raters`` distinct raters each, or find them queued. Raises NotFound (no such
-    evaluation), ReviewRequestError (not explained, no failures, a bad number of raters,
-    queued before with another number) and Conflict (not finished)."""
-    if type(raters) is not int or not 1 <= raters <= MAX_RATERS:
+    ``raters`` distinct raters each (None: DEFAULT_RATERS), or find them queued (None:
+    whatever number they were queued for). Raises NotFound (no such evaluation),
+    ReviewRequestError (not explained, no failures, a bad number of raters, queued
+    before with another number) and Conflict (not finished)."""
+    if raters is not None and (type(raters) is not int or not 1 <= raters <= MAX_RATERS):
         raise ReviewRequestError(f"raters per failure is a whole number from 1 to {MAX_RATERS}, got {raters!r}")
     job = _explained_job(job_id)
     existing = ReviewQueue.objects.filter(job=job).first()
     if existing is not None:
         return _found(existing, raters)
+    raters = DEFAULT_RATERS if raters is None else raters
     rows = failure_rows(job)
     if not rows:
         raise ReviewRequestError(f"evaluation job #{job.id} found no failures: there is nothing to review")
@@ -118,8 +120,8 @@ def review_queue(*, job_id: int, raters: int = DEFAULT_RATERS, created_by=None) 
     return QueuedReview(queue=queue, created=True, failures=len(rows), pairs_new=sum(created.values()))
 
 
-def _found(queue: ReviewQueue, raters: int) -> QueuedReview:
-    if queue.ratings_per_pair != raters:
+def _found(queue: ReviewQueue, raters: int | None) -> QueuedReview:
+    if raters is not None and queue.ratings_per_pair != raters:
         raise ReviewRequestError(
             f"the failures of evaluation job #{queue.job_id} are queued for {queue.ratings_per_pair} raters each "
             f"already; queuing them again changes nothing (asked for {raters})"

@@ -21,7 +21,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("job", type=int, help="the explained evaluation job's id")
-        parser.add_argument("--raters", type=int, default=DEFAULT_RATERS, help="distinct raters per failure")
+        parser.add_argument(
+            "--raters",
+            type=int,
+            default=None,
+            help=f"distinct raters per failure (default {DEFAULT_RATERS}; left out once queued: as queued)",
+        )
         parser.add_argument("--csv", help="write the review file here (one line per failure per model)")
 
     def handle(self, *args, **options):

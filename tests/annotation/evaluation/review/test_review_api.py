@@ -71,6 +71,7 @@ def test_queuing_makes_one_pair_per_distinct_failure_once(job):
     assert Pair.objects.filter(kind=TaskKind.REV).count() == 6 and ReviewItem.objects.count() == 12
     other = queue(job_id, raters=4)
     assert other.status_code == 400 and "queued for 3 raters each already" in other.json()["detail"]
+    assert queue(job_id).json()["raters_per_failure"] == 3  # left out: as queued
 
 
 def test_queuing_names_what_cannot_be_reviewed(job, django_capture_on_commit_callbacks):

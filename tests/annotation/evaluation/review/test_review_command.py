@@ -26,7 +26,8 @@ def test_the_command_queues_once_and_prints_the_figures(job, tmp_path):
     assert "one: 0 of 6 failures reviewed, 0 by every rater" in text
     for _ in range(2):
         review_all(reviewer()[1], dataset, score_of=lambda item: 1.0 + len(item["query"]) % 4)
-    again = run(str(job_id), "--raters", "2", "--csv", str(tmp_path / "review.csv"))
+    # Left out, the number of raters is the one queued for: the figures are read again.
+    again = run(str(job_id), "--csv", str(tmp_path / "review.csv"))
     assert "were queued before; nothing was added" in again and Pair.objects.filter(kind=TaskKind.REV).count() == 6
     assert "one: 6 of 6 failures reviewed, 6 by every rater" in again
     assert "Object class" in again and "100%  (6 of 6)" in again
@@ -41,3 +42,7 @@ def test_a_job_it_cannot_queue_is_named(job):
         run("424242")
     with pytest.raises(CommandError, match="raters per failure is a whole number from 1 to 50"):
         run(str(job[1]), "--raters", "0")
+    run(str(job[1]))
+    assert Pair.objects.get(kind=TaskKind.REV, caption_a__key__endswith=":100").ratings_required == 5
+    with pytest.raises(CommandError, match="queued for 5 raters each already"):
+        run(str(job[1]), "--raters", "3")
