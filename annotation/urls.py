@@ -18,6 +18,7 @@ from annotation.apis import (
     raters,
     rating,
     rating_progress,
+    reviews,
 )
 from annotation.apis.fast_path import token_fast_path
 from annotation.apis.rating_cycle import claim_input, submit_input
@@ -110,6 +111,20 @@ urlpatterns = [
         evaluations.EvaluationFileDownloadApi.as_view(),
         name="evaluation-file",
     ),
+    path("evaluations/<id:job_id>/review/", reviews.EvaluationReviewApi.as_view(), name="evaluation-review"),
+    path("evaluations/<id:job_id>/review.csv", reviews.EvaluationReviewFileApi.as_view(), name="evaluation-review-csv"),
+    path("rate/<slug:dataset>/review/claim/", reviews.ReviewClaimApi.as_view(), name="review-claim"),
+    path(
+        "rate/<slug:dataset>/review/<review_ref:slot_id>/submit/",
+        reviews.ReviewSubmitApi.as_view(),
+        name="review-submit",
+    ),
+    path(
+        "rate/<slug:dataset>/review/<review_ref:slot_id>/heartbeat/",
+        reviews.ReviewHeartbeatApi.as_view(),
+        name="review-heartbeat",
+    ),
+    path("rate/<slug:dataset>/review/<review_ref:slot_id>/skip/", reviews.ReviewSkipApi.as_view(), name="review-skip"),
     path("exports/<id:job_id>/archive", exports.ExportArchiveApi.as_view(), name="export-archive"),
     path("exports/<id:job_id>/files/<str:name>", exports.ExportFileDownloadApi.as_view(), name="export-file"),
     path("rate/<slug:dataset>/slots/<slot_ref:slot_id>/skip/", rating.SlotSkipApi.as_view(), name="rate-skip"),

@@ -44,5 +44,20 @@ class SlotRefConverter:
         return str(rater_ids().encode("slot", value))
 
 
+class ReviewRefConverter(SlotRefConverter):
+    """``<review_ref:...>``: a review's slot (or gold lease) as its rater knows it: an
+    opaque id of its own kind, so no rating endpoint takes it, nor a review one a slot's."""
+
+    def to_python(self, value: str) -> int:
+        slot_id = rater_id_decode("review", value)
+        if slot_id is None:
+            raise ValueError(f"{value} is no review id")
+        return slot_id
+
+    def to_url(self, value: int) -> str:
+        return str(rater_ids().encode("review", value))
+
+
 register_converter(DatabaseIdConverter, "id")
+register_converter(ReviewRefConverter, "review_ref")
 register_converter(SlotRefConverter, "slot_ref")

@@ -430,6 +430,8 @@ SPECTACULAR_SETTINGS = {
     },
     "ENUM_NAME_OVERRIDES": {
         "TaskKindEnum": "annotation.models.TaskKind",
+        # The CxC kinds the rating endpoints, links and quizzes take (not a review's REV).
+        "RatingKindEnum": "annotation.apis.rating.RATING_KIND_CHOICES",
         "FlagReasonEnum": "annotation.models.FlagReason",
         "ModalityEnum": "annotation.models.Modality",
     },

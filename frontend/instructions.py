@@ -74,4 +74,45 @@ INSTRUCTIONS = {
             ),
         ],
     },
+    "REV": {
+        "title": "Review a retrieval failure",
+        "task": "Given the query, how close does the retrieved picture come to the expected one?",
+        "points": [
+            Point(
+                "A search for the query should have found the expected picture; it found the retrieved picture "
+                "first. Read the query, then look at both pictures."
+            ),
+            Point(
+                "Tick what the retrieved picture clearly gets wrong about what the query asks for: the kind of "
+                "object, its colour, how many there are, the action, the size, or other details."
+            ),
+            Point(
+                "Tick \u201ca fair alternative\u201d instead when the retrieved picture matches the query as well as "
+                "the expected one does: then nothing is misread."
+            ),
+            Point(
+                "Then place the slider: how close the retrieved picture is to the expected one, given the query. "
+                "The scale is continuous: place the handle anywhere between the levels."
+            ),
+            Point("Skip a failure you cannot judge.", task_only=True),
+        ],
+    },
 }
+
+# The review's scale: the CxC level names, with what each means for a retrieved picture.
+REVIEW_LEVEL_DETAILS = (
+    "The retrieved picture has nothing to do with the query.",
+    "Only the query's general topic is in the retrieved picture.",
+    "Some of what the query asks for is there, but important parts are wrong or missing.",
+    "Roughly what the query asks for, but an important detail is wrong or missing.",
+    "What the query asks for; only unimportant details differ from the expected picture.",
+    "As good an answer to the query as the expected picture.",
+)
+
+
+def review_levels() -> list[dict]:
+    """The review slider's levels, as ``levels_for`` gives a CxC task's."""
+    return [
+        {"level": level, "name": name, "detail": detail}
+        for level, (name, detail) in enumerate(zip(LEVEL_NAMES, REVIEW_LEVEL_DETAILS, strict=True))
+    ]

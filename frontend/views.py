@@ -21,6 +21,7 @@ from annotation.serving.pauses import active_pause
 from frontend.crowd import participant_next_url
 from frontend.instructions import INSTRUCTIONS, levels_for
 from frontend.rater_pages import quiz_offers
+from frontend.review_pages import review_page
 from frontend.selectors import home_sections, rater_work_list, worked_example_list
 
 # A participant who asks for a rating page before their study's consent or questions, or
@@ -95,6 +96,8 @@ def rate_page(request, dataset: str, kind: str):
             {"title": "Not qualified for this task", "text": _not_qualified_text(request.user, dataset_obj, kind)},
             status=403,
         )
+    if kind == TaskKind.REV:
+        return review_page(request, dataset_obj)
     config = {
         "dataset": dataset_obj.name,
         "kind": kind,

@@ -9,9 +9,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.catalog import selectors
+from annotation.core import cxc
 from annotation.core.errors import NotFound
 from annotation.core.roles import ADMIN, IsAdmin, IsResearcher, has_role
-from annotation.models import CampaignLink, TaskKind
+from annotation.models import CampaignLink
 from annotation.people.crowd.links import campaign_link_close, campaign_link_create, link_stats, study_url
 from config.openapi import error_response
 
@@ -99,7 +100,7 @@ class CampaignLinkListApi(APIView):
 
     class CampaignLinkCreateSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-        kinds = serializers.ListField(child=serializers.ChoiceField(choices=TaskKind.choices), min_length=1)
+        kinds = serializers.ListField(child=serializers.ChoiceField(choices=cxc.KINDS), min_length=1)
         quota = serializers.IntegerField(min_value=1, max_value=MAX_COUNT)
         completion_code = serializers.CharField(max_length=100)
         partial_code = serializers.CharField(

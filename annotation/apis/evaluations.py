@@ -281,13 +281,14 @@ class FailurePageSerializer(serializers.Serializer):
     rows = serializers.ListField(
         child=serializers.DictField(),
         help_text="The failures file's columns (numbers as numbers, an undefined metric null) with "
-        "truth_image_url and retrieved_image_url.",
+        "truth_image_url, retrieved_image_url and review (once queued for review: raters, mean, the share of "
+        "raters per mark, the marks a majority ticked; else null).",
     )
 
 
 class EvaluationFailuresApi(APIView):
-    """A page of an explained evaluation's failures, one model's, sorted by rank or a
-    concept metric (researchers and admins)."""
+    """A page of an explained evaluation's failures, one model's, sorted by rank, a
+    concept metric or the crowd's mean review score (researchers and admins)."""
 
     permission_classes = [IsResearcher]
 

@@ -15,7 +15,9 @@ from annotation.runs.lifecycle import RunKind, run_is_stale
 
 # The ids a rater receives and sends (annotation.core.opaque_ids): rating slots (gold leases
 # among them), pairs (gold pairs among them), ratings (gold ratings among them), flags.
-RATER_ID_KINDS = ("slot", "pair", "rating", "flag", "question")
+# "review": a failure to review's slot or gold lease, which only the review endpoints take
+# (a review's marks are stored with its score, so the plain submit must not find it).
+RATER_ID_KINDS = ("slot", "pair", "rating", "flag", "question", "review")
 OPAQUE_ID_PATTERN = r"^[0-9]{1,19}$"
 
 

@@ -15,9 +15,10 @@ from annotation import serving as queue
 from annotation.apis.fields import OpaqueIdField, StrictFloatField, StrictIntegerField
 from annotation.apis.rating import ItemSerializer
 from annotation.catalog import selectors
+from annotation.core.cxc import KINDS
 from annotation.core.errors import NotFound
 from annotation.core.roles import IsAdmin, IsRater
-from annotation.models import MAX_QUIZ_LENGTH, TaskKind
+from annotation.models import MAX_QUIZ_LENGTH
 from annotation.quality import quiz
 from annotation.rating import policy
 from config.openapi import error_response
@@ -25,8 +26,8 @@ from config.openapi import error_response
 
 def _kind(kind: str) -> str:
     """The task kind a URL names (any case); an unknown one is a path that does not exist."""
-    if kind.upper() not in TaskKind.values:
-        raise NotFound(f"no task kind {kind!r}; use one of {', '.join(TaskKind.values)}")
+    if kind.upper() not in KINDS:  # a review has no quiz
+        raise NotFound(f"no task kind with a quiz {kind!r}; use one of {', '.join(KINDS)}")
     return kind.upper()
 
 

@@ -22,6 +22,7 @@ from annotation.apis.fields import (
 from annotation.apis.rating_cycle import JsonAnswer, JsonOnlyMixin, claim_input, read_body, submit_input
 from annotation.apis.rating_progress import PROGRESS_TZ_HELP, RaterProgressSerializer, progress_answer, progress_ask
 from annotation.catalog import selectors
+from annotation.core.cxc import KINDS
 from annotation.core.roles import IsAdmin, IsRater
 from annotation.models import FlagReason, Modality, TaskKind
 from annotation.people import accounts
@@ -32,6 +33,10 @@ from config.openapi import error_response
 
 # The slot actions refuse with 409 a slot the rater held until another rater took it, or
 # one they already rated (annotation/serving/slots.py not_held_error).
+# The kinds the rating endpoints serve and take: the CxC tasks. A failure's review (REV)
+# has endpoints of its own (annotation.apis.reviews), which store its marks.
+RATING_KIND_CHOICES = [(kind, TaskKind(kind).label) for kind in KINDS]
+
 SLOT_TAKEN = error_response("Your lease expired and another rater took the slot, or you already rated it.")
 
 
@@ -120,7 +125,7 @@ class RatingClaimApi(JsonOnlyMixin, APIView):
 
     class RatingClaimInputSerializer(SharedFieldsMixin, serializers.Serializer):
         kind = serializers.ChoiceField(
-            choices=TaskKind.choices, required=False, allow_null=True, default=None, help_text="Only this task kind."
+            choices=RATING_KIND_CHOICES, required=False, allow_null=True, default=None, help_text="Only this task kind."
         )
         progress_tz = serializers.CharField(required=False, max_length=64, help_text=PROGRESS_TZ_HELP)
 
@@ -194,7 +199,7 @@ class RatingSubmitApi(JsonOnlyMixin, APIView):
             max_length=queue.MAX_IDEMPOTENCY_KEY, help_text="Chosen by the client, e.g. a UUID per item."
         )
         claim_next_kind = serializers.ChoiceField(
-            choices=TaskKind.choices, required=False, help_text="Also claim your next pair of this kind."
+            choices=RATING_KIND_CHOICES, required=False, help_text="Also claim your next pair of this kind."
         )
         progress_tz = serializers.CharField(required=False, max_length=64, help_text=PROGRESS_TZ_HELP)
 

@@ -99,7 +99,7 @@ def rating_table(dataset: Dataset) -> RatingTable:
     """Every valid rating of the dataset (excluded and superseded ones count nowhere),
     ordered by pair id then rating id."""
     queryset = (
-        Rating.objects.filter(pair__dataset=dataset, status=RatingStatus.VALID)
+        Rating.objects.filter(pair__dataset=dataset, pair__kind__in=KINDS, status=RatingStatus.VALID)
         .order_by()
         .values_list(
             _int8("pair_id"),
@@ -124,10 +124,11 @@ def rating_table(dataset: Dataset) -> RatingTable:
 
 
 def pair_table(dataset: Dataset) -> PairTable:
-    """Every pair of the dataset, sorted by id."""
+    """Every pair of the dataset of a CxC task (not the failures queued for review),
+    sorted by id."""
     methods = list(SamplingMethod.values)
     queryset = (
-        Pair.objects.filter(dataset=dataset)
+        Pair.objects.filter(dataset=dataset, kind__in=KINDS)
         .order_by()
         .values_list(
             _int8("id"),
@@ -244,13 +245,15 @@ def campaign_inputs(dataset: Dataset, *, now: datetime) -> CampaignInputs:
     ratings = rating_table(dataset)
     pairs = pair_table(dataset)
     held = np.array(
-        RatingSlot.objects.filter(dataset=dataset, state=SlotState.LEASED, lease_expires_at__gt=now).values_list(
-            "pair_id", flat=True
-        ),
+        RatingSlot.objects.filter(
+            dataset=dataset, kind__in=KINDS, state=SlotState.LEASED, lease_expires_at__gt=now
+        ).values_list("pair_id", flat=True),
         dtype=np.int64,
     )
     flagged = np.array(
-        Flag.objects.filter(pair__dataset=dataset, resolved=False).values_list("pair_id", flat=True).distinct(),
+        Flag.objects.filter(pair__dataset=dataset, pair__kind__in=KINDS, resolved=False)
+        .values_list("pair_id", flat=True)
+        .distinct(),
         dtype=np.int64,
     )
     # A flag also passes on the pair (a PairSkip row); skips count only the plain ones.

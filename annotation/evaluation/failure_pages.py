@@ -1,8 +1,11 @@
 """The explained failures of a finished evaluation job, a page at a time: read from its
-``failures.csv``, one model's rows sorted by rank or by a concept metric, each with the
-two images' addresses (the researcher page shows them side by side). Django side.
+``failures.csv``, one model's rows sorted by rank, by a concept metric or by the crowd's
+mean review score, each with the two images' addresses (the researcher page shows them
+side by side) and, once the failures are queued for review, the crowd's review (raters,
+mean score, the marks that hold). Django side.
 
-A metric's undefined values (an empty cell) sort last either way.
+A metric's undefined values (an empty cell) and failures nobody reviewed yet sort last
+either way.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from annotation.core.errors import NotFound
 from annotation.evaluation.explain.failures import FAILURE_COLUMNS, FORMS, METRICS
 from annotation.evaluation.explained import FAILURES
 from annotation.evaluation.jobs import evaluation_file_path
-from annotation.models import Image, Job
+from annotation.evaluation.review.report import failure_review_map
+from annotation.models import Image, Job, ReviewQueue
 from annotation.serving.shapes import image_url
 
-SORTS = ("rank", *(f"{form}_{metric}" for form in FORMS for metric in METRICS))
-NUMBERS = frozenset(SORTS)
+REVIEW_MEAN = "review_mean"
+SORTS = ("rank", *(f"{form}_{metric}" for form in FORMS for metric in METRICS), REVIEW_MEAN)
+NUMBERS = frozenset(SORTS) - {REVIEW_MEAN}
 WHOLE_NUMBERS = frozenset({"rank", *(f"{form}_{metric}" for form in FORMS for metric in ("CE", "SD_binary"))})
 PAGE_MAX = 200
 
@@ -39,11 +44,11 @@ def _number(text: str) -> float | None:
     return None if text == "" else float(text)
 
 
-def _sort_key(position: int, descending: bool):
-    """Sorts raw rows by the number in cell ``position``, empty cells last either way."""
+def _sort_key(value_of, descending: bool):
+    """Sorts raw rows by ``value_of(cells)`` (a number or None), None last either way."""
 
     def key(cells: list[str]) -> tuple:
-        value = _number(cells[position])
+        value = value_of(cells)
         if value is None:
             return (1, 0.0)
         return (0, -value if descending else value)
@@ -61,8 +66,9 @@ def _page_row(cells: list[str]) -> dict:
 
 def failures_page(*, job: Job, model: str | None, sort: str, descending: bool, offset: int, limit: int) -> FailurePage:
     """``limit`` failures of ``model`` (the job's first model with failures when None)
-    from ``offset`` on, sorted by ``sort`` (one of SORTS; ties in query order). Only the
-    page's rows are turned into dicts: a model's other rows stay lists of text."""
+    from ``offset`` on, sorted by ``sort`` (one of SORTS; ties in query order), each with
+    ``review`` (``failure_review_map``'s, None when not queued). Only the page's rows are
+    turned into dicts: a model's other rows stay lists of text."""
     path = evaluation_file_path(job=job, name=FAILURES)
     models: list[str] = []
     rows: list[list[str]] = []
@@ -77,10 +83,23 @@ def failures_page(*, job: Job, model: str | None, sort: str, descending: bool, o
                 rows.append(cells)
     if model is not None and model not in models:
         raise FailuresRequestError(f"evaluation job #{job.id} has no failures of model {model!r}")
-    rows.sort(key=_sort_key(FAILURE_COLUMNS.index(sort), descending))
-    page = [_page_row(cells) for cells in rows[offset : offset + limit]]
+    queue = ReviewQueue.objects.filter(job=job).first()
+    reviews = failure_review_map(queue) if queue is not None else {}
+    if sort == REVIEW_MEAN:
+        rows.sort(key=_sort_key(lambda cells: (reviews.get(_failure_key(cells)) or {}).get("mean"), descending))
+    else:
+        position = FAILURE_COLUMNS.index(sort)
+        rows.sort(key=_sort_key(lambda cells: _number(cells[position]), descending))
+    page = [_page_row(cells) | {"review": reviews.get(_failure_key(cells))} for cells in rows[offset : offset + limit]]
     _with_image_urls(job, page)
     return FailurePage(count=len(rows), models=models, rows=page)
+
+
+_KEY_COLUMNS = tuple(FAILURE_COLUMNS.index(c) for c in ("model", "query", "truth_image", "retrieved_image"))
+
+
+def _failure_key(cells: list[str]) -> tuple[str, ...]:
+    return tuple(cells[position] for position in _KEY_COLUMNS)
 
 
 def _with_image_urls(job: Job, rows: list[dict]) -> None:

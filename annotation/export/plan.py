@@ -11,6 +11,7 @@ from pathlib import Path
 from django.db.models import Case, Count, F, Q, QuerySet, Sum, When
 
 from annotation.catalog.selectors import PAIR_ITEM_KEYS
+from annotation.core.cxc import KINDS
 from annotation.core.errors import NotFound
 from annotation.export.formats import FORMATS, MANIFEST, ExportError, ExportFormatError, file_stem, parse_formats
 from annotation.models import Dataset, Pair, Rating, RatingStatus, Split
@@ -79,7 +80,11 @@ def complete_pair_counts(plan: ExportPlan) -> dict[tuple[int, str], int]:
     never exported, even with all their ratings)."""
     rows = (
         Pair.objects.filter(
-            dataset=plan.dataset, split__in=plan.splits, ratings_done=F("ratings_required"), retired_at__isnull=True
+            dataset=plan.dataset,
+            split__in=plan.splits,
+            kind__in=KINDS,
+            ratings_done=F("ratings_required"),
+            retired_at__isnull=True,
         )
         .order_by()
         .values("split_id", "kind")
@@ -93,7 +98,11 @@ def incomplete_counts(plan: ExportPlan) -> dict:
     and method, with the ratings they hold so far (retired pairs: see retired_counts)."""
     rows = (
         Pair.objects.filter(
-            dataset=plan.dataset, split__in=plan.splits, ratings_done__lt=F("ratings_required"), retired_at__isnull=True
+            dataset=plan.dataset,
+            split__in=plan.splits,
+            kind__in=KINDS,
+            ratings_done__lt=F("ratings_required"),
+            retired_at__isnull=True,
         )
         .order_by()
         .values("split__name", "kind", "sampling_method")
@@ -109,7 +118,7 @@ def incomplete_counts(plan: ExportPlan) -> dict:
 def retired_counts(plan: ExportPlan) -> dict:
     """Pairs left out because an admin retired them, per split and task."""
     rows = (
-        Pair.objects.filter(dataset=plan.dataset, split__in=plan.splits, retired_at__isnull=False)
+        Pair.objects.filter(dataset=plan.dataset, split__in=plan.splits, kind__in=KINDS, retired_at__isnull=False)
         .order_by()
         .values("split__name", "kind")
         .annotate(pairs=Count("id"))
@@ -121,8 +130,10 @@ def retired_counts(plan: ExportPlan) -> dict:
 
 
 def sampling_batches(plan: ExportPlan) -> QuerySet[SamplingBatch]:
-    """The sampling batches of the plan's splits, with their split."""
-    return SamplingBatch.objects.filter(dataset=plan.dataset, split__in=plan.splits).select_related("split")
+    """The sampling batches of the plan's splits, with their split; not those of failures
+    queued for review (the export is the CxC tasks')."""
+    batches = SamplingBatch.objects.filter(dataset=plan.dataset, split__in=plan.splits, review_queue__isnull=True)
+    return batches.select_related("split")
 
 
 def rating_rows(dataset: Dataset, split: Split, task: str) -> Iterator[tuple]:

@@ -12,6 +12,7 @@ Invariants live in the database (unique and check constraints), not in ``save()`
 from annotation.models.dashboard import DEFAULT_SPEED_FLOORS, CampaignSnapshot, SpeedFloor
 from annotation.models.items import (
     METHOD_KIND,
+    NAMED_ONLY_KINDS,
     Caption,
     Dataset,
     EmbeddingSpace,
@@ -69,6 +70,7 @@ from annotation.models.queue import (
     RaterTally,
 )
 from annotation.models.rater_model import RaterEstimate, RaterModelFit
+from annotation.models.review import ReviewItem, ReviewMarks, ReviewQueue
 from annotation.models.runs import BackgroundRun, Job, JobStatus, UploadState, upload_state_constraints
 from annotation.models.study import AnswerType, ParticipantAnswer, QuestionPhase, StudyQuestion
 
@@ -87,6 +89,7 @@ __all__ = [
     "DEFAULT_SPEED_FLOORS",
     "MAX_QUIZ_LENGTH",
     "METHOD_KIND",
+    "NAMED_ONLY_KINDS",
     "QUIZ_ATTEMPTS",
     "AnswerType",
     "BackgroundRun",
@@ -133,6 +136,9 @@ __all__ = [
     "RatingExclusion",
     "RatingSlot",
     "RatingStatus",
+    "ReviewItem",
+    "ReviewMarks",
+    "ReviewQueue",
     "SamplingMethod",
     "SlotState",
     "SpeedFloor",

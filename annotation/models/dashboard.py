@@ -7,7 +7,8 @@ from annotation.models.items import Dataset, TaskKind
 
 # Seconds per item under which a rating counts as too fast, when a dataset sets none for
 # the kind: reading two captions takes longer than glancing at two pictures.
-DEFAULT_SPEED_FLOORS: dict[str, float] = {TaskKind.STS: 3.0, TaskKind.SIS: 1.5, TaskKind.SITS: 1.5}
+# A review reads a caption and two pictures and ticks its marks: STS's floor.
+DEFAULT_SPEED_FLOORS: dict[str, float] = {TaskKind.STS: 3.0, TaskKind.SIS: 1.5, TaskKind.SITS: 1.5, TaskKind.REV: 3.0}
 
 
 class CampaignSnapshot(models.Model):

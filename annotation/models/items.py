@@ -11,6 +11,15 @@ class TaskKind(models.TextChoices):
     STS = cxc.STS, "caption-caption (STS)"
     SIS = cxc.SIS, "image-image (SIS)"
     SITS = cxc.SITS, "caption-image (SITS)"
+    # Not a CxC task (cxc.KINDS stays STS, SIS, SITS; nothing of it is exported as CxC):
+    # the crowd's review of a retrieval failure, a query with the image it should have
+    # found (image_a) and the one a model found first (image_b).
+    REV = "REV", "retrieval failure review (REV)"
+
+
+# Kinds a claim serves only when asked for by name: a claim of "any kind" (the API's
+# claim without a kind) never hands out a review, which needs its own page and marks.
+NAMED_ONLY_KINDS = frozenset({TaskKind.REV})
 
 
 class SamplingMethod(models.TextChoices):
@@ -26,6 +35,7 @@ class SamplingMethod(models.TextChoices):
     TOPK_I2C = "topk_i2c", "topk_i2c: a model's top-k captions for an image (model_topk audit)"
     TOPK_C2C = "topk_c2c", "topk_c2c: a model's top-k captions for a caption (model_topk audit)"
     TOPK_I2I = "topk_i2i", "topk_i2i: a model's top-k images for an image (model_topk audit)"
+    REVIEW = "review", "review: an explained evaluation's retrieval failures queued for the crowd's review"
 
 
 METHOD_KIND = {
@@ -38,7 +48,7 @@ METHOD_KIND = {
     SamplingMethod.TOPK_I2C: TaskKind.SITS,
     SamplingMethod.TOPK_C2C: TaskKind.STS,
     SamplingMethod.TOPK_I2I: TaskKind.SIS,
-}
+}  # not REVIEW: no batch samples reviews or uploads them; an evaluation's failures are queued
 
 
 class Modality(models.TextChoices):

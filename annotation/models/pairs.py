@@ -16,8 +16,9 @@ from annotation.models.items import Caption, Dataset, Image, SamplingMethod, Spl
 
 def items_match_kind() -> Q:
     """The items a pair of each kind has (the others NULL), in canonical order: STS two
-    captions, SIS two images (lower id first), SITS a caption and an image. Gold pairs
-    share the rule."""
+    captions, SIS two images (lower id first), SITS a caption and an image; REV (a
+    retrieval failure's review) the query, the image it should have found (image_a) and
+    the one retrieved (image_b): ordered, never the same image. Gold pairs share the rule."""
     return (
         Q(
             kind=TaskKind.STS,
@@ -41,6 +42,16 @@ def items_match_kind() -> Q:
             image_a__isnull=False,
             caption_b__isnull=True,
             image_b__isnull=True,
+        )
+        | (
+            Q(
+                kind=TaskKind.REV,
+                caption_a__isnull=False,
+                image_a__isnull=False,
+                image_b__isnull=False,
+                caption_b__isnull=True,
+            )
+            & ~Q(image_a=F("image_b"))
         )
     )
 
@@ -122,6 +133,9 @@ class Pair(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["caption_a", "image_a"], condition=Q(kind=TaskKind.SITS), name="pair_sits_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["caption_a", "image_a", "image_b"], condition=Q(kind=TaskKind.REV), name="pair_rev_unique"
             ),
         ]
         indexes = [

@@ -207,6 +207,9 @@ class GoldPair(models.Model):
             models.UniqueConstraint(
                 fields=["caption_a", "image_a"], condition=Q(kind=TaskKind.SITS), name="gold_sits_unique"
             ),
+            models.UniqueConstraint(
+                fields=["caption_a", "image_a", "image_b"], condition=Q(kind=TaskKind.REV), name="gold_rev_unique"
+            ),
         ]
         indexes = [
             models.Index(fields=["dataset", "kind", "id"], condition=Q(active=True), name="gold_active_idx"),

@@ -12,7 +12,8 @@ import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotation.models import Dataset, Pair, RaterEstimate, RaterModelFit, Rating, RatingStatus, TaskKind
+from annotation.core.cxc import KINDS
+from annotation.models import Dataset, Pair, RaterEstimate, RaterModelFit, Rating, RatingStatus
 from annotation.quality.rater_effects import DEFAULT_SETTINGS, FittedRaterEffects, RaterModelSettings, fit
 
 
@@ -21,7 +22,7 @@ def rater_model_refit(
 ) -> dict[str, RaterModelFit | None]:
     """Fit each task kind of ``dataset`` anew; a kind without valid ratings loses its fit
     (None). Returns the fits by kind."""
-    return {kind: _refit_kind(dataset, kind, settings) for kind in TaskKind.values}
+    return {kind: _refit_kind(dataset, kind, settings) for kind in KINDS}  # the CxC tasks, not reviews
 
 
 @dataclass(frozen=True)

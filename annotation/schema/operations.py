@@ -155,3 +155,101 @@ class AddIndexConcurrently(_ElsewhereAsDjango, PostgresAddIndexConcurrently):
     index of the name (drop it, then migrate again)."""
 
     elsewhere = AddIndex
+
+
+class AddUniqueConstraintConcurrently(Operation):
+    """Add a unique constraint with a condition (an index-backed one) to ``model_name``:
+    on PostgreSQL its unique index built CONCURRENTLY (IF NOT EXISTS, after dropping a
+    half-built one a failed try left), so writes never wait for the build; elsewhere
+    Django's AddConstraint. Reversed, the index is dropped CONCURRENTLY."""
+
+    reversible = True
+
+    def __init__(self, model_name: str, constraint: models.UniqueConstraint):
+        if constraint.condition is None:
+            raise ValueError(f"{constraint.name}: only a unique constraint with a condition is an index to build")
+        self.model_name = model_name
+        self.constraint = constraint
+
+    def state_forwards(self, app_label, state):
+        AddConstraint(self.model_name, self.constraint).state_forwards(app_label, state)
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        model = to_state.apps.get_model(app_label, self.model_name)
+        if schema_editor.connection.vendor != "postgresql":
+            schema_editor.add_constraint(model, self.constraint)
+            return
+        schema_editor.execute(DROP_INVALID.format(name=self.constraint.name), params=None)
+        create = str(self.constraint.create_sql(model, schema_editor))
+        with _without_statement_timeout(schema_editor):
+            schema_editor.execute(
+                create.replace("CREATE UNIQUE INDEX ", "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS ", 1),
+                params=None,
+            )
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        model = from_state.apps.get_model(app_label, self.model_name)
+        if schema_editor.connection.vendor != "postgresql":
+            schema_editor.remove_constraint(model, self.constraint)
+            return
+        schema_editor.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{self.constraint.name}"', params=None)
+
+    def describe(self):
+        return f"Add {self.constraint.name} to {self.model_name}, its index built concurrently"
+
+    @property
+    def migration_name_fragment(self):
+        return f"add_{self.constraint.name.lower()}"
+
+
+class SwapCheckConstraint(Operation):
+    """Give a CHECK constraint of ``model_name`` the definition ``new``, under its name.
+    On PostgreSQL the new one is added NOT VALID under a temporary name (a short lock),
+    validated (reading every row under a lock that lets writes go on), then the old one
+    is dropped and the new one renamed: the table is never without a check, and every
+    statement may run again. Elsewhere Django's RemoveConstraint and AddConstraint.
+    Reversed, the old definition comes back the same way."""
+
+    reversible = True
+
+    def __init__(self, model_name: str, new: models.CheckConstraint):
+        self.model_name = model_name
+        self.new = new
+
+    def state_forwards(self, app_label, state):
+        RemoveConstraint(self.model_name, self.new.name).state_forwards(app_label, state)
+        AddConstraint(self.model_name, self.new).state_forwards(app_label, state)
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        self._swap(app_label, schema_editor, from_state, to_state)
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        self._swap(app_label, schema_editor, from_state, to_state)
+
+    def _swap(self, app_label, schema_editor, current_state, target_state):
+        name = self.new.name
+        current = current_state.models[app_label, self.model_name.lower()].get_constraint_by_name(name)
+        target = target_state.models[app_label, self.model_name.lower()].get_constraint_by_name(name)
+        model = target_state.apps.get_model(app_label, self.model_name)
+        if schema_editor.connection.vendor != "postgresql":
+            schema_editor.remove_constraint(current_state.apps.get_model(app_label, self.model_name), current)
+            schema_editor.add_constraint(model, target)
+            return
+        table = schema_editor.quote_name(model._meta.db_table)
+        temporary = schema_editor.quote_name(f"{name}_swap")
+        check = target._get_check_sql(model, schema_editor)
+        for statement in (
+            f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {temporary}",
+            f"ALTER TABLE {table} ADD CONSTRAINT {temporary} CHECK ({check}) NOT VALID",
+            f"ALTER TABLE {table} VALIDATE CONSTRAINT {temporary}",
+            f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {schema_editor.quote_name(name)}",
+            f"ALTER TABLE {table} RENAME CONSTRAINT {temporary} TO {schema_editor.quote_name(name)}",
+        ):
+            schema_editor.execute(statement, params=None)
+
+    def describe(self):
+        return f"Swap the check {self.new.name} of {self.model_name} for its new definition, validated apart"
+
+    @property
+    def migration_name_fragment(self):
+        return f"swap_{self.new.name.lower()}"

@@ -15,7 +15,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from annotation.core.errors import Conflict, Forbidden, NotFound
 from annotation.core.sql import execute, hot_cursor, use_postgres_sql
-from annotation.models import Dataset, PairSkip, Qualification, RatingSlot, SlotState
+from annotation.models import NAMED_ONLY_KINDS, Dataset, PairSkip, Qualification, RatingSlot, SlotState
 from annotation.serving import statements
 from annotation.serving.pauses import is_paused, paused_error
 from annotation.serving.shapes import (
@@ -278,7 +278,7 @@ def _claim_portable(*, rater, dataset: str, kind: str | None, now: datetime, exp
     if dataset_id is None or is_paused(rater=rater, dataset_id=dataset_id):
         return None
     granted = Qualification.objects.granted_kinds(rater=rater, dataset_id=dataset_id)
-    kinds = [k for k in granted if kind is None or k == kind]
+    kinds = [k for k in granted if k == kind or (kind is None and k not in NAMED_ONLY_KINDS)]
     if not kinds:
         return None
     slots = RatingSlot.objects.select_for_update(skip_locked=True, of=("self",))

@@ -25,6 +25,7 @@ from annotation.core.errors import Conflict, Forbidden, NotFound
 from annotation.core.sql import execute, use_postgres_sql
 from annotation.models import (
     DEFAULT_GOLD_ONE_IN,
+    NAMED_ONLY_KINDS,
     Dataset,
     Flag,
     GoldLease,
@@ -82,7 +83,7 @@ def gold_claim(
 
 
 def _gold_claim_portable(*, rater, dataset: str, kinds: list[str], kind: str | None, now, expires):
-    kinds = [k for k in kinds if kind is None or k == kind]
+    kinds = [k for k in kinds if k == kind or (kind is None and k not in NAMED_ONLY_KINDS)]
     ds = Dataset.objects.filter(name=dataset).first()
     if ds is None or not kinds or is_paused(rater=rater, dataset_id=ds.pk):
         return None

@@ -23,7 +23,7 @@ from annotation.models import (
     RaterPause,
     RatingSlot,
 )
-from annotation.serving.sql_text import SqlTable
+from annotation.serving.sql_text import SqlTable, named_only_literals
 from annotation.serving.statements import NOT_TOUCHED_SQL, assignment_rows
 
 # ``held``: the rater's gold lease of an active gold pair (resumed, renewed). Otherwise,
@@ -66,7 +66,8 @@ kinds AS (
     SELECT DISTINCT q.{qualification.kind} FROM {qualification} q
     WHERE q.{qualification.rater} = %(rater)s
       AND (q.{qualification.dataset} IS NULL OR q.{qualification.dataset} IN (SELECT {dataset.id} FROM ds))
-      AND (%(kind)s::varchar IS NULL OR q.{qualification.kind} = %(kind)s::varchar)
+      AND (q.{qualification.kind} = %(kind)s::varchar
+           OR %(kind)s::varchar IS NULL AND q.{qualification.kind} NOT IN ({named_only}))
 ),
 held AS (
     SELECT g.{lease.id} FROM {lease} g JOIN ds ON g.{lease.dataset} = ds.{dataset.id}
@@ -188,6 +189,7 @@ def gold_claim() -> Statement:
     sql = _GOLD_CLAIM_SQL.format(
         **tables,
         default_one_in=DEFAULT_GOLD_ONE_IN,
+        named_only=named_only_literals(),
         not_touched=not_touched,
         assignment_rows=assignment_rows(
             "chosen", lease_model=GoldLease, pair_field="gold_pair", pair_model=GoldPair, resumed="c.resumed"

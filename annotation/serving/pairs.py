@@ -39,7 +39,14 @@ class PairSpec:
     def canonical(self) -> PairSpec:
         if self.caption_a is not None and self.caption_b is not None and self.caption_a > self.caption_b:
             return PairSpec(self.kind, self.sampling_method, self.caption_b, self.caption_a, None, None, True)
-        if self.image_a is not None and self.image_b is not None and self.image_a > self.image_b:
+        # Two images and no caption (SIS) are unordered; a review's (REV: a caption, the
+        # truth image, the retrieved one) keep their order.
+        if (
+            self.caption_a is None
+            and self.image_a is not None
+            and self.image_b is not None
+            and self.image_a > self.image_b
+        ):
             return PairSpec(self.kind, self.sampling_method, None, None, self.image_b, self.image_a, True)
         return self
 

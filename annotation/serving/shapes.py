@@ -45,7 +45,8 @@ class Item:
 @dataclass(frozen=True)
 class Assignment:
     """A leased slot and what the rater needs to rate it. ``items`` are in display order:
-    STS two captions, SIS two images, SITS the caption then the image."""
+    STS two captions, SIS two images, SITS the caption then the image, REV the query,
+    the truth image, the retrieved image."""
 
     slot_id: int
     pair_id: int
@@ -171,6 +172,8 @@ def assignment_of(
         items = (Item(type="caption", text=caption_texts[0]), Item(type="caption", text=caption_texts[1]))
     elif kind == TaskKind.SIS:
         items = (image_item(images[0]), image_item(images[1]))
+    elif kind == TaskKind.REV:  # the query, the truth image, the retrieved image
+        items = (Item(type="caption", text=caption_texts[0]), image_item(images[0]), image_item(images[1]))
     else:
         items = (Item(type="caption", text=caption_texts[0]), image_item(images[0]))
     return Assignment(

@@ -9,6 +9,7 @@ from django.db import connection
 
 from annotation.models import (
     DEFAULT_GOLD_ONE_IN,
+    NAMED_ONLY_KINDS,
     Caption,
     Dataset,
     GoldCounter,
@@ -74,4 +75,11 @@ def render_sql(sql: str, **fragments: str) -> str:
     filled in. The slot states stay literals: the partial indexes' conditions name them."""
     tables = {name: SqlTable(model) for name, model in TABLES.items()}
     states = {f"state_{state.value}": f"'{state.value}'" for state in SlotState}
-    return sql.format(**tables, **states, default_one_in=DEFAULT_GOLD_ONE_IN, **fragments)
+    return sql.format(
+        **tables, **states, default_one_in=DEFAULT_GOLD_ONE_IN, named_only=named_only_literals(), **fragments
+    )
+
+
+def named_only_literals() -> str:
+    """NAMED_ONLY_KINDS as SQL literals, for a claim's ``kinds``: served when asked by name."""
+    return ", ".join(f"'{kind}'" for kind in sorted(NAMED_ONLY_KINDS))

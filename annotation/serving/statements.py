@@ -82,7 +82,8 @@ kinds AS (
     SELECT DISTINCT q.{qualification.kind} FROM {qualification} q
     WHERE q.{qualification.rater} = %(rater)s
       AND (q.{qualification.dataset} IS NULL OR q.{qualification.dataset} IN (SELECT {dataset.id} FROM ds))
-      AND (%(kind)s::varchar IS NULL OR q.{qualification.kind} = %(kind)s::varchar)
+      AND (q.{qualification.kind} = %(kind)s::varchar
+           OR %(kind)s::varchar IS NULL AND q.{qualification.kind} NOT IN ({named_only}))
 ),
 held AS (
     SELECT s.{slot.id}, 0 AS src, s.{slot.priority}, s.{slot.pair_done}

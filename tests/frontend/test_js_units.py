@@ -1,4 +1,4 @@
-"""The front end's pure ES modules (state.js, keys.js), tested under Node without a
+"""The front end's pure ES modules (state.js, keys.js, review_state.js), tested under Node without a
 browser: tests/frontend/js/*.test.mjs, run by ``node --test``."""
 
 import shutil

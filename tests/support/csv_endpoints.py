@@ -19,6 +19,7 @@ CSV_ENDPOINTS = {
     "export-file": "a finished export's files: the CxC files, *_raw.csv, gold_<split>.csv, study_answers.csv",
     "export-archive": "a finished export as one zip (every .csv file of it)",
     "evaluation-file": "an evaluation's comparison.csv, failures.csv and adversarial.csv (and report.json)",
+    "evaluation-review-csv": "the crowd's review of an evaluation's failures, one line per failure per model",
     "campaign-link-participants": "a campaign link's participants, for approving them on the platform",
     "campaign-raters": "the campaign's rater table with ?format=csv",
     "rater-invitations-csv": "the invitation links of a bulk add (API)",

@@ -139,6 +139,15 @@ def walk_evaluation_file(world, clients, capture) -> dict[str, str]:
     return {name: _body(clients["researcher"].get(urls[name])) for name in names}
 
 
+def walk_review_file(world, clients, capture) -> dict[str, str]:
+    # The failures of the explained evaluation the walk of evaluation-file ran (the walks
+    # run in order), queued for review: the file carries the model's name and the query.
+    job = Job.objects.filter(kind=Job.Kind.EVALUATE, params__explain__isnull=False).latest("id")
+    queued = clients["researcher"].post(f"/api/evaluations/{job.pk}/review/", {"raters": 1}, format="json")
+    assert queued.status_code == 201, queued.content
+    return {"review.csv": _body(clients["researcher"].get(f"/api/evaluations/{job.pk}/review.csv"))}
+
+
 def walk_participants(world, clients, capture) -> dict[str, str]:
     url = f"/api/datasets/{world.dataset.name}/campaign-links/{world.link.pk}/participants/"
     return {"participants.csv": _body(clients["admin_api"].get(url))}
@@ -177,6 +186,7 @@ WALKS = {
     "export-file": walk_export_files,
     "export-archive": walk_export_archive,
     "evaluation-file": walk_evaluation_file,
+    "evaluation-review-csv": walk_review_file,
     "campaign-link-participants": walk_participants,
     "campaign-raters": walk_campaign_raters,
     "rater-invitations-csv": walk_invitations_api,
@@ -198,6 +208,7 @@ PLANTED = {
     "export-file": _EXPORTED,
     "export-archive": _EXPORTED,
     "evaluation-file": {hostile("model_name"), hostile("failure_query_text"), hostile("small_caption")},
+    "evaluation-review-csv": {hostile("model_name"), hostile("failure_query_text")},
     "campaign-link-participants": {hostile("external_id"), ALLOWED_EXTERNAL_ID},
     "campaign-raters": {hostile("username"), ALLOWED_USERNAME},
     "rater-invitations-csv": set(INVITED_API),

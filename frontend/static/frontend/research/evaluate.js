@@ -5,6 +5,7 @@
 // the export list of research.js, which announces each fresh list ("research:exports").
 import { NetworkError, call } from "../rate/api.js";
 import { failuresBlock } from "./failures.js";
+import { reviewBlock } from "./review.js";
 import { SECTIONS, intervalText, metricInfo, rowSubject, skippedLabel, valueText } from "./figures.js";
 
 const config = JSON.parse(document.getElementById("research-config").textContent);
@@ -278,7 +279,11 @@ function jobBlock(job, newest) {
     details.open = newest;
     details.append(make("summary", `Report: ${job.comparison.length} figures`), report(job));
     block.append(files, details);
-    if (job.explain) block.append(failuresBlock(`${config.evaluations_url}${job.id}/failures/`));
+    if (job.explain) {
+      const failures = failuresBlock(`${config.evaluations_url}${job.id}/failures/`);
+      const review = reviewBlock(`${config.evaluations_url}${job.id}/review/`, `${config.evaluations_url}${job.id}/review.csv`, failures.reload);
+      block.append(failures, review);
+    }
   }
   return block;
 }

@@ -2,7 +2,9 @@
 // at a time from the evaluation API (GET .../failures/), sortable by rank or any concept
 // metric (a column's button; again for the other order), each with its query, the image
 // it belongs to and the image ranked first in its place, their concepts and the scores in
-// both forms (every object / the objects the query names). evaluate.js places the block.
+// both forms (every object / the objects the query names), and once the failures are
+// queued for review the crowd's mean score, raters and the marks most of them ticked
+// (sortable too). evaluate.js places the block.
 import { NetworkError, call } from "../rate/api.js";
 
 const PAGE = 20;
@@ -54,7 +56,30 @@ function scoreCell(row, metric, label) {
   return cell;
 }
 
-function failureRow(row) {
+const MARK_LABELS = {
+  object_class: "object class",
+  object_color: "object colour",
+  object_count: "object count",
+  action: "action",
+  size: "size",
+  details: "details",
+  fair_alternative: "a fair alternative",
+};
+
+function crowdCell(review) {
+  const cell = make("td", "", "crowd");
+  cell.dataset.label = "Crowd";
+  if (!review || !review.raters) {
+    cell.append(make("span", review ? "not reviewed yet" : "–", "pending"));
+    return cell;
+  }
+  cell.append(make("span", review.mean.toFixed(2), "mean"), make("span", `${review.raters} rater${review.raters === 1 ? "" : "s"}`, "raters"));
+  const marks = make("span", review.marks.length ? review.marks.map((m) => MARK_LABELS[m] || m).join(", ") : "no mark by a majority", "marks");
+  cell.append(marks);
+  return cell;
+}
+
+function failureRow(row, reviewed) {
   const line = make("tr");
   const query = make("td", "", "query");
   query.dataset.label = "Query";
@@ -72,6 +97,7 @@ function failureRow(row) {
     imageFigure(row.retrieved_image_url, row.retrieved_image, row.retrieved_concepts, "Ranked first"),
   );
   line.append(query, images, ...METRICS.map(([metric, label]) => scoreCell(row, metric, label)));
+  if (reviewed) line.append(crowdCell(row.review));
   return line;
 }
 
@@ -100,9 +126,11 @@ function table(state, page, reload) {
   images.scope = "col";
   const form = state.form === "agnostic" ? "" : "informed_";
   head.append(query, images, ...METRICS.map(([metric, label, title]) => sortButton(state, `${form || "agnostic_"}${metric}`, label, title, reload)));
+  const reviewed = page.rows.some((row) => row.review);
+  if (reviewed) head.append(sortButton(state, "review_mean", "Crowd", "the crowd's mean score of the retrieved image", reload));
   grid.append(make("thead"), make("tbody"));
   grid.tHead.append(head);
-  grid.tBodies[0].append(...page.rows.map(failureRow));
+  grid.tBodies[0].append(...page.rows.map((row) => failureRow(row, reviewed)));
   return grid;
 }
 
@@ -146,7 +174,7 @@ function controls(state, page, reload) {
   select.value = state.form;
   select.addEventListener("change", () => {
     state.form = select.value;
-    if (state.sort !== "rank") state.sort = `${state.form}_${state.sort.split("_").slice(1).join("_")}`;
+    if (state.sort !== "rank" && state.sort !== "review_mean") state.sort = `${state.form}_${state.sort.split("_").slice(1).join("_")}`;
     reload();
   });
   label.append(select);
@@ -158,6 +186,7 @@ function controls(state, page, reload) {
 // address in the API): loads its first page when opened.
 export function failuresBlock(url) {
   const details = make("details", "", "explained-failures");
+  details.reload = () => details.open && reload();
   details.append(make("summary", "Explained failures: the queries, their two images and their scores"));
   const body = make("div");
   details.append(body);
