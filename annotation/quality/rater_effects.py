@@ -131,10 +131,10 @@ def fit(
         _update_prior(state)
         converged = bool(np.max(np.abs(state.latent - previous)) < settings.tolerance)
     _update_latent(state, pair, rater, score)
-    loglik = score_grid.pair_loglik(pair, score, state.bias[rater], state.noise_var[rater], n_pairs=n_pairs)
-    rated = np.bincount(pair, minlength=n_pairs) > 0
-    group_prior = score_grid.fit_prior(loglik[rated], group[rated], state.group_mean.size)
-    scores = _grid_scores(loglik, group_prior[group])
+    scores, group_prior = score_grid.fit_scores(
+        pair, score, state.bias[rater], state.noise_var[rater], n_pairs=n_pairs, group=group,
+        n_groups=state.group_mean.size,
+    )  # fmt: skip
     return _result(state, scores, group_prior, rater_count, settings, iterations, converged)
 
 
@@ -167,14 +167,11 @@ def pair_posterior(
     ``noise_var`` (each ``(m,)``); the pairs' priors on the grid from the fit (``(G,)``
     for all, or ``(n_pairs, G)``). For the ratings a model was fitted on this is its own
     pair score (the fit's last step computes exactly this)."""
-    loglik = score_grid.pair_loglik(pair_index, score, bias, noise_var, n_pairs=n_pairs)
-    return _grid_scores(loglik, prior)
-
-
-def _grid_scores(loglik: np.ndarray, prior: np.ndarray) -> PairModelScores:
-    post = score_grid.posterior(loglik, prior)
-    low, high = score_grid.posterior_interval(post)
-    return PairModelScores(score=score_grid.posterior_mean(post), low=low, high=high)
+    prior = np.broadcast_to(prior, (n_pairs, score_grid.GRID.size)) if prior.ndim == 1 else prior
+    scores = score_grid.score_pairs(
+        pair_index, score, bias, noise_var, prior=prior, group=np.arange(n_pairs, dtype=np.int64)
+    )
+    return PairModelScores(score=scores.score, low=scores.low, high=scores.high)
 
 
 # --- the fit's steps --------------------------------------------------------------------
@@ -283,7 +280,7 @@ def _update_prior(state: _State) -> None:
 
 
 def _result(
-    state: _State, pairs: PairModelScores, group_prior, rater_count, settings, iterations: int, converged: bool
+    state: _State, pairs: score_grid.GridScores, group_prior, rater_count, settings, iterations: int, converged: bool
 ) -> FittedRaterEffects:
     bias_half = Z_95 / np.sqrt(1.0 / settings.bias_prior_sd**2 + rater_count / state.noise_var)
     df = rater_count + settings.noise_prior_df
