@@ -104,18 +104,23 @@ def pair_loglik(
 ) -> np.ndarray:
     """``(n_pairs, G)``: each pair's log-likelihood on the grid, summed over its ratings
     (``pair_index`` in 0 .. n_pairs-1; ``score``, ``bias``, ``noise_var`` of each rating),
-    in blocks of ``CHUNK`` ratings so a million ratings never make one huge array. Each
-    pair's ratings are summed in their given order."""
+    in blocks of about ``CHUNK`` ratings so a million ratings never make one huge array.
+    Each pair's ratings are summed in their given order."""
     total = np.zeros((n_pairs, GRID.size))
     order = np.argsort(pair_index, kind="stable")
+    by_pair = pair_index[order]
     noise_sd = np.sqrt(noise_var)
-    for start in range(0, score.size, CHUNK):
-        rows = order[start : start + CHUNK]
-        loglik = rating_loglik(score[rows], bias[rows], noise_sd[rows])
-        pairs = pair_index[rows]
+    start = 0
+    while start < score.size:
+        # A block ends at a pair's end, so each pair is one sum of its ratings in order,
+        # the same bits however the ratings were split (an export's blocks, the fit).
+        stop = min(start + CHUNK, score.size)
+        stop = int(np.searchsorted(by_pair, by_pair[stop - 1], side="right"))
+        rows = order[start:stop]
+        pairs = by_pair[start:stop]
         first = np.flatnonzero(np.concatenate([[True], pairs[1:] != pairs[:-1]]))
-        # A pair split across two blocks gets both parts: += on distinct rows per block.
-        total[pairs[first]] += np.add.reduceat(loglik, first, axis=0)
+        total[pairs[first]] = np.add.reduceat(rating_loglik(score[rows], bias[rows], noise_sd[rows]), first, axis=0)
+        start = stop
     return total
 
 
@@ -231,13 +236,16 @@ def posterior(loglik: np.ndarray, prior: np.ndarray, *, scaled: bool = False) ->
     return post / post.sum(axis=1, keepdims=True)
 
 
+# Row sums rather than a matrix product: a row's sum is then the same bits however many
+# rows come with it (BLAS picks its kernel by the shape), so an export's model scores do
+# not depend on how its pairs were split into blocks.
 def posterior_mean(post: np.ndarray) -> np.ndarray:
-    return post @ GRID
+    return np.sum(post * GRID, axis=1)
 
 
 def posterior_var(post: np.ndarray) -> np.ndarray:
-    mean = post @ GRID
-    return np.maximum(post @ (GRID * GRID) - mean * mean, 0.0)
+    mean = posterior_mean(post)
+    return np.maximum(np.sum(post * (GRID * GRID), axis=1) - mean * mean, 0.0)
 
 
 def posterior_interval(post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -287,7 +295,7 @@ def gain_and_crossing(post: np.ndarray, matrix: np.ndarray, threshold: float) ->
     (at or above it: a positive)."""
     predictive, mean_after, var_after = _after_next(post, matrix)
     gain = posterior_var(post) - np.sum(predictive * var_after, axis=1)
-    now = (post @ GRID >= threshold)[:, None]
+    now = (posterior_mean(post) >= threshold)[:, None]
     crossing = np.sum(predictive * ((mean_after >= threshold) != now), axis=1)
     return gain, crossing
 
