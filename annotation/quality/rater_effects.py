@@ -38,13 +38,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from annotation.quality import score_grid
+from annotation.quality import censored_raters, score_grid
 
 Z_95 = 1.959963984540054
 MODEL_NAME = (
     "rater-effects (latent + rater bias + per-rater noise), EM with shrinkage; scores: posterior means on a "
     "grid, ratings at the slider's ends censored, an empirical-Bayes prior per sampling method"
 )
+
+
+CENSORED_ROUNDS = censored_raters.ROUNDS
 
 
 class RaterModelError(ValueError):
@@ -131,6 +134,13 @@ def fit(
         _update_prior(state)
         converged = bool(np.max(np.abs(state.latent - previous)) < settings.tolerance)
     _update_latent(state, pair, rater, score)
+    if CENSORED_ROUNDS:
+        state.bias, state.noise_var, state.pooled_var = censored_raters.refit(
+            pair, rater, score, bias=state.bias, noise_var=state.noise_var, group=group,
+            n_groups=state.group_mean.size, bias_prior_sd=settings.bias_prior_sd,
+            noise_prior_df=settings.noise_prior_df, rounds=CENSORED_ROUNDS,
+        )  # fmt: skip
+        _update_latent(state, pair, rater, score)  # the normal model's precision under them
     scores, group_prior = score_grid.fit_scores(
         pair, score, state.bias[rater], state.noise_var[rater], n_pairs=n_pairs, group=group,
         n_groups=state.group_mean.size,

@@ -52,15 +52,18 @@ def plain_mean(pair, score, n_pairs):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_it_recovers_the_raters_biases_and_noise(seed):
     rng = np.random.default_rng(seed)
-    # 40 raters, 4,000 pairs x 5: 500 ratings per rater on average, none under 200.
-    pair, rater, score, truth = generated(rng, n_pairs=4000, n_raters=40, clip=False)
+    # 40 raters, 4,000 pairs x 5: 500 ratings per rater on average, none under 200; the
+    # ratings clipped to the slider, as they are (the ends censored, so still recovered).
+    pair, rater, score, truth = generated(rng, n_pairs=4000, n_raters=40)
     assert np.bincount(rater).min() >= 200
     model = fit(pair, rater, score)
     assert model.converged
     assert np.corrcoef(truth.bias, model.rater_bias)[0, 1] >= 0.95
     assert np.corrcoef(truth.noise, model.rater_noise_sd)[0, 1] >= 0.95
-    # Not only ranked alike: the values themselves, within their sampling error.
-    assert np.max(np.abs(model.rater_bias - (truth.bias - truth.bias.mean()))) < 0.15
+    # Not only ranked alike: the values themselves, within their sampling error (one
+    # rater of seed 1 is 0.146 off even unclipped under the normal model; on these clipped
+    # ratings the normal model alone misses the noise by up to 0.22).
+    assert np.max(np.abs(model.rater_bias - (truth.bias - truth.bias.mean()))) < 0.16
     assert np.max(np.abs(model.rater_noise_sd - truth.noise)) < 0.15
 
 
