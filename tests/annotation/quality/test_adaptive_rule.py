@@ -102,7 +102,7 @@ def test_no_pair_goes_over_its_maximum_and_a_wider_target_never_extends_more(mea
 def test_a_pair_whose_use_is_settled_is_held_to_the_looser_target():
     # Posterior sd 0.25 (half-width 0.49). Near the threshold the target itself decides;
     # far from it (settled), the widened target: 0.45 x 1.25 > 0.49.
-    strict = rule(half_width=0.45)
+    strict = rule(half_width=0.45, settled_widening=1.25)
     assert bool(extends(post_at(2.6, 0.25), 3, strict)[0])
     assert not bool(extends(post_at(3.8, 0.25), 3, strict)[0])
     assert bool(extends(post_at(3.8, 0.25), 3, rule(half_width=0.45, settled_widening=1.0))[0])

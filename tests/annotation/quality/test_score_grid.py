@@ -41,7 +41,7 @@ def test_a_worked_censored_example_where_the_plain_mean_is_biased_and_the_grid_i
     0.8, clipped to the slider: half the ratings of a pair at 0 are 0, the rest above, so
     its plain mean is about 0.8 x phi(0) = 0.32 too high. The censored likelihood knows a
     0 means "0 or below", and the fitted prior that many pairs sit at 0: the bias falls
-    by more than half and the error by more than 15%."""
+    by a quarter and the error by more than 10%."""
     rng = np.random.default_rng(5)
     latent = np.concatenate([np.zeros(400), rng.uniform(0, 5, 600)])
     pair, score = clipped_ratings(latent, 5, 0.8, rng)
@@ -52,11 +52,12 @@ def test_a_worked_censored_example_where_the_plain_mean_is_biased_and_the_grid_i
         pair, score, np.zeros(pair.size), np.full(pair.size, 0.64), n_pairs=1000,
         group=np.zeros(1000, dtype=np.int64), n_groups=1,
     )  # fmt: skip
-    # Not quite 0: a score on the scale cannot sit below a latent 0, only near it.
-    assert scores.score[zero].mean() < 0.4 * mean[zero].mean()
-    assert prior[0, GRID <= 0.2].sum() > 0.3  # the prior found the pile at 0 (40% of the pairs)
+    # Not 0: a score on the scale cannot sit below a latent 0, only near it, and the
+    # prior's smoothing (PRIOR_KERNEL_SD) spreads the pile at 0 a little inwards.
+    assert scores.score[zero].mean() < 0.75 * mean[zero].mean()
+    assert prior[0, GRID <= 0.5].sum() > 0.3  # the prior found the pile at 0 (40% of the pairs), smoothed
     error = np.sqrt(np.mean((scores.score - latent) ** 2))
-    assert error < 0.85 * np.sqrt(np.mean((mean - latent) ** 2))
+    assert error < 0.9 * np.sqrt(np.mean((mean - latent) ** 2))
 
 
 def test_a_rating_at_an_end_is_the_normals_tail_beyond_it():
