@@ -38,15 +38,13 @@ class ExportRaterModel:
             return rated
         block = rated.block
         bias, noise_var = fitted.effects_of(rated.raters)
-        prior_mean, prior_var = fitted.prior_of(block.sampling_method)
         scores = pair_posterior(
             block.pair_index,
             block.score,
             bias,
             noise_var,
             n_pairs=block.pairs,
-            prior_mean=prior_mean,
-            latent_var=prior_var,
+            prior=fitted.prior_of(block.sampling_method),
         )
         return dataclasses.replace(rated, block=dataclasses.replace(block, model=scores))
 
@@ -82,11 +80,15 @@ def _fit_summary(fitted: KindFit | None) -> dict | None:
         "latent_sd": round(result.latent_sd, 6),
         "pooled_noise_sd": round(result.pooled_noise_sd, 6),
         "priors_by_sampling_method": {
-            method: {key: round(value, 6) for key, value in prior.items()} for method, prior in fitted.priors().items()
+            method: {key: _rounded(value) for key, value in prior.items()} for method, prior in fitted.priors().items()
         },
         "iterations": result.iterations,
         "converged": result.converged,
     }
+
+
+def _rounded(value: float | list[float]) -> float | list[float]:
+    return [round(item, 6) for item in value] if isinstance(value, list) else round(value, 6)
 
 
 def _raters(fitted: KindFit, names: Mapping[int, str]) -> list[dict]:

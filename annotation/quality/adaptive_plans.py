@@ -7,7 +7,7 @@ A batch with a budget (``SamplingBatch.adaptive_budget``, ratings in all) has it
 budget less the ratings its closed pairs took) over its pairs still open, each kind's
 pairs drawn from that kind's fit. A pair still open counts the slots it has. Before a
 kind has a fit its raters are taken as the rule then takes them (bias 0, unit noise) and
-its pairs as spread over the whole scale.
+its pairs as spread evenly over the scale.
 """
 
 from __future__ import annotations
@@ -17,14 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 from django.db.models import Count, F, Q, Sum
 
-from annotation.core.cxc import POSITIVE_THRESHOLDS, SCORE_MAX, SCORE_MIN
+from annotation.core.cxc import POSITIVE_THRESHOLDS
 from annotation.models import Pair, RaterEstimate, RaterModelFit
+from annotation.quality import score_grid
 from annotation.quality.adaptive_solver import KindMix, Plan, Planner, RaterPool
 from sampling.models import SamplingBatch
-
-# With no fit, a kind's pairs are taken as spread evenly over the scale.
-UNKNOWN_PRIOR_MEAN = (SCORE_MIN + SCORE_MAX) / 2
-UNKNOWN_PRIOR_VAR = (SCORE_MAX - SCORE_MIN) ** 2 / 12
 
 
 @dataclass(frozen=True)
@@ -51,12 +48,10 @@ def kind_mix(dataset_id: int, kind: str, methods: dict[str, int]) -> KindMix:
         return KindMix(
             pairs=int(share.sum()),
             threshold=POSITIVE_THRESHOLDS[kind],
-            prior_mean=np.full(len(names), UNKNOWN_PRIOR_MEAN),
-            prior_var=np.full(len(names), UNKNOWN_PRIOR_VAR),
+            prior=np.array([score_grid.even_prior() for _ in names]),
             prior_share=share,
             pool=RaterPool.unknown(),
         )
-    priors = [fit.priors.get(name, {"mean": fit.grand_mean, "sd": fit.latent_sd}) for name in names]
     rows = np.array(
         list(RaterEstimate.objects.filter(fit=fit).order_by("rater_id").values_list("bias", "noise_sd", "ratings")),
         float,
@@ -69,8 +64,7 @@ def kind_mix(dataset_id: int, kind: str, methods: dict[str, int]) -> KindMix:
     return KindMix(
         pairs=int(share.sum()),
         threshold=POSITIVE_THRESHOLDS[kind],
-        prior_mean=np.array([prior["mean"] for prior in priors], dtype=np.float64),
-        prior_var=np.array([prior["sd"] for prior in priors], dtype=np.float64) ** 2,
+        prior=np.array([score_grid.stored_prior(fit.priors.get(name)) for name in names]),
         prior_share=share,
         pool=pool,
     )

@@ -4,14 +4,15 @@ A campaign sets either a budget (ratings per pair on average, from its total) or
 precision target (half a 95% interval); what the other will be depends on its raters and
 its pairs, which the rater-effects model knows. So the rule
 (``annotation.quality.adaptive_rule``) is run on simulated pairs drawn from the fit: per
-kind, latent scores from its sampling methods' priors, raters drawn from its pool (each
-with their fitted bias and noise, as often as they rated), their ratings clipped to the
-scale and rounded as the slider stores them. The same draws serve every target tried
-(``seed``), so the ratings spent fall as the target widens and a bisection finds the
-target that meets a budget, or the error of another plan (fixed N with the model).
+kind, latent scores from its sampling methods' priors on the grid, raters drawn from its
+pool (each with their fitted bias and noise, as often as they rated), their ratings
+clipped to the scale and rounded as the slider stores them. The same draws serve every
+target tried (``seed``), so the ratings spent fall as the target widens and a bisection
+finds the target that meets a budget, or the error of another plan (fixed N with the
+model).
 
-A plan's ``error`` is the expected squared error of a pair's score (its truncated
-posterior variance, ``adaptive_rule.truncated_variance``), averaged over the pairs.
+A plan's ``error`` is the expected squared error of a pair's score (its posterior variance
+on the grid, ``score_grid``), averaged over the pairs.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from annotation.core.cxc import SCORE_MAX, SCORE_MIN
-from annotation.quality import adaptive_rule
-from annotation.quality.adaptive_rule import DISPERSION_PRIOR_DF, AdaptiveRule
+from annotation.quality import adaptive_rule, score_grid
+from annotation.quality.adaptive_rule import AdaptiveRule
 
 DRAWS = 2_000  # simulated pairs per kind
 WIDEST, NARROWEST = 5.0, 0.01  # the precision targets searched (half-widths on the scale)
@@ -54,12 +55,12 @@ class RaterPool:
 @dataclass(frozen=True)
 class KindMix:
     """One kind's pairs in a batch: how many, its positive threshold, its sampling
-    methods' priors (arrays ``(g,)``: mean, variance, share of the pairs) and raters."""
+    methods' priors on the grid (``prior: (g, G)``) and shares of the pairs (``(g,)``),
+    and its raters."""
 
     pairs: int
     threshold: float
-    prior_mean: np.ndarray
-    prior_var: np.ndarray
+    prior: np.ndarray
     prior_share: np.ndarray
     pool: RaterPool
 
@@ -75,50 +76,54 @@ class Plan:
 
 @dataclass(frozen=True)
 class _Draws:
-    """Simulated pairs of one kind: each pair's rating sequence ``(n, maximum)`` as the
-    rule sees it (bias-corrected score, weight) and its prior."""
+    """Simulated pairs of one kind, arrays ``(n, maximum + 1)`` by the ratings so far (0 to
+    the maximum): each pair's expected squared error (its posterior variance), and, for
+    the next rating from a rater of the pool's noise, its expected gain and chance of
+    crossing the threshold. None of them depends on the target, so every target tried
+    reads them."""
 
-    corrected: np.ndarray
-    weight: np.ndarray
-    prior_mean: np.ndarray
-    prior_precision: np.ndarray
+    error: np.ndarray
+    gain: np.ndarray
+    crossing: np.ndarray
     mix: KindMix
 
 
-def _draw(mix: KindMix, maximum: int, rng: np.random.Generator, n: int) -> _Draws:
+def _draw(mix: KindMix, minimum: int, maximum: int, rng: np.random.Generator, n: int) -> _Draws:
     share = mix.prior_share / mix.prior_share.sum()
     group = rng.choice(share.size, size=n, p=share)
-    latent = np.clip(rng.normal(mix.prior_mean[group], np.sqrt(mix.prior_var[group])), SCORE_MIN, SCORE_MAX)
+    grid = score_grid.GRID
+    cell = _draw_cells(mix.prior, group, rng)
+    step = grid[1] - grid[0]
+    latent = np.clip(grid[cell] + rng.uniform(-step / 2, step / 2, n), SCORE_MIN, SCORE_MAX)
     pool = mix.pool
     rater = rng.choice(pool.bias.size, size=(n, maximum), p=pool.weight / pool.weight.sum())
-    noise = rng.normal(0.0, 1.0, (n, maximum)) * np.sqrt(pool.noise_var[rater])
+    noise_sd = np.sqrt(pool.noise_var[rater])
+    noise = rng.normal(0.0, 1.0, (n, maximum)) * noise_sd
     score = np.round(np.clip(latent[:, None] + pool.bias[rater] + noise, SCORE_MIN, SCORE_MAX), 2)
-    return _Draws(
-        corrected=score - pool.bias[rater],
-        weight=1.0 / pool.noise_var[rater],
-        prior_mean=mix.prior_mean[group],
-        prior_precision=1.0 / mix.prior_var[group],
-        mix=mix,
-    )
+    loglik = score_grid.rating_loglik(score.ravel(), pool.bias[rater].ravel(), noise_sd.ravel())
+    loglik = np.cumsum(loglik.reshape(n, maximum, grid.size), axis=1)
+    prior = mix.prior[group] / mix.prior[group].sum(axis=1, keepdims=True)
+    matrix = score_grid.next_rating_matrix(math.sqrt(mix.pool.pooled_var))
+    error, gain, crossing = (np.full((n, maximum + 1), np.nan) for _ in range(3))
+    for done in range(minimum, maximum + 1):
+        post = score_grid.posterior(loglik[:, done - 1], prior)
+        error[:, done] = score_grid.posterior_var(post)
+        if done < maximum:
+            gain[:, done], crossing[:, done] = score_grid.gain_and_crossing(post, matrix, mix.threshold)
+    return _Draws(error=error, gain=gain, crossing=crossing, mix=mix)
 
 
-def _posterior(draws: _Draws, count: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean, variance with the dispersion, the model's variance) of the simulated pairs
-    ``rows`` after ``count`` ratings."""
-    w, c = draws.weight[rows, :count], draws.corrected[rows, :count]
-    sum_w, sum_wc = w.sum(axis=1), (w * c).sum(axis=1)
-    prior_precision = draws.prior_precision[rows]
-    precision = prior_precision + sum_w
-    mean = (prior_precision * draws.prior_mean[rows] + sum_wc) / precision
-    spread = np.maximum((w * c * c).sum(axis=1) - sum_wc**2 / sum_w, 0.0)
-    dispersion = (spread + DISPERSION_PRIOR_DF) / (count - 1 + DISPERSION_PRIOR_DF)
-    return mean, dispersion / precision, 1.0 / precision
+def _draw_cells(prior: np.ndarray, group: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A grid cell for each pair from its group's prior (inverse distribution function)."""
+    cumulative = np.cumsum(prior / prior.sum(axis=1, keepdims=True), axis=1)
+    uniform = rng.uniform(0.0, 1.0, group.size)
+    return np.minimum(np.sum(cumulative[group] < uniform[:, None], axis=1), prior.shape[1] - 1)
 
 
 def _run(draws: _Draws, half_width: float | None, minimum: int, maximum: int, settled: tuple[float, float]):
     """Ratings per simulated pair under the rule (``half_width`` None: fixed ``minimum``),
     and the expected squared error of each."""
-    n = draws.corrected.shape[0]
+    n = draws.error.shape[0]
     count = np.full(n, minimum)
     if half_width is not None:
         rule = AdaptiveRule(
@@ -127,15 +132,10 @@ def _run(draws: _Draws, half_width: float | None, minimum: int, maximum: int, se
         )  # fmt: skip
         active = np.arange(n)
         for done in range(minimum, maximum):
-            mean, var, _ = _posterior(draws, done, active)
-            active = active[adaptive_rule.extends(mean, var, done, rule)]
+            gain, crossing = draws.gain[active, done], draws.crossing[active, done]
+            active = active[adaptive_rule.extends_by_gain(gain, crossing, done, rule)]
             count[active] += 1
-    error = np.empty(n)
-    for done in np.unique(count):
-        at = np.flatnonzero(count == done)
-        mean, _, model_var = _posterior(draws, int(done), at)
-        error[at] = adaptive_rule.truncated_variance(mean, model_var)
-    return count, error
+    return count, draws.error[np.arange(n), count]
 
 
 class Planner:
@@ -157,7 +157,7 @@ class Planner:
         if not 1 <= minimum < maximum:
             raise AdaptivePlanError(f"the maximum ({maximum}) must be above the minimum ({minimum})")
         rng = np.random.default_rng(seed)
-        self.kinds = [_draw(mix, maximum, rng, draws) for mix in kinds if mix.pairs > 0]
+        self.kinds = [_draw(mix, minimum, maximum, rng, draws) for mix in kinds if mix.pairs > 0]
         self.minimum, self.maximum = minimum, maximum
         self.settled, self.settled_widening = settled, settled_widening
         total = sum(d.mix.pairs for d in self.kinds)

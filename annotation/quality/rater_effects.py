@@ -19,9 +19,14 @@ Ratings travel as flat arrays of equal length ``n``: ``pair: int (n,)`` in
 index from 0 up to the largest may occur or not; pairs and raters without ratings get
 their prior.
 
-Per pair the fit gives a posterior mean and a 95% interval; per rater the bias and noise
-sd with their 95% intervals (the noise interval from the scaled chi-square with the
-Wilson-Hilferty approximation, so no SciPy at run time).
+The rater effects come from that normal model. The pairs' scores then come from
+``annotation.quality.score_grid``: each pair's posterior on a grid of the scale, a rating
+at an end of the slider taken as censored (it says only "this far or beyond"), under a
+prior per group fitted from the data on the same grid (empirical Bayes, free in shape:
+CxC's scores pile up near the ends). Per pair the fit gives that posterior's mean and its
+95% interval; per rater the bias and noise sd with their 95% intervals (the noise
+interval from the scaled chi-square with the Wilson-Hilferty approximation, so no SciPy
+at run time).
 :func:`pair_interval_half_width` is the interval of one pair given its raters' noise;
 adaptive N's rule is ``annotation.quality.adaptive_rule``.
 """
@@ -33,10 +38,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from annotation.core.cxc import SCORE_MAX, SCORE_MIN
+from annotation.quality import censored_raters, score_grid
 
 Z_95 = 1.959963984540054
-MODEL_NAME = "rater-effects (latent + rater bias + per-rater noise), EM with shrinkage"
+MODEL_NAME = (
+    "rater-effects (latent + rater bias + per-rater noise), EM with shrinkage; scores: posterior means on a "
+    "grid, ratings at the slider's ends censored, an empirical-Bayes prior per sampling method"
+)
+
+
+CENSORED_ROUNDS = censored_raters.ROUNDS
 
 
 class RaterModelError(ValueError):
@@ -63,10 +74,12 @@ DEFAULT_SETTINGS = RaterModelSettings()
 class FittedRaterEffects:
     """A fitted model. Pair arrays ``(n_pairs,)``, rater arrays ``(n_raters,)``.
 
-    ``pair_score`` and its interval are clipped to the rating scale; ``pair_precision`` is
-    the posterior precision of the unclipped latent score; raters without ratings have
-    bias 0 and the pooled noise. ``grand_mean`` and ``latent_sd``: all pairs' latent
-    scores; ``group_mean`` and ``group_sd`` ``(n_groups,)``: each group's prior."""
+    ``pair_score`` and its interval: the posterior on the grid (on the scale);
+    ``pair_precision`` is the normal model's posterior precision of the latent score;
+    raters without ratings have bias 0 and the pooled noise. ``grand_mean`` and
+    ``latent_sd``: all pairs' latent scores; ``group_mean`` and ``group_sd``
+    ``(n_groups,)``: each group's normal prior; ``group_prior`` ``(n_groups, G)``: each
+    group's prior on the grid, the one the scores have."""
 
     pair_score: np.ndarray
     pair_low: np.ndarray
@@ -83,6 +96,7 @@ class FittedRaterEffects:
     latent_sd: float
     group_mean: np.ndarray
     group_sd: np.ndarray
+    group_prior: np.ndarray
     pooled_noise_sd: float
     iterations: int
     converged: bool
@@ -120,7 +134,18 @@ def fit(
         _update_prior(state)
         converged = bool(np.max(np.abs(state.latent - previous)) < settings.tolerance)
     _update_latent(state, pair, rater, score)
-    return _result(state, rater_count, settings, iterations, converged)
+    if CENSORED_ROUNDS:
+        state.bias, state.noise_var, state.pooled_var = censored_raters.refit(
+            pair, rater, score, bias=state.bias, noise_var=state.noise_var, group=group,
+            n_groups=state.group_mean.size, bias_prior_sd=settings.bias_prior_sd,
+            noise_prior_df=settings.noise_prior_df, rounds=CENSORED_ROUNDS,
+        )  # fmt: skip
+        _update_latent(state, pair, rater, score)  # the normal model's precision under them
+    scores, group_prior = score_grid.fit_scores(
+        pair, score, state.bias[rater], state.noise_var[rater], n_pairs=n_pairs, group=group,
+        n_groups=state.group_mean.size,
+    )  # fmt: skip
+    return _result(state, scores, group_prior, rater_count, settings, iterations, converged)
 
 
 def pair_interval_half_width(noise_var: np.ndarray, latent_var: float) -> float:
@@ -145,41 +170,32 @@ def pair_posterior(
     noise_var: np.ndarray,
     *,
     n_pairs: int,
-    prior_mean: float | np.ndarray,
-    latent_var: float | np.ndarray,
+    prior: np.ndarray,
 ) -> PairModelScores:
     """Each pair's posterior from its ratings, given the raters' fitted effects: ratings
     ``pair_index: int (m,)`` in 0 .. n_pairs-1, ``score``, and their raters' ``bias`` and
-    ``noise_var`` (each ``(m,)``); the pairs' prior from the fit (one for all, or per
-    pair ``(n_pairs,)``). For the ratings a model
-    was fitted on this is its own pair score (the fit's last step computes exactly this)."""
-    latent, precision = _latent_posterior(
-        pair_index, score - bias, 1.0 / noise_var, n_pairs=n_pairs, prior_mean=prior_mean, latent_var=latent_var
+    ``noise_var`` (each ``(m,)``); the pairs' priors on the grid from the fit (``(G,)``
+    for all, or ``(n_pairs, G)``). For the ratings a model was fitted on this is its own
+    pair score (the fit's last step computes exactly this)."""
+    prior = np.broadcast_to(prior, (n_pairs, score_grid.GRID.size)) if prior.ndim == 1 else prior
+    scores = score_grid.score_pairs(
+        pair_index, score, bias, noise_var, prior=prior, group=np.arange(n_pairs, dtype=np.int64)
     )
-    return _on_scale(latent, precision)
+    return PairModelScores(score=scores.score, low=scores.low, high=scores.high)
+
+
+# --- the fit's steps --------------------------------------------------------------------
 
 
 def _latent_posterior(
     pair_index, corrected, weight, *, n_pairs: int, prior_mean, latent_var
 ) -> tuple[np.ndarray, np.ndarray]:
     """(posterior mean, posterior precision) ``(n_pairs,)`` of each pair's latent score
-    from its bias-corrected ratings ``corrected`` weighted by ``weight`` (each ``(m,)``)."""
+    under the normal model, from its bias-corrected ratings ``corrected`` weighted by
+    ``weight`` (each ``(m,)``)."""
     precision = 1.0 / latent_var + np.bincount(pair_index, weights=weight, minlength=n_pairs)
     weighted = np.bincount(pair_index, weights=weight * corrected, minlength=n_pairs)
     return (prior_mean / latent_var + weighted) / precision, precision
-
-
-def _on_scale(latent: np.ndarray, precision: np.ndarray) -> PairModelScores:
-    """Posterior means and their 95% intervals, clipped to the rating scale."""
-    half = Z_95 / np.sqrt(precision)
-    return PairModelScores(
-        score=np.clip(latent, SCORE_MIN, SCORE_MAX),
-        low=np.clip(latent - half, SCORE_MIN, SCORE_MAX),
-        high=np.clip(latent + half, SCORE_MIN, SCORE_MAX),
-    )
-
-
-# --- the fit's steps --------------------------------------------------------------------
 
 
 @dataclass
@@ -273,8 +289,9 @@ def _update_prior(state: _State) -> None:
     state.group_var = np.where(own, np.maximum(variances, 1e-4), overall_var)
 
 
-def _result(state: _State, rater_count, settings, iterations: int, converged: bool) -> FittedRaterEffects:
-    pairs = _on_scale(state.latent, state.precision)
+def _result(
+    state: _State, pairs: score_grid.GridScores, group_prior, rater_count, settings, iterations: int, converged: bool
+) -> FittedRaterEffects:
     bias_half = Z_95 / np.sqrt(1.0 / settings.bias_prior_sd**2 + rater_count / state.noise_var)
     df = rater_count + settings.noise_prior_df
     noise_sd = np.sqrt(state.noise_var)
@@ -294,6 +311,7 @@ def _result(state: _State, rater_count, settings, iterations: int, converged: bo
         latent_sd=math.sqrt(float(np.mean((state.latent - state.latent.mean()) ** 2 + 1.0 / state.precision))),
         group_mean=state.group_mean,
         group_sd=np.sqrt(state.group_var),
+        group_prior=group_prior,
         pooled_noise_sd=math.sqrt(state.pooled_var),
         iterations=iterations,
         converged=converged,

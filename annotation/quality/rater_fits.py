@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from annotation.core.cxc import KINDS
 from annotation.models import Dataset, Pair, RaterEstimate, RaterModelFit, Rating, RatingStatus
+from annotation.quality import score_grid
 from annotation.quality.rater_effects import DEFAULT_SETTINGS, FittedRaterEffects, RaterModelSettings, fit
 
 
@@ -39,22 +40,25 @@ class KindFit:
     pairs: int
     seconds: float
 
-    def priors(self) -> dict[str, dict[str, float]]:
-        """Each sampling method's prior of its pairs' latent scores: {"mean", "sd"}."""
+    def priors(self) -> dict[str, dict]:
+        """Each sampling method's prior of its pairs' latent scores: {"mean", "sd"} of the
+        normal model and "weights", the prior on the score grid the scores have."""
         result = self.result
         return {
-            method: {"mean": float(result.group_mean[i]), "sd": float(result.group_sd[i])}
+            method: {
+                "mean": float(result.group_mean[i]),
+                "sd": float(result.group_sd[i]),
+                "weights": [float(weight) for weight in result.group_prior[i]],
+            }
             for i, method in enumerate(self.methods)
         }
 
-    def prior_of(self, methods: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(prior mean, prior variance) of pairs of these sampling methods; a method the
-        fit did not see gets the prior of all pairs."""
+    def prior_of(self, methods: list[str]) -> np.ndarray:
+        """``(len(methods), G)``: the priors on the score grid of pairs of these sampling
+        methods; a method the fit did not see gets the even prior."""
         known = {method: i for i, method in enumerate(self.methods)}
-        result = self.result
-        means = [result.group_mean[known[m]] if m in known else result.grand_mean for m in methods]
-        sds = [result.group_sd[known[m]] if m in known else result.latent_sd for m in methods]
-        return np.array(means, dtype=np.float64), np.array(sds, dtype=np.float64) ** 2
+        even = score_grid.even_prior()
+        return np.array([self.result.group_prior[known[m]] if m in known else even for m in methods])
 
     def effects_of(self, raters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(bias, noise variance) of each of ``raters`` (database ids); a rater the fit

@@ -10,13 +10,11 @@ another. An added slot keeps the queue's invariant (valid ratings + open + lease
 == ratings_required); the database keeps ratings_required at most ratings_max. Raters
 are weighed by the dataset's latest rater-model fit of the pair's kind: a rater it does
 not know gets bias 0 and the fit's pooled noise; with no fit yet every rater gets bias 0
-and noise sd 1 and no pair prior (the posterior is then the pair's own, its dispersion
-shrunk towards that unit noise), and the next rating is expected of such a rater too.
+and noise sd 1 and the pair an even prior over the scale, and the next rating is
+expected of such a rater too.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 from django.db import transaction
@@ -33,6 +31,7 @@ from annotation.models import (
     RatingStatus,
     SlotState,
 )
+from annotation.quality import score_grid
 from annotation.quality.adaptive_rule import AdaptiveRule, PairRatings, adaptive_extends
 
 
@@ -89,29 +88,26 @@ def _undecided(pair: dict) -> bool:
 
 def pair_ratings(pair_id: int, *, dataset_id: int, kind: str, method: str) -> tuple[PairRatings, float]:
     """The pair's valid ratings with their raters' estimates from the latest fit and the
-    prior of its sampling method (of all pairs for a method the fit did not see), and the
-    noise variance the next rating is expected with (the fit's pooled noise)."""
+    prior on the score grid of its sampling method (even for a method the fit did not
+    see), and the noise variance the next rating is expected with (the fit's pooled
+    noise)."""
     valid = Rating.objects.filter(pair_id=pair_id, status=RatingStatus.VALID).order_by("id")
     rows = list(valid.values_list("rater_id", "score"))
     raters = [rater for rater, _ in rows]
-    fit = RaterModelFit.objects.filter(dataset_id=dataset_id, kind=kind).values(
-        "id", "grand_mean", "latent_sd", "pooled_noise_sd", "priors"
-    )
+    fit = RaterModelFit.objects.filter(dataset_id=dataset_id, kind=kind).values("id", "pooled_noise_sd", "priors")
     fit = fit.first()
     if fit is None:
-        known, default_var, latent_var, prior_mean = {}, 1.0, math.inf, 0.0
+        known, default_var, prior = {}, 1.0, score_grid.even_prior()
     else:
         estimates = RaterEstimate.objects.filter(fit_id=fit["id"], rater_id__in=raters)
         known = {rater: (bias, sd**2) for rater, bias, sd in estimates.values_list("rater_id", "bias", "noise_sd")}
-        prior = fit["priors"].get(method, {"mean": fit["grand_mean"], "sd": fit["latent_sd"]})
-        default_var, latent_var, prior_mean = fit["pooled_noise_sd"] ** 2, prior["sd"] ** 2, prior["mean"]
+        default_var, prior = fit["pooled_noise_sd"] ** 2, score_grid.stored_prior(fit["priors"].get(method))
     effects = [known.get(rater, (0.0, default_var)) for rater in raters]
     ratings = PairRatings(
         score=np.array([score for _, score in rows], dtype=np.float64),
         bias=np.array([bias for bias, _ in effects], dtype=np.float64),
         noise_var=np.array([var for _, var in effects], dtype=np.float64),
-        latent_var=latent_var,
-        prior_mean=prior_mean,
+        prior=prior,
     )
     return ratings, default_var
 
