@@ -204,6 +204,9 @@ def test_only_the_raters_own_finished_failures_of_the_links_kinds_in_its_dataset
     quiz_fail_every_attempt(me, dataset, "STS", attempts=1)
     assert quiz_state(rater=me, dataset=dataset.name, kind="STS", start=True).result is None
     assert quiz_failed_kinds(rater=me, dataset_id=dataset.pk, kinds=["STS"]) == set()
+    # The second attempt passed: every attempt allowed is finished, but not every one failed.
+    quiz_fail_every_attempt(me, dataset, "STS", near=True)
+    assert quiz_failed_kinds(rater=me, dataset_id=dataset.pk, kinds=["STS"]) == set()
 
 
 # --- the quota against the pairs a participant could rate ----------------------------------
