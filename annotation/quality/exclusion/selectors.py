@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, QuerySet
+from django.db.models import QuerySet
 
 from annotation.core.errors import NotFound
 from annotation.models import Dataset, Rating, RatingExclusion, RatingStatus
@@ -39,7 +39,7 @@ class ExclusionReach:
 def exclusion_reach(exclusion: RatingExclusion) -> ExclusionReach:
     """Count the valid ratings and pairs in the scope of ``exclusion`` (unsaved, as
     ``rating_exclusion_check`` returns it), with the rule the exclusion applies."""
-    counts = Rating.objects.filter(rating_scope(exclusion), status=RatingStatus.VALID).aggregate(
-        ratings=Count("id"), pairs=Count("pair_id", distinct=True)
-    )
-    return ExclusionReach(ratings=counts["ratings"], pairs=counts["pairs"])
+    # One rater rates a pair at most once (rating_one_per_rater_per_pair), and the scope is
+    # one rater's: its ratings and its pairs are as many.
+    ratings = Rating.objects.filter(rating_scope(exclusion), status=RatingStatus.VALID).count()
+    return ExclusionReach(ratings=ratings, pairs=ratings)
