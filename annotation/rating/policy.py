@@ -218,7 +218,9 @@ def _participant_claim_kinds(
             raise QuotaReached(
                 f"the items you hold fill your quota of {use.quota}; rate them before you are served another"
             )
-        return held[:1]
+        # The first held kind resumes its held item, which never fails: any later kind in
+        # the list would never be tried (so a longer slice is the same answer).
+        return held[:1]  # pragma: no mutate
     if kind is not None:
         return [kind]
     granted = set(Qualification.objects.granted_kinds(rater=rater, dataset_id=link.dataset_id))
