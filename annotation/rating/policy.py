@@ -218,8 +218,9 @@ def _participant_claim_kinds(
             raise QuotaReached(
                 f"the items you hold fill your quota of {use.quota}; rate them before you are served another"
             )
-        # The first held kind resumes its held item, which never fails: any later kind in
-        # the list would never be tried (so a longer slice is the same answer).
+        # The first held kind resumes its held item; a second kind would be tried only if
+        # that lease ran out in the instant between, a race no test pins: a longer slice
+        # gives the same answer.
         return held[:1]  # pragma: no mutate
     if kind is not None:
         return [kind]
