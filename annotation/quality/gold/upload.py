@@ -143,7 +143,8 @@ def gold_pairs_promote(
         chosen = set(pair_ids)
         candidates = [candidate for candidate in candidates if candidate.pair_id in chosen]
     candidates = candidates[:limit]
-    pairs = Pair.objects.in_bulk([candidate.pair_id for candidate in candidates])
+    # Only the candidates' pairs: reading all (the same answer) would cost the whole table.
+    pairs = Pair.objects.in_bulk([candidate.pair_id for candidate in candidates])  # pragma: no mutate
     gold = [
         GoldPair(
             dataset=dataset,
