@@ -27,7 +27,7 @@ from config.openapi import error_response
 def _kind(kind: str) -> str:
     """The task kind a URL names (any case); an unknown one is a path that does not exist."""
     if kind.upper() not in KINDS:  # a review has no quiz
-        raise NotFound(f"no task kind with a quiz {kind!r}; use one of {', '.join(KINDS)}")
+        raise NotFound(f"no task kind {kind!r}; use one of {', '.join(KINDS)}")
     return kind.upper()
 
 

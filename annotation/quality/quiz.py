@@ -246,7 +246,7 @@ def quiz_state(*, rater, dataset: str, kind: str, start: bool = False, rng=None,
     """The rater's place in the quiz, beginning the first attempt when there is none and,
     with ``start``, the next attempt after a failed one. Raises NotFound without a quiz,
     QuizOver when both attempts failed and ``start`` asks for another."""
-    check_kind(kind)
+    check_kind(kind, cxc.KINDS)  # a review has no quiz
     ds = _dataset(dataset)
     with transaction.atomic():
         attempt = _latest_attempt(rater, ds.pk, kind, lock=True)
@@ -273,7 +273,7 @@ def quiz_answer(
     answer finishes the attempt (and grants the kind when it is passed); only then does
     the state carry the review. Repeating an answer's ``idempotency_key`` stores nothing
     and answers the state again."""
-    check_kind(kind)
+    check_kind(kind, cxc.KINDS)  # a review has no quiz
     if not cxc.SCORE_MIN <= score <= cxc.SCORE_MAX:
         raise QueueInputError(f"score must be within {cxc.SCORE_MIN}-{cxc.SCORE_MAX}, got {score}")
     ds = _dataset(dataset)

@@ -117,9 +117,11 @@ def lease_ttl() -> timedelta:
 _KINDS = frozenset(TaskKind.values)
 
 
-def check_kind(kind: str | None) -> None:
-    if kind is not None and (not isinstance(kind, str) or kind not in _KINDS):
-        raise QueueInputError(f"kind must be one of {', '.join(TaskKind.values)}, got {kind!r}")
+def check_kind(kind: str | None, kinds: tuple[str, ...] | None = None) -> None:
+    """QueueInputError unless ``kind`` is None or one of ``kinds`` (default: every task kind)."""
+    allowed = _KINDS if kinds is None else kinds
+    if kind is not None and (not isinstance(kind, str) or kind not in allowed):
+        raise QueueInputError(f"kind must be one of {', '.join(kinds or TaskKind.values)}, got {kind!r}")
 
 
 def image_url(*, dataset: str, images_root: str, image_url_prefix: str, key: str, file_path: str) -> str:

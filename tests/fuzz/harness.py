@@ -152,6 +152,9 @@ SEMANTIC_400 = {
     ("POST", "/api/datasets/{dataset}/exclusions/{exclusion_id}/undo/"): "the reason must be text without NUL",
     ("POST", "/api/datasets/{dataset}/campaign-links/"): "codes, id parameter and return URL a platform takes",
     ("POST", "/api/evaluations/"): "models named by the dataset's own embedding spaces, a split it has",
+    ("POST", "/api/rate/{dataset}/review/{slot_id}/submit/"): (
+        "marks by their names, each once, a fair alternative alone; the first move within the time on item"
+    ),
 }
 # Multipart forms send a list as repeated fields, so one value ("splits=AAA") is a valid
 # list of one; the fuzzer's negative check calls it a string where an array is due.

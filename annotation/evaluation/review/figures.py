@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from annotation.evaluation.review.marks import MARK_BITS, MARKS
 
@@ -82,6 +81,10 @@ def spearman_with(human: np.ndarray, metric: np.ndarray) -> dict:
     n = int(both.sum())
     if n < MIN_CORRELATION_PAIRS or np.ptp(human[both]) == 0 or np.ptp(metric[both]) == 0:
         return {"rho": None, "p": None, "n": n}
+    # scipy.stats is read when first asked for: loaded with the URLs, it would put every
+    # web process ~30 MiB higher (the upload checks' memory bounds count it).
+    from scipy import stats
+
     result = stats.spearmanr(human[both], metric[both])
     rho, p = float(result.statistic), float(result.pvalue)
     return {"rho": rho if math.isfinite(rho) else None, "p": p if math.isfinite(p) else None, "n": n}

@@ -13,8 +13,9 @@ from urllib.parse import urlsplit
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.core import cxc
 from annotation.core.errors import DomainError
-from annotation.models import CampaignLink, GoldPurpose, GoldRating, Rating, TaskKind
+from annotation.models import CampaignLink, GoldPurpose, GoldRating, Rating
 from annotation.people.crowd.external_ids import IdPatternInvalid, id_pattern_check
 from annotation.quality.quiz import quiz_pools
 from annotation.serving.pairs_left import pairs_left_for_a_newcomer
@@ -47,8 +48,8 @@ def campaign_link_check(
     screenout_code: str = "",
 ) -> None:
     """Raise CampaignLinkError naming the first bad value of a campaign link."""
-    if not kinds or any(kind not in TaskKind.values for kind in kinds):
-        raise CampaignLinkError(f"kinds must be one or more of {', '.join(TaskKind.values)}, got {kinds!r}")
+    if not kinds or any(kind not in cxc.KINDS for kind in kinds):  # a review is asked for by name only
+        raise CampaignLinkError(f"kinds must be one or more of {', '.join(cxc.KINDS)}, got {kinds!r}")
     if quota is None or quota < 1:
         raise CampaignLinkError(f"quota must be at least 1 item per participant, got {quota}")
     if not CODE.fullmatch(completion_code or ""):

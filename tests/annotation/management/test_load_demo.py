@@ -36,7 +36,8 @@ def test_load_demo_loads_dataset_spaces_and_accounts(settings, capsys):
     for space in EmbeddingSpace.objects.all():
         np.testing.assert_allclose(np.linalg.norm(np.load(space.vectors_path), axis=1), 1.0, rtol=1e-5)
     rater = get_user_model().objects.get(username="rater1")
-    assert set(Qualification.objects.filter(rater=rater).values_list("kind", flat=True)) == {"STS", "SIS", "SITS"}
+    granted = set(Qualification.objects.filter(rater=rater).values_list("kind", flat=True))
+    assert granted == {"STS", "SIS", "SITS", "REV"}, "the demo's raters rate every CxC kind and review failures"
     admin = get_user_model().objects.get(username="admin")
     assert admin.is_staff and admin.is_superuser and has_role(admin, ADMIN)
     assert not has_role(get_user_model().objects.get(username="researcher"), RATER)
