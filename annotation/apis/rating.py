@@ -160,6 +160,21 @@ def claim_answer(rater, *, dataset: str, values: dict) -> JsonAnswer:
     return JsonAnswer(body)
 
 
+class SubmissionFieldsSerializer(SharedFieldsMixin, serializers.Serializer):
+    """What every submission of a score sends (a rating, a review): the score, how it was
+    given, and the client's idempotency key."""
+
+    score = StrictFloatField(min_value=queue.SCORE_MIN, max_value=queue.SCORE_MAX, help_text="Continuous 0-5.")
+    time_on_item_ms = StrictIntegerField(min_value=0, max_value=queue.MAX_TIME_ON_ITEM_MS)
+    time_to_first_move_ms = StrictIntegerField(
+        min_value=0, allow_null=True, help_text="null when the slider was never moved."
+    )
+    adjustments = StrictIntegerField(min_value=0, max_value=queue.MAX_ADJUSTMENTS, help_text="Slider moves.")
+    idempotency_key = serializers.CharField(
+        max_length=queue.MAX_IDEMPOTENCY_KEY, help_text="Chosen by the client, e.g. a UUID per item."
+    )
+
+
 class LeaseSerializer(serializers.Serializer):
     slot_id = OpaqueIdField("slot")
     lease_expires_at = serializers.DateTimeField()
@@ -188,16 +203,7 @@ class RatingSubmitApi(JsonOnlyMixin, APIView):
 
     permission_classes = [IsRater]
 
-    class RatingSubmitInputSerializer(SharedFieldsMixin, serializers.Serializer):
-        score = StrictFloatField(min_value=queue.SCORE_MIN, max_value=queue.SCORE_MAX, help_text="Continuous 0-5.")
-        time_on_item_ms = StrictIntegerField(min_value=0, max_value=queue.MAX_TIME_ON_ITEM_MS)
-        time_to_first_move_ms = StrictIntegerField(
-            min_value=0, allow_null=True, help_text="null when the slider was never moved."
-        )
-        adjustments = StrictIntegerField(min_value=0, max_value=queue.MAX_ADJUSTMENTS, help_text="Slider moves.")
-        idempotency_key = serializers.CharField(
-            max_length=queue.MAX_IDEMPOTENCY_KEY, help_text="Chosen by the client, e.g. a UUID per item."
-        )
+    class RatingSubmitInputSerializer(SubmissionFieldsSerializer):
         claim_next_kind = serializers.ChoiceField(
             choices=RATING_KIND_CHOICES, required=False, help_text="Also claim your next pair of this kind."
         )

@@ -9,8 +9,8 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import serving as queue
-from annotation.apis.fields import StrictFloatField, StrictIntegerField, datetime_text, rater_ids
+from annotation.apis.fields import datetime_text, rater_ids
+from annotation.apis.rating import SubmissionFieldsSerializer
 from annotation.core.roles import IsRater, IsResearcher
 from annotation.evaluation.review import queueing, reviewing
 from annotation.evaluation.review import report as review_reports
@@ -107,12 +107,7 @@ class ReviewSubmitApi(APIView):
 
     permission_classes = [IsRater]
 
-    class ReviewSubmitInputSerializer(serializers.Serializer):
-        score = StrictFloatField(min_value=queue.SCORE_MIN, max_value=queue.SCORE_MAX)
-        time_on_item_ms = StrictIntegerField(min_value=0, max_value=queue.MAX_TIME_ON_ITEM_MS)
-        time_to_first_move_ms = StrictIntegerField(min_value=0, allow_null=True)
-        adjustments = StrictIntegerField(min_value=0, max_value=queue.MAX_ADJUSTMENTS)
-        idempotency_key = serializers.CharField(max_length=queue.MAX_IDEMPOTENCY_KEY)
+    class ReviewSubmitInputSerializer(SubmissionFieldsSerializer):
         marks = serializers.ListField(
             child=serializers.CharField(max_length=40),
             allow_empty=True,
