@@ -54,8 +54,9 @@ PAIR_BLOCK = 20_000  # pairs scored at a time: a (PAIR_BLOCK, G) posterior at a 
 # and at CxC's scale (267,095 pairs) the EM over all would take most of the fit's time.
 PRIOR_PAIRS = 20_000
 
-# The next rating's bins: the two ends (censored masses) and the inside in 0.1 steps.
-_INSIDE = np.linspace(SCORE_MIN + 0.05, SCORE_MAX - 0.05, 50)
+# The next rating's bins: the two ends (censored masses) and the inside in 0.1 steps,
+# between these edges.
+_EDGES = np.linspace(SCORE_MIN, SCORE_MAX, 51)
 
 
 def normal_cdf(x: np.ndarray) -> np.ndarray:
@@ -283,14 +284,16 @@ def _quantile(cumulative: np.ndarray, post: np.ndarray, edges: np.ndarray, q: fl
 
 def next_rating_matrix(noise_sd: float, bias: float = 0.0) -> np.ndarray:
     """``(R, G)``: the probability of each bin of the next rating (an end, or 0.1 of the
-    inside) given each latent score, from a rater of ``noise_sd`` and ``bias``."""
+    inside) given each latent score, from a rater of ``noise_sd`` (above 0) and ``bias``.
+    Each bin's mass is the normal's between the bin's edges, so every column sums to 1
+    however small the noise: a density times the bin's width vanished between two bins'
+    middles once the sd fell below about 0.005 (a fit's noise floor is 0.001), and the
+    columns divided by their zero sums gave no gain at all."""
+    if not noise_sd > 0:
+        raise ValueError(f"the next rating's noise sd must be above 0, not {noise_sd!r}")
     expected = GRID[None, :] + bias
-    inside = np.exp(-0.5 * ((_INSIDE[:, None] - expected) / noise_sd) ** 2)
-    inside = inside / (noise_sd * math.sqrt(2.0 * math.pi)) * (_INSIDE[1] - _INSIDE[0])
-    low = normal_cdf((SCORE_MIN - expected) / noise_sd)
-    high = normal_cdf((expected - SCORE_MAX) / noise_sd)
-    matrix = np.vstack([low, inside, high])
-    return matrix / matrix.sum(axis=0, keepdims=True)
+    below_edge = normal_cdf((_EDGES[:, None] - expected) / noise_sd)
+    return np.vstack([below_edge[:1], np.diff(below_edge, axis=0), 1.0 - below_edge[-1:]])
 
 
 def _after_next(post: np.ndarray, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -121,6 +121,18 @@ def test_the_next_ratings_bins_are_a_distribution_for_every_latent():
     assert matrix[-1, -1] > 0.5 > matrix[0, -1]  # latent 5 with bias 0.3: mostly at the top end
 
 
+def test_the_next_ratings_bins_stay_a_distribution_at_the_fits_noise_floor():
+    # The fit floors a rater's noise variance at 1e-6 (sd 0.001): raters who agree exactly.
+    matrix = next_rating_matrix(0.001)
+    assert np.all(np.isfinite(matrix)) and np.allclose(matrix.sum(axis=0), 1.0)
+    assert matrix[0, 0] == pytest.approx(0.5) and matrix[-1, -1] == pytest.approx(0.5)  # an end: half censored
+    gain, crossing = gain_and_crossing(score_grid.even_prior()[None], matrix, 3.0)
+    assert gain[0] == pytest.approx(np.var(GRID), rel=0.05)  # the rating tells the score
+    assert np.isfinite(crossing[0])
+    with pytest.raises(ValueError, match="above 0"):
+        next_rating_matrix(0.0)
+
+
 def test_a_stored_prior_is_its_weights_or_its_normal_or_even():
     weights = np.arange(GRID.size, dtype=float)
     assert stored_prior({"mean": 1.0, "sd": 1.0, "weights": list(weights)}) == pytest.approx(weights / weights.sum())
