@@ -166,7 +166,8 @@ bench-adaptive: $(STAMP)
 	eval "$$($(PY) scripts/probe_services.py)" && $(PY) benchmarks/bench_adaptive.py
 
 # Every bench-* target above at its smoke size (BENCH_SMOKE=1: tiny data, short phases, the
-# same path end to end), BENCH_SMOKE_JOBS (2) at a time; fails naming a benchmark that exits non-zero or
+# same path end to end), but bench-peer, and bench-adaptive, which tests/test_bench_adaptive.py
+# runs; BENCH_SMOKE_JOBS (2) at a time; fails naming a benchmark that exits non-zero or
 # whose last line is no JSON object, judges no timing (scripts/bench_smoke.py). CI runs it.
 # BENCH_SMOKE_ONLY="bench-ui bench-join" runs those only.
 bench-smoke: $(STAMP)

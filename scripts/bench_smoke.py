@@ -1,18 +1,18 @@
 """`make bench-smoke`: every benchmark at its smoke size, so none of them rots unseen.
 
-Runs each `bench-*` target of the Makefile (but this one, and bench-peer, which installs
-the peer tools) as `make bench-X` with BENCH_SMOKE=1, BENCH_SMOKE_JOBS at a time (default
-2: at the smoke size a benchmark spends much of its time starting processes, servers and
-databases, so two overlap well on 2 cores; the ones that start several web servers, each
-holding database connections, never run beside each other: EXCLUSIVE), and judges only
-that it worked: a benchmark fails when it exits non-zero, or ends after
-BENCH_SMOKE_TIMEOUT seconds (default 600), or the last line of its standard output is not
-one JSON object (strict JSON: no NaN). It never judges a timing. Prints one line per
-benchmark (name, wall seconds, ok or why it failed, with the tail of its output), then
-one JSON object on the last line: ``{"seconds": {target: wall seconds}, "failed":
-[target, ...], "total_s", "wall_s", "jobs"}``. Exit status 1 when any failed. Each benchmark's output is
-kept in BENCH_SMOKE_LOGS (default test-artifacts/bench-smoke/<target>.stdout.log and
-.stderr.log).
+Runs each `bench-*` target of the Makefile (but this one, bench-peer, which installs the
+peer tools, and those the test suite runs end to end: RUN_BY_TESTS) as `make bench-X` with
+BENCH_SMOKE=1, BENCH_SMOKE_JOBS at a time (default 2: at the smoke size a benchmark spends
+much of its time starting processes, servers and databases, so two overlap well on 2
+cores; the ones that start several web servers, each holding database connections, never
+run beside each other: EXCLUSIVE), and judges only that it worked: a benchmark fails when
+it exits non-zero, or ends after BENCH_SMOKE_TIMEOUT seconds (default 600), or the last
+line of its standard output is not one JSON object (strict JSON: no NaN). It never judges
+a timing. Prints one line per benchmark (name, wall seconds, ok or why it failed, with the
+tail of its output), then one JSON object on the last line: ``{"seconds": {target: wall
+seconds}, "failed": [target, ...], "total_s", "wall_s", "jobs"}``. Exit status 1 when any
+failed. Each benchmark's output is kept in BENCH_SMOKE_LOGS (default
+test-artifacts/bench-smoke/<target>.stdout.log and .stderr.log).
 
 Arguments: target names to run only those (`scripts/bench_smoke.py bench-ui bench-join`).
 """
@@ -35,6 +35,10 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 TARGET = re.compile(r"^(bench-[a-z0-9-]+)\s*:", re.MULTILINE)
 # Targets left out: this runner, and bench-peer, which installs the peer tools from PyPI.
 LEFT_OUT = {"bench-smoke", "bench-peer"}
+# Targets the test suite runs end to end already, at a size below their smoke size: left
+# out of a run without arguments (they run when named). The test named must run the
+# target's script (tests/test_bench_smoke.py checks that it still does).
+RUN_BY_TESTS = {"bench-adaptive": ("tests/test_bench_adaptive.py", "benchmarks/bench_adaptive.py")}
 # Settings a benchmark takes beside BENCH_SMOKE=1, unless the caller's environment sets
 # them. bench-queue's phases take ports from 8121 on, where the tests' web server looks for
 # one (tests/support/web_server.py: 8121-8129): the smoke run, which may
@@ -64,6 +68,11 @@ class Outcome:
 def benchmark_targets(makefile: Path) -> list[str]:
     """The Makefile's bench-* targets in their order, but LEFT_OUT."""
     return [name for name in TARGET.findall(makefile.read_text()) if name not in LEFT_OUT]
+
+
+def default_targets(known: Sequence[str]) -> list[str]:
+    """What a run without arguments runs: the known targets but those RUN_BY_TESTS."""
+    return [name for name in known if name not in RUN_BY_TESTS]
 
 
 def _no_constant(name: str):
@@ -234,7 +243,7 @@ def main(argv: Sequence[str]) -> int:
         return 2
     log_dir = Path(os.environ.get("BENCH_SMOKE_LOGS") or REPO_DIR / "test-artifacts" / "bench-smoke")
     summary = run_all(
-        list(argv) or known,
+        list(argv) or default_targets(known),
         timeout=timeout,
         log_dir=log_dir,
         echo=lambda line: print(line, flush=True),

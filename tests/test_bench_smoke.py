@@ -5,6 +5,7 @@ benchmarks, none of the real ones runs. And benchmarks/_common's smoke switch.""
 import json
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -89,6 +90,16 @@ def test_every_bench_target_of_the_makefile_is_run_but_the_runner_itself_and_the
     makefile = tmp_path / "Makefile"
     makefile.write_text("bench-a: x\n\tcmd\nbench-b : x\nbench-peer: x\nbench-smoke: x\n# bench-c: no\n")
     assert bench_smoke.benchmark_targets(makefile) == ["bench-a", "bench-b"]
+
+
+def test_a_benchmark_left_to_the_tests_is_run_there_and_still_runs_by_name():
+    known = bench_smoke.benchmark_targets(REPO_DIR / "Makefile")
+    assert set(bench_smoke.RUN_BY_TESTS) <= set(known)
+    assert bench_smoke.default_targets(["bench-a", "bench-adaptive", "bench-b"]) == ["bench-a", "bench-b"]
+    for test_file, script in bench_smoke.RUN_BY_TESTS.values():
+        test_text = (REPO_DIR / test_file).read_text()
+        assert Path(script).name in test_text and "subprocess.run(" in test_text, test_file
+        assert (REPO_DIR / script).is_file(), script
 
 
 def test_the_smoke_environment_keeps_what_the_caller_set():
