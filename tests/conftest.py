@@ -26,8 +26,6 @@ def pytest_collection_modifyitems(config, items):
         order_for_the_mutant(items)
     if os.environ.get("SQL_PATHS") == "portable":
         _deselect_tests_that_choose_their_path(config, items)
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        _long_tests_first(items)
     without_pg = os.environ.get("TESTS_WITHOUT_POSTGRES")
     without_redis = os.environ.get("TESTS_WITHOUT_REDIS")
     for item in items:
@@ -35,19 +33,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=f"PostgreSQL not reachable at {without_pg}"))
         if without_redis and "redis" in item.keywords:
             item.add_marker(pytest.mark.skip(reason=f"Redis not reachable at {without_redis}"))
-
-
-LONG_MARKS = ("slow", "browser")
-
-
-def _long_tests_first(items) -> None:
-    """pytest-xdist hands tests to its workers in collection order (each worker collects and
-    sorts the same way, so the order agrees): the long ones (marked slow or browser) start
-    first and the short ones fill in around them. In the files' order some of the longest
-    came last (the API fuzzer's 45-60 s per role, bench-adaptive's determinism test 54 s,
-    tests/test_*.py being collected after every folder), and a run could end on one of them
-    with the other worker idle. The sort is stable: within each part the files' order stays."""
-    items.sort(key=lambda item: not any(mark in item.keywords for mark in LONG_MARKS))
 
 
 def _deselect_tests_that_choose_their_path(config, items) -> None:

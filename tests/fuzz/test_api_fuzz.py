@@ -10,9 +10,8 @@ from tests.fuzz.world import ROLE_ACCOUNTS, world_build
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-# Five examples per operation and phase: 30-40 s per role on an idle 2-core machine (eight
-# took 45-60 s, the longest tests of CI's run); the long run with fresh seeds is `make fuzz`.
-MAX_EXAMPLES = 5
+# About a minute per role on a busy 2-core machine.
+MAX_EXAMPLES = 8
 SEED = 13
 # No time limit for the run: with one, schemathesis spends all of it. Each request has
 # its own 60 s limit (harness.fuzz_config).
