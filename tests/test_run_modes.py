@@ -121,6 +121,32 @@ def test_an_impossible_field_limit_is_refused_at_start(tmp_path, variable, value
     assert message in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("CLIENT_IP_HEADER", "X_REAL_IP", "CLIENT_IP_HEADER names a request.META key such as HTTP_X_REAL_IP"),
+        ("AXES_FAILURE_LIMIT", "0", "AXES_FAILURE_LIMIT must be at least 1, got 0"),
+        ("CROWD_NEW_PARTICIPANTS_PER_LINK", "0", "CROWD_NEW_PARTICIPANTS_PER_LINK must be at least 1, got 0"),
+    ],
+)
+def test_an_impossible_sign_in_setting_is_refused_at_start(tmp_path, variable, value, message):
+    result = run_python("", VAR_DIR=str(tmp_path), **{variable: value})
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_a_client_ip_header_reaches_the_settings_and_axes(tmp_path):
+    """config/sign_in.py sets axes' address callable only with a header: both must reach
+    the settings Django reads."""
+    show = "from django.conf import settings; print(settings.CLIENT_IP_HEADER, settings.AXES_CLIENT_IP_CALLABLE)"
+    result = run_python(show, VAR_DIR=str(tmp_path), CLIENT_IP_HEADER="HTTP_X_REAL_IP")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["HTTP_X_REAL_IP", "config.client_ip.client_ip"]
+    without = run_python(show, VAR_DIR=str(tmp_path))
+    assert without.returncode == 0, without.stderr
+    assert without.stdout.split() == ["None"]
+
+
 def test_a_dashboard_refresh_under_ten_seconds_is_refused(tmp_path):
     result = run_python("", VAR_DIR=str(tmp_path), DASHBOARD_REFRESH_SECONDS="5")
     assert result.returncode != 0
