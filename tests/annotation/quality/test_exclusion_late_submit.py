@@ -9,10 +9,6 @@ then the lock is let go."""
 
 from __future__ import annotations
 
-import threading
-import time
-
-import psycopg2
 import pytest
 from django.db import connection
 
@@ -23,51 +19,9 @@ from annotation.quality.exclusion.services import rating_exclusion_run
 from tests.factories import SplitFactory
 from tests.support.exclusion_support import pair_problems
 from tests.support.queue_support import api_claim, client_for, queue_pairs, rate_url, rater, submit_kwargs
+from tests.support.row_locks import hold_row_lock, in_thread, wait_for_lock_waiters
 
 pytestmark = [pytest.mark.postgres, pytest.mark.sql_paths, pytest.mark.django_db(transaction=True)]
-
-
-def _lock_row(sql: str, params: list):
-    """A connection of its own holding the row lock ``sql`` takes (FOR UPDATE), as a chunk,
-    a claim or another submission would."""
-    holder = psycopg2.connect(**connection.get_connection_params())
-    holder.cursor().execute(sql, params)
-    return holder
-
-
-def _wait_for_lock_waiters(holder, count: int, stop_if_done=None, seconds: float = 15.0) -> None:
-    """Until ``count`` other backends of the database wait for a lock (or ``stop_if_done``,
-    a thread, has ended: what it would have waited for did not hold it up)."""
-    own = holder.get_backend_pid()
-    deadline = time.monotonic() + seconds
-    with holder.cursor() as cursor:
-        while time.monotonic() < deadline:
-            # The holder is inside its transaction, where the activity view keeps the
-            # snapshot of its first read unless told to drop it.
-            cursor.execute("SELECT pg_stat_clear_snapshot()")
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> %s "
-                "AND datname = current_database()",
-                [own],
-            )
-            if cursor.fetchone()[0] >= count or (stop_if_done is not None and not stop_if_done.is_alive()):
-                return
-            time.sleep(0.02)
-    raise AssertionError(f"fewer than {count} backends ever waited for a lock")
-
-
-def _in_thread(work, answers: list) -> threading.Thread:
-    def run():
-        try:
-            answers.append(work())
-        except Exception as error:  # shown by the test's assertions
-            answers.append(error)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread
 
 
 class _Race:
@@ -100,11 +54,11 @@ class _Race:
 def test_a_submit_stored_after_the_exclusions_run_is_outside_it_whatever_its_time(admin_api):
     assert connection.vendor == "postgresql"
     race = _Race()
-    holder = _lock_row("SELECT 1 FROM annotation_pair WHERE id = %s FOR UPDATE", [race.late_pair])
+    holder = hold_row_lock("SELECT 1 FROM annotation_pair WHERE id = %s FOR UPDATE", [race.late_pair])
     answers: list = []
     try:
-        thread = _in_thread(race.submit_late, answers)
-        _wait_for_lock_waiters(holder, 1, stop_if_done=thread)
+        thread = in_thread(race.submit_late, answers)
+        wait_for_lock_waiters(holder, 1, stop_if_done=thread)
         # Kept active: unpaused, the rater's submit is stored on every path (the ORM path
         # reads the pause after the pair lock and would refuse it).
         made = race.exclude(admin_api, keep_active=True)
@@ -142,18 +96,18 @@ def test_a_submit_that_drew_its_id_before_the_exclusion_and_commits_after_the_pa
     rating there). The run waits for the submit before its last pass."""
     assert connection.vendor == "postgresql"
     race = _Race()
-    holder = _lock_row(
+    holder = hold_row_lock(
         "SELECT 1 FROM annotation_ratingslot WHERE pair_id = %s AND (rater_id IS NULL OR rater_id <> %s) FOR UPDATE",
         [race.late_pair, race.bad.pk],
     )
     submitted: list = []
     made: list = []
     try:
-        submitting = _in_thread(race.submit_late, submitted)
-        _wait_for_lock_waiters(holder, 1, stop_if_done=submitting)
+        submitting = in_thread(race.submit_late, submitted)
+        wait_for_lock_waiters(holder, 1, stop_if_done=submitting)
         # The API runs the exclusion as its request commits (tasks run eagerly here).
-        excluding = _in_thread(lambda: race.exclude(admin_api), made)
-        _wait_for_lock_waiters(holder, 2, stop_if_done=excluding)
+        excluding = in_thread(lambda: race.exclude(admin_api), made)
+        wait_for_lock_waiters(holder, 2, stop_if_done=excluding)
     finally:
         holder.rollback()
         holder.close()
