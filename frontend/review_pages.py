@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from annotation.evaluation.review.marks import FAIR_ALTERNATIVE, MARK_LABELS, MISREADING_MARKS
 from frontend.instructions import INSTRUCTIONS, review_levels
+from frontend.review_examples import REVIEW_EXAMPLES
 
 
 def review_page(request, dataset):
@@ -25,6 +26,7 @@ def review_page(request, dataset):
         "instructions": INSTRUCTIONS["REV"],
         "misreadings": [(name, MARK_LABELS[name]) for name in MISREADING_MARKS],
         "fair_alternative": (FAIR_ALTERNATIVE, MARK_LABELS[FAIR_ALTERNATIVE]),
+        "examples": REVIEW_EXAMPLES,
         "config": config,
     }
     return render(request, "frontend/review.html", context)

@@ -14,6 +14,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Job, Rating, ReviewMarks, TaskKind
+from frontend.review_examples import REVIEW_EXAMPLES
 from tests.support.browser import log_in, track_point, watch_errors
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
@@ -58,6 +59,22 @@ def run_explained_evaluation(page, live_server, tmp_path) -> Job:
     return Job.objects.get(kind=Job.Kind.EVALUATE)
 
 
+def see_the_worked_examples(page, screenshot_dir, username: str) -> None:
+    """The instructions open on the worked examples: one card per example, each naming
+    its marks and the level the slider goes near, none with a digit; closed again after."""
+    page.click("#instructions summary")
+    cards = page.locator("#instructions .review-example")
+    assert cards.count() == len(REVIEW_EXAMPLES)
+    for card, example in zip(cards.all(), REVIEW_EXAMPLES, strict=True):
+        assert card.locator("q").inner_text() == example.query
+        assert card.locator(".example-marks").inner_text() == ", ".join(example.mark_labels)
+        assert card.locator(".reference").inner_text() == example.level
+    assert not any(ch.isdigit() for ch in page.locator("#instructions").inner_text())
+    shoot(page, screenshot_dir, f"review-examples-{username}")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.click("#instructions summary")
+
+
 def review_every_failure(browser, live_server, username: str, screenshot_dir, shots: str | None) -> int:
     """``username`` reviews on the review page until none is left; how many they did."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})
@@ -88,6 +105,7 @@ def review_every_failure(browser, live_server, username: str, screenshot_dir, sh
             if shots:
                 shoot(page, screenshot_dir, f"review-page-{username}")
                 page.set_viewport_size({"width": 1280, "height": 800})
+                see_the_worked_examples(page, screenshot_dir, username)
         # Short queries read as misread objects; the others as fair alternatives.
         misread = len(query) % 3 != 0
         page.check("input[value=object_class]" if misread else "input[value=fair_alternative]")
