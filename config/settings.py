@@ -95,7 +95,7 @@ MIDDLEWARE = [
     "config.middleware.LazyMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes requires: it turns a request flagged as locked out into the
-    # lockout answer (AXES_LOCKOUT_CALLABLE below).
+    # lockout answer (AXES_LOCKOUT_CALLABLE, config/sign_in.py).
     "axes.middleware.AxesMiddleware",
 ]
 

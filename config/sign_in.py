@@ -13,6 +13,7 @@ __all__ = [
     "API_TOKEN_TTL_HOURS",
     "AUTHENTICATION_BACKENDS",
     "AUTH_PASSWORD_VALIDATORS",
+    "AXES_CLIENT_IP_CALLABLE",
     "AXES_COOLOFF_MINUTES",
     "AXES_COOLOFF_TIME",
     "AXES_FAILURE_LIMIT",
@@ -59,13 +60,12 @@ AXES_LOCKOUT_CALLABLE = "frontend.lockout.lockout_response"
 # Behind a reverse proxy every request comes from the proxy's address: name the header
 # in which the proxy passes the client's address (e.g. HTTP_X_REAL_IP).
 CLIENT_IP_HEADER = env.str("CLIENT_IP_HEADER", default="")
-if CLIENT_IP_HEADER:
-    if not CLIENT_IP_HEADER.startswith("HTTP_"):
-        raise ImproperlyConfigured(
-            f"CLIENT_IP_HEADER names a request.META key such as HTTP_X_REAL_IP, got {CLIENT_IP_HEADER!r}"
-        )
-    AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_ip"
-    __all__.append("AXES_CLIENT_IP_CALLABLE")
+if CLIENT_IP_HEADER and not CLIENT_IP_HEADER.startswith("HTTP_"):
+    raise ImproperlyConfigured(
+        f"CLIENT_IP_HEADER names a request.META key such as HTTP_X_REAL_IP, got {CLIENT_IP_HEADER!r}"
+    )
+# None: axes' own default, the request's REMOTE_ADDR.
+AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_ip" if CLIENT_IP_HEADER else None
 
 # New crowd participant accounts (annotation.people.crowd.signup_limits): at most so many
 # per client address and per campaign link in a sliding window; a participant coming back

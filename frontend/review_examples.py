@@ -60,7 +60,7 @@ REVIEW_EXAMPLES = (
     ),
     ReviewExample(
         query="A plate of pasta with broccoli.",
-        expected="A bowl of pasta with broccoli on a table.",
+        expected="A plate of pasta with broccoli on a table.",
         retrieved="A pizza on a plate.",
         marks=("object_class",),
         level="Same topic only",
@@ -79,8 +79,9 @@ REVIEW_EXAMPLES = (
         expected="A white sink under a round mirror in a tiled bathroom.",
         retrieved="A white sink under a square mirror in a tiled bathroom.",
         marks=("details",),
-        level="Mostly equivalent",
-        why="Only the mirror's shape is wrong: a detail the query names, in an otherwise matching room.",
+        level="Roughly equivalent",
+        why="Only the mirror's shape is wrong, but the query names it: an important detail, in an otherwise "
+        "matching room.",
     ),
     ReviewExample(
         query="A cat sleeping on a couch.",

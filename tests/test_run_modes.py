@@ -136,15 +136,19 @@ def test_an_impossible_sign_in_setting_is_refused_at_start(tmp_path, variable, v
 
 
 def test_a_client_ip_header_reaches_the_settings_and_axes(tmp_path):
-    """config/sign_in.py sets axes' address callable only with a header: both must reach
-    the settings Django reads."""
-    show = "from django.conf import settings; print(settings.CLIENT_IP_HEADER, settings.AXES_CLIENT_IP_CALLABLE)"
-    result = run_python(show, VAR_DIR=str(tmp_path), CLIENT_IP_HEADER="HTTP_X_REAL_IP")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["HTTP_X_REAL_IP", "config.client_ip.client_ip"]
-    without = run_python(show, VAR_DIR=str(tmp_path))
-    assert without.returncode == 0, without.stderr
-    assert without.stdout.split() == ["None"]
+    """config/sign_in.py names axes' address callable only with a header: axes then reads
+    the proxy's header, and without one the connection's address."""
+    show = (
+        "from django.test import RequestFactory; from axes.helpers import get_client_ip_address; "
+        "request = RequestFactory().get('/', HTTP_X_REAL_IP='203.0.113.9', REMOTE_ADDR='10.0.0.1'); "
+        "print(get_client_ip_address(request, use_ipware=False))"
+    )
+    behind_a_proxy = run_python(show, VAR_DIR=str(tmp_path), CLIENT_IP_HEADER="HTTP_X_REAL_IP")
+    assert behind_a_proxy.returncode == 0, behind_a_proxy.stderr
+    assert behind_a_proxy.stdout.split() == ["203.0.113.9"]
+    direct = run_python(show, VAR_DIR=str(tmp_path), CLIENT_IP_HEADER="")
+    assert direct.returncode == 0, direct.stderr
+    assert direct.stdout.split() == ["10.0.0.1"]
 
 
 def test_a_dashboard_refresh_under_ten_seconds_is_refused(tmp_path):

@@ -63,8 +63,11 @@ def see_the_worked_examples(page, screenshot_dir, username: str) -> None:
     """The instructions open on the worked examples: one card per example, each naming
     its marks and the level the slider goes near, none with a digit; closed again after."""
     page.click("#instructions summary")
+    assert page.locator("#instructions").get_attribute("open") is not None
     cards = page.locator("#instructions .review-example")
     assert cards.count() == len(REVIEW_EXAMPLES)
+    cards.first.scroll_into_view_if_needed()
+    assert cards.first.is_visible()
     for card, example in zip(cards.all(), REVIEW_EXAMPLES, strict=True):
         assert card.locator("q").inner_text() == example.query
         assert card.locator(".example-marks").inner_text() == ", ".join(example.mark_labels)

@@ -21,9 +21,7 @@ def hold_row_lock(sql: str, params: list):
 
 def wait_for_lock_waiters(holder, count: int, stop_if_done=None, seconds: float = 15.0) -> None:
     """Until ``count`` other backends of the database wait for a lock (or ``stop_if_done``,
-    a thread or a list of threads, has ended: what they would have waited for did not hold
-    them up)."""
-    racers = stop_if_done if isinstance(stop_if_done, list) else [] if stop_if_done is None else [stop_if_done]
+    a thread, has ended: what it would have waited for did not hold it up)."""
     own = holder.get_backend_pid()
     deadline = time.monotonic() + seconds
     with holder.cursor() as cursor:
@@ -36,7 +34,7 @@ def wait_for_lock_waiters(holder, count: int, stop_if_done=None, seconds: float 
                 "AND datname = current_database()",
                 [own],
             )
-            if cursor.fetchone()[0] >= count or (racers and not any(thread.is_alive() for thread in racers)):
+            if cursor.fetchone()[0] >= count or (stop_if_done is not None and not stop_if_done.is_alive()):
                 return
             time.sleep(0.02)
     raise AssertionError(f"fewer than {count} backends ever waited for a lock")

@@ -7,7 +7,9 @@ double click (one key sent twice at once) is the same answer replayed, not a cla
 tabs starting attempt two at once share one attempt (never attempts two and three).
 
 Each race is made certain: a connection of its own holds the attempt's row lock while both
-requests are sent, until PostgreSQL shows both waiting for it."""
+requests are sent, until PostgreSQL shows both waiting for it. For the two starts, the lock
+lines them up and the attempts' unique constraint shares the one attempt: the second start,
+having locked attempt one, tries to begin attempt two too and takes the first tab's."""
 
 from __future__ import annotations
 
@@ -56,21 +58,25 @@ def answer_body(question: str, key: str, score: float = 2.5) -> dict:
 
 def both_at_once(user, posts: list[tuple[str, dict]]) -> list:
     """Each (url, body) POSTed from a tab (client) of its own while the rater's latest
-    attempt is locked by another connection; returns the answers in the order sent."""
+    attempt is locked by another connection, let go only once both requests wait for it;
+    returns the answers in the order sent."""
     attempt = QuizAttempt.objects.filter(rater=user).order_by("-number").first()
     holder = hold_row_lock("SELECT 1 FROM annotation_quizattempt WHERE id = %s FOR UPDATE", [attempt.pk])
     results: list[list] = [[] for _ in posts]
+    threads = []
     try:
-        threads = [
-            in_thread(lambda url=url, body=body: client_of(user).post(url, body, format="json"), into)
-            for (url, body), into in zip(posts, results, strict=True)
-        ]
-        wait_for_lock_waiters(holder, len(posts), stop_if_done=threads)
+        for (url, body), into in zip(posts, results, strict=True):
+            threads.append(in_thread(lambda url=url, body=body: client_of(user).post(url, body, format="json"), into))
+        # No way out when the threads end unblocked: without the attempt's lock they
+        # would not wait, and the race would be left to chance.
+        wait_for_lock_waiters(holder, len(posts))
+        assert all(thread.is_alive() for thread in threads)
     finally:
         holder.rollback()
         holder.close()
-    for thread in threads:
-        thread.join(30)
+        for thread in threads:
+            thread.join(30)
+    assert not [thread for thread in threads if thread.is_alive()], "a request never came back"
     answers = [into[0] for into in results]
     assert not [a for a in answers if isinstance(a, Exception)], answers
     return answers
