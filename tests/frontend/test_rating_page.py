@@ -9,7 +9,7 @@ import pytest
 
 from annotation.models import Qualification, Rating, RatingSlot, SlotState
 from tests.frontend.rating_setup import rater
-from tests.support.browser import held_slot, open_kind, session_for, shown, track_point
+from tests.support.browser import assert_heading_outline, held_slot, open_kind, session_for, shown, track_point
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
@@ -30,6 +30,7 @@ def test_log_in_read_instructions_drag_keyboard_submit_and_store(page, live_serv
     assert "How close in meaning are the two sentences?" in instructions.inner_text()
     assert page.locator(".example").count() == 3
     assert "Mostly equivalent" in page.locator(".example").first.inner_text()
+    assert_heading_outline(page)
     page.screenshot(path=str(screenshot_dir / "sts.png"), full_page=True)
     page.click("#instructions summary")
     assert not instructions.evaluate("el => el.open")

@@ -15,7 +15,7 @@ from django.core.management import call_command
 
 from annotation.models import Job, Rating, ReviewMarks, TaskKind
 from frontend.review_examples import REVIEW_EXAMPLES
-from tests.support.browser import log_in, track_point, watch_errors
+from tests.support.browser import assert_heading_outline, log_in, track_point, watch_errors
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 SIZES = ((1280, 800), (390, 844))
@@ -68,6 +68,7 @@ def see_the_worked_examples(page, screenshot_dir, username: str) -> None:
     assert cards.count() == len(REVIEW_EXAMPLES)
     cards.first.scroll_into_view_if_needed()
     assert cards.first.is_visible()
+    assert_heading_outline(page)
     for card, example in zip(cards.all(), REVIEW_EXAMPLES, strict=True):
         assert card.locator("q").inner_text() == example.query
         assert card.locator(".example-marks").inner_text() == ", ".join(example.mark_labels)

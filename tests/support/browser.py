@@ -1,6 +1,8 @@
 """Headless Chromium helpers: logging in, opening the rating page, reading the held slot,
 moving the track, watching page errors, pinning the live server."""
 
+from itertools import pairwise
+
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.test import Client
@@ -78,3 +80,20 @@ def watch_errors(page) -> list[str]:
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     return errors
+
+
+def heading_levels(page) -> list[int]:
+    """The levels of the page's visible headings in document order."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('h1, h2, h3, h4, h5, h6')]
+            .filter(h => h.checkVisibility())
+            .map(h => Number(h.tagName[1]))"""
+    )
+
+
+def assert_heading_outline(page) -> None:
+    """One h1 first, and no heading more than one level below the one before it (a
+    screen reader's outline of the page has no gaps)."""
+    levels = heading_levels(page)
+    assert levels and levels[0] == 1 and levels.count(1) == 1, levels
+    assert all(after - before <= 1 for before, after in pairwise(levels)), levels
