@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from annotation.models import CampaignLink, Participant
+from annotation.people.crowd.external_ids import MAX_ID_PATTERN
 from annotation.people.crowd.links import CampaignLinkError, campaign_link_create
 from tests.factories import SplitFactory, UserFactory
 from tests.support.migration_support import migrate_to, migrate_to_latest
@@ -87,6 +88,12 @@ def test_a_links_pattern_is_checked_when_the_service_saves_it(dataset, values, m
         make_link(dataset, **values)
     assert str(refused.value).startswith(message)
     assert not CampaignLink.objects.exists()
+
+
+def test_a_pattern_of_the_longest_length_allowed_is_taken(dataset):
+    longest = "lab-" + "x" * (MAX_ID_PATTERN - 4)
+    make_link(dataset, id_pattern=longest)
+    assert list(CampaignLink.objects.values_list("id_pattern", flat=True)) == [longest]
 
 
 @pytest.mark.parametrize(("values", "message"), PATTERN_PROBLEMS)
