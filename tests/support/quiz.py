@@ -4,6 +4,7 @@ from annotation.models import GoldPair, QualitySettings
 from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.quality.quiz import quiz_set
 from tests.factories import CaptionFactory, ImageFactory, SplitFactory
+from tests.support.queue_support import queue_pairs
 from tests.support.rating_support import db_id
 
 # Fifteen SIS questions, the smallest pool for attempts of three (quiz_length 3: five
@@ -43,6 +44,29 @@ def make_quiz(dataset, references, tmp_path) -> list[GoldPair]:
     return list(GoldPair.objects.filter(pk__in=ids))
 
 
+def sis_quiz_dataset(tmp_path, *, n_pairs: int):
+    """A dataset with ``n_pairs`` SIS pairs to rate (two ratings each) and a SIS quiz of the
+    fifteen REFERENCES asked LENGTH at a time."""
+    split = SplitFactory()
+    queue_pairs(split=split, n_pairs=n_pairs, ratings_per_pair=2)
+    make_quiz(split.dataset, REFERENCES, tmp_path)
+    QualitySettings.objects.create(dataset=split.dataset, quiz_length=LENGTH)
+    return split.dataset
+
+
+def answer_body(question: str, key: str, score: float) -> dict:
+    """The quiz answer API's body for ``question`` (an opaque id), with a rater's usual
+    interaction facts."""
+    return {
+        "gold_pair_id": question,
+        "score": score,
+        "time_on_item_ms": 3000,
+        "time_to_first_move_ms": 500,
+        "adjustments": 1,
+        "idempotency_key": key,
+    }
+
+
 def api_attempt(client, dataset, *, score_for, start=False, tag="a"):
     """Take a whole attempt through the HTTP API as a rater's browser would; ``score_for``
     picks the score for a question's database id. Returns [(question id, answer JSON)]."""
@@ -54,14 +78,7 @@ def api_attempt(client, dataset, *, score_for, start=False, tag="a"):
     while state["result"] is None:
         # The API names questions by opaque ids; the tests compare database ids.
         question = db_id("question", state["gold_pair_id"])
-        body = {
-            "gold_pair_id": state["gold_pair_id"],
-            "score": score_for(question),
-            "time_on_item_ms": 3000,
-            "time_to_first_move_ms": 500,
-            "adjustments": 1,
-            "idempotency_key": f"{tag}-{len(asked)}",
-        }
+        body = answer_body(state["gold_pair_id"], f"{tag}-{len(asked)}", score_for(question))
         stored = client.post(f"{base}answer/", body, format="json")
         assert stored.status_code == 201, stored.content
         asked.append((question, stored.json()))

@@ -30,8 +30,17 @@ from annotation.quality.quiz import (
 from annotation.rating.policy import slot_claim
 from annotation.serving.shapes import QueueInputError
 from tests.factories import SplitFactory, UserFactory
-from tests.support.queue_support import claim, queue_pairs, rater, submit
-from tests.support.quiz import FIVE, LENGTH, REFERENCES, api_attempt, make_quiz, make_sts_quiz, second_dataset
+from tests.support.queue_support import claim, client_for, queue_pairs, rater, submit
+from tests.support.quiz import (
+    FIVE,
+    LENGTH,
+    REFERENCES,
+    api_attempt,
+    make_quiz,
+    make_sts_quiz,
+    second_dataset,
+    sis_quiz_dataset,
+)
 from tests.support.rating_support import api_id, db_id
 
 pytestmark = pytest.mark.django_db
@@ -39,23 +48,13 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def dataset(tmp_path):
-    """SIS pairs to rate and an eight-question SIS quiz asked three at a time."""
-    split = SplitFactory()
-    queue_pairs(split=split, n_pairs=5, ratings_per_pair=2)
-    make_quiz(split.dataset, REFERENCES, tmp_path)
-    QualitySettings.objects.create(dataset=split.dataset, quiz_length=LENGTH)
-    return split.dataset
+    """SIS pairs to rate and a fifteen-question SIS quiz asked three at a time."""
+    return sis_quiz_dataset(tmp_path, n_pairs=5)
 
 
 @pytest.fixture
 def newcomer():
     return UserFactory(roles=["rater"])
-
-
-def api_for(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 def off_by(reference: float, distance: float) -> float:
@@ -114,7 +113,7 @@ def floats_in(value, path=""):
 
 
 def test_no_answer_names_a_reference_until_the_attempt_ends(dataset, newcomer):
-    asked = api_attempt(api_for(newcomer), dataset, score_for=lambda q: 2.0)
+    asked = api_attempt(client_for(newcomer), dataset, score_for=lambda q: 2.0)
     for _, body in asked[:-1]:
         assert set(body) == {"replayed", "state"} and body["state"]["review"] is None
         assert not [key for key in keys_in(body) if "reference" in key or "level" in key], body
@@ -123,7 +122,7 @@ def test_no_answer_names_a_reference_until_the_attempt_ends(dataset, newcomer):
 
 def test_the_review_names_each_answered_reference_level_and_holds_no_number_of_it(dataset, newcomer):
     references = {g.pk: g.gold_score for g in GoldPair.objects.all()}
-    asked = api_attempt(api_for(newcomer), dataset, score_for=lambda q: off_by(references[q], 0.3))
+    asked = api_attempt(client_for(newcomer), dataset, score_for=lambda q: off_by(references[q], 0.3))
     assert len(asked) == LENGTH
     state = asked[-1][1]["state"]
     review = state["review"]
@@ -143,7 +142,7 @@ def test_the_review_names_each_answered_reference_level_and_holds_no_number_of_i
     assert floats_in(asked[0][1]) == []
     assert state["result"]["mean_error"] == pytest.approx(0.3)
     # Reloading the finished attempt shows the same review; the next attempt shows none.
-    again = api_for(newcomer).post(f"/api/rate/{dataset.name}/quiz/sis/", {}, format="json").json()
+    again = client_for(newcomer).post(f"/api/rate/{dataset.name}/quiz/sis/", {}, format="json").json()
     assert again["review"] == review
 
 
@@ -170,7 +169,7 @@ def test_the_service_review_carries_names_only_and_only_the_answered_questions(d
 def test_a_failed_attempts_questions_are_not_asked_in_the_second(dataset, seeded, seed):
     seeded(seed)
     rater = UserFactory(roles=["rater"])
-    client = api_for(rater)
+    client = client_for(rater)
     first = [question for question, _ in api_attempt(client, dataset, score_for=far_answers(), tag="one")]
     assert QuizAttempt.objects.get(rater=rater, number=1).passed is False
     second = [question for question, _ in api_attempt(client, dataset, score_for=far_answers(), start=True)]
@@ -182,7 +181,7 @@ def test_a_failed_attempts_questions_are_not_asked_in_the_second(dataset, seeded
 def test_replaying_attempt_ones_learned_answers_in_attempt_two_gets_no_help(dataset, newcomer):
     """The attacker fails attempt 1 on purpose to learn the references from its review,
     then answers attempt 2 with what they learned."""
-    client = api_for(newcomer)
+    client = client_for(newcomer)
     asked = api_attempt(client, dataset, score_for=far_answers(), tag="learn")
     learned = {
         db_id("question", entry["question"]): cxc.LEVEL_NAMES.index(entry["reference_level"])
@@ -212,7 +211,7 @@ def test_replaying_attempt_ones_learned_answers_in_attempt_two_gets_no_help(data
 def answer_at_distance(dataset, distance: float) -> dict:
     rater = UserFactory(roles=["rater"])
     references = {g.pk: g.gold_score for g in GoldPair.objects.all()}
-    asked = api_attempt(api_for(rater), dataset, score_for=lambda q: off_by(references[q], distance))
+    asked = api_attempt(client_for(rater), dataset, score_for=lambda q: off_by(references[q], distance))
     return asked[-1][1]["state"]
 
 
@@ -294,7 +293,7 @@ def test_no_quiz_is_a_clear_not_found(newcomer):
 
 
 def test_the_quiz_api_asks_answers_and_names_a_bad_kind(dataset, newcomer):
-    client = api_for(newcomer)
+    client = client_for(newcomer)
     state = client.post(f"/api/rate/{dataset.name}/quiz/sis/", {}, format="json").json()
     assert state["attempt"] == 1 and state["total"] == LENGTH and len(state["items"]) == 2 and state["result"] is None
     answer = {
@@ -318,7 +317,7 @@ def test_an_attempt_asks_the_quiz_length_from_five_times_that_pool_and_nothing_f
 
 
 def test_the_quiz_names_its_questions_by_opaque_ids_not_database_ids(dataset, newcomer):
-    client = api_for(newcomer)
+    client = client_for(newcomer)
     state = client.post(f"/api/rate/{dataset.name}/quiz/sis/", {}, format="json").json()
     question = state["gold_pair_id"]
     pair_ids = set(GoldPair.objects.values_list("pk", flat=True))
@@ -348,7 +347,7 @@ def api_answer_values():
 
 
 def test_a_stale_answer_is_refused_without_naming_any_id(dataset, newcomer):
-    client = api_for(newcomer)
+    client = client_for(newcomer)
     state = client.post(f"/api/rate/{dataset.name}/quiz/sis/", {}, format="json").json()
     body = {
         "gold_pair_id": state["gold_pair_id"],

@@ -14,13 +14,11 @@ having locked attempt one, tries to begin attempt two too and takes the first ta
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
 
-from annotation.models import GoldPair, GoldPurpose, GoldRating, QualitySettings, QuizAttempt
-from tests.factories import SplitFactory, UserFactory
-from tests.support.queue_support import queue_pairs
-from tests.support.quiz import LENGTH, REFERENCES, make_quiz
-from tests.support.rating_support import db_id
+from annotation.models import GoldPair, GoldPurpose, GoldRating, QuizAttempt
+from tests.factories import UserFactory
+from tests.support.queue_support import client_for
+from tests.support.quiz import answer_body, api_attempt, sis_quiz_dataset
 from tests.support.row_locks import hold_row_lock, in_thread, wait_for_lock_waiters
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -28,32 +26,11 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def dataset(tmp_path):
-    split = SplitFactory()
-    queue_pairs(split=split, n_pairs=2, ratings_per_pair=2)
-    make_quiz(split.dataset, REFERENCES, tmp_path)
-    QualitySettings.objects.create(dataset=split.dataset, quiz_length=LENGTH)
-    return split.dataset
+    return sis_quiz_dataset(tmp_path, n_pairs=2)
 
 
 def quiz_url(dataset) -> str:
     return f"/api/rate/{dataset.name}/quiz/sis/"
-
-
-def client_of(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
-
-
-def answer_body(question: str, key: str, score: float = 2.5) -> dict:
-    return {
-        "gold_pair_id": question,
-        "score": score,
-        "time_on_item_ms": 3000,
-        "time_to_first_move_ms": 500,
-        "adjustments": 1,
-        "idempotency_key": key,
-    }
 
 
 def both_at_once(user, posts: list[tuple[str, dict]]) -> list:
@@ -66,7 +43,7 @@ def both_at_once(user, posts: list[tuple[str, dict]]) -> list:
     threads = []
     try:
         for (url, body), into in zip(posts, results, strict=True):
-            threads.append(in_thread(lambda url=url, body=body: client_of(user).post(url, body, format="json"), into))
+            threads.append(in_thread(lambda url=url, body=body: client_for(user).post(url, body, format="json"), into))
         # No way out when the threads end unblocked: without the attempt's lock they
         # would not wait, and the race would be left to chance.
         wait_for_lock_waiters(holder, len(posts))
@@ -88,7 +65,7 @@ def quiz_answers(user) -> list[GoldRating]:
 
 def test_one_question_answered_from_two_tabs_at_once_is_stored_once(dataset):
     user = UserFactory(roles=["rater"])
-    first = client_of(user).post(quiz_url(dataset), {}, format="json").json()
+    first = client_for(user).post(quiz_url(dataset), {}, format="json").json()
     question = first["gold_pair_id"]
     answers = both_at_once(
         user,
@@ -106,8 +83,8 @@ def test_one_question_answered_from_two_tabs_at_once_is_stored_once(dataset):
 
 def test_a_double_click_is_one_answer_replayed_not_a_clash(dataset):
     user = UserFactory(roles=["rater"])
-    question = client_of(user).post(quiz_url(dataset), {}, format="json").json()["gold_pair_id"]
-    body = answer_body(question, "click")
+    question = client_for(user).post(quiz_url(dataset), {}, format="json").json()["gold_pair_id"]
+    body = answer_body(question, "click", 2.5)
     answers = both_at_once(user, [(f"{quiz_url(dataset)}answer/", body), (f"{quiz_url(dataset)}answer/", body)])
     assert sorted(a.status_code for a in answers) == [200, 201], [a.content for a in answers]
     assert [a.json()["replayed"] for a in sorted(answers, key=lambda a: a.status_code)] == [True, False]
@@ -117,15 +94,9 @@ def test_a_double_click_is_one_answer_replayed_not_a_clash(dataset):
 
 def test_two_tabs_starting_attempt_two_at_once_get_attempt_two_only(dataset):
     user = UserFactory(roles=["rater"])
-    client = client_of(user)
-    state = client.post(quiz_url(dataset), {}, format="json").json()
-    for step in range(state["total"]):  # the far end of the scale from each reference
-        reference = GoldPair.objects.get(pk=db_id("question", state["gold_pair_id"])).gold_score
-        far = 0.0 if reference >= 2.5 else 5.0
-        stored = client.post(
-            f"{quiz_url(dataset)}answer/", answer_body(state["gold_pair_id"], f"k{step}", far), format="json"
-        )
-        state = stored.json()["state"]
+    references = dict(GoldPair.objects.values_list("pk", "gold_score"))
+    asked = api_attempt(client_for(user), dataset, score_for=lambda q: 0.0 if references[q] >= 2.5 else 5.0)
+    state = asked[-1][1]["state"]  # each answer at the far end of the scale from its reference
     assert state["result"] is not None and not state["result"]["passed"], state
     answers = both_at_once(user, [(quiz_url(dataset), {"start": True}), (quiz_url(dataset), {"start": True})])
     assert [a.status_code for a in answers] == [200, 200], [a.content for a in answers]
