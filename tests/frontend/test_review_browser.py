@@ -3,7 +3,9 @@ researcher runs an explained evaluation of the demo, opens its failures, queues 
 review by two raters each; two raters review every failure on the review page (the
 query, the expected and the retrieved picture, the marks, the slider); the researcher's
 page then shows the correlation table, the marks and the crowd's column in the failures
-list. Screenshots at 1280x800 and 390x844 of both pages."""
+list. The first review's pictures hold their place before their files arrive (as on the
+rating page: test_picture_boxes_browser.py). Screenshots at 1280x800 and 390x844 of both
+pages."""
 
 import io
 import os
@@ -15,11 +17,20 @@ from django.core.management import call_command
 
 from annotation.models import Job, Rating, ReviewMarks, TaskKind
 from frontend.review_examples import REVIEW_EXAMPLES
-from tests.support.browser import assert_heading_outline, log_in, track_point, watch_errors
+from tests.support.browser import (
+    HeldPictures,
+    assert_heading_outline,
+    boxes,
+    log_in,
+    track_point,
+    watch_errors,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 SIZES = ((1280, 800), (390, 844))
 RATERS = 2
+REVIEW_PICTURES = ".review-image img"
+REVIEW_PLACES = [REVIEW_PICTURES, ".scale-track", "#submit"]
 
 
 def shoot(page, screenshot_dir, name: str) -> None:
@@ -79,12 +90,26 @@ def see_the_worked_examples(page, screenshot_dir, username: str) -> None:
     page.click("#instructions summary")
 
 
-def review_every_failure(browser, live_server, username: str, screenshot_dir, shots: str | None) -> int:
-    """``username`` reviews on the review page until none is left; how many they did."""
+def assert_the_pictures_hold_their_place(page, held: HeldPictures) -> None:
+    """Before the held pictures arrive, they, the track and Submit already lie where they
+    lie once the pictures have loaded."""
+    assert page.locator(REVIEW_PICTURES).evaluate_all("pictures => pictures.every(p => p.src && !p.complete)")
+    before = boxes(page, REVIEW_PLACES)
+    assert all(box["width"] > 50 and box["height"] > 50 for box in before[:2]), before
+    held.release(REVIEW_PICTURES)
+    assert boxes(page, REVIEW_PLACES) == before
+
+
+def review_every_failure(
+    browser, live_server, username: str, screenshot_dir, shots: str | None, hold_pictures: bool = False
+) -> int:
+    """``username`` reviews on the review page until none is left; how many they did.
+    ``hold_pictures``: the first review's pictures arrive only once their place is measured."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     errors = watch_errors(page)
     log_in(page, live_server, username)
+    held = HeldPictures(page) if hold_pictures else None
     page.goto(f"{live_server.url}/rate/demo/rev/")
     done = 0
     while True:
@@ -93,6 +118,8 @@ def review_every_failure(browser, live_server, username: str, screenshot_dir, sh
             break
         query = page.locator("#query").inner_text()
         assert query
+        if held and done == 0:
+            assert_the_pictures_hold_their_place(page, held)
         for side in ("#expected", "#retrieved"):
             page.wait_for_function(f"document.querySelector('{side} img').complete")
             assert page.locator(f"{side} img").evaluate("i => i.naturalWidth > 0")
@@ -164,7 +191,8 @@ def test_a_researcher_queues_the_failures_and_raters_review_them(
     assert 0 < pairs <= count
     # Queuing again adds nothing (the API answers it; the page shows the figures now).
     reviewed = [
-        review_every_failure(browser, live_server, f"rater{n}", screenshot_dir, shots=n <= 2) for n in (1, 2, 3)
+        review_every_failure(browser, live_server, f"rater{n}", screenshot_dir, shots=n <= 2, hold_pictures=n == 1)
+        for n in (1, 2, 3)
     ]
     assert reviewed == [pairs, pairs, 0]
     assert Rating.objects.filter(pair__kind=TaskKind.REV).count() == RATERS * pairs

@@ -1,5 +1,5 @@
 """Headless Chromium helpers: logging in, opening the rating page, reading the held slot,
-moving the track, watching page errors, pinning the live server."""
+moving the track, watching page errors, pinning the live server, holding pictures back."""
 
 from itertools import pairwise
 
@@ -62,6 +62,44 @@ def only_the_live_server(page, live_server) -> list[str]:
 
     page.route("**/*", route)
     return left_the_server
+
+
+class HeldPictures:
+    """Keeps the page's picture downloads waiting until ``release``: the page as a rater on
+    a slow connection sees it before its pictures arrive."""
+
+    def __init__(self, page):
+        self.page = page
+        self.waiting = []
+        self.released = False
+        page.route("**/*", self._route)
+
+    def _route(self, request_route) -> None:
+        if request_route.request.resource_type == "image" and not self.released:
+            self.waiting.append(request_route)
+        else:
+            request_route.continue_()
+
+    def release(self, pictures: str) -> None:
+        """Let the held downloads go; wait until every picture ``pictures`` selects has loaded."""
+        self.released = True
+        for request_route in self.waiting:
+            request_route.continue_()
+        self.page.wait_for_function(
+            "s => [...document.querySelectorAll(s)].every(i => i.complete && i.naturalWidth > 0)", arg=pictures
+        )
+
+
+def boxes(page, selectors: list[str]) -> list[dict]:
+    """Where each element ``selectors`` select lies on the page (every match, in order), in
+    the document's coordinates: a scroll moves none of them."""
+    return page.evaluate(
+        """selectors => selectors.flatMap(s => [...document.querySelectorAll(s)].map(e => {
+            const r = e.getBoundingClientRect();
+            return {x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height};
+        }))""",
+        selectors,
+    )
 
 
 PASSWORDS = {username: password for username, password, _ in DEMO_ACCOUNTS}

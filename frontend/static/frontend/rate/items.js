@@ -14,17 +14,33 @@ export function itemNode(item) {
     const img = document.createElement("img");
     img.alt = "Picture to compare";
     img.decoding = "async";
-    // Known size reserves the box before the file arrives: no layout jump.
-    if (item.width && item.height) {
-      img.width = item.width;
-      img.height = item.height;
-      img.style.aspectRatio = `${item.width} / ${item.height}`;
-    }
+    reserveBox(img, item);
     img.src = item.url;
     frame.append(img);
     box.append(frame);
   }
   return box;
+}
+
+/** Give a picture of known size its box before the file arrives, so the slider below it
+ * does not move under a click while pictures load. The stylesheet sizes such a picture
+ * from ``--aspect`` (width over height): as wide as its frame allows without growing
+ * taller than the frame's ``--picture-max``. Without a known size the picture takes its
+ * file's size once loaded. */
+export function reserveBox(img, { width, height }) {
+  if (!(width && height)) {
+    img.classList.remove("reserved");
+    img.removeAttribute("width");
+    img.removeAttribute("height");
+    img.style.removeProperty("--aspect");
+    img.style.removeProperty("aspect-ratio");
+    return;
+  }
+  img.width = width;
+  img.height = height;
+  img.style.setProperty("--aspect", String(width / height));
+  img.style.aspectRatio = `${width} / ${height}`;
+  img.classList.add("reserved");
 }
 
 /** Show ``text`` in the notice line (an empty text hides it); ``kind`` "error" marks it. */

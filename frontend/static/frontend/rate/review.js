@@ -2,7 +2,7 @@
 // retrieved one), takes the marks and the slider (which never shows its number), submits
 // both to the review API, keeps the lease alive, and goes on to the next review.
 import { NetworkError, call } from "./api.js";
-import { showNoticeIn } from "./items.js";
+import { reserveBox, showNoticeIn } from "./items.js";
 import { createSlider } from "./slider.js";
 import { reviewSubmission, toggleMark } from "./review_state.js";
 
@@ -36,11 +36,7 @@ const slider = createSlider(document.getElementById("scale"), {
 
 function showImage(figure, side) {
   const image = figure.querySelector("img");
-  if (side.width && side.height) {
-    image.width = side.width;
-    image.height = side.height;
-    image.style.aspectRatio = `${side.width} / ${side.height}`;
-  }
+  reserveBox(image, side);
   image.src = side.url;
 }
 

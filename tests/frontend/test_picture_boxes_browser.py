@@ -1,0 +1,54 @@
+"""A picture of known size holds its place before its file arrives, in headless Chromium:
+with every picture download held back, the pair, the slider's track and Submit already lie
+where they lie once the pictures have loaded. Otherwise the track moves under a rater's
+click while pictures load on a slow connection (the click lands beside it, or on a
+picture). The rating page at desktop and phone width, the quiz with its instructions open.
+The review page's pictures are checked the same way in test_review_browser.py."""
+
+import pytest
+
+from tests.factories import UserFactory
+from tests.frontend.crowd_setup import sis_quiz
+from tests.support.browser import HeldPictures, boxes, session_for, watch_errors
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
+PICTURES = "#pair img"
+PLACES = [PICTURES, ".scale-track", "#submit"]
+
+
+def assert_nothing_moves_when_the_pictures_arrive(page, url: str) -> None:
+    held = HeldPictures(page)
+    page.goto(url)
+    # The pair is on the page (the rating page marks it ready only once its pictures are
+    # decoded; a rater may reach for the slider before that).
+    page.wait_for_function("s => !document.querySelector('#work').hidden && document.querySelector(s)", arg=PICTURES)
+    # Measured before any picture of the pair has arrived.
+    assert page.locator(PICTURES).count() > 0
+    assert page.locator(PICTURES).evaluate_all("pictures => pictures.every(p => !p.complete)")
+    before = boxes(page, PLACES)
+    assert all(box["width"] > 50 and box["height"] > 50 for box in before[: page.locator(PICTURES).count()]), before
+    held.release(PICTURES)
+    assert boxes(page, PLACES) == before
+
+
+@pytest.mark.parametrize(("kind", "width", "height"), [("sis", 1280, 800), ("sis", 390, 844), ("sits", 1280, 800)])
+def test_the_rating_page_keeps_its_track_in_place_while_pictures_load(browser, live_server, demo, kind, width, height):
+    page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+    errors = watch_errors(page)
+    session_for(page, live_server)
+    assert_nothing_moves_when_the_pictures_arrive(page, f"{live_server.url}/rate/demo/{kind}/")
+    assert not errors, errors
+    page.context.close()
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
+def test_the_quiz_keeps_its_track_in_place_while_pictures_load(browser, live_server, demo, width, height):
+    sis_quiz(demo)
+    UserFactory(username="newcomer", roles=["rater"])
+    page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+    errors = watch_errors(page)
+    session_for(page, live_server, username="newcomer")
+    assert_nothing_moves_when_the_pictures_arrive(page, f"{live_server.url}/rate/demo/sis/")
+    assert page.locator("#instructions").get_attribute("open") is not None
+    assert not errors, errors
+    page.context.close()
