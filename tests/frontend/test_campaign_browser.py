@@ -1,17 +1,19 @@
 """The campaign pages as a person sees them in headless Chromium, on the demo dataset rated
 by the five demo raters. Charts must really draw (Plotly served by the app), nothing may
-be fetched from another host, and each page is photographed at 1280 px and at a tablet's
+be fetched from another host, a rater's pictures have their boxes before their files
+arrive, and each page is photographed at 1280 px and at a tablet's
 820 px: test-artifacts/screenshots/campaign-*.png."""
 
 import pytest
 
 from tests.frontend.campaign_setup import rate_campaign
 from tests.frontend.rating_setup import rater
-from tests.support.browser import log_in, only_the_live_server, watch_errors
+from tests.support.browser import HeldPictures, boxes, log_in, only_the_live_server, watch_errors
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 TABLET = {"width": 820, "height": 1180}
+DIFFERENCE_PICTURES = "#differences img"
 
 
 @pytest.fixture
@@ -49,14 +51,21 @@ def visit_every_page(page, live_server, shots, who: str, width: str) -> None:
     assert page.locator("table#raters tbody tr").count() == 5
     page.wait_for_selector("table#raters thead th button.sort")
     page.screenshot(path=str(shots / f"campaign-raters-{who}-{width}.png"), full_page=True)
+    held = HeldPictures(page)
     page.click("table#raters tbody tr:first-child th a")
     page.wait_for_url(f"{live_server.url}/campaigns/demo/raters/*/")
     assert charts_drawn(page) == 3
     assert page.locator("#differences li.difference").count() > 0
+    # Before any picture has arrived, each already has its box.
+    assert page.locator(DIFFERENCE_PICTURES).evaluate_all("pictures => pictures.every(p => !p.complete)")
+    before = boxes(page, [DIFFERENCE_PICTURES, "#differences li.difference"])
+    assert all(box["height"] > 50 for box in before[: page.locator(DIFFERENCE_PICTURES).count()]), before
+    held.release()
     # The pictures load lazily: bring each into view as a person scrolling down would.
-    for picture in page.locator("#differences img").all():
+    for picture in page.locator(DIFFERENCE_PICTURES).all():
         picture.scroll_into_view_if_needed()
     page.wait_for_function("[...document.images].every(img => img.complete && img.naturalWidth > 0)")
+    assert boxes(page, [DIFFERENCE_PICTURES, "#differences li.difference"]) == before
     page.screenshot(path=str(shots / f"campaign-rater-{who}-{width}.png"), full_page=True)
 
 

@@ -66,7 +66,8 @@ def only_the_live_server(page, live_server) -> list[str]:
 
 class HeldPictures:
     """Keeps the page's picture downloads waiting until ``release``: the page as a rater on
-    a slow connection sees it before its pictures arrive."""
+    a slow connection sees it before its pictures arrive. Other requests, and the pictures once
+released, fall back to the page's earlier routes (only_the_live_server's, say)."""
 
     def __init__(self, page):
         self.page = page
@@ -78,13 +79,16 @@ class HeldPictures:
         if request_route.request.resource_type == "image" and not self.released:
             self.waiting.append(request_route)
         else:
-            request_route.continue_()
+            request_route.fallback()
 
-    def release(self, pictures: str) -> None:
-        """Let the held downloads go; wait until every picture ``pictures`` selects has loaded."""
+    def release(self, pictures: str | None = None) -> None:
+        """Let the held downloads go; wait until every picture ``pictures`` selects has
+        loaded (a lazy picture loads only once scrolled into view: leave it out)."""
         self.released = True
         for request_route in self.waiting:
-            request_route.continue_()
+            request_route.fallback()
+        if pictures is None:
+            return
         self.page.wait_for_function(
             "s => [...document.querySelectorAll(s)].every(i => i.complete && i.naturalWidth > 0)", arg=pictures
         )
