@@ -7,16 +7,20 @@ The review page's pictures are checked the same way in test_review_browser.py.""
 
 import pytest
 
+from annotation.models import Image
 from tests.factories import UserFactory
 from tests.frontend.crowd_setup import sis_quiz
 from tests.support.browser import HeldPictures, boxes, session_for, watch_errors
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 PICTURES = "#pair img"
-PLACES = [PICTURES, ".scale-track", "#submit"]
+FRAMES = "#pair .frame"
+PLACES = [PICTURES, FRAMES, ".scale-track", "#submit"]
 
 
-def assert_nothing_moves_when_the_pictures_arrive(page, url: str) -> None:
+def assert_nothing_moves_when_the_pictures_arrive(
+    page, url: str, *, places: list[str] = PLACES, least_height: int = 50
+) -> None:
     held = HeldPictures(page)
     page.goto(url)
     # The pair is on the page (the rating page marks it ready only once its pictures are
@@ -25,10 +29,12 @@ def assert_nothing_moves_when_the_pictures_arrive(page, url: str) -> None:
     # Measured before any picture of the pair has arrived.
     assert page.locator(PICTURES).count() > 0
     assert page.locator(PICTURES).evaluate_all("pictures => pictures.every(p => !p.complete)")
-    before = boxes(page, PLACES)
-    assert all(box["width"] > 50 and box["height"] > 50 for box in before[: page.locator(PICTURES).count()]), before
+    before = boxes(page, places)
+    frames = boxes(page, [FRAMES])
+    assert len(frames) == page.locator(PICTURES).count(), frames
+    assert all(box["height"] >= least_height for box in frames), frames
     held.release(PICTURES)
-    assert boxes(page, PLACES) == before
+    assert boxes(page, places) == before
 
 
 @pytest.mark.parametrize(("kind", "width", "height"), [("sis", 1280, 800), ("sis", 390, 844), ("sits", 1280, 800)])
@@ -50,5 +56,23 @@ def test_the_quiz_keeps_its_track_in_place_while_pictures_load(browser, live_ser
     session_for(page, live_server, username="newcomer")
     assert_nothing_moves_when_the_pictures_arrive(page, f"{live_server.url}/rate/demo/sis/")
     assert page.locator("#instructions").get_attribute("open") is not None
+    assert not errors, errors
+    page.context.close()
+
+
+def test_pictures_of_unknown_size_keep_the_track_in_place_in_a_full_height_frame(
+    browser, live_server, demo, screenshot_dir
+):
+    # A dataset served from a URL prefix records no sizes.
+    assert Image.objects.filter(dataset=demo).update(width=None, height=None) > 0
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    errors = watch_errors(page)
+    session_for(page, live_server)
+    # The pictures themselves grow from nothing; their frames, the track and Submit stay.
+    assert_nothing_moves_when_the_pictures_arrive(
+        page, f"{live_server.url}/rate/demo/sis/", places=PLACES[1:], least_height=800 // 2
+    )
+    assert not page.locator(f"{PICTURES}.reserved").count()
+    page.screenshot(path=str(screenshot_dir / "rating-pictures-of-unknown-size-1280.png"))
     assert not errors, errors
     page.context.close()

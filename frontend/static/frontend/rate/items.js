@@ -25,8 +25,8 @@ export function itemNode(item) {
 /** Give a picture of known size its box before the file arrives, so the slider below it
  * does not move under a click while pictures load. The stylesheet sizes such a picture
  * from ``--aspect`` (width over height): as wide as its frame allows without growing
- * taller than the frame's ``--picture-max``. Without a known size the picture takes its
- * file's size once loaded. */
+ * taller than the frame's ``--picture-max``. Without a known size its frame takes that
+ * whole height, and the picture its file's size inside it once loaded. */
 export function reserveBox(img, { width, height }) {
   if (!(width && height)) {
     img.classList.remove("reserved");
