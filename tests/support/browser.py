@@ -66,8 +66,8 @@ def only_the_live_server(page, live_server) -> list[str]:
 
 class HeldPictures:
     """Keeps the page's picture downloads waiting until ``release``: the page as a rater on
-    a slow connection sees it before its pictures arrive. Other requests, and the pictures once
-released, fall back to the page's earlier routes (only_the_live_server's, say)."""
+    a slow connection sees it before its pictures arrive. Other requests, and the pictures
+    once released, fall back to the page's earlier routes (only_the_live_server's, say)."""
 
     def __init__(self, page):
         self.page = page
