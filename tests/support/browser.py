@@ -67,7 +67,8 @@ def only_the_live_server(page, live_server) -> list[str]:
 class HeldPictures:
     """Keeps the page's picture downloads waiting until ``release``: the page as a rater on
     a slow connection sees it before its pictures arrive. Other requests, and the pictures
-    once released, fall back to the page's earlier routes (only_the_live_server's, say)."""
+    once released, fall back to the page's earlier routes (only_the_live_server's, say):
+    make it after those, since Playwright asks the newest route first."""
 
     def __init__(self, page):
         self.page = page
@@ -85,8 +86,8 @@ class HeldPictures:
         """Let the held downloads go; wait until every picture ``pictures`` selects has
         loaded (a lazy picture loads only once scrolled into view: leave it out)."""
         self.released = True
-        for request_route in self.waiting:
-            request_route.fallback()
+        while self.waiting:
+            self.waiting.pop().fallback()
         if pictures is None:
             return
         self.page.wait_for_function(

@@ -23,21 +23,21 @@ export function itemNode(item) {
 }
 
 /** Give a picture of known size its box before the file arrives, so the slider below it
- * does not move under a click while pictures load. The stylesheet sizes such a picture
- * from ``--aspect`` (width over height): as wide as its frame allows without growing
- * taller than the frame's ``--picture-max``. Without a known size its frame takes that
- * whole height, and the picture its file's size inside it once loaded. */
+ * does not move under a click while pictures load: the stylesheet sizes a ``.reserved``
+ * picture from ``--width`` (its file's width) and ``--aspect`` (width over height) within
+ * the ``--picture-max`` height set on its item. A picture of unknown size gets none of
+ * these (a reused <img> loses the last picture's): the stylesheet gives its frame a box. */
 export function reserveBox(img, { width, height }) {
   if (!(width && height)) {
     img.classList.remove("reserved");
     img.removeAttribute("width");
     img.removeAttribute("height");
-    img.style.removeProperty("--aspect");
-    img.style.removeProperty("aspect-ratio");
+    for (const property of ["--width", "--aspect", "aspect-ratio"]) img.style.removeProperty(property);
     return;
   }
   img.width = width;
   img.height = height;
+  img.style.setProperty("--width", `${width}px`);
   img.style.setProperty("--aspect", String(width / height));
   img.style.aspectRatio = `${width} / ${height}`;
   img.classList.add("reserved");

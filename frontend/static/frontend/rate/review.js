@@ -36,6 +36,8 @@ const slider = createSlider(document.getElementById("scale"), {
 
 function showImage(figure, side) {
   const image = figure.querySelector("img");
+  // The last review's picture must not stand in the new one's box until the file arrives.
+  image.removeAttribute("src");
   reserveBox(image, side);
   image.src = side.url;
 }
