@@ -190,6 +190,20 @@ def _existing_keys(dataset: Dataset, model, keys: list[str]) -> set[str]:
     return found
 
 
+# EXIF orientations that turn the picture a quarter: browsers show it turned
+# (image-orientation: from-image), so its width and height swap.
+_QUARTER_TURNS = frozenset({5, 6, 7, 8})
+_EXIF_ORIENTATION = 0x0112
+
+
+def _shown_size(img) -> tuple[int, int]:
+    """The picture's width and height as a browser shows it, from the header alone."""
+    width, height = img.size
+    if img.getexif().get(_EXIF_ORIENTATION) in _QUARTER_TURNS:
+        return height, width
+    return width, height
+
+
 def _read_image_sizes(root: Path, records, progress: Progress) -> dict[str, tuple[int, int]]:
     """Check every file exists and read its size from the header (no full decode)."""
     missing = [r.file_path for r in records if not (root / r.file_path).is_file()]
@@ -201,7 +215,7 @@ def _read_image_sizes(root: Path, records, progress: Progress) -> dict[str, tupl
     for position, record in enumerate(records):
         try:
             with PILImage.open(root / record.file_path) as img:
-                sizes[record.key] = img.size
+                sizes[record.key] = _shown_size(img)
         except (UnidentifiedImageError, OSError) as exc:
             raise DatasetImportError(f"{root / record.file_path}: not a readable image ({exc})") from exc
         if position % 1000 == 0:

@@ -75,6 +75,25 @@ def test_import_checks_image_files_exist(tmp_path):
     assert table_counts() == before
 
 
+@pytest.mark.parametrize(("orientation", "shown"), [(None, (64, 48)), (3, (64, 48)), (6, (48, 64)), (8, (48, 64))])
+def test_image_sizes_are_as_a_browser_shows_them_after_the_exif_orientation(tmp_path, orientation, shown):
+    """A phone's photo stored sideways with an EXIF orientation is shown turned; its
+    recorded size is the turned one, or the page would give it the wrong box."""
+    from PIL import Image as PILImage
+
+    entries = [image_entry(1, sentids=(1,))]
+    target = tmp_path / "imgs" / entries[0]["filepath"] / entries[0]["filename"]
+    target.parent.mkdir(parents=True)
+    exif = PILImage.Exif()
+    if orientation is not None:
+        exif[0x0112] = orientation
+    PILImage.new("RGB", (64, 48), (200, 100, 50)).save(target, exif=exif)
+    dataset_import_karpathy(
+        path=write_json(tmp_path, {"images": entries}), name="coco", images_root=str(tmp_path / "imgs")
+    )
+    assert Image.objects.values_list("width", "height").get() == shown
+
+
 def test_import_rejects_unreadable_image(tmp_path):
     entries = [image_entry(1, sentids=(1,))]
     target = tmp_path / "imgs" / "val2014" / entries[0]["filename"]
