@@ -14,9 +14,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from PIL import Image as PILImage
-from PIL import UnidentifiedImageError
 
+from annotation.catalog.image_files import read_image_sizes
 from annotation.catalog.karpathy import FieldLimits, KarpathyError, parse_karpathy
 from annotation.core.errors import DatasetImportError, NotFound
 from annotation.core.progress import Progress
@@ -88,7 +87,7 @@ def dataset_import_karpathy(
         root = Path(images_root).resolve()
         if not root.is_dir():
             raise DatasetImportError(f"images root {root} is not a folder")
-        sizes = _read_image_sizes(root, records, progress)
+        sizes = read_image_sizes(root, records, progress)
         images_root = str(root)
 
     with transaction.atomic():
@@ -188,39 +187,6 @@ def _existing_keys(dataset: Dataset, model, keys: list[str]) -> set[str]:
             )
         )
     return found
-
-
-# EXIF orientations that turn the picture a quarter: browsers show it turned
-# (image-orientation: from-image), so its width and height swap.
-_QUARTER_TURNS = frozenset({5, 6, 7, 8})
-_EXIF_ORIENTATION = 0x0112
-
-
-def _shown_size(img) -> tuple[int, int]:
-    """The picture's width and height as a browser shows it, from the header alone."""
-    width, height = img.size
-    if img.getexif().get(_EXIF_ORIENTATION) in _QUARTER_TURNS:
-        return height, width
-    return width, height
-
-
-def _read_image_sizes(root: Path, records, progress: Progress) -> dict[str, tuple[int, int]]:
-    """Check every file exists and read its size from the header (no full decode)."""
-    missing = [r.file_path for r in records if not (root / r.file_path).is_file()]
-    if missing:
-        shown = ", ".join(missing[:5])
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        raise DatasetImportError(f"{len(missing)} image file(s) missing below {root}: {shown}{more}")
-    sizes = {}
-    for position, record in enumerate(records):
-        try:
-            with PILImage.open(root / record.file_path) as img:
-                sizes[record.key] = _shown_size(img)
-        except (UnidentifiedImageError, OSError) as exc:
-            raise DatasetImportError(f"{root / record.file_path}: not a readable image ({exc})") from exc
-        if position % 1000 == 0:
-            progress(position, len(records), "checking image files")
-    return sizes
 
 
 def embedding_space_import(
