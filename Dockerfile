@@ -11,9 +11,9 @@ COPY . .
 RUN RUN_MODE=embedded VAR_DIR=/tmp/build python manage.py collectstatic --no-input -v 0
 EXPOSE 8000
 # The web server is web/serve.py (granian; workers, threads, keep-alive spreading, all
-# from the environment: WEB_*); the container listens on every interface. Three workers,
-# as the image always ran: inside a container the default (cores + 1) would count the
+# from the environment: WEB_*); the container listens on every interface. Two workers, a
+# 2-core host's default: inside a container the default (one per core) would count the
 # host's cores, not the container's share (each worker thread holds a database
-# connection). Set WEB_WORKERS to change it.
-ENV WEB_BIND=0.0.0.0:8000 WEB_WORKERS=3
+# connection). Set WEB_WORKERS to the cores the container has.
+ENV WEB_BIND=0.0.0.0:8000 WEB_WORKERS=2
 CMD ["python", "-m", "web.serve"]

@@ -24,19 +24,20 @@ from web.keep_alive import SpreadKeepAlive
 from web.serve import ServeSettingError, server_options
 
 
-def test_defaults_are_a_process_per_core_plus_one_with_two_threads():
+def test_defaults_are_a_process_per_core_with_two_threads():
     options = server_options({}, cores=2)
     assert options == {
         "address": "127.0.0.1",
         "port": 8000,
-        "workers": 3,
+        "workers": 2,
         "blocking_threads": 2,
         "blocking_threads_idle_timeout": 600,
         "backlog": 2048,
         "log_level": "warning",
         "log_access": False,
     }
-    assert server_options({}, cores=32)["workers"] == 9
+    assert server_options({}, cores=32)["workers"] == 8
+    assert server_options({}, cores=1)["workers"] == 1
 
 
 def test_settings_come_from_the_environment():
@@ -179,15 +180,15 @@ def test_the_application_s_headers_are_left_as_they_were():
     assert seen == [[("Content-Type", "text/plain"), ("Connection", "close")]]
 
 
-def test_the_container_serves_config_serve_on_every_interface_with_three_workers():
+def test_the_container_serves_config_serve_on_every_interface_with_two_workers():
     assert served_command() == [sys.executable, "-m", "web.serve"]
     settings = {}
     for line in (REPO_DIR / "Dockerfile").read_text().splitlines():
         if line.startswith("ENV "):
             settings.update(item.split("=", 1) for item in line.split()[1:])
-    # Every interface; three workers, not the host's cores + 1 (a thread's connection each).
+    # Every interface; two workers, not one per host core (a thread's connection each).
     assert settings["WEB_BIND"] == "0.0.0.0:8000"
-    assert settings["WEB_WORKERS"] == "3"
+    assert settings["WEB_WORKERS"] == "2"
 
 
 @pytest.mark.django_db(transaction=True)  # importing web.wsgi checks the database

@@ -14,7 +14,7 @@ Settings (environment, checked here: a bad value stops the start naming it):
 
 - ``WEB_BIND``: ``host:port`` (default ``127.0.0.1:8000``; the container's is
   ``0.0.0.0:8000``);
-- ``WEB_WORKERS``: processes (default cores + 1, at most 9; the container sets 3, since
+- ``WEB_WORKERS``: processes (default one per core, at most 8; the container sets 2, since
   inside it the host's cores would be counted); each thread of each holds a database
   connection;
 - ``WEB_THREADS``: request threads per process (default 2: see below);
@@ -31,13 +31,14 @@ Settings (environment, checked here: a bad value stops the start naming it):
 A worker that dies is started again; on stop, workers get 10 s to finish their requests.
 ``GUNICORN_*`` variables from the former server (``GUNICORN_CMD_ARGS`` too) stop the
 start, naming their replacement, so that a deployment's tuning is not dropped unseen.
-Granian warns at start that 3 workers exceed 2 cores: on 2 cores gunicorn's 3 x 4 beat
-2 x 4 and 2 x 8. Granian parses and queues requests in Rust, so Python threads need only
-overlap one request's database wait with another's work: at 3 x 2 the rating cycle ran
-8-16 % more cycles per second than at 3 x 4 in bench-queue's page phases (U=8 and U=32,
-three rounds taking turns with other settings), each statement cheaper for PostgreSQL
-with fewer requests in its hands at once (1.52-1.59 ms per cycle against 1.77-1.89), at a
-lower p95; 2 x 3, 4 x 2 and 6 x 1 fell between. Image files and downloads take these
+Granian parses and queues requests in Rust, so Python threads need only overlap one
+request's database wait with another's work: at 3 x 2 the rating cycle ran 8-16 % more
+cycles per second than at 3 x 4 in bench-queue's page phases (U=8 and U=32, three rounds
+taking turns with other settings), each statement cheaper for PostgreSQL with fewer
+requests in its hands at once (1.52-1.59 ms per cycle against 1.77-1.89), at a lower p95;
+2 x 3, 4 x 2 and 6 x 1 fell between. One process per core went further: 2 x 2 against
+3 x 2 served 7-10 % more cycles in the page phases and 14-15 % more in the split ones (on
+the means of two runs each), at 12-16 % less CPU per cycle (docs/architecture.md). Image files and downloads take these
 threads too: behind the reverse proxy that production runs behind (docs/operator-guide.md,
 "HTTPS behind a reverse proxy"), which buffers answers, a slow client does not hold one; served without such a
 proxy, raise WEB_THREADS.
@@ -114,7 +115,9 @@ def server_options(environ: dict, cores: int) -> dict:
     return {
         "address": host,
         "port": port,
-        "workers": _whole_number(environ, "WEB_WORKERS", min(9, cores + 1), 1, 64),
+        # One per core: on 2 cores 2 x 2 served 7-15 % more rating cycles than 3 x 2 in
+        # both of bench-queue's flows, at 12-16 % less CPU per cycle (docs/architecture.md).
+        "workers": _whole_number(environ, "WEB_WORKERS", max(1, min(8, cores)), 1, 64),
         "blocking_threads": _whole_number(environ, "WEB_THREADS", 2, 1, 64),
         "blocking_threads_idle_timeout": _whole_number(environ, "WEB_THREAD_IDLE_SECONDS", 600, 5, 600),
         "backlog": _whole_number(environ, "WEB_BACKLOG", 2048, 128, 65535),
