@@ -17,7 +17,7 @@ from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
 from annotation.core.errors import DatasetImportError, NotFound
-from annotation.core.progress import Progress
+from annotation.core.progress import Progress, no_progress
 from annotation.models import Dataset, Image
 
 # EXIF orientations that turn the picture a quarter: browsers show it turned
@@ -29,12 +29,6 @@ _MISSING_SHOWN = 5
 
 
 class PictureFile(Protocol):
-    key: str
-    file_path: str
-
-
-@dataclass(frozen=True)
-class _Stored:
     key: str
     file_path: str
 
@@ -55,12 +49,8 @@ def shown_size(img: PILImage.Image) -> tuple[int, int]:
     return width, height
 
 
-def _no_progress(done: int, total: int, message: str) -> None:
-    pass
-
-
 def read_image_sizes(
-    root: Path, records: Iterable[PictureFile], progress: Progress = _no_progress
+    root: Path, records: Iterable[PictureFile], progress: Progress = no_progress
 ) -> dict[str, tuple[int, int]]:
     """Each record's (width, height) by its key. Checks every file exists first, then
     reads each header; DatasetImportError names the missing or unreadable files."""
@@ -82,7 +72,7 @@ def read_image_sizes(
     return sizes
 
 
-def image_sizes_refresh(*, dataset_name: str, progress: Progress = _no_progress) -> SizeRefresh:
+def image_sizes_refresh(*, dataset_name: str, progress: Progress = no_progress) -> SizeRefresh:
     """Read every picture's size of ``dataset_name`` from its file again and store the ones
     that differ. All or nothing: a missing or unreadable file stops it before any write."""
     dataset = Dataset.objects.filter(name=dataset_name).first()
@@ -96,13 +86,11 @@ def image_sizes_refresh(*, dataset_name: str, progress: Progress = _no_progress)
     root = Path(dataset.images_root)
     if not root.is_dir():
         raise DatasetImportError(f"images root {root} of dataset {dataset_name!r} is not a folder")
-    rows = list(dataset.images.values_list("pk", "key", "file_path", "width", "height"))
-    sizes = read_image_sizes(root, [_Stored(key=key, file_path=path) for _, key, path, _, _ in rows], progress)
-    changed = [
-        Image(pk=pk, width=sizes[key][0], height=sizes[key][1])
-        for pk, key, _, width, height in rows
-        if sizes[key] != (width, height)
-    ]
+    images = list(dataset.images.only("pk", "key", "file_path", "width", "height"))
+    sizes = read_image_sizes(root, images, progress)
+    changed = [image for image in images if sizes[image.key] != (image.width, image.height)]
+    for image in changed:
+        image.width, image.height = sizes[image.key]
     with transaction.atomic():
         Image.objects.bulk_update(changed, ["width", "height"], batch_size=_BULK_BATCH)
-    return SizeRefresh(images=len(rows), changed=len(changed))
+    return SizeRefresh(images=len(images), changed=len(changed))

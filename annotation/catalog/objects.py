@@ -23,7 +23,7 @@ from django.db import connection, transaction
 
 from annotation.catalog.coco_objects import CocoError, CocoImage, CocoIndex, coco_index, coco_objects
 from annotation.core.errors import DatasetImportError, NotFound
-from annotation.core.progress import Progress
+from annotation.core.progress import Progress, no_progress
 from annotation.core.sql import default_vendor
 from annotation.models import Dataset, Image, ObjectAnnotation
 from annotation.models.objects import CATEGORY_CHARS, MAX_MEASURE
@@ -58,7 +58,7 @@ def dataset_import_objects(
     Raises NotFound for an unknown dataset and DatasetImportError naming the problem (bad
     JSON by line and column, an annotation of an unknown category or image, a negative
     area, a file none of whose images match); nothing is written then."""
-    progress = progress or _no_progress
+    progress = progress or no_progress
     dataset = Dataset.objects.filter(name=dataset_name).first()
     if dataset is None:
         raise NotFound(f"no dataset {dataset_name!r}")
@@ -90,10 +90,6 @@ def dataset_import_objects(
     )
     logger.info("imported objects into %s: %s", dataset_name, summary)
     return summary
-
-
-def _no_progress(done: int, total: int, message: str) -> None:
-    pass
 
 
 class _Matcher:

@@ -18,7 +18,7 @@ from django.db import transaction
 from annotation.catalog.image_files import read_image_sizes
 from annotation.catalog.karpathy import FieldLimits, KarpathyError, parse_karpathy
 from annotation.core.errors import DatasetImportError, NotFound
-from annotation.core.progress import Progress
+from annotation.core.progress import Progress, no_progress
 from annotation.models import (
     Caption,
     Dataset,
@@ -41,10 +41,6 @@ logger = logging.getLogger(__name__)
 BULK_BATCH = 5_000
 
 
-def _no_progress(done: int, total: int, message: str) -> None:
-    pass
-
-
 @dataclass(frozen=True)
 class KarpathyImportSummary:
     dataset_id: int
@@ -62,7 +58,7 @@ def dataset_import_karpathy(
     splits: Sequence[str] | None = None,
     key_prefix: str | None = None,
     description: str = "",
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
 ) -> KarpathyImportSummary:
     """Import images and captions of the given splits from Karpathy JSON.
 
@@ -197,7 +193,7 @@ def embedding_space_import(
     vectors_path: str | Path,
     ids_path: str | Path,
     model_name: str = "",
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
 ) -> EmbeddingSpace:
     """Validate vectors and ids and store them as an L2-normalized float32 space.
 

@@ -7,3 +7,7 @@ Imports, exports, evaluations and sampling batches take one; the run lifecycle
 from collections.abc import Callable
 
 Progress = Callable[[int, int, str], None]
+
+
+def no_progress(done: int, total: int, message: str) -> None:
+    """The progress of work nobody watches: reports go nowhere."""

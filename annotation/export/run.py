@@ -19,7 +19,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
-from annotation.core.progress import Progress
+from annotation.core.progress import Progress, no_progress
 from annotation.export.blocks import ExportAgreement, ExportCounts, block_build, cut_blocks
 from annotation.export.formats import AGREEMENT, FORMATS, MANIFEST, TASKS, ExportError
 from annotation.export.gold import write_gold_file
@@ -46,10 +46,6 @@ BLOCK_RATINGS = 10_000
 _PSEUDONYM_SALT = "annotation.export.rater-pseudonym"
 
 
-def _no_progress(done: int, total: int, message: str) -> None:
-    pass
-
-
 @dataclass(frozen=True)
 class ExportSummary:
     out: str
@@ -67,7 +63,7 @@ def dataset_export(
     splits: Sequence[str] | None = None,
     formats: Sequence[str] | str = FORMATS,
     overwrite: bool = False,
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
     block_ratings: int = BLOCK_RATINGS,
     job_id: int | None = None,
 ) -> ExportSummary:

@@ -8,7 +8,7 @@ import pytest
 
 from tests.frontend.campaign_setup import rate_campaign
 from tests.frontend.rating_setup import rater
-from tests.support.browser import HeldPictures, boxes, log_in, only_the_live_server, watch_errors
+from tests.support.browser import HeldPictures, boxes, log_in, only_the_live_server, pictures_loaded, watch_errors
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -64,7 +64,7 @@ def visit_every_page(page, live_server, shots, who: str, width: str) -> None:
     # The pictures load lazily: bring each into view as a person scrolling down would.
     for picture in page.locator(DIFFERENCE_PICTURES).all():
         picture.scroll_into_view_if_needed()
-    page.wait_for_function("[...document.images].every(img => img.complete && img.naturalWidth > 0)")
+    pictures_loaded(page, "img")
     assert boxes(page, [DIFFERENCE_PICTURES, "#differences li.difference"]) == before
     page.screenshot(path=str(shots / f"campaign-rater-{who}-{width}.png"), full_page=True)
 

@@ -11,7 +11,7 @@ from annotation.quality.gold.upload import gold_pairs_upload
 from annotation.serving import rating_submit, slot_claim
 from annotation.serving.pairs import pairs_retire
 from tests.frontend.rating_setup import demo_with_pairs, rater
-from tests.support.browser import session_for
+from tests.support.browser import pictures_loaded, session_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_allowed")]
 
@@ -39,12 +39,6 @@ def fresh_sits_lines(dataset: Dataset, n: int) -> list[str]:
 def fits(page) -> None:
     width = page.viewport_size["width"]
     assert page.evaluate("document.documentElement.scrollWidth") <= width, "no sideways scrolling"
-
-
-def pictures_load(page, selector: str) -> None:
-    page.wait_for_function(
-        f"[...document.querySelectorAll('{selector} img')].every(i => i.complete && i.naturalWidth > 0)"
-    )
 
 
 def test_a_gold_csv_is_previewed_then_saved(page, live_server, tmp_path, screenshot_dir, size):
@@ -75,7 +69,7 @@ def test_a_gold_csv_is_previewed_then_saved(page, live_server, tmp_path, screens
     page.set_input_files("input[name=file]", str(good))
     page.click("input[type=submit][value=Preview]")
     page.wait_for_selector("#save-form")
-    pictures_load(page, "#preview")
+    pictures_loaded(page, "#preview img")
     page.screenshot(path=screenshot_dir / f"gold-upload-preview-{size}.png", full_page=True)
     rows = page.locator("#preview tbody tr")
     assert rows.count() == 4 and page.locator("#preview q").count() == 4, "each row shows its caption"
@@ -111,7 +105,7 @@ def test_agreed_pairs_are_promoted_from_their_page(page, live_server, screenshot
     page.select_option("select[name=kind]", value="SIS")
     page.click("input[value='Find candidates']")
     page.wait_for_selector("#candidates")
-    pictures_load(page, "#candidates")
+    pictures_loaded(page, "#candidates img")
     page.screenshot(path=screenshot_dir / f"gold-promote-{size}.png", full_page=True)
     assert "3 complete SIS pairs of demo" in page.locator("#summary").inner_text()
     fits(page)
@@ -147,7 +141,7 @@ def test_quiz_questions_are_chosen_with_the_pool_size_shown(page, live_server, t
         boxes.nth(number).check()
     page.click("input[value='Save the quiz questions']")
     page.wait_for_selector(".messagelist")
-    pictures_load(page, "#gold")
+    pictures_loaded(page, "#gold img")
     page.screenshot(path=screenshot_dir / f"gold-quiz-{size}.png", full_page=True)
     assert "3 put in the quiz" in page.locator(".messagelist").inner_text()
     pool = page.locator("#pool").inner_text()

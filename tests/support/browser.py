@@ -88,11 +88,15 @@ class HeldPictures:
         self.released = True
         while self.waiting:
             self.waiting.pop().fallback()
-        if pictures is None:
-            return
-        self.page.wait_for_function(
-            "s => [...document.querySelectorAll(s)].every(i => i.complete && i.naturalWidth > 0)", arg=pictures
-        )
+        if pictures is not None:
+            pictures_loaded(self.page, pictures)
+
+
+def pictures_loaded(page, pictures: str) -> None:
+    """Wait until every picture ``pictures`` selects has loaded (a broken one never does)."""
+    page.wait_for_function(
+        "s => [...document.querySelectorAll(s)].every(i => i.complete && i.naturalWidth > 0)", arg=pictures
+    )
 
 
 def boxes(page, selectors: list[str]) -> list[dict]:
